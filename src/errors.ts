@@ -1,0 +1,40 @@
+/**
+ * The few error kinds the run loop and the CLI act on. Decisions (retry, refuse, exit) are made by
+ * `code`, never by parsing a message; the message is for the operator and names batch and field.
+ */
+export type ErrorCode =
+  | "BAD_INPUT" // the gateway sent something malformed or out of range
+  | "ROOT_MISMATCH" // a recomputed root differs from the stated one
+  | "UNKNOWN_PREV_BATCH" // the update builds on a batch this member never verified
+  | "CONFLICTING_CLAIM" // the batch id is already signed with another claim
+  | "GATEWAY" // transport failure or unexpected answer from a gateway
+  | "CONFIG" // invalid configuration or key material
+  | "STORE"; // the local store is unusable or inconsistent
+
+export class DacdError extends Error {
+  readonly code: ErrorCode;
+  readonly batchId: number | undefined;
+  readonly field: string | undefined;
+
+  constructor(code: ErrorCode, message: string, opts: { batchId?: number; field?: string; cause?: unknown } = {}) {
+    const where = [
+      opts.batchId !== undefined ? `batch ${opts.batchId}` : undefined,
+      opts.field !== undefined ? `field ${opts.field}` : undefined,
+    ]
+      .filter(Boolean)
+      .join(", ");
+    super(where ? `${where}: ${message}` : message, opts.cause !== undefined ? { cause: opts.cause } : undefined);
+    this.name = "DacdError";
+    this.code = code;
+    this.batchId = opts.batchId;
+    this.field = opts.field;
+  }
+}
+
+export function badInput(batchId: number | undefined, field: string, message: string): DacdError {
+  return new DacdError("BAD_INPUT", message, { batchId, field });
+}
+
+export function isDacdError(e: unknown, code?: ErrorCode): e is DacdError {
+  return e instanceof DacdError && (code === undefined || e.code === code);
+}

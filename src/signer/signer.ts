@@ -1,0 +1,14 @@
+/** The member's signature as it is posted: a hex string (Ethereum-kind chain) or an {r, s} object (Starknet-kind). */
+export type PostedSignature = string | { r: string; s: string };
+
+/**
+ * Signs 32-byte claim hashes with the member key. Implementations never expose the private key
+ * (no getter, no toJSON) so it cannot end up in a log line by accident.
+ */
+export interface Signer {
+  /** Which base-chain kind this signer fits: "ethereum" (secp256k1) or "starknet" (STARK curve). */
+  readonly chainKind: "ethereum" | "starknet";
+  /** The identity posted as `member_key`: a checksummed address, or a STARK public key in hex. */
+  readonly memberKey: string;
+  sign(claimHash: Uint8Array): PostedSignature;
+}

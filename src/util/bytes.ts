@@ -1,0 +1,56 @@
+/** Conversions at the edges: hashes are 32-byte big-endian values inside dacd, hex or bigint outside. */
+
+const HEX = /^[0-9a-fA-F]*$/;
+
+export function bigintToBytes32(v: bigint): Uint8Array {
+  if (v < 0n || v >= 1n << 256n) throw new RangeError(`value does not fit in 32 bytes: ${v}`);
+  const out = new Uint8Array(32);
+  for (let i = 31; i >= 0 && v > 0n; i--) {
+    out[i] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+  return out;
+}
+
+export function bytesToBigint(b: Uint8Array, offset = 0, length = 32): bigint {
+  let hex = "";
+  for (let i = offset; i < offset + length; i++) hex += b[i]!.toString(16).padStart(2, "0");
+  return hex.length === 0 ? 0n : BigInt("0x" + hex);
+}
+
+/** Lower-case hex of exactly 64 digits, no prefix: the form tree roots take in state updates. */
+export function toHex64(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("hex").padStart(64, "0");
+}
+
+/** `0x`-prefixed hex of the bytes as given. */
+export function toHex0x(b: Uint8Array): string {
+  return "0x" + Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("hex");
+}
+
+/** Parses hex (with or without 0x) into 32 bytes; null when it is not hex or too long. */
+export function hexToBytes32(s: string): Uint8Array | null {
+  const digits = s.startsWith("0x") || s.startsWith("0X") ? s.slice(2) : s;
+  if (digits.length === 0 || digits.length > 64 || !HEX.test(digits)) return null;
+  return new Uint8Array(Buffer.from(digits.padStart(64, "0"), "hex"));
+}
+
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+export function concatBytes(...parts: Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+export const ZERO32 = new Uint8Array(32);
