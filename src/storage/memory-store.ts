@@ -1,0 +1,21 @@
+import type { NodeSource, NodeWrite } from "../verifier/node-source.js";
+
+/**
+ * Nodes kept in memory: for tests (a cross-check of the LevelDB store) and the devnet operator.
+ * Keys are hex strings because Map compares Uint8Array keys by identity.
+ */
+export class MemoryNodeStore implements NodeSource {
+  private readonly nodes = new Map<string, Uint8Array>();
+
+  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    return Promise.resolve(hashes.map((h) => this.nodes.get(Buffer.from(h).toString("hex"))));
+  }
+
+  putNodes(writes: readonly NodeWrite[]): void {
+    for (const w of writes) this.nodes.set(Buffer.from(w.hash).toString("hex"), w.record);
+  }
+
+  get size(): number {
+    return this.nodes.size;
+  }
+}

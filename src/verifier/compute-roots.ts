@@ -1,0 +1,91 @@
+import type { Leaf, LeafChanges } from "../wire/types.js";
+import type { HashEngine } from "./hash/engine.js";
+import { emptyLeaf, encodeLeafRecord, hashLeaves } from "./leaves.js";
+import { emptySubtreeRoots, updateMerkle } from "./merkle.js";
+import type { NodeSource, NodeWrite } from "./node-source.js";
+import { updatePatricia } from "./patricia.js";
+import type { LeafKind, TreeName, TreeSpec } from "./profile.js";
+
+export type Roots = Partial<Record<TreeName, Uint8Array>>;
+
+export interface ComputedRoots {
+  readonly roots: Roots;
+  /** Inner nodes created by this update, to be stored under their hashes. */
+  readonly newNodes: NodeWrite[];
+  /** Leaf records (vaults, positions) to be stored under their leaf hashes. */
+  readonly newLeaves: NodeWrite[];
+}
+
+// E[k] depends only on the engine's arithmetic, the leaf kind and the height; compute it once.
+const emptyCache = new Map<string, Promise<Uint8Array[]>>();
+
+/** E[0..height] of a Merkle tree of this leaf kind. */
+export function emptyRoots(engine: HashEngine, leaf: LeafKind, height: number): Promise<Uint8Array[]> {
+  const key = `${leaf}/${height}`;
+  let hit = emptyCache.get(key);
+  if (!hit) {
+    hit = hashLeaves(engine, leaf, [emptyLeaf(leaf)]).then(([e0]) => emptySubtreeRoots(engine, e0!, height));
+    hit.catch(() => emptyCache.delete(key));
+    emptyCache.set(key, hit);
+  }
+  return hit;
+}
+
+/** The root of the empty tree of this spec (0 for a Patricia tree). */
+export async function emptyRoot(engine: HashEngine, spec: TreeSpec): Promise<Uint8Array> {
+  if (spec.kind === "patricia") return new Uint8Array(32);
+  return (await emptyRoots(engine, spec.leaf, spec.height))[spec.height]!;
+}
+
+/**
+ * Applies changed leaves to each tree, starting from `prevRoots` (null: the empty state), and
+ * returns the new roots with everything that must be stored to reach them again. All trees proceed
+ * concurrently, so their store reads and engine calls interleave.
+ */
+export async function computeRoots(
+  engine: HashEngine,
+  nodes: NodeSource,
+  trees: readonly TreeSpec[],
+  prevRoots: Roots | null,
+  changes: Partial<Record<TreeName, LeafChanges>>,
+): Promise<ComputedRoots> {
+  const results = await Promise.all(
+    trees.map(async (spec) => {
+      const start = prevRoots?.[spec.name] ?? (await emptyRoot(engine, spec));
+      const leaves = changes[spec.name] ?? new Map<bigint, Leaf>();
+      return { spec, ...(await updateTree(engine, nodes, spec, start, leaves)) };
+    }),
+  );
+  const roots: Roots = {};
+  const newNodes: NodeWrite[] = [];
+  const newLeaves: NodeWrite[] = [];
+  for (const r of results) {
+    roots[r.spec.name] = r.root;
+    newNodes.push(...r.newNodes);
+    newLeaves.push(...r.newLeaves);
+  }
+  return { roots, newNodes, newLeaves };
+}
+
+async function updateTree(
+  engine: HashEngine,
+  nodes: NodeSource,
+  spec: TreeSpec,
+  oldRoot: Uint8Array,
+  changes: LeafChanges,
+): Promise<{ root: Uint8Array; newNodes: NodeWrite[]; newLeaves: NodeWrite[] }> {
+  const ids = [...changes.keys()];
+  const values = ids.map((id) => changes.get(id)!);
+  const hashes = await hashLeaves(engine, spec.leaf, values);
+  const leafHashes = new Map(ids.map((id, i) => [id, hashes[i]!]));
+  const newLeaves: NodeWrite[] = [];
+  values.forEach((leaf, i) => {
+    const record = encodeLeafRecord(spec.leaf, leaf);
+    if (record) newLeaves.push({ hash: hashes[i]!, record });
+  });
+  const updated =
+    spec.kind === "merkle"
+      ? await updateMerkle(engine, nodes, await emptyRoots(engine, spec.leaf, spec.height), oldRoot, leafHashes, spec.name)
+      : await updatePatricia(engine, nodes, spec.height, oldRoot, leafHashes, spec.name);
+  return { root: updated.root, newNodes: updated.newNodes, newLeaves };
+}

@@ -1,0 +1,148 @@
+import { bigintToBytes32, bytesToBigint, concatBytes } from "../util/bytes.js";
+import type { Leaf, OrderLeaf, PositionLeaf, VaultLeaf } from "../wire/types.js";
+import type { HashEngine } from "./hash/engine.js";
+import type { LeafKind } from "./profile.js";
+
+/**
+ * Leaf encodings of committee-algorithms §2: how a vault, position or order becomes the 32-byte
+ * value at the bottom of its tree, and the compact record dacd stores so leaves can be read back
+ * (inspection, dumps, proofs). Hashing is done for many leaves at once, one engine call per step.
+ */
+
+const B63 = 1n << 63n;
+
+export const EMPTY_VAULT: VaultLeaf = { key: 0n, token: 0n, balance: 0n };
+export const EMPTY_POSITION: PositionLeaf = { publicKey: 0n, collateral: 0n, assets: [] };
+
+export function emptyLeaf(kind: LeafKind): Leaf {
+  return kind === "vault" ? EMPTY_VAULT : kind === "position" ? EMPTY_POSITION : 0n;
+}
+
+/** A vault with balance 0 is hashed as the empty vault, whatever key and token it names. */
+export function normalizeVault(v: VaultLeaf): VaultLeaf {
+  return v.balance === 0n ? EMPTY_VAULT : v;
+}
+
+/** Packs n 32-byte values into one buffer for an engine call. */
+function pack(values: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(values.length * 32);
+  values.forEach((v, i) => out.set(v, i * 32));
+  return out;
+}
+
+function unpack(buf: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < buf.length; i += 32) out.push(buf.subarray(i, i + 32));
+  return out;
+}
+
+export async function hashPairs(engine: HashEngine, xs: Uint8Array[], ys: Uint8Array[]): Promise<Uint8Array[]> {
+  if (xs.length === 0) return [];
+  return unpack(await engine.hashMany(pack(xs), pack(ys)));
+}
+
+const b32 = bigintToBytes32;
+
+async function hashVaults(engine: HashEngine, vaults: readonly VaultLeaf[]): Promise<Uint8Array[]> {
+  const norm = vaults.map(normalizeVault);
+  const inner = await hashPairs(
+    engine,
+    norm.map((v) => b32(v.key)),
+    norm.map((v) => b32(v.token)),
+  );
+  return hashPairs(
+    engine,
+    inner,
+    norm.map((v) => b32(v.balance)),
+  );
+}
+
+function assetMessage(a: PositionLeaf["assets"][number]): bigint {
+  return (((a.assetId << 64n) + (a.fundingIndex + B63)) << 64n) + (a.balance + B63);
+}
+
+async function hashPositions(engine: HashEngine, positions: readonly PositionLeaf[]): Promise<Uint8Array[]> {
+  // The asset chain H(…H(H(0, m1), m2)…, mk) advances one step for every position at once.
+  const acc = positions.map(() => b32(0n));
+  const maxAssets = positions.reduce((m, p) => Math.max(m, p.assets.length), 0);
+  for (let step = 0; step < maxAssets; step++) {
+    const which = positions.flatMap((p, i) => (p.assets.length > step ? [i] : []));
+    const out = await hashPairs(
+      engine,
+      which.map((i) => acc[i]!),
+      which.map((i) => b32(assetMessage(positions[i]!.assets[step]!))),
+    );
+    which.forEach((i, k) => (acc[i] = out[k]!));
+  }
+  const withKey = await hashPairs(
+    engine,
+    acc,
+    positions.map((p) => b32(p.publicKey)),
+  );
+  return hashPairs(
+    engine,
+    withKey,
+    positions.map((p) => b32(((p.collateral + B63) << 16n) + BigInt(p.assets.length))),
+  );
+}
+
+/** Hashes many leaves of one kind; the result is in the input's order. */
+export async function hashLeaves(engine: HashEngine, kind: LeafKind, leaves: readonly Leaf[]): Promise<Uint8Array[]> {
+  switch (kind) {
+    case "vault":
+      return hashVaults(engine, leaves as VaultLeaf[]);
+    case "position":
+      return hashPositions(engine, leaves as PositionLeaf[]);
+    case "order":
+      return (leaves as OrderLeaf[]).map((v) => b32(v));
+  }
+}
+
+// ---- stored leaf records -------------------------------------------------------------------------
+// Vault: key ‖ token ‖ balance (32 bytes each). Position: public key (32) ‖ collateral + 2^63 (8) ‖
+// then per asset: asset id (16) ‖ balance + 2^63 (8) ‖ funding index + 2^63 (8). Orders need no
+// record: the leaf is the amount.
+
+function u64(v: bigint): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, v);
+  return out;
+}
+
+function readU64(b: Uint8Array, offset: number): bigint {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(offset);
+}
+
+export function encodeLeafRecord(kind: LeafKind, leaf: Leaf): Uint8Array | null {
+  if (kind === "vault") {
+    const v = normalizeVault(leaf as VaultLeaf);
+    return concatBytes(b32(v.key), b32(v.token), b32(v.balance));
+  }
+  if (kind === "position") {
+    const p = leaf as PositionLeaf;
+    const parts = [b32(p.publicKey), u64(p.collateral + B63)];
+    for (const a of p.assets) {
+      parts.push(bigintToBytes32(a.assetId).subarray(16), u64(a.balance + B63), u64(a.fundingIndex + B63));
+    }
+    return concatBytes(...parts);
+  }
+  return null;
+}
+
+export function decodeLeafRecord(kind: LeafKind, rec: Uint8Array): Leaf {
+  if (kind === "vault") {
+    return { key: bytesToBigint(rec, 0), token: bytesToBigint(rec, 32), balance: bytesToBigint(rec, 64) };
+  }
+  if (kind === "position") {
+    const assets = [];
+    for (let o = 40; o + 32 <= rec.length; o += 32) {
+      assets.push({
+        assetId: bytesToBigint(rec, o, 16),
+        balance: readU64(rec, o + 16) - B63,
+        fundingIndex: readU64(rec, o + 24) - B63,
+      });
+    }
+    return { publicKey: bytesToBigint(rec, 0), collateral: readU64(rec, 32) - B63, assets };
+  }
+  return bytesToBigint(rec, 0);
+}

@@ -1,0 +1,82 @@
+/**
+ * Profiles: which trees a member keeps for each kind of service (committee-algorithms §4).
+ * Tree names double as the keys of `roots` in replay output, batch records and dumps.
+ */
+export type ProfileName = "perpetual" | "spot" | "spot-v4.0";
+export type TreeName = "position" | "vault" | "order" | "rollup_vault";
+export type TreeKind = "merkle" | "patricia";
+/** What a leaf holds, and so how it is encoded and hashed. */
+export type LeafKind = "vault" | "position" | "order";
+
+export interface TreeSpec {
+  readonly name: TreeName;
+  readonly kind: TreeKind;
+  readonly height: number;
+  readonly leaf: LeafKind;
+}
+
+export interface Profile {
+  readonly name: ProfileName;
+  /** Service variant: P (perpetual) or G (spot). */
+  readonly variant: "P" | "G";
+  /** The main tree (always checked) and the order tree; both enter the claim. */
+  readonly main: TreeSpec;
+  readonly order: TreeSpec;
+  /** The rollup vault tree (spot only); kept only when validate_rollup is true. */
+  readonly rollup?: TreeSpec;
+}
+
+export type Heights = Partial<Record<TreeName, number>>;
+
+export const DEFAULT_HEIGHTS: Record<ProfileName, Heights> = {
+  perpetual: { position: 64, order: 64 },
+  spot: { vault: 31, order: 251, rollup_vault: 31 },
+  "spot-v4.0": { vault: 31, order: 63 },
+};
+
+export function isProfileName(s: unknown): s is ProfileName {
+  return s === "perpetual" || s === "spot" || s === "spot-v4.0";
+}
+
+/** Builds a profile; heights default from the preset and may be overridden by configuration. */
+export function makeProfile(name: ProfileName, heights: Heights = {}): Profile {
+  const h = { ...DEFAULT_HEIGHTS[name], ...heights };
+  const height = (t: TreeName): number => {
+    const v = h[t];
+    if (v === undefined || !Number.isInteger(v) || v < 1 || v > 251) {
+      throw new RangeError(`tree height for ${t} must be an integer in 1..251`);
+    }
+    return v;
+  };
+  switch (name) {
+    case "perpetual":
+      return {
+        name,
+        variant: "P",
+        main: { name: "position", kind: "merkle", height: height("position"), leaf: "position" },
+        order: { name: "order", kind: "merkle", height: height("order"), leaf: "order" },
+      };
+    case "spot":
+      return {
+        name,
+        variant: "G",
+        main: { name: "vault", kind: "merkle", height: height("vault"), leaf: "vault" },
+        order: { name: "order", kind: "patricia", height: height("order"), leaf: "order" },
+        rollup: { name: "rollup_vault", kind: "merkle", height: height("rollup_vault"), leaf: "vault" },
+      };
+    case "spot-v4.0":
+      return {
+        name,
+        variant: "G",
+        main: { name: "vault", kind: "merkle", height: height("vault"), leaf: "vault" },
+        order: { name: "order", kind: "merkle", height: height("order"), leaf: "order" },
+      };
+  }
+}
+
+/** The trees a member keeps under this profile and setting, main first. */
+export function keptTrees(profile: Profile, validateRollup: boolean | undefined): TreeSpec[] {
+  const trees = [profile.main, profile.order];
+  if (profile.rollup && validateRollup === true) trees.push(profile.rollup);
+  return trees;
+}
