@@ -1,0 +1,24 @@
+import { Command } from "commander";
+import { isDacdError } from "../errors.js";
+import { registerReplayCommand } from "./replay.js";
+import { registerKeygenCommand } from "./keygen-command.js";
+
+const program = new Command()
+  .name("dacd")
+  .description("Data-availability committee member daemon for StarkEx-style validium systems")
+  .showHelpAfterError();
+
+registerReplayCommand(program);
+registerKeygenCommand(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  // Expected failures are one clear line and a non-zero exit, never a stack trace.
+  if (isDacdError(err)) {
+    process.stderr.write(`dacd: ${err.message}\n`);
+    process.exitCode = err.code === "CONFIG" ? 78 : 1; // 78 = EX_CONFIG, so systemd does not hot-loop
+  } else {
+    throw err;
+  }
+}

@@ -1,0 +1,116 @@
+import { readFile } from "node:fs/promises";
+import type { Command } from "commander";
+import { DacdError, isDacdError } from "../errors.js";
+import { createSigner } from "../signer/create-signer.js";
+import { loadPrivateKey } from "../signer/key-file.js";
+import { LevelStore } from "../storage/level-store.js";
+import { createEngine } from "../verifier/hash/select.js";
+import { isProfileName, keptTrees, makeProfile } from "../verifier/profile.js";
+import { verifyAndStoreBatch } from "../verifier/verify-batch.js";
+
+interface ReplayOptions {
+  profile: string;
+  keyFile: string;
+  passwordFile?: string;
+  input: string;
+  db: string;
+  validateOrders: boolean;
+  validateRollup: boolean;
+  engine?: string;
+}
+
+/**
+ * `dacd replay`: the verifier end to end, offline. Element N of the input is the get_batch_data
+ * body for batch N; each batch is verified, stored and signed exactly as the daemon would, and
+ * reported as one JSON line. Batches already in the store are reported from it, not redone.
+ */
+export function registerReplayCommand(program: Command): void {
+  program
+    .command("replay")
+    .description("verify, store and sign a recorded chain of get_batch_data answers, one JSON line per batch")
+    .requiredOption("--profile <profile>", "perpetual | spot | spot-v4.0")
+    .requiredOption("--key-file <file>", "member private key: raw hex or a V3 keystore")
+    .option("--password-file <file>", "password of a keystore key file")
+    .requiredOption("--input <file>", "JSON array; element N is the get_batch_data body for batch N")
+    .requiredOption("--db <dir>", "store directory (the same layout as the daemon's data_dir)")
+    .option("--no-validate-orders", "take the stated order root as given")
+    .option("--no-validate-rollup", "do not keep or check the rollup vault tree")
+    .option("--engine <name>", "hash engine: auto | native | wasm | js")
+    .action(async (opts: ReplayOptions) => {
+      process.exitCode = await replay(opts);
+    });
+}
+
+async function replay(opts: ReplayOptions): Promise<number> {
+  if (!isProfileName(opts.profile)) throw new DacdError("CONFIG", `unknown profile ${JSON.stringify(opts.profile)}`);
+  const profile = makeProfile(opts.profile);
+  const validateRollup = profile.rollup ? opts.validateRollup : undefined;
+  const key = await loadPrivateKey(opts.keyFile, {
+    passwordPath: opts.passwordFile,
+    // An offline tool run on test keys: warn about loose permissions instead of refusing.
+    allowInsecurePermissions: true,
+    warn: (m) => process.stderr.write(`warning: ${m}\n`),
+  });
+  const signer = createSigner("ethereum", key);
+  const bodies = await readInput(opts.input);
+  const engine = await createEngine(opts.engine, { warn: (m) => process.stderr.write(`${m}\n`) });
+  const store = await LevelStore.open(opts.db);
+  let failed = 0;
+  try {
+    await store.ensureIdentity({
+      profile: profile.name,
+      heights: Object.fromEntries(keptTrees(profile, validateRollup).map((t) => [t.name, t.height])),
+    });
+    const ctx = { profile, engine, store, signer, options: { validateOrders: opts.validateOrders, validateRollup } };
+    for (let batchId = 0; batchId < bodies.length; batchId++) {
+      try {
+        const update = updateOf(bodies[batchId], batchId);
+        const { record } = await verifyAndStoreBatch(ctx, batchId, update);
+        const line = {
+          batch_id: record.batch_id,
+          sequence_number: record.sequence_number,
+          roots: record.roots,
+          claim_hash: record.claim_hash,
+          signature: record.signature,
+          member_key: record.member_key,
+        };
+        process.stdout.write(JSON.stringify(line) + "\n");
+      } catch (err) {
+        if (!isDacdError(err) || err.code === "STORE") throw err;
+        failed++;
+        process.stdout.write(JSON.stringify({ batch_id: batchId, error: err.message }) + "\n");
+      }
+    }
+  } finally {
+    await store.close();
+    await engine.close?.();
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+async function readInput(path: string): Promise<unknown[]> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    throw new DacdError("CONFIG", `cannot read ${path}: ${(err as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new DacdError("BAD_INPUT", `${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(parsed)) throw new DacdError("BAD_INPUT", `${path} must hold a JSON array of get_batch_data bodies`);
+  return parsed;
+}
+
+/** The `update` of one get_batch_data body; a body without one is bad input for that batch. */
+export function updateOf(body: unknown, batchId: number): unknown {
+  if (typeof body !== "object" || body === null || Array.isArray(body) || !("update" in body)) {
+    throw new DacdError("BAD_INPUT", "the body is not an object with an `update` key", { batchId, field: "update" });
+  }
+  const update = (body as { update: unknown }).update;
+  if (update === null) throw new DacdError("BAD_INPUT", "the batch is not ready (update is null)", { batchId, field: "update" });
+  return update;
+}

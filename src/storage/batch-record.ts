@@ -1,0 +1,33 @@
+import type { PostedSignature } from "../signer/signer.js";
+
+/**
+ * What dacd keeps per verified batch. It is written in the same atomic, fsynced LevelDB batch as
+ * the batch's tree nodes, before the signature is posted, so a crash can never leave a posted
+ * signature without the state that justifies it. Hex values are lower case.
+ */
+export interface BatchRecord {
+  readonly batch_id: number;
+  readonly prev_batch_id: number;
+  readonly sequence_number: number;
+  /** Recomputed roots per tree (64 hex digits, no prefix); for an unchecked order tree, the stated root. */
+  readonly roots: Record<string, string>;
+  readonly heights: Record<string, number>;
+  readonly claim_hash: string;
+  readonly signature: PostedSignature;
+  readonly member_key: string;
+  /** ISO time of verification. */
+  readonly verified_at: string;
+  /** ISO time at which approve_new_roots answered `signature accepted`; absent until then. */
+  readonly accepted_at?: string;
+}
+
+/** The daemon's resume point: the last batch whose signature the gateway accepted. */
+export interface Cursor {
+  readonly last_accepted_batch_id: number;
+}
+
+/** Which profile and heights the store was created for; a store never mixes profiles. */
+export interface StoreIdentity {
+  readonly profile: string;
+  readonly heights: Record<string, number>;
+}

@@ -1,0 +1,136 @@
+import { Level } from "level";
+import { DacdError } from "../errors.js";
+import type { NodeSource, NodeWrite } from "../verifier/node-source.js";
+import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
+import { batchIdFromKey, batchKey, metaKey, Prefix, prefixed } from "./keys.js";
+
+type Db = Level<Uint8Array, Uint8Array>;
+type Op = { type: "put"; key: Uint8Array; value: Uint8Array } | { type: "del"; key: Uint8Array };
+
+const json = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
+const parse = <T>(b: Uint8Array): T => JSON.parse(new TextDecoder().decode(b)) as T;
+
+/**
+ * dacd's LevelDB store: content-addressed tree nodes and leaves, one record per verified batch,
+ * and a little metadata (cursor, identity). Every state change is one atomic, fsynced write.
+ */
+export class LevelStore implements NodeSource {
+  private constructor(
+    private readonly db: Db,
+    readonly dir: string,
+  ) {}
+
+  static async open(dir: string): Promise<LevelStore> {
+    const db: Db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
+    try {
+      await db.open();
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const locked = cause?.code === "LEVEL_LOCKED" || /lock/i.test(cause?.message ?? "");
+      throw new DacdError(
+        "STORE",
+        locked
+          ? `the store ${dir} is in use by another dacd process (LevelDB lock held)`
+          : `cannot open the store ${dir}: ${cause?.message ?? (err as Error).message}`,
+        { cause: err },
+      );
+    }
+    return new LevelStore(db, dir);
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+
+  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    if (hashes.length === 0) return Promise.resolve([]);
+    return this.db.getMany(hashes.map((h) => prefixed(Prefix.node, h)));
+  }
+
+  async getLeafRecords(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    if (hashes.length === 0) return [];
+    return this.db.getMany(hashes.map((h) => prefixed(Prefix.leaf, h)));
+  }
+
+  async getBatch(batchId: number): Promise<BatchRecord | undefined> {
+    const v = await this.db.get(batchKey(batchId));
+    return v === undefined ? undefined : parse<BatchRecord>(v);
+  }
+
+  /** Batch records in id order, optionally from `fromId` on. */
+  async *batches(fromId = 0): AsyncGenerator<BatchRecord> {
+    for await (const [, v] of this.db.iterator({ gte: batchKey(fromId), lt: Uint8Array.of(Prefix.batch + 1) })) {
+      yield parse<BatchRecord>(v);
+    }
+  }
+
+  async lastBatchId(): Promise<number | undefined> {
+    for await (const k of this.db.keys({ gte: batchKey(0), lt: Uint8Array.of(Prefix.batch + 1), reverse: true, limit: 1 })) {
+      return batchIdFromKey(k);
+    }
+    return undefined;
+  }
+
+  async getCursor(): Promise<Cursor | undefined> {
+    return this.getMeta<Cursor>("cursor");
+  }
+
+  async getIdentity(): Promise<StoreIdentity | undefined> {
+    return this.getMeta<StoreIdentity>("identity");
+  }
+
+  /**
+   * Binds the store to one profile and heights on first use and refuses any other afterwards:
+   * roots from one layout must never be read as another's.
+   */
+  async ensureIdentity(identity: StoreIdentity): Promise<void> {
+    const have = await this.getIdentity();
+    if (!have) {
+      await this.db.put(metaKey("identity"), json(identity), { sync: true });
+      return;
+    }
+    if (JSON.stringify(have) !== JSON.stringify(identity)) {
+      throw new DacdError(
+        "CONFIG",
+        `the store ${this.dir} was created for ${JSON.stringify(have)}, not ${JSON.stringify(identity)}`,
+      );
+    }
+  }
+
+  /** Stores a verified batch with its nodes and leaves: one atomic write, fsynced before returning. */
+  async commitBatch(record: BatchRecord, nodes: readonly NodeWrite[], leaves: readonly NodeWrite[]): Promise<void> {
+    const ops: Op[] = [];
+    for (const n of nodes) ops.push({ type: "put", key: prefixed(Prefix.node, n.hash), value: n.record });
+    for (const l of leaves) ops.push({ type: "put", key: prefixed(Prefix.leaf, l.hash), value: l.record });
+    ops.push({ type: "put", key: batchKey(record.batch_id), value: json(record) });
+    await this.db.batch(ops, { sync: true });
+  }
+
+  /** Marks a batch accepted by the gateway and advances the cursor, atomically. */
+  async markAccepted(record: BatchRecord, acceptedAt: Date): Promise<BatchRecord> {
+    const updated: BatchRecord = { ...record, accepted_at: acceptedAt.toISOString() };
+    const cursor: Cursor = { last_accepted_batch_id: record.batch_id };
+    await this.db.batch(
+      [
+        { type: "put", key: batchKey(record.batch_id), value: json(updated) },
+        { type: "put", key: metaKey("cursor"), value: json(cursor) },
+      ],
+      { sync: true },
+    );
+    return updated;
+  }
+
+  async setCursor(cursor: Cursor): Promise<void> {
+    await this.db.put(metaKey("cursor"), json(cursor), { sync: true });
+  }
+
+  private async getMeta<T>(name: string): Promise<T | undefined> {
+    const v = await this.db.get(metaKey(name));
+    return v === undefined ? undefined : parse<T>(v);
+  }
+
+  /** Direct access for maintenance commands (check, prune, dump) that iterate key ranges. */
+  get raw(): Db {
+    return this.db;
+  }
+}

@@ -1,0 +1,132 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LevelStore } from "../../src/storage/level-store.js";
+import { MemoryNodeStore } from "../../src/storage/memory-store.js";
+import { bigintToBytes32, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
+import { computeRoots, type Roots } from "../../src/verifier/compute-roots.js";
+import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
+import type { TreeSpec } from "../../src/verifier/profile.js";
+import type { LeafChanges } from "../../src/wire/types.js";
+import { naiveMerkleRoot, naivePatriciaRoot } from "../helpers/naive-trees.js";
+
+/** A small deterministic PRNG (mulberry32) so failures reproduce from the printed seed. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const engine = new WasmEngine();
+const merkle: TreeSpec = { name: "order", kind: "merkle", height: 12, leaf: "order" };
+const patricia: TreeSpec = { name: "order", kind: "patricia", height: 251, leaf: "order" };
+
+/**
+ * Runs `steps` random batches (inserts, overwrites, deletions to 0) against the store-backed
+ * incremental tree, each from a randomly chosen earlier state (deep prev_batch_id jumps), and checks
+ * every root against a naive recomputation of that state's full leaf set.
+ */
+async function differential(spec: TreeSpec, seed: number, steps: number, idBits: number, store: { getNodes: MemoryNodeStore["getNodes"]; put: (w: Awaited<ReturnType<typeof computeRoots>>) => Promise<void> }) {
+  const rand = rng(seed);
+  const states: { roots: Roots | null; leaves: Map<bigint, bigint> }[] = [{ roots: null, leaves: new Map() }];
+  const randomId = (): bigint => {
+    // Cluster ids sometimes so that subtrees fill up, and spread them otherwise.
+    if (rand() < 0.5) return BigInt(Math.floor(rand() * 16));
+    let id = 0n;
+    for (let b = 0; b < idBits; b += 16) id = (id << 16n) | BigInt(Math.floor(rand() * 65536));
+    return id & ((1n << BigInt(idBits)) - 1n);
+  };
+  for (let step = 0; step < steps; step++) {
+    // Mostly build on the latest state, sometimes jump back several batches.
+    const from = rand() < 0.7 ? states.length - 1 : Math.floor(rand() * states.length);
+    const base = states[from]!;
+    const leaves = new Map(base.leaves);
+    const changes: LeafChanges = new Map();
+    const n = 1 + Math.floor(rand() * 12);
+    const existing = [...leaves.keys()];
+    for (let i = 0; i < n; i++) {
+      const r = rand();
+      const id = r < 0.3 && existing.length > 0 ? existing[Math.floor(rand() * existing.length)]! : randomId();
+      const value = r < 0.45 ? 0n : BigInt(1 + Math.floor(rand() * 1e9));
+      changes.set(id, value);
+      leaves.set(id, value);
+    }
+    const result = await computeRoots(engine, store, [spec], base.roots, { order: changes });
+    await store.put(result);
+    states.push({ roots: result.roots, leaves });
+    const want =
+      spec.kind === "merkle" ? naiveMerkleRoot(spec.height, leaves, 0n) : naivePatriciaRoot(spec.height, leaves);
+    expect(toHex64(result.roots.order!), `seed ${seed} step ${step}`).toBe(toHex64(bigintToBytes32(want)));
+  }
+}
+
+describe("incremental trees equal a naive full recomputation", () => {
+  const memory = new MemoryNodeStore();
+  const inMemory = {
+    getNodes: memory.getNodes.bind(memory),
+    put: async (r: Awaited<ReturnType<typeof computeRoots>>) => memory.putNodes(r.newNodes),
+  };
+  let dir: string;
+  let level: LevelStore;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "dacd-trees-"));
+    level = await LevelStore.open(dir);
+  });
+  afterAll(async () => {
+    await level.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const onDisk = () => ({
+    getNodes: level.getNodes.bind(level),
+    put: (r: Awaited<ReturnType<typeof computeRoots>>) =>
+      level.commitBatch(
+        { batch_id: Math.floor(Math.random() * 1e9), prev_batch_id: -1, sequence_number: 0, roots: {}, heights: {}, claim_hash: "", signature: "", member_key: "", verified_at: "" },
+        r.newNodes,
+        r.newLeaves,
+      ),
+  });
+
+  it.each([1, 2, 3])("Merkle height 12, in memory, seed %i", async (seed) => {
+    await differential(merkle, seed, 15, 12, inMemory);
+  });
+  it.each([4, 5, 6])("Patricia height 251, in memory, seed %i", async (seed) => {
+    await differential(patricia, seed, 25, 251, inMemory);
+  });
+  it("Merkle and Patricia on LevelDB", async () => {
+    await differential(merkle, 7, 10, 12, onDisk());
+    await differential(patricia, 8, 20, 251, onDisk());
+  });
+
+  it("matches the spec's Patricia example: leaves {1: 75, 2: 25} at height 251", async () => {
+    const r = await computeRoots(engine, new MemoryNodeStore(), [patricia], null, {
+      order: new Map([
+        [1n, 75n],
+        [2n, 25n],
+      ]),
+    });
+    expect(toHex64(r.roots.order!)).toBe("06728b2316b72c82bdee91c665affeff1eeb39a3f7bff9690a0098c183f5e6e5");
+    expect(bytesToBigint(bigintToBytes32(naivePatriciaRoot(251, new Map([[1n, 75n], [2n, 25n]]))))).toBe(
+      0x06728b2316b72c82bdee91c665affeff1eeb39a3f7bff9690a0098c183f5e6e5n,
+    );
+  });
+
+  it("matches the spec's empty vault tree root and empty position leaf", async () => {
+    const vault: TreeSpec = { name: "vault", kind: "merkle", height: 31, leaf: "vault" };
+    const r = await computeRoots(engine, new MemoryNodeStore(), [vault], null, {});
+    expect(toHex64(r.roots.vault!)).toBe("0075364111a7a336756626d19fc8ec8df6328a5e63681c68ffaa312f6bf98c5c");
+    const pos: TreeSpec = { name: "position", kind: "merkle", height: 0 + 1, leaf: "position" };
+    const p = await computeRoots(engine, new MemoryNodeStore(), [pos], null, {
+      position: new Map([[0n, { publicKey: 0n, collateral: 0n, assets: [] }]]),
+    });
+    // Height 1 with one empty leaf set explicitly: the root is H(E0, E0) with E0 the spec's constant.
+    const { pedersen } = await import("@scure/starknet");
+    const e0 = 0x028109b4e56fad0455aa4b316045c93937b1e7e4e0fc663db375b9e67c80c620n;
+    expect(bytesToBigint(p.roots.position!)).toBe(BigInt(pedersen(e0, e0)));
+  });
+});
