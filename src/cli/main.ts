@@ -2,12 +2,16 @@ import { Command } from "commander";
 import { isDacdError } from "../errors.js";
 import { registerReplayCommand } from "./replay.js";
 import { registerKeygenCommand } from "./keygen-command.js";
+import { registerRunCommand } from "./run.js";
+import { registerInspectCommands } from "./inspect-commands.js";
 
 const program = new Command()
   .name("dacd")
   .description("Data-availability committee member daemon for StarkEx-style validium systems")
   .showHelpAfterError();
 
+registerRunCommand(program);
+registerInspectCommands(program);
 registerReplayCommand(program);
 registerKeygenCommand(program);
 

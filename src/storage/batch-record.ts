@@ -21,9 +21,16 @@ export interface BatchRecord {
   readonly accepted_at?: string;
 }
 
-/** The daemon's resume point: the last batch whose signature the gateway accepted. */
+/**
+ * The daemon's resume point. `next_batch_id` is where it continues; it passes a batch only when the
+ * gateway accepted its signature, or when the operator abandoned a batch this member refused
+ * (a later batch builds on an earlier one), which `skipped` records.
+ */
 export interface Cursor {
+  readonly next_batch_id: number;
+  /** The last batch whose signature the gateway accepted; -1 before the first. */
   readonly last_accepted_batch_id: number;
+  readonly skipped?: readonly number[];
 }
 
 /** Which profile and heights the store was created for; a store never mixes profiles. */

@@ -106,10 +106,15 @@ export class LevelStore implements NodeSource {
     await this.db.batch(ops, { sync: true });
   }
 
-  /** Marks a batch accepted by the gateway and advances the cursor, atomically. */
+  /** Marks a batch accepted by the gateway and advances the cursor past it, atomically. */
   async markAccepted(record: BatchRecord, acceptedAt: Date): Promise<BatchRecord> {
     const updated: BatchRecord = { ...record, accepted_at: acceptedAt.toISOString() };
-    const cursor: Cursor = { last_accepted_batch_id: record.batch_id };
+    const previous = await this.getCursor();
+    const cursor: Cursor = {
+      ...previous,
+      next_batch_id: Math.max(record.batch_id + 1, previous?.next_batch_id ?? 0),
+      last_accepted_batch_id: Math.max(record.batch_id, previous?.last_accepted_batch_id ?? -1),
+    };
     await this.db.batch(
       [
         { type: "put", key: batchKey(record.batch_id), value: json(updated) },

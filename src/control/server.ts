@@ -1,0 +1,41 @@
+import { createServer, type Server } from "node:http";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import { isDacdError } from "../errors.js";
+
+/**
+ * A read-only control socket in the data directory. LevelDB admits one process at a time, so
+ * `dacd status` and `dacd show` ask the running daemon through this socket instead of opening the
+ * store themselves. It is a Unix socket (mode follows the data dir, 0700 under systemd): no network
+ * exposure, and nothing here can change state.
+ */
+export const CONTROL_SOCKET = "dacd.sock";
+
+export type ControlHandler = (query: URLSearchParams) => Promise<unknown>;
+
+export async function startControlServer(dataDir: string, routes: Record<string, ControlHandler>): Promise<Server> {
+  const path = join(dataDir, CONTROL_SOCKET);
+  // A socket left by a crashed daemon; we hold the store's lock, so no live daemon owns it.
+  await rm(path, { force: true });
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://dacd");
+    const handler = req.method === "GET" ? routes[url.pathname] : undefined;
+    if (!handler) {
+      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "no such query" }));
+      return;
+    }
+    handler(url.searchParams).then(
+      (body) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body)),
+      (err: unknown) =>
+        res
+          .writeHead(isDacdError(err) && err.code === "BAD_INPUT" ? 400 : 500, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: err instanceof Error ? err.message : String(err), code: isDacdError(err) ? err.code : undefined })),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(path, () => resolve());
+  });
+  server.unref();
+  return server;
+}

@@ -1,0 +1,151 @@
+import { DacdError } from "../errors.js";
+import type { BatchRecord, Cursor } from "../storage/batch-record.js";
+import type { LevelStore } from "../storage/level-store.js";
+import { hexToBytes32, toHex64 } from "../util/bytes.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
+import { decodeLeafRecord } from "../verifier/leaves.js";
+import { isProfileName, keptTrees, makeProfile, type Profile, type TreeName, type TreeSpec } from "../verifier/profile.js";
+import { readLeaf } from "../verifier/read-leaf.js";
+import type { Leaf, PositionLeaf, VaultLeaf } from "../wire/types.js";
+
+/**
+ * Read-only views of a store, shared by the CLI (store opened directly) and the running daemon
+ * (answering over its control socket), so both print the same JSON.
+ */
+
+/** The profile and trees a store was created for, from its identity record. */
+export async function storeProfile(store: LevelStore): Promise<{ profile: Profile; trees: TreeSpec[] }> {
+  const id = await store.getIdentity();
+  if (!id || !isProfileName(id.profile)) throw new DacdError("STORE", `the store ${store.dir} holds no dacd state`);
+  const profile = makeProfile(id.profile, id.heights);
+  const trees = keptTrees(profile, id.heights.rollup_vault !== undefined);
+  return { profile, trees };
+}
+
+export interface StoreStatus {
+  profile: string | null;
+  /** The last batch the gateway accepted a signature for; the daemon continues after it. */
+  cursor: Cursor | null;
+  last_signed_batch: Pick<BatchRecord, "batch_id" | "sequence_number" | "roots" | "claim_hash" | "accepted_at"> | null;
+  /** Verified and stored, signature not yet acknowledged by the gateway. */
+  pending_batch: Pick<BatchRecord, "batch_id" | "sequence_number" | "claim_hash" | "verified_at"> | null;
+}
+
+export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
+  const identity = await store.getIdentity();
+  const cursor = await store.getCursor();
+  const last = cursor && cursor.last_accepted_batch_id >= 0 ? await store.getBatch(cursor.last_accepted_batch_id) : undefined;
+  const newest = await store.lastBatchId();
+  const newestRecord = newest !== undefined ? await store.getBatch(newest) : undefined;
+  return {
+    profile: identity?.profile ?? null,
+    cursor: cursor ?? null,
+    last_signed_batch: last
+      ? {
+          batch_id: last.batch_id,
+          sequence_number: last.sequence_number,
+          roots: last.roots,
+          claim_hash: last.claim_hash,
+          accepted_at: last.accepted_at,
+        }
+      : null,
+    pending_batch:
+      newestRecord && !newestRecord.accepted_at
+        ? {
+            batch_id: newestRecord.batch_id,
+            sequence_number: newestRecord.sequence_number,
+            claim_hash: newestRecord.claim_hash,
+            verified_at: newestRecord.verified_at,
+          }
+        : null,
+  };
+}
+
+export async function showBatch(store: LevelStore, batchId: number): Promise<BatchRecord> {
+  const record = await store.getBatch(batchId);
+  if (!record) throw new DacdError("BAD_INPUT", `batch ${batchId} is not in the store`);
+  return record;
+}
+
+const TREE_ALIASES: Record<string, TreeName> = {
+  vault: "vault",
+  vaults: "vault",
+  order: "order",
+  orders: "order",
+  position: "position",
+  positions: "position",
+  rollup_vault: "rollup_vault",
+  rollup_vaults: "rollup_vault",
+  "rollup-vault": "rollup_vault",
+};
+
+/** Resolves `<object> [--batch N]` to a tree spec and the batch record to read it at. */
+export async function resolveTree(
+  store: LevelStore,
+  object: string,
+  batchId?: number,
+): Promise<{ spec: TreeSpec; record: BatchRecord; profile: Profile }> {
+  const { profile, trees } = await storeProfile(store);
+  const name = TREE_ALIASES[object];
+  const spec = trees.find((t) => t.name === name);
+  if (!spec) {
+    throw new DacdError("BAD_INPUT", `no ${object} tree in a ${profile.name} store (trees: ${trees.map((t) => t.name).join(", ")})`);
+  }
+  const accepted = (await store.getCursor())?.last_accepted_batch_id;
+  const id = batchId ?? (accepted !== undefined && accepted >= 0 ? accepted : await store.lastBatchId());
+  if (id === undefined) throw new DacdError("BAD_INPUT", "the store holds no batch yet");
+  return { spec, record: await showBatch(store, id), profile };
+}
+
+export function leafToJson(leaf: Leaf, spec: TreeSpec): Record<string, unknown> {
+  if (spec.leaf === "vault") {
+    const v = leaf as VaultLeaf;
+    return { stark_key: "0x" + v.key.toString(16), token: "0x" + v.token.toString(16), balance: v.balance.toString() };
+  }
+  if (spec.leaf === "position") {
+    const p = leaf as PositionLeaf;
+    return {
+      public_key: "0x" + p.publicKey.toString(16),
+      collateral_balance: p.collateral.toString(),
+      assets: Object.fromEntries(
+        p.assets.map((a) => [
+          "0x" + a.assetId.toString(16),
+          { balance: a.balance.toString(), cached_funding_index: a.fundingIndex.toString() },
+        ]),
+      ),
+    };
+  }
+  return { fulfilled_amount: (leaf as bigint).toString() };
+}
+
+/** Decodes the leaf stored under a leaf hash (orders: the hash is the amount). */
+export async function leafFromHash(store: LevelStore, spec: TreeSpec, leafHash: Uint8Array, empty: boolean): Promise<Leaf> {
+  if (spec.leaf === "order") return decodeLeafRecord("order", leafHash);
+  if (empty) return decodeLeafRecord(spec.leaf, new Uint8Array(spec.leaf === "vault" ? 96 : 40).fill(0, 0));
+  const [rec] = await store.getLeafRecords([leafHash]);
+  if (!rec) throw new DacdError("STORE", `${spec.name} leaf ${toHex64(leafHash)} has no stored record`);
+  return decodeLeafRecord(spec.leaf, rec);
+}
+
+export async function showLeaf(
+  store: LevelStore,
+  engine: HashEngine,
+  object: string,
+  id: string,
+  batchId?: number,
+): Promise<Record<string, unknown>> {
+  if (!/^(0|[1-9][0-9]*)$/.test(id)) throw new DacdError("BAD_INPUT", `leaf id ${JSON.stringify(id)} is not a decimal integer`);
+  const { spec, record } = await resolveTree(store, object, batchId);
+  const root = hexToBytes32(record.roots[spec.name] ?? "");
+  if (!root) throw new DacdError("STORE", `batch ${record.batch_id} has no ${spec.name} root`);
+  const found = await readLeaf(engine, store, spec, root, BigInt(id));
+  const leaf = await leafFromHash(store, spec, found.leafHash, found.empty);
+  return {
+    batch_id: record.batch_id,
+    tree: spec.name,
+    id,
+    empty: found.empty,
+    leaf_hash: toHex64(found.leafHash),
+    leaf: leafToJson(leaf, spec),
+  };
+}

@@ -1,0 +1,223 @@
+import { DacdError, isDacdError } from "../errors.js";
+import type { Logger } from "../logging.js";
+import type { BatchRecord } from "../storage/batch-record.js";
+import type { LevelStore } from "../storage/level-store.js";
+import { verifyAndStoreBatch, type VerifyContext, type VerifyDetail } from "../verifier/verify-batch.js";
+import type { AvailabilityGateway, FeederGateway } from "./gateway-client.js";
+import { sleep } from "./retry.js";
+
+export const SIGNATURE_ACCEPTED = "signature accepted";
+
+/** What the member is doing, for status, health and metrics. */
+export interface MemberState {
+  phase: "starting" | "catching_up" | "idle" | "failing" | "stopped";
+  nextBatchId: number;
+  feederLastBatchId?: number;
+  lastSigned?: { batch_id: number; sequence_number: number; roots: Record<string, string>; signed_at: string };
+  failing?: { batch_id: number; code: string; reason: string; since: string; attempts: number; next_retry_at: string };
+  /** Whether the last call to a gateway succeeded; for readiness. */
+  gatewayReachable: boolean;
+}
+
+/** Hooks for metrics; every one optional. */
+export interface MemberEvents {
+  onSigned?(record: BatchRecord, detail: VerifyDetail): void;
+  onRefused?(batchId: number, err: DacdError): void;
+  onFeeder?(lastBatchId: number): void;
+}
+
+export interface MemberOptions {
+  readonly pollIntervalMs: number;
+  /** Longest wait between retries of a failing batch. */
+  readonly maxBackoffMs?: number;
+  readonly validateRollup: boolean | undefined;
+}
+
+/** Codes that mean the batch itself is unacceptable (as opposed to a transport problem). */
+const REFUSAL_CODES = new Set(["BAD_INPUT", "ROOT_MISMATCH", "UNKNOWN_PREV_BATCH"]);
+
+/**
+ * The committee member's run loop: fetch, verify, store, sign and post each batch in order,
+ * advancing the cursor only once the gateway accepted the signature. A failing batch is retried
+ * with backoff; everything else in the process (status, metrics, shutdown) keeps working because
+ * every wait is asynchronous and abortable.
+ */
+export class Member {
+  readonly state: MemberState;
+
+  constructor(
+    private readonly ctx: VerifyContext,
+    private readonly availability: AvailabilityGateway,
+    private readonly feeder: FeederGateway | undefined,
+    private readonly log: Logger,
+    private readonly opts: MemberOptions,
+    private readonly events: MemberEvents = {},
+  ) {
+    this.state = { phase: "starting", nextBatchId: 0, gatewayReachable: true };
+  }
+
+  private get store(): LevelStore {
+    return this.ctx.store;
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const cursor = await this.store.getCursor();
+    this.state.nextBatchId = cursor?.next_batch_id ?? 0;
+    this.log.info({ next_batch_id: this.state.nextBatchId, cursor }, "member started");
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        const progressed = await this.step(signal);
+        this.state.gatewayReachable = true;
+        if (progressed) {
+          failures = 0;
+          this.state.failing = undefined;
+          continue; // catching up: no wait between batches
+        }
+        failures = 0;
+        this.state.failing = undefined;
+        this.state.phase = "idle";
+        await sleep(this.opts.pollIntervalMs, signal);
+      } catch (err) {
+        if (signal.aborted) break;
+        failures++;
+        const delay = this.backoff(failures);
+        this.recordFailure(err, failures, delay);
+        await sleep(delay, signal).catch(() => undefined);
+      }
+    }
+    this.state.phase = "stopped";
+    this.log.info({ next_batch_id: this.state.nextBatchId }, "member stopped");
+  }
+
+  /** Handles the next batch; returns true when the cursor advanced. */
+  private async step(signal: AbortSignal): Promise<boolean> {
+    const batchId = this.state.nextBatchId;
+    if (this.feeder) {
+      const last = await this.feeder.getLastBatchId();
+      this.state.feederLastBatchId = last;
+      this.events.onFeeder?.(last);
+      if (batchId > last) return false;
+      this.state.phase = "catching_up";
+    }
+
+    let record = await this.store.getBatch(batchId);
+    if (record?.accepted_at) {
+      // Accepted before a crash that came before the cursor write: move on.
+      await this.store.markAccepted(record, new Date(record.accepted_at));
+      this.state.nextBatchId = batchId + 1;
+      return true;
+    }
+    let detail: VerifyDetail = { reused: true, leaves: {}, nodesWritten: 0, durationMs: 0 };
+    if (!record) {
+      const update = await this.availability.getBatchData(batchId, this.opts.validateRollup);
+      if (update === null) return false; // not ready yet
+      try {
+        ({ record, detail } = await verifyAndStoreBatch(this.ctx, batchId, update));
+      } catch (err) {
+        if (isDacdError(err) && REFUSAL_CODES.has(err.code)) {
+          this.events.onRefused?.(batchId, err);
+          if (await this.abandonedByOperator(batchId)) return true;
+        }
+        throw err;
+      }
+    } else {
+      this.log.info({ batch_id: batchId }, "re-posting the stored signature of a verified batch");
+    }
+    if (signal.aborted) return false;
+    await this.post(record, detail);
+    return true;
+  }
+
+  private async post(record: BatchRecord, detail: VerifyDetail): Promise<void> {
+    const started = performance.now();
+    const answer = await this.availability.approveNewRoots({
+      batch_id: record.batch_id,
+      signature: record.signature,
+      member_key: record.member_key,
+      claim_hash: record.claim_hash,
+    });
+    if (answer !== SIGNATURE_ACCEPTED) {
+      throw new DacdError("GATEWAY", `approve_new_roots answered ${JSON.stringify(answer.slice(0, 200))}`, {
+        batchId: record.batch_id,
+      });
+    }
+    const accepted = await this.store.markAccepted(record, new Date());
+    this.state.nextBatchId = record.batch_id + 1;
+    this.state.lastSigned = {
+      batch_id: record.batch_id,
+      sequence_number: record.sequence_number,
+      roots: record.roots,
+      signed_at: accepted.accepted_at!,
+    };
+    this.events.onSigned?.(record, detail);
+    this.log.info(
+      {
+        batch_id: record.batch_id,
+        prev_batch_id: record.prev_batch_id,
+        sequence_number: record.sequence_number,
+        roots: record.roots,
+        claim_hash: record.claim_hash,
+        leaves: detail.leaves,
+        nodes_written: detail.nodesWritten,
+        verify_ms: Math.round(detail.durationMs),
+        post_ms: Math.round(performance.now() - started),
+        reused: detail.reused,
+        outcome: "signed",
+      },
+      "batch signed",
+    );
+  }
+
+  /**
+   * A batch this member refuses may have been dropped by the operator: then the next batch builds
+   * on an earlier one and this batch id will never be needed. Move past it (unsigned) in that case.
+   */
+  private async abandonedByOperator(batchId: number): Promise<boolean> {
+    let next: Record<string, unknown> | null;
+    try {
+      next = await this.availability.getBatchData(batchId + 1, this.opts.validateRollup);
+    } catch {
+      return false;
+    }
+    const prev = next?.prev_batch_id;
+    if (typeof prev !== "number" || !Number.isSafeInteger(prev) || prev >= batchId) return false;
+    const cursor = await this.store.getCursor();
+    await this.store.setCursor({
+      next_batch_id: batchId + 1,
+      last_accepted_batch_id: cursor?.last_accepted_batch_id ?? -1,
+      skipped: [...(cursor?.skipped ?? []), batchId].slice(-100),
+    });
+    this.state.nextBatchId = batchId + 1;
+    this.log.warn(
+      { batch_id: batchId, next_prev_batch_id: prev, outcome: "skipped" },
+      `batch ${batchId} was refused and the operator moved on (batch ${batchId + 1} builds on ${prev}); skipping it unsigned`,
+    );
+    return true;
+  }
+
+  private backoff(failures: number): number {
+    const max = this.opts.maxBackoffMs ?? 300_000;
+    const base = Math.min(max, this.opts.pollIntervalMs * 2 ** Math.min(failures - 1, 16));
+    return Math.round(base * (0.75 + Math.random() * 0.5));
+  }
+
+  private recordFailure(err: unknown, attempts: number, delayMs: number): void {
+    const e = isDacdError(err) ? err : undefined;
+    const code = e?.code ?? "INTERNAL";
+    if (code === "GATEWAY") this.state.gatewayReachable = false;
+    const now = new Date();
+    this.state.phase = "failing";
+    this.state.failing = {
+      batch_id: this.state.nextBatchId,
+      code,
+      reason: err instanceof Error ? err.message : String(err),
+      since: this.state.failing?.batch_id === this.state.nextBatchId ? this.state.failing.since : now.toISOString(),
+      attempts,
+      next_retry_at: new Date(now.getTime() + delayMs).toISOString(),
+    };
+    const fields = { batch_id: this.state.nextBatchId, code, attempts, retry_in_ms: delayMs, outcome: "failed" };
+    if (e) this.log.error(fields, e.message);
+    else this.log.error({ ...fields, err }, "unexpected error while handling a batch");
+  }
+}

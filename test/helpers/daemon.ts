@@ -1,0 +1,46 @@
+import { chmod, mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/config/config.js";
+import type { Config } from "../../src/config/config.js";
+import { createLogger } from "../../src/logging.js";
+import { startDaemon, type Daemon } from "../../src/app.js";
+
+/** A temp dir with a 0600 key file and a config for `profile` pointing at `gatewayUrl`. */
+export async function memberSetup(opts: {
+  profile: string;
+  privateKey: string;
+  gatewayUrl: string;
+  feeder?: boolean;
+  extra?: string;
+}): Promise<{ dir: string; configPath: string; config: Config }> {
+  const dir = await mkdtemp(join(tmpdir(), "dacd-member-"));
+  await writeFile(join(dir, "member.key"), opts.privateKey + "\n");
+  await chmod(join(dir, "member.key"), 0o600);
+  const yaml = [
+    `profile: ${opts.profile}`,
+    `availability_gateway_url: "${opts.gatewayUrl}"`,
+    opts.feeder ? `feeder_gateway_url: "${opts.gatewayUrl}"` : "",
+    `private_key_path: member.key`,
+    `data_dir: data`,
+    `polling_interval_s: 0.05`,
+    `http_request_timeout_s: 2`,
+    opts.profile === "spot" ? "validate_rollup: true" : "",
+    opts.extra ?? "",
+  ].join("\n");
+  const configPath = join(dir, "dacd.yaml");
+  await writeFile(configPath, yaml + "\n");
+  return { dir, configPath, config: loadConfig(configPath, {}) };
+}
+
+export async function startQuietDaemon(config: Config): Promise<Daemon> {
+  return startDaemon(config, { log: createLogger({ level: "silent" }), retryAttempts: 2 });
+}
+
+export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 30_000, what = "condition"): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
