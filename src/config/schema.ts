@@ -1,0 +1,131 @@
+/**
+ * The configuration's keys, their types and defaults, and the resulting `Config` type.
+ *
+ * File keys are snake_case; `Config` fields are the same names in camelCase:
+ *   profile → profile                       availability_gateway_url → availabilityGatewayUrl
+ *   feeder_gateway_url → feederGatewayUrl   private_key_path → privateKeyPath
+ *   private_key_password_path → privateKeyPasswordPath
+ *   data_dir → dataDir                      polling_interval_s → pollingIntervalS
+ *   validate_orders → validateOrders        validate_rollup → validateRollup
+ *   certificates_path → certificatesPath    http_request_timeout_s → httpRequestTimeoutS
+ *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollupVault,position}
+ *   metrics_port → metricsPort              metrics_host → metricsHost
+ *   max_ready_lag → maxReadyLag             log_level → logLevel
+ *   schedule.{check,backup,prune} → schedule.{check,backup,prune}
+ *   backup_dir → backupDir                  backup_keep → backupKeep
+ *   prune_keep_batches → pruneKeepBatches
+ */
+
+export const PROFILES = ["perpetual", "spot", "spot-v4.0"] as const;
+export type Profile = (typeof PROFILES)[number];
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Tree heights. `order` always exists; the others exist only for the profiles that have that tree. */
+export interface Heights {
+  vault?: number;
+  order: number;
+  rollupVault?: number;
+  position?: number;
+}
+
+/** Default heights of each profile; a file's `heights` may override the trees a profile has. */
+export const PROFILE_HEIGHTS: Readonly<Record<Profile, Readonly<Heights>>> = Object.freeze({
+  perpetual: Object.freeze({ position: 64, order: 64 }),
+  spot: Object.freeze({ vault: 31, order: 251, rollupVault: 31 }),
+  "spot-v4.0": Object.freeze({ vault: 31, order: 63 }),
+});
+
+/** Gateway interface variant of each profile (P: positions, G: vaults). */
+export const PROFILE_VARIANT: Readonly<Record<Profile, "P" | "G">> = Object.freeze({
+  perpetual: "P",
+  spot: "G",
+  "spot-v4.0": "G",
+});
+
+export interface Schedule {
+  check?: string;
+  backup?: string;
+  prune?: string;
+}
+
+export interface Config {
+  /** Absolute path of the file the configuration was read from. */
+  configPath: string;
+  profile: Profile;
+  availabilityGatewayUrl: string;
+  feederGatewayUrl?: string;
+  /** Absolute. */
+  privateKeyPath: string;
+  /** Absolute. */
+  privateKeyPasswordPath?: string;
+  /** Absolute. */
+  dataDir: string;
+  pollingIntervalS: number;
+  validateOrders: boolean;
+  /** true / false: sent as validate_rollup=True/False; undefined: not sent at all. */
+  validateRollup?: boolean;
+  /** Absolute; a directory with user.crt, user.key, server.crt (mutual TLS to the availability gateway). */
+  certificatesPath?: string;
+  httpRequestTimeoutS: number;
+  /** The profile's defaults merged with the file's `heights`. */
+  heights: Heights;
+  /** Absent: no metrics endpoint. */
+  metricsPort?: number;
+  metricsHost: string;
+  maxReadyLag: number;
+  logLevel: LogLevel;
+  schedule: Schedule;
+  /** Absolute. */
+  backupDir?: string;
+  backupKeep: number;
+  pruneKeepBatches?: number;
+  /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
+  warnings: string[];
+}
+
+export type Field =
+  | { kind: "string" | "url" | "path" | "cron"; required?: boolean; default?: string }
+  | { kind: "enum"; values: readonly string[]; required?: boolean; default?: string }
+  | { kind: "bool"; required?: boolean; default?: boolean }
+  | { kind: "number"; min?: number; exclusiveMin?: number; required?: boolean; default?: number }
+  | { kind: "int"; min?: number; max?: number; required?: boolean; default?: number }
+  | { kind: "object"; fields: Readonly<Record<string, Field>> };
+
+const height: Field = { kind: "int", min: 1, max: 251 };
+const cron: Field = { kind: "cron" };
+
+/** Every accepted key of the file (snake_case). Anything else is an error. */
+export const SCHEMA: Readonly<Record<string, Field>> = {
+  profile: { kind: "enum", values: PROFILES, required: true },
+  availability_gateway_url: { kind: "url", required: true },
+  feeder_gateway_url: { kind: "url" },
+  private_key_path: { kind: "path", required: true },
+  private_key_password_path: { kind: "path" },
+  data_dir: { kind: "path", required: true },
+  polling_interval_s: { kind: "number", exclusiveMin: 0, default: 5 },
+  validate_orders: { kind: "bool", default: true },
+  validate_rollup: { kind: "bool" },
+  certificates_path: { kind: "path" },
+  http_request_timeout_s: { kind: "number", exclusiveMin: 0, default: 30 },
+  heights: {
+    kind: "object",
+    fields: { vault: height, order: height, rollup_vault: height, position: height },
+  },
+  metrics_port: { kind: "int", min: 1, max: 65535 },
+  metrics_host: { kind: "string", default: "127.0.0.1" },
+  max_ready_lag: { kind: "int", min: 0, default: 5 },
+  log_level: { kind: "enum", values: LOG_LEVELS, default: "info" },
+  schedule: { kind: "object", fields: { check: cron, backup: cron, prune: cron } },
+  backup_dir: { kind: "path" },
+  backup_keep: { kind: "int", min: 1, default: 3 },
+  prune_keep_batches: { kind: "int", min: 1 },
+};
+
+/** The reference implementation's variable names; DACD_<KEY> wins over them. */
+export const REFERENCE_ENV: Readonly<Record<string, string>> = {
+  PRIVATE_KEY_PATH: "private_key_path",
+  AVAILABILITY_GW_ENDPOINT: "availability_gateway_url",
+  CERTIFICATES_PATH: "certificates_path",
+};
