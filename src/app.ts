@@ -139,7 +139,7 @@ async function chainKind(config: Config, log: Logger): Promise<"ethereum" | "sta
   const probe = new AvailabilityGateway({
     baseUrl: config.availabilityGatewayUrl,
     timeoutMs: config.httpRequestTimeoutS * 1000,
-    retry: { attempts: 3, baseDelayMs: 300, maxDelayMs: 2000 },
+    retry: { attempts: 5, baseDelayMs: 300, maxDelayMs: 2000 },
     tls: config.certificatesPath ? { certificatesPath: config.certificatesPath } : undefined,
   });
   try {

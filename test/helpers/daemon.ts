@@ -13,6 +13,7 @@ export async function memberSetup(opts: {
   gatewayUrl: string;
   feeder?: boolean;
   extra?: string;
+  timeoutS?: number;
 }): Promise<{ dir: string; configPath: string; config: Config }> {
   const dir = await mkdtemp(join(tmpdir(), "dacd-member-"));
   await writeFile(join(dir, "member.key"), opts.privateKey + "\n");
@@ -24,7 +25,7 @@ export async function memberSetup(opts: {
     `private_key_path: member.key`,
     `data_dir: data`,
     `polling_interval_s: 0.05`,
-    `http_request_timeout_s: 2`,
+    `http_request_timeout_s: ${opts.timeoutS ?? 2}`,
     opts.profile === "spot" ? "validate_rollup: true" : "",
     opts.extra ?? "",
   ].join("\n");
