@@ -31,7 +31,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     formatters: { log: (obj) => redactDeep(obj) as Record<string, unknown> },
   };
   if (opts.pretty) {
-    return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: process.stdout.isTTY, ignore: "pid,hostname,service" } } });
+    return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: process.stdout.isTTY, ignore: "pid,hostname,service", singleLine: true } } });
   }
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }

@@ -3,6 +3,8 @@ import { isDacdError } from "../errors.js";
 import { registerReplayCommand } from "./replay.js";
 import { registerKeygenCommand } from "./keygen-command.js";
 import { registerRunCommand } from "./run.js";
+import { registerDemoCommand } from "./demo.js";
+import { registerDevnetCommand } from "../devnet/cli.js";
 import { registerInspectCommands } from "./inspect-commands.js";
 
 const program = new Command()
@@ -13,6 +15,8 @@ const program = new Command()
 registerRunCommand(program);
 registerInspectCommands(program);
 registerReplayCommand(program);
+registerDevnetCommand(program);
+registerDemoCommand(program);
 registerKeygenCommand(program);
 
 try {
