@@ -1,0 +1,149 @@
+import { createHash } from "node:crypto";
+import os from "node:os";
+import { pathToFileURL } from "node:url";
+import { isBelowPrime, type HashEngine } from "../src/verifier/hash/engine.js";
+import { JsEngine } from "../src/verifier/hash/js-engine.js";
+import { loadNativeAddon, NativeEngine } from "../src/verifier/hash/native-engine.js";
+import { PoolEngine } from "../src/verifier/hash/pool-engine.js";
+import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
+
+export interface EngineBenchRow {
+  name: string;
+  kernel: string;
+  threads: number;
+  us_per_hash: number;
+  hashes_per_s: number;
+}
+
+/** n deterministic field elements below p, packed. */
+function inputs(n: number, seed: string): Uint8Array {
+  const out = new Uint8Array(n * 32);
+  for (let i = 0; i < n; i++) {
+    const h = createHash("sha256").update(`${seed}:${i}`).digest();
+    h[0] = h[0]! & 0x0f;
+    if (!isBelowPrime(h)) h[0] = h[0]! & 0x07;
+    out.set(h, i * 32);
+  }
+  return out;
+}
+
+/** Best wall time over `reps` runs of `fn`, in seconds. */
+async function best(reps: number, fn: () => unknown): Promise<number> {
+  let min = Infinity;
+  for (let r = 0; r < reps; r++) {
+    const t = process.hrtime.bigint();
+    await fn();
+    min = Math.min(min, Number(process.hrtime.bigint() - t) / 1e9);
+  }
+  return min;
+}
+
+function row(name: string, kernel: string, threads: number, seconds: number, n: number): EngineBenchRow {
+  const us = (seconds / n) * 1e6;
+  return {
+    name,
+    kernel,
+    threads,
+    us_per_hash: Math.round(us * 1000) / 1000,
+    hashes_per_s: Math.round(n / seconds),
+  };
+}
+
+async function measure(
+  engine: HashEngine,
+  xs: Uint8Array,
+  ys: Uint8Array,
+  reps: number,
+  chunk = xs.length / 32,
+): Promise<number> {
+  const n = xs.length / 32;
+  await engine.hashMany(xs.subarray(0, Math.min(n, 64) * 32), ys.subarray(0, Math.min(n, 64) * 32)); // warm up
+  return best(reps, async () => {
+    for (let i = 0; i < n; i += chunk) {
+      const end = Math.min(n, i + chunk) * 32;
+      await engine.hashMany(xs.subarray(i * 32, end), ys.subarray(i * 32, end));
+    }
+  });
+}
+
+/**
+ * Measures every Pedersen engine in one run: JS (small sample), WASM, each native kernel on one
+ * thread (large batches, and one pair per call), and the native worker pool on all cores.
+ */
+export async function benchEngines(opts: { quick: boolean }): Promise<EngineBenchRow[]> {
+  const q = opts.quick;
+  const nNative = q ? 20_000 : 200_000;
+  const xs = inputs(nNative, "bench-x");
+  const ys = inputs(nNative, "bench-y");
+  const rows: EngineBenchRow[] = [];
+  const reps = q ? 2 : 3;
+
+  const nJs = q ? 20 : 100;
+  rows.push(
+    row(
+      "js",
+      "-",
+      1,
+      await measure(new JsEngine(), xs.subarray(0, nJs * 32), ys.subarray(0, nJs * 32), 1),
+      nJs,
+    ),
+  );
+
+  const nWasm = q ? 1_000 : 5_000;
+  const wasm = new WasmEngine();
+  rows.push(
+    row(
+      "wasm",
+      "-",
+      1,
+      await measure(wasm, xs.subarray(0, nWasm * 32), ys.subarray(0, nWasm * 32), reps),
+      nWasm,
+    ),
+  );
+
+  const addon = loadNativeAddon();
+  if (addon) {
+    for (const kernel of addon.kernels()) {
+      const e = new NativeEngine(addon, kernel);
+      rows.push(row("native", kernel, 1, await measure(e, xs, ys, reps), nNative));
+      const nOne = q ? 2_000 : 10_000;
+      const t = await measure(e, xs.subarray(0, nOne * 32), ys.subarray(0, nOne * 32), reps, 1);
+      rows.push(row("native (1 pair/call)", kernel, 1, t, nOne));
+    }
+    const threads = os.availableParallelism();
+    const pool = PoolEngine.create({ threads });
+    if (pool) {
+      try {
+        rows.push(row("native-pool", pool.kernel, threads, await measure(pool, xs, ys, reps), nNative));
+      } finally {
+        await pool.close();
+      }
+    }
+  }
+  return rows;
+}
+
+function printTable(rows: EngineBenchRow[]): void {
+  const head = ["engine", "kernel", "threads", "us/hash", "hashes/s"];
+  const body = rows.map((r) => [
+    r.name,
+    r.kernel,
+    String(r.threads),
+    r.us_per_hash.toFixed(3),
+    r.hashes_per_s.toLocaleString("en-US"),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  console.log(line(head));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const b of body) console.log(line(b));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const quick = process.argv.includes("--quick");
+  benchEngines({ quick }).then(printTable, (err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,17 @@
+{
+  "targets": [
+    {
+      "target_name": "pedersen",
+      "sources": [
+        "pedersen/addon.c",
+        "pedersen/engine.c",
+        "pedersen/kernel_adx.c"
+      ],
+      "defines": ["PED_W=14"],
+      "cflags": ["-O3", "-std=gnu11", "-fno-strict-aliasing"],
+      "cflags!": ["-O2"],
+      "xcode_settings": { "OTHER_CFLAGS": ["-O3", "-std=gnu11"] },
+      "libraries": ["-lpthread"]
+    }
+  ]
+}

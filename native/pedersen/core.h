@@ -1,0 +1,71 @@
+/*
+ * Pedersen hash engine for dacd: shared declarations.
+ *
+ * SECURITY NOTE: this code hashes public data only (state-update contents that every committee
+ * member and the operator already see), so it makes no attempt to be constant-time. Branches and
+ * table lookups depend on the inputs on purpose.
+ *
+ * The hash is computed as a fixed-base multi-scalar multiplication. The 504-bit scalar is the
+ * concatenation x (bits 0..251) | y (bits 252..503); bit i multiplies the point B[i], where
+ * B[i] = 2^i P0 (i < 248), 2^(i-248) P1 (248 <= i < 252), 2^(i-252) P2 (252 <= i < 500) and
+ * 2^(i-500) P3. The scalar is cut into PED_W-bit windows; window j has a table holding every
+ * subset sum of its bases, and the shift point S is folded into every entry of window 0.
+ * The hash is then S + sum_j T_j[window_j], i.e. NW-1 point additions per hash.
+ */
+#ifndef DACD_PEDERSEN_CORE_H
+#define DACD_PEDERSEN_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef PED_W
+#define PED_W 12
+#endif
+#define PED_BITS 504
+#define PED_NW ((PED_BITS + PED_W - 1) / PED_W)
+
+/* A table entry: an affine point, coordinates as 4x64-bit little-endian limbs in Montgomery form
+ * (R = 2^256). 64 bytes, one cache line. */
+typedef struct {
+  uint64_t x[4];
+  uint64_t y[4];
+} ped_point;
+
+/* Window j's table and the number of entries it has (2^bits of that window). */
+extern ped_point *ped_tables[PED_NW];
+extern uint32_t ped_table_size[PED_NW];
+
+/* Field constants shared by kernels. */
+extern const uint64_t PED_P[4];
+
+/* Builds the tables once per process (thread-safe). Returns 0 on success. */
+int ped_init(void);
+/* A message describing why ped_init failed, or NULL. */
+const char *ped_init_error(void);
+
+/* 0 when the 32-byte big-endian value is below p, else 1. */
+int ped_check_be(const uint8_t *b);
+
+/* A kernel hashes n pairs of already range-checked 32-byte big-endian inputs. Returns 0, or -1 on
+ * an internal failure (allocation, or a result at infinity, which needs a discrete-log relation
+ * between StarkWare's points and cannot happen in practice). */
+typedef int (*ped_kernel_fn)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
+
+typedef struct {
+  const char *name;
+  ped_kernel_fn fn;
+  int (*supported)(void);
+} ped_kernel;
+
+/* Kernels compiled into this build, fastest first; supported() says whether this CPU runs them. */
+extern const ped_kernel ped_kernels[];
+extern const size_t ped_kernel_count;
+
+/* Kernel entry points. */
+int ped_hash_portable(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PED_HAVE_X86 1
+int ped_hash_adx(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
+#endif
+
+#endif

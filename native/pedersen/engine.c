@@ -1,0 +1,228 @@
+/*
+ * Pedersen engine: constant points, table construction, the portable kernel and CPU dispatch.
+ * Hashes public data only: not constant-time, by design (see core.h).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+#define KN(name) ped_portable_##name
+#define KATTR
+#include "kernel_scalar.h"
+#undef KN
+#undef KATTR
+
+#define F(name) ped_portable_##name
+
+int ped_hash_portable(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
+  return F(hash)(xs, ys, out, n);
+}
+
+const uint64_t PED_P[4] = {1, 0, 0, 0x0800000000000011ULL};
+
+/* StarkWare's Pedersen constant points (shift point S, then P0..P3), affine, 4x64-bit little-endian
+ * limbs, normal (not Montgomery) form. */
+static const uint64_t PED_CONST[5][2][4] = {
+    {{0x551fde4050ca6804ULL, 0x716b0b1022947733ULL, 0x00ee1b87eb599f16ULL, 0x049ee3eba8c16007ULL},
+     {0xd0405d266e10268aULL, 0x4e621062c0e056c1ULL, 0xf346d49d06ea0ed3ULL, 0x03ca0cfe4b3bc6ddULL}},
+    {{0x1080d17957ebe47bULL, 0x8fa8120b6d56eb0cULL, 0x969c748655fca9e5ULL, 0x0234287dcbaffe7fULL},
+     {0x6ed0268ee89e5615ULL, 0x940135dd7a6c94ccULL, 0x1e889527d41f4e39ULL, 0x03b056f100f96fb2ULL}},
+    {{0xb7a6932dba8aa378ULL, 0x99099ec1de5e3018ULL, 0x3f9dab2656558f33ULL, 0x04fa56f376c83db3ULL},
+     {0x5168f4e80ff5b54dULL, 0x562761f92a7a23b4ULL, 0x8113e0c0e47e4401ULL, 0x03fa0984c931c9e3ULL}},
+    {{0x3aa372f0bd2d6997ULL, 0x40c690c74709e90fULL, 0x764910f75b45f74bULL, 0x04ba4cc166be8decULL},
+     {0x48151f27b24b219cULL, 0xcac5c59a5ce5ae7cULL, 0x4b971e46c4ede85fULL, 0x0040301cf5c1751fULL}},
+    {{0xd36ff12c49a58202ULL, 0x2ca65048d53fb325ULL, 0x6e44cca8f61a63bbULL, 0x054302dcb0e6cc1cULL},
+     {0x879dcc77e99c2426ULL, 0xce98ad783c25561aULL, 0xb348046268d8ae25ULL, 0x01b77b3e37d13504ULL}},
+};
+/* The curve's beta, for checking the constants lie on the curve. */
+static const uint64_t PED_BETA[4] = {0xf4cdfcb99cee9e89ULL, 0x609ad26c15c915c1ULL, 0x150e596d72f7a8c5ULL,
+                                     0x06f21413efbe40deULL};
+
+ped_point *ped_tables[PED_NW];
+uint32_t ped_table_size[PED_NW];
+static ped_point *ped_table_block;
+static const char *ped_error;
+static pthread_once_t ped_once = PTHREAD_ONCE_INIT;
+
+int ped_check_be(const uint8_t *b) {
+  uint8_t pb[32];
+  for (int i = 0; i < 4; i++) ped_store_be64(pb + 8 * i, PED_P[3 - i]);
+  for (int i = 0; i < 32; i++) {
+    if (b[i] != pb[i]) return b[i] < pb[i] ? 0 : 1;
+  }
+  return 1;
+}
+
+static void to_mont(uint64_t r[4], const uint64_t a[4]) {
+  /* R^2 mod p by doubling R mod p 256 times. */
+  static uint64_t r2[4];
+  static int have_r2;
+  if (!have_r2) {
+    memcpy(r2, F(ONE), 32);
+    for (int i = 0; i < 256; i++) F(add)(r2, r2, r2);
+    have_r2 = 1;
+  }
+  F(mul)(r, a, r2);
+}
+
+/* Affine doubling, q = 2p (p.y != 0). */
+static void aff_double(ped_point *q, const ped_point *p) {
+  uint64_t num[4], den[4], lam[4], t[4], x3[4];
+  F(sqr)(num, p->x);
+  F(add)(t, num, num);
+  F(add)(num, num, t);
+  F(add)(num, num, F(ONE)); /* 3x^2 + a, a = 1 */
+  F(add)(den, p->y, p->y);
+  F(inv)(den, den);
+  F(mul)(lam, num, den);
+  F(sqr)(x3, lam);
+  F(sub)(x3, x3, p->x);
+  F(sub)(x3, x3, p->x);
+  F(sub)(t, p->x, x3);
+  F(mul)(t, lam, t);
+  F(sub)(q->y, t, p->y);
+  memcpy(q->x, x3, 32);
+}
+
+static int on_curve(const ped_point *p, const uint64_t beta_m[4]) {
+  uint64_t l[4], r[4];
+  F(sqr)(l, p->y);
+  F(sqr)(r, p->x);
+  F(mul)(r, r, p->x);
+  F(add)(r, r, p->x);
+  F(add)(r, r, beta_m);
+  return F(eq)(l, r);
+}
+
+/* dst[i] = a[i] + b for i < n, one shared inversion; tmp holds n elements. */
+static int batch_add_fixed(ped_point *dst, const ped_point *a, const ped_point *b, size_t n, uint64_t (*tmp)[4]) {
+  uint64_t prod[4], inv[4];
+  memcpy(prod, F(ONE), 32);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t dx[4];
+    F(sub)(dx, b->x, a[i].x);
+    if (F(is_zero)(dx)) return -1;
+    memcpy(tmp[i], prod, 32);
+    F(mul)(prod, prod, dx);
+  }
+  F(inv)(inv, prod);
+  for (size_t i = n; i-- > 0;) {
+    uint64_t dx[4], di[4], lam[4], x3[4], t[4];
+    F(sub)(dx, b->x, a[i].x);
+    F(mul)(di, inv, tmp[i]);
+    F(mul)(inv, inv, dx);
+    F(sub)(t, b->y, a[i].y);
+    F(mul)(lam, t, di);
+    F(sqr)(x3, lam);
+    F(sub)(x3, x3, a[i].x);
+    F(sub)(x3, x3, b->x);
+    F(sub)(t, a[i].x, x3);
+    F(mul)(t, lam, t);
+    F(sub)(dst[i].y, t, a[i].y);
+    memcpy(dst[i].x, x3, 32);
+  }
+  return 0;
+}
+
+static void build_tables(void) {
+  ped_point pts[5];
+  uint64_t beta_m[4];
+  to_mont(beta_m, PED_BETA);
+  for (int i = 0; i < 5; i++) {
+    to_mont(pts[i].x, PED_CONST[i][0]);
+    to_mont(pts[i].y, PED_CONST[i][1]);
+    if (!on_curve(&pts[i], beta_m)) {
+      ped_error = "a Pedersen constant point is not on the curve";
+      return;
+    }
+  }
+  ped_point *bases = (ped_point *)malloc(sizeof(ped_point) * PED_BITS);
+  if (!bases) {
+    ped_error = "out of memory building Pedersen tables";
+    return;
+  }
+  for (int i = 0; i < PED_BITS; i++) {
+    if (i == 0 || i == 248 || i == 252 || i == 500) {
+      bases[i] = pts[i == 0 ? 1 : i == 248 ? 2 : i == 252 ? 3 : 4];
+    } else {
+      aff_double(&bases[i], &bases[i - 1]);
+    }
+  }
+  size_t total = 0;
+  for (int j = 0; j < PED_NW; j++) {
+    int nb = PED_BITS - j * PED_W;
+    if (nb > PED_W) nb = PED_W;
+    ped_table_size[j] = 1u << nb;
+    total += ped_table_size[j];
+  }
+  ped_point *block = (ped_point *)aligned_alloc(64, total * sizeof(ped_point));
+  uint64_t(*tmp)[4] = malloc(sizeof(uint64_t[4]) << (PED_W - 1));
+  if (!block || !tmp) {
+    free(block);
+    free(tmp);
+    free(bases);
+    ped_error = "out of memory building Pedersen tables";
+    return;
+  }
+  memset(block, 0, total * sizeof(ped_point));
+  size_t off = 0;
+  for (int j = 0; j < PED_NW && !ped_error; j++) {
+    ped_point *t = block + off;
+    ped_tables[j] = t;
+    off += ped_table_size[j];
+    const int nb = __builtin_ctz(ped_table_size[j]);
+    /* Entry 0 is S in window 0 and unused (the identity) elsewhere. */
+    if (j == 0) t[0] = pts[0];
+    for (int b = 0; b < nb; b++) {
+      const ped_point *base = &bases[j * PED_W + b];
+      const size_t half = (size_t)1 << b;
+      if (j == 0) {
+        if (batch_add_fixed(t + half, t, base, half, tmp)) ped_error = "degenerate Pedersen table";
+      } else {
+        t[half] = *base;
+        if (half > 1 && batch_add_fixed(t + half + 1, t + 1, base, half - 1, tmp))
+          ped_error = "degenerate Pedersen table";
+      }
+    }
+  }
+  free(tmp);
+  free(bases);
+  if (ped_error) {
+    free(block);
+    return;
+  }
+  ped_table_block = block;
+}
+
+static void init_once(void) { build_tables(); }
+
+int ped_init(void) {
+  pthread_once(&ped_once, init_once);
+  return ped_error ? -1 : 0;
+}
+
+const char *ped_init_error(void) { return ped_error; }
+
+/* ---- CPU dispatch ---- */
+
+static int always(void) { return 1; }
+
+#ifdef PED_HAVE_X86
+#include <cpuid.h>
+static int cpu_has_adx(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+  return (b & (1u << 8)) && (b & (1u << 19)); /* BMI2 and ADX */
+}
+#endif
+
+const ped_kernel ped_kernels[] = {
+#ifdef PED_HAVE_X86
+    {"adx", ped_hash_adx, cpu_has_adx},
+#endif
+    {"portable", ped_hash_portable, always},
+};
+const size_t ped_kernel_count = sizeof(ped_kernels) / sizeof(ped_kernels[0]);

@@ -1,0 +1,593 @@
+/*
+ * Scalar kernel template: 4x64-bit Montgomery field arithmetic and the batched fixed-base
+ * Pedersen hash. Included once per instruction-set variant with:
+ *   KN(name)  - a macro giving each function a variant-specific name
+ *   KATTR     - function attributes, e.g. __attribute__((target("bmi2,adx")))
+ *
+ * Hashes public data only: not constant-time, by design (see core.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+#ifndef __SIZEOF_INT128__
+#error "the scalar Pedersen kernel needs a 64-bit compiler with unsigned __int128"
+#endif
+
+#ifndef PED_KERNEL_COMMON_DEFS
+#define PED_KERNEL_COMMON_DEFS
+typedef unsigned __int128 ped_u128;
+#define PED_P3 0x0800000000000011ULL
+/* Below this many pairs per call, Jacobian additions with one inversion per hash beat the
+ * batched-affine walk (which pays one inversion per window per batch). */
+#define PED_SMALL 48
+/* Pairs processed together by the batched-affine walk. */
+#ifndef PED_BATCH
+#define PED_BATCH 512
+#endif
+#define PED_INLINE static inline __attribute__((always_inline))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <x86intrin.h>
+/* Baseline x86-64 instructions (adc/sbb), no target attribute needed. */
+#define PED_ADDC(c, a, b, out) ((c) = _addcarry_u64((unsigned char)(c), (a), (b), (unsigned long long *)&(out)))
+#define PED_SUBB(c, a, b, out) ((c) = _subborrow_u64((unsigned char)(c), (a), (b), (unsigned long long *)&(out)))
+#else
+#define PED_ADDC(c, a, b, out)                                                         \
+  do {                                                                                 \
+    uint64_t ped_s_, ped_c1_ = __builtin_add_overflow((a), (b), &ped_s_);             \
+    uint64_t ped_c2_ = __builtin_add_overflow(ped_s_, (uint64_t)(c), &(out));          \
+    (c) = (unsigned char)(ped_c1_ | ped_c2_);                                          \
+  } while (0)
+#define PED_SUBB(c, a, b, out)                                                         \
+  do {                                                                                 \
+    uint64_t ped_s_, ped_c1_ = __builtin_sub_overflow((a), (b), &ped_s_);             \
+    uint64_t ped_c2_ = __builtin_sub_overflow(ped_s_, (uint64_t)(c), &(out));          \
+    (c) = (unsigned char)(ped_c1_ | ped_c2_);                                          \
+  } while (0)
+#endif
+static inline uint64_t ped_load_be64(const uint8_t *b) {
+  return ((uint64_t)b[0] << 56) | ((uint64_t)b[1] << 48) | ((uint64_t)b[2] << 40) | ((uint64_t)b[3] << 32) |
+         ((uint64_t)b[4] << 24) | ((uint64_t)b[5] << 16) | ((uint64_t)b[6] << 8) | (uint64_t)b[7];
+}
+static inline void ped_store_be64(uint8_t *b, uint64_t v) {
+  for (int i = 7; i >= 0; i--) {
+    b[i] = (uint8_t)v;
+    v >>= 8;
+  }
+}
+#endif
+
+typedef uint64_t KN(fe)[4];
+
+/* Montgomery form of 1, i.e. 2^256 mod p. */
+static const uint64_t KN(ONE)[4] = {0xffffffffffffffe1ULL, 0xffffffffffffffffULL, 0xffffffffffffffffULL,
+                                    0x07fffffffffffdf0ULL};
+
+/* Montgomery reduction of the 512-bit t (t < p^2): r = t/2^256 mod p, fully reduced.
+ * Specialised for p = 2^251 + 17*2^192 + 1 = 1 + P3*2^192: the Montgomery factor -1/p mod 2^64 is
+ * -1, so round i takes m = -t_i (t_i + m only carries), and m*p adds m*P3 at limb i+3: one
+ * multiplication per round instead of four. */
+KATTR PED_INLINE void KN(redc)(uint64_t r[4], uint64_t t[8]) {
+  for (int i = 0; i < 4; i++) {
+    const uint64_t m = (uint64_t)0 - t[i];
+    unsigned char c = t[i] != 0;
+    for (int j = i + 1; j < 8; j++) PED_ADDC(c, t[j], 0, t[j]);
+    const ped_u128 q = (ped_u128)m * PED_P3;
+    c = 0;
+    PED_ADDC(c, t[i + 3], (uint64_t)q, t[i + 3]);
+    PED_ADDC(c, t[i + 4], (uint64_t)(q >> 64), t[i + 4]);
+    for (int j = i + 5; j < 8; j++) PED_ADDC(c, t[j], 0, t[j]);
+  }
+  uint64_t s0, s1, s2, s3;
+  unsigned char c = 0;
+  PED_SUBB(c, t[4], 1, s0);
+  PED_SUBB(c, t[5], 0, s1);
+  PED_SUBB(c, t[6], 0, s2);
+  PED_SUBB(c, t[7], PED_P3, s3);
+  const uint64_t keep = (uint64_t)0 - (uint64_t)c;
+  r[0] = (t[4] & keep) | (s0 & ~keep);
+  r[1] = (t[5] & keep) | (s1 & ~keep);
+  r[2] = (t[6] & keep) | (s2 & ~keep);
+  r[3] = (t[7] & keep) | (s3 & ~keep);
+}
+
+#ifdef PED_ADX_ASM
+/* x86-64 BMI2 + ADX: the 512-bit product with mulx and the two carry chains of adcx/adox, then
+ * the same four specialised Montgomery rounds as redc, then one branch-free conditional
+ * subtraction. */
+static const uint64_t KN(P3)[1] = {PED_P3};
+KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+  uint64_t t0, t1, t2, t3, t4, t5, t6, t7, lo, hi;
+  const uint64_t *pa = a, *pb = b;
+  __asm__(
+      "movq 0(%[b]), %%rdx\n\t"
+      "mulxq 0(%[a]), %[t0], %[t1]\n\t"
+      "mulxq 8(%[a]), %[lo], %[t2]\n\t"
+      "addq %[lo], %[t1]\n\t"
+      "mulxq 16(%[a]), %[lo], %[t3]\n\t"
+      "adcq %[lo], %[t2]\n\t"
+      "mulxq 24(%[a]), %[lo], %[t4]\n\t"
+      "adcq %[lo], %[t3]\n\t"
+      "adcq $0, %[t4]\n\t"
+      "movq 8(%[b]), %%rdx\n\t"
+      "xorl %k[lo], %k[lo]\n\t"
+      "mulxq 0(%[a]), %[lo], %[hi]\n\t"
+      "adcxq %[lo], %[t1]\n\t"
+      "adoxq %[hi], %[t2]\n\t"
+      "mulxq 8(%[a]), %[lo], %[hi]\n\t"
+      "adcxq %[lo], %[t2]\n\t"
+      "adoxq %[hi], %[t3]\n\t"
+      "mulxq 16(%[a]), %[lo], %[hi]\n\t"
+      "adcxq %[lo], %[t3]\n\t"
+      "adoxq %[hi], %[t4]\n\t"
+      "mulxq 24(%[a]), %[lo], %[t5]\n\t"
+      "adcxq %[lo], %[t4]\n\t"
+      "movl $0, %k[lo]\n\t"
+      "adoxq %[lo], %[t5]\n\t"
+      "adcxq %[lo], %[t5]\n\t"
+      "movq 16(%[b]), %%rdx\n\t"
+      "xorl %k[lo], %k[lo]\n\t"
+      "mulxq 0(%[a]), %[lo], %[hi]\n\t"
+      "adcxq %[lo], %[t2]\n\t"
+      "adoxq %[hi], %[t3]\n\t"
+      "mulxq 8(%[a]), %[lo], %[hi]\n\t"
+      "adcxq %[lo], %[t3]\n\t"
+      "adoxq %[hi], %[t4]\n\t"
+      "mulxq 16(%[a]), %[lo], %[hi]\n\t"
+      "adcxq %[lo], %[t4]\n\t"
+      "adoxq %[hi], %[t5]\n\t"
+      "mulxq 24(%[a]), %[lo], %[t6]\n\t"
+      "adcxq %[lo], %[t5]\n\t"
+      "movl $0, %k[lo]\n\t"
+      "adoxq %[lo], %[t6]\n\t"
+      "adcxq %[lo], %[t6]\n\t"
+      "movq 24(%[b]), %%rdx\n\t"
+      "xorl %k[lo], %k[lo]\n\t"
+      "mulxq 0(%[a]), %[lo], %[hi]\n\t"
+      "adcxq %[lo], %[t3]\n\t"
+      "adoxq %[hi], %[t4]\n\t"
+      "mulxq 8(%[a]), %[lo], %[hi]\n\t"
+      "adcxq %[lo], %[t4]\n\t"
+      "adoxq %[hi], %[t5]\n\t"
+      "mulxq 16(%[a]), %[lo], %[hi]\n\t"
+      "adcxq %[lo], %[t5]\n\t"
+      "adoxq %[hi], %[t6]\n\t"
+      "mulxq 24(%[a]), %[lo], %[t7]\n\t"
+      "adcxq %[lo], %[t6]\n\t"
+      "movl $0, %k[lo]\n\t"
+      "adoxq %[lo], %[t7]\n\t"
+      "adcxq %[lo], %[t7]\n\t"
+      "negq %[t0]\n\t"
+      "movq %[t0], %%rdx\n\t"
+      "adcq $0, %[t1]\n\t"
+      "adcq $0, %[t2]\n\t"
+      "adcq $0, %[t3]\n\t"
+      "adcq $0, %[t4]\n\t"
+      "adcq $0, %[t5]\n\t"
+      "adcq $0, %[t6]\n\t"
+      "adcq $0, %[t7]\n\t"
+      "mulxq %[p3], %[lo], %[hi]\n\t"
+      "addq %[lo], %[t3]\n\t"
+      "adcq %[hi], %[t4]\n\t"
+      "adcq $0, %[t5]\n\t"
+      "adcq $0, %[t6]\n\t"
+      "adcq $0, %[t7]\n\t"
+      "negq %[t1]\n\t"
+      "movq %[t1], %%rdx\n\t"
+      "adcq $0, %[t2]\n\t"
+      "adcq $0, %[t3]\n\t"
+      "adcq $0, %[t4]\n\t"
+      "adcq $0, %[t5]\n\t"
+      "adcq $0, %[t6]\n\t"
+      "adcq $0, %[t7]\n\t"
+      "mulxq %[p3], %[lo], %[hi]\n\t"
+      "addq %[lo], %[t4]\n\t"
+      "adcq %[hi], %[t5]\n\t"
+      "adcq $0, %[t6]\n\t"
+      "adcq $0, %[t7]\n\t"
+      "negq %[t2]\n\t"
+      "movq %[t2], %%rdx\n\t"
+      "adcq $0, %[t3]\n\t"
+      "adcq $0, %[t4]\n\t"
+      "adcq $0, %[t5]\n\t"
+      "adcq $0, %[t6]\n\t"
+      "adcq $0, %[t7]\n\t"
+      "mulxq %[p3], %[lo], %[hi]\n\t"
+      "addq %[lo], %[t5]\n\t"
+      "adcq %[hi], %[t6]\n\t"
+      "adcq $0, %[t7]\n\t"
+      "negq %[t3]\n\t"
+      "movq %[t3], %%rdx\n\t"
+      "adcq $0, %[t4]\n\t"
+      "adcq $0, %[t5]\n\t"
+      "adcq $0, %[t6]\n\t"
+      "adcq $0, %[t7]\n\t"
+      "mulxq %[p3], %[lo], %[hi]\n\t"
+      "addq %[lo], %[t6]\n\t"
+      "adcq %[hi], %[t7]\n\t"
+      "movq %[t4], %[lo]\n\t"
+      "subq $1, %[lo]\n\t"
+      "movq %[t5], %[hi]\n\t"
+      "sbbq $0, %[hi]\n\t"
+      "movq %[t6], %[a]\n\t"
+      "sbbq $0, %[a]\n\t"
+      "movq %[t7], %[b]\n\t"
+      "sbbq %[p3], %[b]\n\t"
+      "cmovncq %[lo], %[t4]\n\t"
+      "cmovncq %[hi], %[t5]\n\t"
+      "cmovncq %[a], %[t6]\n\t"
+      "cmovncq %[b], %[t7]\n\t"
+      : [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5),
+        [t6] "=&r"(t6), [t7] "=&r"(t7), [lo] "=&r"(lo), [hi] "=&r"(hi), [a] "+&r"(pa), [b] "+&r"(pb)
+      : [p3] "m"(KN(P3)[0])
+      : "rdx", "cc", "memory");
+  (void)t0, (void)t1, (void)t2, (void)t3;
+  r[0] = t4, r[1] = t5, r[2] = t6, r[3] = t7;
+}
+KATTR PED_INLINE void KN(sqr)(uint64_t r[4], const uint64_t a[4]) { KN(mul)(r, a, a); }
+#else
+/* r = a*b/2^256 mod p, fully reduced; a, b < p. Row by row: four 64x64->128 products, their low
+ * halves and high halves added in two carry chains. */
+KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+  uint64_t t[8];
+  unsigned char c;
+  const uint64_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+  {
+    const ped_u128 p0 = (ped_u128)a0 * b[0], p1 = (ped_u128)a1 * b[0], p2 = (ped_u128)a2 * b[0],
+                   p3 = (ped_u128)a3 * b[0];
+    t[0] = (uint64_t)p0;
+    c = 0;
+    PED_ADDC(c, (uint64_t)(p0 >> 64), (uint64_t)p1, t[1]);
+    PED_ADDC(c, (uint64_t)(p1 >> 64), (uint64_t)p2, t[2]);
+    PED_ADDC(c, (uint64_t)(p2 >> 64), (uint64_t)p3, t[3]);
+    t[4] = (uint64_t)(p3 >> 64) + c;
+  }
+  for (int i = 1; i < 4; i++) {
+    const uint64_t bi = b[i];
+    const ped_u128 p0 = (ped_u128)a0 * bi, p1 = (ped_u128)a1 * bi, p2 = (ped_u128)a2 * bi, p3 = (ped_u128)a3 * bi;
+    uint64_t h;
+    c = 0;
+    PED_ADDC(c, t[i], (uint64_t)p0, t[i]);
+    PED_ADDC(c, t[i + 1], (uint64_t)p1, t[i + 1]);
+    PED_ADDC(c, t[i + 2], (uint64_t)p2, t[i + 2]);
+    PED_ADDC(c, t[i + 3], (uint64_t)p3, t[i + 3]);
+    h = (uint64_t)(p3 >> 64) + c; /* cannot overflow: the high half of a product is < 2^64 - 1 */
+    c = 0;
+    PED_ADDC(c, t[i + 1], (uint64_t)(p0 >> 64), t[i + 1]);
+    PED_ADDC(c, t[i + 2], (uint64_t)(p1 >> 64), t[i + 2]);
+    PED_ADDC(c, t[i + 3], (uint64_t)(p2 >> 64), t[i + 3]);
+    t[i + 4] = h + c;
+  }
+  KN(redc)(r, t);
+}
+
+KATTR PED_INLINE void KN(sqr)(uint64_t r[4], const uint64_t a[4]) { KN(mul)(r, a, a); }
+
+#endif
+
+/* r = a + b mod p (a, b < p < 2^252, so the sum fits in 256 bits); branch-free. */
+KATTR PED_INLINE void KN(add)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+  uint64_t t0, t1, t2, t3, s0, s1, s2, s3;
+  unsigned char c = 0;
+  PED_ADDC(c, a[0], b[0], t0);
+  PED_ADDC(c, a[1], b[1], t1);
+  PED_ADDC(c, a[2], b[2], t2);
+  PED_ADDC(c, a[3], b[3], t3);
+  c = 0;
+  PED_SUBB(c, t0, 1, s0);
+  PED_SUBB(c, t1, 0, s1);
+  PED_SUBB(c, t2, 0, s2);
+  PED_SUBB(c, t3, PED_P3, s3);
+  const uint64_t keep = (uint64_t)0 - (uint64_t)c; /* borrow: the sum was already below p */
+  r[0] = (t0 & keep) | (s0 & ~keep);
+  r[1] = (t1 & keep) | (s1 & ~keep);
+  r[2] = (t2 & keep) | (s2 & ~keep);
+  r[3] = (t3 & keep) | (s3 & ~keep);
+}
+
+/* r = a - b mod p; branch-free. */
+KATTR PED_INLINE void KN(sub)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+  uint64_t t0, t1, t2, t3;
+  unsigned char c = 0;
+  PED_SUBB(c, a[0], b[0], t0);
+  PED_SUBB(c, a[1], b[1], t1);
+  PED_SUBB(c, a[2], b[2], t2);
+  PED_SUBB(c, a[3], b[3], t3);
+  const uint64_t mask = (uint64_t)0 - (uint64_t)c; /* add p back on borrow: p = 1 + P3*2^192 */
+  unsigned char d = 0;
+  PED_ADDC(d, t0, (uint64_t)c, r[0]);
+  PED_ADDC(d, t1, 0, r[1]);
+  PED_ADDC(d, t2, 0, r[2]);
+  PED_ADDC(d, t3, PED_P3 & mask, r[3]);
+}
+
+KATTR PED_INLINE int KN(is_zero)(const uint64_t a[4]) { return (a[0] | a[1] | a[2] | a[3]) == 0; }
+
+KATTR PED_INLINE int KN(eq)(const uint64_t a[4], const uint64_t b[4]) {
+  return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3])) == 0;
+}
+
+/* r = a^(p-2) = 1/a (Montgomery form in, Montgomery form out); a != 0. Exponent
+ * p-2 = 2^251 + 2^196 + (2^192 - 1): an addition chain for the run of ones, then the two top bits. */
+KATTR static void KN(inv)(uint64_t r[4], const uint64_t a[4]) {
+  uint64_t t[4], u[4], acc[4];
+  /* acc = a^(2^k - 1) for k = 1, 2, 4, ..., 128, then 192. */
+  memcpy(acc, a, 32);
+  int k = 1;
+  uint64_t a64[4];
+  while (k < 128) {
+    memcpy(t, acc, 32);
+    for (int i = 0; i < k; i++) KN(sqr)(t, t);
+    KN(mul)(acc, t, acc);
+    k *= 2;
+    if (k == 64) memcpy(a64, acc, 32); /* a^(2^64 - 1) */
+  }
+  for (int i = 0; i < 64; i++) KN(sqr)(acc, acc);
+  KN(mul)(acc, acc, a64); /* a^(2^192 - 1) */
+  /* u = a^(2^59 + 16), then u^(2^192) = a^(2^251 + 2^196). */
+  memcpy(u, a, 32);
+  for (int i = 0; i < 4; i++) KN(sqr)(u, u); /* a^16 */
+  memcpy(t, u, 32);
+  for (int i = 0; i < 55; i++) KN(sqr)(t, t); /* a^(2^59) */
+  KN(mul)(u, u, t);
+  for (int i = 0; i < 192; i++) KN(sqr)(u, u);
+  KN(mul)(r, u, acc);
+}
+
+/* Jacobian point for the complete (slow) path: (X, Y, Z), Z = 0 means infinity. */
+typedef struct {
+  uint64_t X[4], Y[4], Z[4];
+} KN(jac);
+
+/* p = 2p on y^2 = x^3 + x + b (a = 1). */
+KATTR static void KN(jdbl)(KN(jac) * p) {
+  if (KN(is_zero)(p->Z)) return;
+  if (KN(is_zero)(p->Y)) {
+    memset(p->Z, 0, 32);
+    return;
+  }
+  uint64_t XX[4], YY[4], YYYY[4], ZZ[4], S[4], M[4], t[4];
+  KN(sqr)(XX, p->X);
+  KN(sqr)(YY, p->Y);
+  KN(sqr)(YYYY, YY);
+  KN(sqr)(ZZ, p->Z);
+  /* S = 4 X YY */
+  KN(mul)(S, p->X, YY);
+  KN(add)(S, S, S);
+  KN(add)(S, S, S);
+  /* M = 3 XX + ZZ^2 */
+  KN(add)(M, XX, XX);
+  KN(add)(M, M, XX);
+  KN(sqr)(t, ZZ);
+  KN(add)(M, M, t);
+  /* Z3 = 2 Y Z */
+  KN(mul)(t, p->Y, p->Z);
+  KN(add)(p->Z, t, t);
+  /* X3 = M^2 - 2S */
+  KN(sqr)(t, M);
+  KN(sub)(t, t, S);
+  KN(sub)(p->X, t, S);
+  /* Y3 = M (S - X3) - 8 YYYY */
+  KN(sub)(t, S, p->X);
+  KN(mul)(t, M, t);
+  KN(add)(YYYY, YYYY, YYYY);
+  KN(add)(YYYY, YYYY, YYYY);
+  KN(add)(YYYY, YYYY, YYYY);
+  KN(sub)(p->Y, t, YYYY);
+}
+
+/* p += q (q affine, never infinity); handles p = infinity, p = q and p = -q. */
+KATTR static void KN(jadd_affine)(KN(jac) * p, const ped_point *q) {
+  if (KN(is_zero)(p->Z)) {
+    memcpy(p->X, q->x, 32);
+    memcpy(p->Y, q->y, 32);
+    memcpy(p->Z, KN(ONE), 32);
+    return;
+  }
+  uint64_t Z1Z1[4], U2[4], S2[4], H[4], HH[4], I[4], J[4], r[4], V[4], t[4];
+  KN(sqr)(Z1Z1, p->Z);
+  KN(mul)(U2, q->x, Z1Z1);
+  KN(mul)(S2, q->y, p->Z);
+  KN(mul)(S2, S2, Z1Z1);
+  KN(sub)(H, U2, p->X);
+  KN(sub)(r, S2, p->Y);
+  if (KN(is_zero)(H)) {
+    if (KN(is_zero)(r)) {
+      KN(jdbl)(p);
+    } else {
+      memset(p->Z, 0, 32);
+    }
+    return;
+  }
+  KN(add)(r, r, r);
+  KN(sqr)(HH, H);
+  KN(add)(I, HH, HH);
+  KN(add)(I, I, I);
+  KN(mul)(J, H, I);
+  KN(mul)(V, p->X, I);
+  /* X3 = r^2 - J - 2V */
+  KN(sqr)(t, r);
+  KN(sub)(t, t, J);
+  KN(sub)(t, t, V);
+  KN(sub)(t, t, V);
+  /* Y3 = r (V - X3) - 2 Y1 J */
+  KN(sub)(V, V, t);
+  KN(mul)(V, r, V);
+  KN(mul)(J, p->Y, J);
+  KN(add)(J, J, J);
+  KN(sub)(p->Y, V, J);
+  memcpy(p->X, t, 32);
+  /* Z3 = (Z1 + H)^2 - Z1Z1 - HH = 2 Z1 H */
+  KN(mul)(t, p->Z, H);
+  KN(add)(p->Z, t, t);
+}
+
+/* Parses one pair into the window indices of its 504-bit scalar. */
+KATTR PED_INLINE void KN(windows)(const uint8_t *x, const uint8_t *y, uint32_t *idx, size_t stride) {
+  uint64_t s[8];
+  uint64_t x0 = ped_load_be64(x + 24), x1 = ped_load_be64(x + 16), x2 = ped_load_be64(x + 8),
+           x3 = ped_load_be64(x);
+  uint64_t y0 = ped_load_be64(y + 24), y1 = ped_load_be64(y + 16), y2 = ped_load_be64(y + 8),
+           y3 = ped_load_be64(y);
+  s[0] = x0;
+  s[1] = x1;
+  s[2] = x2;
+  s[3] = x3 | (y0 << 60);
+  s[4] = (y0 >> 4) | (y1 << 60);
+  s[5] = (y1 >> 4) | (y2 << 60);
+  s[6] = (y2 >> 4) | (y3 << 60);
+  s[7] = y3 >> 4;
+  for (int j = 0; j < PED_NW; j++) {
+    const unsigned pos = (unsigned)j * PED_W;
+    const unsigned limb = pos >> 6, off = pos & 63;
+    uint64_t v = s[limb] >> off;
+    if (off + PED_W > 64 && limb < 7) v |= s[limb + 1] << (64 - off);
+    idx[(size_t)j * stride] = (uint32_t)(v & ((1u << PED_W) - 1));
+  }
+}
+
+KATTR PED_INLINE void KN(store_x)(uint8_t *out, const uint64_t xm[4]) {
+  static const uint64_t one[4] = {1, 0, 0, 0};
+  uint64_t x[4];
+  KN(mul)(x, xm, one);
+  ped_store_be64(out, x[3]);
+  ped_store_be64(out + 8, x[2]);
+  ped_store_be64(out + 16, x[1]);
+  ped_store_be64(out + 24, x[0]);
+}
+
+/* The complete path: Jacobian additions, then one inversion per hash batched across n (<= PED_SMALL)
+ * pairs. Always correct; used for small calls and whenever the fast path meets a degenerate
+ * addition. */
+KATTR static int KN(hash_small)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
+  KN(jac) acc[PED_SMALL];
+  uint64_t pre[PED_SMALL][4];
+  uint32_t idx[PED_NW];
+  for (size_t i = 0; i < n; i++) {
+    KN(windows)(xs + 32 * i, ys + 32 * i, idx, 1);
+    KN(jac) *p = &acc[i];
+    const ped_point *q = &ped_tables[0][idx[0]];
+    memcpy(p->X, q->x, 32);
+    memcpy(p->Y, q->y, 32);
+    memcpy(p->Z, KN(ONE), 32);
+    for (int j = 1; j < PED_NW; j++) {
+      if (idx[j]) KN(jadd_affine)(p, &ped_tables[j][idx[j]]);
+    }
+    if (KN(is_zero)(p->Z)) return -1;
+  }
+  /* Batch the 1/Z^2 over the n results. */
+  uint64_t prod[4], inv[4], zz[4], t[4];
+  memcpy(prod, KN(ONE), 32);
+  for (size_t i = 0; i < n; i++) {
+    memcpy(pre[i], prod, 32);
+    KN(sqr)(zz, acc[i].Z);
+    KN(mul)(prod, prod, zz);
+  }
+  KN(inv)(inv, prod);
+  for (size_t i = n; i-- > 0;) {
+    KN(mul)(t, inv, pre[i]); /* 1/Z_i^2 */
+    KN(sqr)(zz, acc[i].Z);
+    KN(mul)(inv, inv, zz);
+    KN(mul)(t, acc[i].X, t);
+    KN(store_x)(out + 32 * i, t);
+  }
+  return 0;
+}
+
+/* The fast path for one batch of n <= PED_BATCH pairs: affine accumulators, and per window one
+ * shared inversion of all the x-differences (Montgomery's trick). */
+typedef struct {
+  uint64_t ax[PED_BATCH][4];
+  uint64_t ay[PED_BATCH][4];
+  uint64_t pre[PED_BATCH][4];
+  uint64_t dx[PED_BATCH][4];
+  uint32_t idx[PED_NW][PED_BATCH];
+  uint8_t bad[PED_BATCH];
+} KN(scratch);
+
+KATTR static int KN(hash_batch)(KN(scratch) * sc, const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
+  for (size_t i = 0; i < n; i++) KN(windows)(xs + 32 * i, ys + 32 * i, &sc->idx[0][i], PED_BATCH);
+  memset(sc->bad, 0, n);
+  const ped_point *t0 = ped_tables[0];
+  for (size_t i = 0; i < n; i++) {
+    const ped_point *q = &t0[sc->idx[0][i]];
+    memcpy(sc->ax[i], q->x, 32);
+    memcpy(sc->ay[i], q->y, 32);
+  }
+  int any_bad = 0;
+  for (int j = 1; j < PED_NW; j++) {
+    const ped_point *tab = ped_tables[j];
+    const uint32_t *idx = sc->idx[j];
+    uint64_t prod[4];
+    memcpy(prod, KN(ONE), 32);
+    int live = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (i + 8 < n) __builtin_prefetch(&tab[idx[i + 8]]);
+      const uint32_t k = idx[i];
+      if (k == 0 || sc->bad[i]) continue;
+      KN(sub)(sc->dx[i], tab[k].x, sc->ax[i]);
+      if (KN(is_zero)(sc->dx[i])) {
+        /* Doubling or cancellation: leave it to the complete path. */
+        sc->bad[i] = 1;
+        any_bad = 1;
+        continue;
+      }
+      memcpy(sc->pre[i], prod, 32);
+      KN(mul)(prod, prod, sc->dx[i]);
+      live = 1;
+    }
+    if (!live) continue;
+    uint64_t inv[4];
+    KN(inv)(inv, prod);
+    const uint32_t *nidx = j + 1 < PED_NW ? sc->idx[j + 1] : NULL;
+    const ped_point *ntab = j + 1 < PED_NW ? ped_tables[j + 1] : NULL;
+    for (size_t i = n; i-- > 0;) {
+      if (nidx) __builtin_prefetch(&ntab[nidx[i]]);
+      const uint32_t k = idx[i];
+      if (k == 0 || sc->bad[i]) continue;
+      const ped_point *q = &tab[k];
+      uint64_t di[4], lam[4], x3[4], t[4];
+      KN(mul)(di, inv, sc->pre[i]);
+      KN(mul)(inv, inv, sc->dx[i]);
+      KN(sub)(t, q->y, sc->ay[i]);
+      KN(mul)(lam, t, di);
+      KN(sqr)(x3, lam);
+      KN(sub)(x3, x3, sc->ax[i]);
+      KN(sub)(x3, x3, q->x);
+      KN(sub)(t, sc->ax[i], x3);
+      KN(mul)(t, lam, t);
+      KN(sub)(sc->ay[i], t, sc->ay[i]);
+      memcpy(sc->ax[i], x3, 32);
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!sc->bad[i]) KN(store_x)(out + 32 * i, sc->ax[i]);
+  }
+  if (any_bad) {
+    for (size_t i = 0; i < n; i++) {
+      if (sc->bad[i] && KN(hash_small)(xs + 32 * i, ys + 32 * i, out + 32 * i, 1) != 0) return -1;
+    }
+  }
+  return 0;
+}
+
+KATTR int KN(hash)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
+  if (n < PED_SMALL) return n ? KN(hash_small)(xs, ys, out, n) : 0;
+  KN(scratch) *sc = (KN(scratch) *)malloc(sizeof(KN(scratch)));
+  if (!sc) return -1;
+  int rc = 0;
+  size_t done = 0;
+  while (rc == 0 && done < n) {
+    size_t m = n - done;
+    if (m > PED_BATCH) {
+      /* Keep the last batch at least PED_SMALL pairs, or split the remainder evenly. */
+      m = (m < PED_BATCH + PED_SMALL) ? m / 2 : PED_BATCH;
+    }
+    rc = m < PED_SMALL ? KN(hash_small)(xs + 32 * done, ys + 32 * done, out + 32 * done, m)
+                       : KN(hash_batch)(sc, xs + 32 * done, ys + 32 * done, out + 32 * done, m);
+    done += m;
+  }
+  free(sc);
+  return rc;
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+/* global process, console */
+// Builds the optional native Pedersen addon (native/binding.gyp) with the node-gyp that npm bundles.
+// Run by `npm install`/`npm ci` through the "install" script. It never fails the install: if the
+// toolchain, the Node headers or the compiler are missing, dacd falls back to the WASM engine, so
+// this prints one line saying so and exits 0. Set DACD_SKIP_NATIVE=1 to skip the build.
+import { spawnSync } from "node:child_process";
+import { existsSync, realpathSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const nativeDir = path.join(root, "native");
+const addon = path.join(nativeDir, "build", "Release", "pedersen.node");
+const verbose = process.env.DACD_NATIVE_VERBOSE === "1";
+
+function unavailable(reason) {
+  console.log(`dacd: native Pedersen engine unavailable (${reason}); the WASM engine will be used`);
+  process.exit(0);
+}
+
+/** The node-gyp entry point: npm's own (npm passes it to scripts), else next to the npm on PATH. */
+function findNodeGyp() {
+  const candidates = [];
+  if (process.env.npm_config_node_gyp) candidates.push(process.env.npm_config_node_gyp);
+  if (process.env.npm_execpath) {
+    candidates.push(
+      path.join(
+        path.dirname(process.env.npm_execpath),
+        "..",
+        "node_modules",
+        "node-gyp",
+        "bin",
+        "node-gyp.js",
+      ),
+    );
+  }
+  const which = spawnSync(process.platform === "win32" ? "where" : "which", ["npm"], { encoding: "utf8" });
+  if (which.status === 0 && which.stdout.trim()) {
+    try {
+      const npmBin = realpathSync(which.stdout.trim().split(/\r?\n/)[0]);
+      candidates.push(
+        path.join(path.dirname(npmBin), "..", "node_modules", "node-gyp", "bin", "node-gyp.js"),
+      );
+    } catch {
+      // ignore: try the next candidate
+    }
+  }
+  candidates.push(
+    path.join(
+      path.dirname(process.execPath),
+      "..",
+      "lib",
+      "node_modules",
+      "npm",
+      "node_modules",
+      "node-gyp",
+      "bin",
+      "node-gyp.js",
+    ),
+  );
+  try {
+    candidates.push(createRequire(import.meta.url).resolve("node-gyp/bin/node-gyp.js"));
+  } catch {
+    // not installed locally
+  }
+  return candidates.find((c) => existsSync(c));
+}
+
+/** Local headers so the build works offline: npm's nodedir setting, else the prefix node runs from. */
+function nodeDirArgs() {
+  if (process.env.npm_config_nodedir) return [`--nodedir=${process.env.npm_config_nodedir}`];
+  const prefix = path.resolve(path.dirname(process.execPath), "..");
+  if (existsSync(path.join(prefix, "include", "node", "node_api.h"))) return [`--nodedir=${prefix}`];
+  return [];
+}
+
+if (process.env.DACD_SKIP_NATIVE === "1") unavailable("DACD_SKIP_NATIVE=1");
+const gyp = findNodeGyp();
+if (!gyp) unavailable("node-gyp not found");
+
+const build = spawnSync(process.execPath, [gyp, "rebuild", ...nodeDirArgs()], {
+  cwd: nativeDir,
+  encoding: "utf8",
+  stdio: verbose ? "inherit" : "pipe",
+  timeout: 10 * 60_000,
+});
+if (build.status !== 0 || !existsSync(addon)) {
+  if (!verbose && build.stderr) {
+    const lines = build.stderr
+      .trim()
+      .split(/\r?\n/)
+      .filter((l) => /error/i.test(l));
+    if (lines.length) console.error(lines.slice(0, 5).join("\n"));
+  }
+  unavailable(build.error ? build.error.message : `node-gyp exited with ${build.status ?? build.signal}`);
+}
+
+// Load it once in a child process, so a broken binary is reported here rather than at run time.
+const probe = spawnSync(
+  process.execPath,
+  [
+    "-e",
+    `const a = require(${JSON.stringify(addon)}); if (!a.kernels().length) process.exit(1); console.log(a.kernels().join(","));`,
+  ],
+  { encoding: "utf8", timeout: 60_000 },
+);
+if (probe.status !== 0) unavailable("the built addon does not load");
+console.log(`dacd: native Pedersen engine built (kernels: ${probe.stdout.trim()})`);

@@ -1,0 +1,118 @@
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { HashEngine } from "./engine.js";
+
+/** What the C addon (native/pedersen/addon.c) exports. */
+export interface NativeAddon {
+  /** Hashes n packed pairs into `out`; throws a RangeError naming the first input >= p. */
+  hashMany(xs: Uint8Array, ys: Uint8Array, out: Uint8Array, kernel?: string): void;
+  /** The range check alone (same errors as hashMany). */
+  checkInputs(xs: Uint8Array, ys: Uint8Array): void;
+  /** Kernels this CPU can run, fastest first. */
+  kernels(): string[];
+  readonly bestKernel: string;
+  readonly windowBits: number;
+}
+
+const ADDON_RELATIVE = path.join("native", "build", "Release", "pedersen.node");
+const WORKER_RELATIVE = path.join("native", "pedersen-worker.mjs");
+
+/**
+ * The repository root holding native/, found by walking up from this module: it sits three levels
+ * down in the TS sources (src/verifier/hash) and four in the compiled output (dist/src/verifier/hash).
+ */
+function findRoot(): string | null {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 8; i++) {
+    if (existsSync(path.join(dir, WORKER_RELATIVE))) return dir;
+    const up = path.dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return null;
+}
+
+/** Path of the built addon (`DACD_NATIVE_ADDON` overrides it), or null when it is not there. */
+export function nativeAddonPath(): string | null {
+  const override = process.env.DACD_NATIVE_ADDON;
+  if (override) return existsSync(override) ? path.resolve(override) : null;
+  const root = findRoot();
+  if (!root) return null;
+  const p = path.join(root, ADDON_RELATIVE);
+  return existsSync(p) ? p : null;
+}
+
+/** Path of the plain-JS worker used by the pool engine (it lives next to the addon sources). */
+export function nativeWorkerPath(): string | null {
+  const root = findRoot();
+  return root ? path.join(root, WORKER_RELATIVE) : null;
+}
+
+let cached: { path: string; addon: NativeAddon | null; error?: unknown } | undefined;
+
+/** Loads the addon once; null when it is not built or does not load (the reason is in `lastLoadError`). */
+export function loadNativeAddon(): NativeAddon | null {
+  const p = nativeAddonPath();
+  if (!p) return null;
+  if (cached?.path === p) return cached.addon;
+  try {
+    const addon = createRequire(import.meta.url)(p) as NativeAddon;
+    cached = { path: p, addon };
+  } catch (error) {
+    cached = { path: p, addon: null, error };
+  }
+  return cached.addon;
+}
+
+/** Why the last load attempt failed, if it did. */
+export function lastLoadError(): unknown {
+  return cached?.error;
+}
+
+/**
+ * Native engine: the C addon, one call per batch, Buffers end to end (no hex or BigInt per hash).
+ * Range checks happen in C and name the offending index, as `checkPackedInputs` does.
+ */
+export class NativeEngine implements HashEngine {
+  readonly name = "native";
+  /** The kernel in use, e.g. "adx" or "portable". */
+  readonly kernel: string;
+
+  constructor(
+    private readonly addon: NativeAddon,
+    kernel?: string,
+  ) {
+    const available = addon.kernels();
+    if (kernel !== undefined && !available.includes(kernel)) {
+      throw new Error(`Pedersen kernel "${kernel}" is not available here (have: ${available.join(", ")})`);
+    }
+    this.kernel = kernel ?? addon.bestKernel;
+  }
+
+  /** Kernels this CPU can run, fastest first. */
+  kernels(): string[] {
+    return this.addon.kernels();
+  }
+
+  hashMany(xs: Uint8Array, ys: Uint8Array): Uint8Array {
+    const out = new Uint8Array(xs.length);
+    this.addon.hashMany(xs, ys, out, this.kernel);
+    return out;
+  }
+
+  /** Hashes into a caller-provided buffer (n*32 bytes), saving an allocation per call. */
+  hashInto(xs: Uint8Array, ys: Uint8Array, out: Uint8Array): void {
+    this.addon.hashMany(xs, ys, out, this.kernel);
+  }
+}
+
+/**
+ * The native engine, or null when the addon is not built (or does not load). A named kernel that
+ * this CPU cannot run is an error, not a silent fallback.
+ */
+export function loadNativeEngine(kernel?: string): NativeEngine | null {
+  const addon = loadNativeAddon();
+  return addon ? new NativeEngine(addon, kernel) : null;
+}

@@ -1,0 +1,169 @@
+import os from "node:os";
+import { Worker } from "node:worker_threads";
+import type { HashEngine } from "./engine.js";
+import {
+  loadNativeAddon,
+  nativeAddonPath,
+  nativeWorkerPath,
+  NativeEngine,
+  type NativeAddon,
+} from "./native-engine.js";
+
+export interface PoolEngineOptions {
+  /** Worker threads; default os.availableParallelism(). */
+  threads?: number;
+  /** Calls with fewer pairs than this stay on the calling thread; default 4096. */
+  threshold?: number;
+  /** Force a native kernel (default: the best this CPU runs). */
+  kernel?: string;
+}
+
+interface Job {
+  id: number;
+  sab: SharedArrayBuffer;
+  x: number;
+  y: number;
+  o: number;
+  n: number;
+  kernel: string;
+  resolve(): void;
+  reject(err: Error): void;
+}
+
+interface Slot {
+  worker: Worker;
+  busy: Job | null;
+}
+
+/**
+ * Spreads large hashMany calls over worker threads that each run the native addon (the addon and
+ * its tables are loaded once per process and shared). Inputs are copied once into a
+ * SharedArrayBuffer, each worker hashes a contiguous slice in place, and the result is copied out
+ * into an ordinary Uint8Array. Small calls run synchronously on the calling thread.
+ * Workers start on the first large call; idle workers do not keep the process alive.
+ */
+export class PoolEngine implements HashEngine {
+  readonly name = "native-pool";
+  readonly kernel: string;
+  readonly threads: number;
+  readonly threshold: number;
+  private readonly local: NativeEngine;
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  private constructor(
+    private readonly addon: NativeAddon,
+    private readonly addonPath: string,
+    private readonly workerPath: string,
+    opts: PoolEngineOptions,
+  ) {
+    this.local = new NativeEngine(addon, opts.kernel);
+    this.kernel = this.local.kernel;
+    this.threads = Math.max(1, Math.floor(opts.threads ?? os.availableParallelism()));
+    this.threshold = Math.max(1, Math.floor(opts.threshold ?? 4096));
+  }
+
+  /** A pool engine, or null when the native addon is not available. */
+  static create(opts: PoolEngineOptions = {}): PoolEngine | null {
+    const addon = loadNativeAddon();
+    const addonPath = nativeAddonPath();
+    const workerPath = nativeWorkerPath();
+    if (!addon || !addonPath || !workerPath) return null;
+    return new PoolEngine(addon, addonPath, workerPath, opts);
+  }
+
+  hashMany(xs: Uint8Array, ys: Uint8Array): Uint8Array | Promise<Uint8Array> {
+    if (this.closed) throw new Error("PoolEngine is closed");
+    const n = xs.length / 32;
+    if (n < this.threshold || this.threads < 2) return this.local.hashMany(xs, ys);
+    // Validate here so the error names the index in the caller's arrays, not a worker's slice.
+    this.addon.checkInputs(xs, ys);
+    return this.runPooled(xs, ys, n);
+  }
+
+  private async runPooled(xs: Uint8Array, ys: Uint8Array, n: number): Promise<Uint8Array> {
+    const bytes = n * 32;
+    const sab = new SharedArrayBuffer(bytes * 3);
+    const u8 = new Uint8Array(sab);
+    u8.set(xs, 0);
+    u8.set(ys, bytes);
+    const parts = Math.min(this.threads, Math.ceil(n / Math.ceil(this.threshold / 2)));
+    const per = Math.ceil(n / parts);
+    const jobs: Promise<void>[] = [];
+    for (let start = 0; start < n; start += per) {
+      const count = Math.min(per, n - start);
+      jobs.push(
+        new Promise<void>((resolve, reject) => {
+          this.queue.push({
+            id: this.nextId++,
+            sab,
+            x: start * 32,
+            y: bytes + start * 32,
+            o: 2 * bytes + start * 32,
+            n: count,
+            kernel: this.kernel,
+            resolve,
+            reject,
+          });
+        }),
+      );
+    }
+    this.pump();
+    await Promise.all(jobs);
+    return u8.slice(2 * bytes, 3 * bytes);
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(this.workerPath, { workerData: { addonPath: this.addonPath } });
+    const slot: Slot = { worker, busy: null };
+    worker.unref();
+    worker.on("message", (msg: { id: number; error?: string }) => {
+      const job = slot.busy;
+      if (!job || job.id !== msg.id) return;
+      slot.busy = null;
+      worker.unref();
+      if (msg.error) job.reject(new Error(msg.error));
+      else job.resolve();
+      this.pump();
+    });
+    const fail = (err: Error) => {
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      const job = slot.busy;
+      slot.busy = null;
+      if (job) job.reject(err);
+      if (!this.closed) this.pump();
+    };
+    worker.on("error", fail);
+    worker.on("exit", (code) => fail(new Error(`Pedersen worker exited (code ${code})`)));
+    this.slots.push(slot);
+    return slot;
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0 && !this.closed) {
+      let slot = this.slots.find((s) => s.busy === null);
+      if (!slot && this.slots.length < this.threads) slot = this.spawn();
+      if (!slot) return;
+      const job = this.queue.shift()!;
+      slot.busy = job;
+      slot.worker.ref();
+      const { resolve: _r, reject: _j, ...msg } = job;
+      slot.worker.postMessage(msg);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const err = new Error("PoolEngine closed");
+    for (const job of this.queue.splice(0)) job.reject(err);
+    const slots = this.slots.splice(0);
+    for (const s of slots) {
+      s.busy?.reject(err);
+      s.busy = null;
+    }
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+  }
+}
