@@ -61,7 +61,8 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
     retry: attempts ? { attempts } : opts.retryAttempts ? { attempts: opts.retryAttempts } : undefined,
     tls: config.certificatesPath ? { certificatesPath: config.certificatesPath } : undefined,
     signal: abort.signal,
-    onRetry: (endpoint, attempt, reason, delayMs) => log.warn({ endpoint, attempt, delay_ms: delayMs }, `retrying ${endpoint}: ${reason}`),
+    onRetry: (endpoint, attempt, reason, delayMs) =>
+      log.warn({ endpoint, attempt, delay_ms: delayMs }, `retrying ${endpoint}: ${reason}`),
   });
   const availability = new AvailabilityGateway(http(config.availabilityGatewayUrl));
   const feeder = config.feederGatewayUrl
@@ -96,13 +97,30 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       opts.events,
     );
     control = await startControlServer(config.dataDir, {
-      "/status": async () => ({ ...(await storeStatus(store)), member_key: signer.memberKey, engine: engine.name, runtime: member.state }),
+      "/status": async () => ({
+        ...(await storeStatus(store)),
+        member_key: signer.memberKey,
+        engine: engine.name,
+        runtime: member.state,
+      }),
       "/batch": async (q) => showBatch(store, Number(q.get("id"))),
       "/leaf": async (q) =>
-        showLeaf(store, engine, q.get("object") ?? "", q.get("id") ?? "", q.has("batch") ? Number(q.get("batch")) : undefined),
+        showLeaf(
+          store,
+          engine,
+          q.get("object") ?? "",
+          q.get("id") ?? "",
+          q.has("batch") ? Number(q.get("batch")) : undefined,
+        ),
     });
     log.info(
-      { profile: profile.name, member_key: signer.memberKey, chain: signer.chainKind, engine: engine.name, data_dir: config.dataDir },
+      {
+        profile: profile.name,
+        member_key: signer.memberKey,
+        chain: signer.chainKind,
+        engine: engine.name,
+        data_dir: config.dataDir,
+      },
       "dacd started",
     );
     const done = member.run(abort.signal);
@@ -146,14 +164,22 @@ async function chainKind(config: Config, log: Logger): Promise<"ethereum" | "sta
     const name = await probe.getBlockchainType();
     if (/stark/i.test(name)) return "starknet";
     if (/eth/i.test(name)) return "ethereum";
-    throw new DacdError("CONFIG", `the availability gateway reports an unknown blockchain type ${JSON.stringify(name)}`);
+    throw new DacdError(
+      "CONFIG",
+      `the availability gateway reports an unknown blockchain type ${JSON.stringify(name)}`,
+    );
   } catch (err) {
     if (err instanceof DacdError && /HTTP 404/.test(err.message)) {
-      log.warn("the availability gateway has no get_blockchain_type endpoint; assuming an Ethereum-kind chain");
+      log.warn(
+        "the availability gateway has no get_blockchain_type endpoint; assuming an Ethereum-kind chain",
+      );
       return "ethereum";
     }
     if (err instanceof DacdError && err.code === "GATEWAY") {
-      throw new DacdError("GATEWAY", `the availability gateway ${config.availabilityGatewayUrl} is unreachable at start: ${err.message}`);
+      throw new DacdError(
+        "GATEWAY",
+        `the availability gateway ${config.availabilityGatewayUrl} is unreachable at start: ${err.message}`,
+      );
     }
     throw err;
   } finally {

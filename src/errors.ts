@@ -16,14 +16,21 @@ export class DacdError extends Error {
   readonly batchId: number | undefined;
   readonly field: string | undefined;
 
-  constructor(code: ErrorCode, message: string, opts: { batchId?: number; field?: string; cause?: unknown } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { batchId?: number; field?: string; cause?: unknown } = {},
+  ) {
     const where = [
       opts.batchId !== undefined ? `batch ${opts.batchId}` : undefined,
       opts.field !== undefined ? `field ${opts.field}` : undefined,
     ]
       .filter(Boolean)
       .join(", ");
-    super(where ? `${where}: ${message}` : message, opts.cause !== undefined ? { cause: opts.cause } : undefined);
+    super(
+      where ? `${where}: ${message}` : message,
+      opts.cause !== undefined ? { cause: opts.cause } : undefined,
+    );
     this.name = "DacdError";
     this.code = code;
     this.batchId = opts.batchId;

@@ -11,7 +11,8 @@ export function redactDeep(value: unknown, depth = 0): unknown {
   if (value instanceof Error) return value;
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? "[redacted]" : redactDeep(v, depth + 1);
+  for (const [k, v] of Object.entries(value))
+    out[k] = SECRET_KEY.test(k) ? "[redacted]" : redactDeep(v, depth + 1);
   return out;
 }
 
@@ -31,7 +32,13 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     formatters: { log: (obj) => redactDeep(obj) as Record<string, unknown> },
   };
   if (opts.pretty) {
-    return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: process.stdout.isTTY, ignore: "pid,hostname,service", singleLine: true } } });
+    return pino({
+      ...options,
+      transport: {
+        target: "pino-pretty",
+        options: { colorize: process.stdout.isTTY, ignore: "pid,hostname,service", singleLine: true },
+      },
+    });
   }
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }

@@ -34,7 +34,9 @@ export function registerDemoCommand(program: Command): void {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       const keyPath = join(dir, "member.key");
       if (!existsSync(keyPath)) {
-        await writeFile(keyPath, Buffer.from(secp256k1.utils.randomSecretKey()).toString("hex") + "\n", { mode: 0o600 });
+        await writeFile(keyPath, Buffer.from(secp256k1.utils.randomSecretKey()).toString("hex") + "\n", {
+          mode: 0o600,
+        });
       }
       await chmod(keyPath, 0o600);
       const key = new Uint8Array(Buffer.from((await readFile(keyPath, "utf8")).trim(), "hex"));

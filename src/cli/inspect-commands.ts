@@ -41,23 +41,28 @@ async function inspect(
 }
 
 const storeOptions = (cmd: Command): Command =>
-  cmd.option("--config <file>", "configuration file (its data_dir is read)").option("--db <dir>", "store directory");
+  cmd
+    .option("--config <file>", "configuration file (its data_dir is read)")
+    .option("--db <dir>", "store directory");
 
 function parseBatchId(v: string): number {
-  if (!/^(0|[1-9][0-9]*)$/.test(v)) throw new DacdError("BAD_INPUT", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
+  if (!/^(0|[1-9][0-9]*)$/.test(v))
+    throw new DacdError("BAD_INPUT", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
   return Number(v);
 }
 
 export function registerInspectCommands(program: Command): void {
-  storeOptions(program.command("status").description("JSON: profile, cursor, last signed batch, any failing batch")).action(
-    async (opts: StoreOptions) => inspect(opts, "/status", {}, (store) => storeStatus(store)),
-  );
+  storeOptions(
+    program.command("status").description("JSON: profile, cursor, last signed batch, any failing batch"),
+  ).action(async (opts: StoreOptions) => inspect(opts, "/status", {}, (store) => storeStatus(store)));
 
   const show = program.command("show").description("read-only inspection of the stored state");
-  storeOptions(show.command("batch <id>").description("the stored record of a batch")).action(async (id: string, opts: StoreOptions) => {
-    const batchId = parseBatchId(id);
-    await inspect(opts, "/batch", { id: String(batchId) }, (store) => showBatch(store, batchId));
-  });
+  storeOptions(show.command("batch <id>").description("the stored record of a batch")).action(
+    async (id: string, opts: StoreOptions) => {
+      const batchId = parseBatchId(id);
+      await inspect(opts, "/batch", { id: String(batchId) }, (store) => showBatch(store, batchId));
+    },
+  );
   storeOptions(
     show
       .command("leaf <object> <id>")
@@ -67,6 +72,8 @@ export function registerInspectCommands(program: Command): void {
     const batchId = opts.batch !== undefined ? parseBatchId(opts.batch) : undefined;
     const query: Record<string, string> = { object, id };
     if (batchId !== undefined) query.batch = String(batchId);
-    await inspect(opts, "/leaf", query, (store) => showLeaf(store, createEngine("auto"), object, id, batchId));
+    await inspect(opts, "/leaf", query, (store) =>
+      showLeaf(store, createEngine("auto"), object, id, batchId),
+    );
   });
 }

@@ -42,7 +42,8 @@ export function registerReplayCommand(program: Command): void {
 }
 
 async function replay(opts: ReplayOptions): Promise<number> {
-  if (!isProfileName(opts.profile)) throw new DacdError("CONFIG", `unknown profile ${JSON.stringify(opts.profile)}`);
+  if (!isProfileName(opts.profile))
+    throw new DacdError("CONFIG", `unknown profile ${JSON.stringify(opts.profile)}`);
   const profile = makeProfile(opts.profile);
   const validateRollup = profile.rollup ? opts.validateRollup : undefined;
   const key = await loadPrivateKey(opts.keyFile, {
@@ -61,7 +62,13 @@ async function replay(opts: ReplayOptions): Promise<number> {
       profile: profile.name,
       heights: Object.fromEntries(keptTrees(profile, validateRollup).map((t) => [t.name, t.height])),
     });
-    const ctx = { profile, engine, store, signer, options: { validateOrders: opts.validateOrders, validateRollup } };
+    const ctx = {
+      profile,
+      engine,
+      store,
+      signer,
+      options: { validateOrders: opts.validateOrders, validateRollup },
+    };
     for (let batchId = 0; batchId < bodies.length; batchId++) {
       try {
         const update = updateOf(bodies[batchId], batchId);
@@ -101,16 +108,21 @@ async function readInput(path: string): Promise<unknown[]> {
   } catch (err) {
     throw new DacdError("BAD_INPUT", `${path} is not valid JSON: ${(err as Error).message}`);
   }
-  if (!Array.isArray(parsed)) throw new DacdError("BAD_INPUT", `${path} must hold a JSON array of get_batch_data bodies`);
+  if (!Array.isArray(parsed))
+    throw new DacdError("BAD_INPUT", `${path} must hold a JSON array of get_batch_data bodies`);
   return parsed;
 }
 
 /** The `update` of one get_batch_data body; a body without one is bad input for that batch. */
 export function updateOf(body: unknown, batchId: number): unknown {
   if (typeof body !== "object" || body === null || Array.isArray(body) || !("update" in body)) {
-    throw new DacdError("BAD_INPUT", "the body is not an object with an `update` key", { batchId, field: "update" });
+    throw new DacdError("BAD_INPUT", "the body is not an object with an `update` key", {
+      batchId,
+      field: "update",
+    });
   }
   const update = (body as { update: unknown }).update;
-  if (update === null) throw new DacdError("BAD_INPUT", "the batch is not ready (update is null)", { batchId, field: "update" });
+  if (update === null)
+    throw new DacdError("BAD_INPUT", "the batch is not ready (update is null)", { batchId, field: "update" });
   return update;
 }

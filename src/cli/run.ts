@@ -16,7 +16,10 @@ export function registerRunCommand(program: Command): void {
     .description("run the committee member: poll, verify, store, sign and post every batch")
     .requiredOption("--config <file>", "YAML configuration file")
     .option("--debug", "human-readable logs with per-tree detail")
-    .option("--allow-insecure-key-file", "accept a key or password file readable by group or others (logs a warning)")
+    .option(
+      "--allow-insecure-key-file",
+      "accept a key or password file readable by group or others (logs a warning)",
+    )
     .action(async (opts: RunOptions) => {
       const config = loadConfig(opts.config);
       const log = createLogger({ level: opts.debug ? "debug" : config.logLevel, pretty: opts.debug });

@@ -13,7 +13,10 @@ export const CONTROL_SOCKET = "dacd.sock";
 
 export type ControlHandler = (query: URLSearchParams) => Promise<unknown>;
 
-export async function startControlServer(dataDir: string, routes: Record<string, ControlHandler>): Promise<Server> {
+export async function startControlServer(
+  dataDir: string,
+  routes: Record<string, ControlHandler>,
+): Promise<Server> {
   const path = join(dataDir, CONTROL_SOCKET);
   // A socket left by a crashed daemon; we hold the store's lock, so no live daemon owns it.
   await rm(path, { force: true });
@@ -21,15 +24,24 @@ export async function startControlServer(dataDir: string, routes: Record<string,
     const url = new URL(req.url ?? "/", "http://dacd");
     const handler = req.method === "GET" ? routes[url.pathname] : undefined;
     if (!handler) {
-      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: "no such query" }));
+      res
+        .writeHead(404, { "content-type": "application/json" })
+        .end(JSON.stringify({ error: "no such query" }));
       return;
     }
     handler(url.searchParams).then(
       (body) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body)),
       (err: unknown) =>
         res
-          .writeHead(isDacdError(err) && err.code === "BAD_INPUT" ? 400 : 500, { "content-type": "application/json" })
-          .end(JSON.stringify({ error: err instanceof Error ? err.message : String(err), code: isDacdError(err) ? err.code : undefined })),
+          .writeHead(isDacdError(err) && err.code === "BAD_INPUT" ? 400 : 500, {
+            "content-type": "application/json",
+          })
+          .end(
+            JSON.stringify({
+              error: err instanceof Error ? err.message : String(err),
+              code: isDacdError(err) ? err.code : undefined,
+            }),
+          ),
     );
   });
   await new Promise<void>((resolve, reject) => {

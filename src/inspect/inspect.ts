@@ -4,7 +4,14 @@ import type { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex64 } from "../util/bytes.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { decodeLeafRecord } from "../verifier/leaves.js";
-import { isProfileName, keptTrees, makeProfile, type Profile, type TreeName, type TreeSpec } from "../verifier/profile.js";
+import {
+  isProfileName,
+  keptTrees,
+  makeProfile,
+  type Profile,
+  type TreeName,
+  type TreeSpec,
+} from "../verifier/profile.js";
 import { readLeaf } from "../verifier/read-leaf.js";
 import type { Leaf, PositionLeaf, VaultLeaf } from "../wire/types.js";
 
@@ -16,7 +23,8 @@ import type { Leaf, PositionLeaf, VaultLeaf } from "../wire/types.js";
 /** The profile and trees a store was created for, from its identity record. */
 export async function storeProfile(store: LevelStore): Promise<{ profile: Profile; trees: TreeSpec[] }> {
   const id = await store.getIdentity();
-  if (!id || !isProfileName(id.profile)) throw new DacdError("STORE", `the store ${store.dir} holds no dacd state`);
+  if (!id || !isProfileName(id.profile))
+    throw new DacdError("STORE", `the store ${store.dir} holds no dacd state`);
   const profile = makeProfile(id.profile, id.heights);
   const trees = keptTrees(profile, id.heights.rollup_vault !== undefined);
   return { profile, trees };
@@ -26,7 +34,10 @@ export interface StoreStatus {
   profile: string | null;
   /** The last batch the gateway accepted a signature for; the daemon continues after it. */
   cursor: Cursor | null;
-  last_signed_batch: Pick<BatchRecord, "batch_id" | "sequence_number" | "roots" | "claim_hash" | "accepted_at"> | null;
+  last_signed_batch: Pick<
+    BatchRecord,
+    "batch_id" | "sequence_number" | "roots" | "claim_hash" | "accepted_at"
+  > | null;
   /** Verified and stored, signature not yet acknowledged by the gateway. */
   pending_batch: Pick<BatchRecord, "batch_id" | "sequence_number" | "claim_hash" | "verified_at"> | null;
 }
@@ -34,7 +45,10 @@ export interface StoreStatus {
 export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
   const identity = await store.getIdentity();
   const cursor = await store.getCursor();
-  const last = cursor && cursor.last_accepted_batch_id >= 0 ? await store.getBatch(cursor.last_accepted_batch_id) : undefined;
+  const last =
+    cursor && cursor.last_accepted_batch_id >= 0
+      ? await store.getBatch(cursor.last_accepted_batch_id)
+      : undefined;
   const newest = await store.lastBatchId();
   const newestRecord = newest !== undefined ? await store.getBatch(newest) : undefined;
   return {
@@ -89,7 +103,10 @@ export async function resolveTree(
   const name = TREE_ALIASES[object];
   const spec = trees.find((t) => t.name === name);
   if (!spec) {
-    throw new DacdError("BAD_INPUT", `no ${object} tree in a ${profile.name} store (trees: ${trees.map((t) => t.name).join(", ")})`);
+    throw new DacdError(
+      "BAD_INPUT",
+      `no ${object} tree in a ${profile.name} store (trees: ${trees.map((t) => t.name).join(", ")})`,
+    );
   }
   const accepted = (await store.getCursor())?.last_accepted_batch_id;
   const id = batchId ?? (accepted !== undefined && accepted >= 0 ? accepted : await store.lastBatchId());
@@ -100,7 +117,11 @@ export async function resolveTree(
 export function leafToJson(leaf: Leaf, spec: TreeSpec): Record<string, unknown> {
   if (spec.leaf === "vault") {
     const v = leaf as VaultLeaf;
-    return { stark_key: "0x" + v.key.toString(16), token: "0x" + v.token.toString(16), balance: v.balance.toString() };
+    return {
+      stark_key: "0x" + v.key.toString(16),
+      token: "0x" + v.token.toString(16),
+      balance: v.balance.toString(),
+    };
   }
   if (spec.leaf === "position") {
     const p = leaf as PositionLeaf;
@@ -119,7 +140,12 @@ export function leafToJson(leaf: Leaf, spec: TreeSpec): Record<string, unknown> 
 }
 
 /** Decodes the leaf stored under a leaf hash (orders: the hash is the amount). */
-export async function leafFromHash(store: LevelStore, spec: TreeSpec, leafHash: Uint8Array, empty: boolean): Promise<Leaf> {
+export async function leafFromHash(
+  store: LevelStore,
+  spec: TreeSpec,
+  leafHash: Uint8Array,
+  empty: boolean,
+): Promise<Leaf> {
   if (spec.leaf === "order") return decodeLeafRecord("order", leafHash);
   if (empty) return decodeLeafRecord(spec.leaf, new Uint8Array(spec.leaf === "vault" ? 96 : 40).fill(0, 0));
   const [rec] = await store.getLeafRecords([leafHash]);
@@ -134,7 +160,8 @@ export async function showLeaf(
   id: string,
   batchId?: number,
 ): Promise<Record<string, unknown>> {
-  if (!/^(0|[1-9][0-9]*)$/.test(id)) throw new DacdError("BAD_INPUT", `leaf id ${JSON.stringify(id)} is not a decimal integer`);
+  if (!/^(0|[1-9][0-9]*)$/.test(id))
+    throw new DacdError("BAD_INPUT", `leaf id ${JSON.stringify(id)} is not a decimal integer`);
   const { spec, record } = await resolveTree(store, object, batchId);
   const root = hexToBytes32(record.roots[spec.name] ?? "");
   if (!root) throw new DacdError("STORE", `batch ${record.batch_id} has no ${spec.name} root`);

@@ -13,8 +13,20 @@ export interface MemberState {
   phase: "starting" | "catching_up" | "idle" | "failing" | "stopped";
   nextBatchId: number;
   feederLastBatchId?: number;
-  lastSigned?: { batch_id: number; sequence_number: number; roots: Record<string, string>; signed_at: string };
-  failing?: { batch_id: number; code: string; reason: string; since: string; attempts: number; next_retry_at: string };
+  lastSigned?: {
+    batch_id: number;
+    sequence_number: number;
+    roots: Record<string, string>;
+    signed_at: string;
+  };
+  failing?: {
+    batch_id: number;
+    code: string;
+    reason: string;
+    since: string;
+    attempts: number;
+    next_retry_at: string;
+  };
   /** Whether the last call to a gateway succeeded; for readiness. */
   gatewayReachable: boolean;
 }
@@ -212,11 +224,20 @@ export class Member {
       batch_id: this.state.nextBatchId,
       code,
       reason: err instanceof Error ? err.message : String(err),
-      since: this.state.failing?.batch_id === this.state.nextBatchId ? this.state.failing.since : now.toISOString(),
+      since:
+        this.state.failing?.batch_id === this.state.nextBatchId
+          ? this.state.failing.since
+          : now.toISOString(),
       attempts,
       next_retry_at: new Date(now.getTime() + delayMs).toISOString(),
     };
-    const fields = { batch_id: this.state.nextBatchId, code, attempts, retry_in_ms: delayMs, outcome: "failed" };
+    const fields = {
+      batch_id: this.state.nextBatchId,
+      code,
+      attempts,
+      retry_in_ms: delayMs,
+      outcome: "failed",
+    };
     if (e) this.log.error(fields, e.message);
     else this.log.error({ ...fields, err }, "unexpected error while handling a batch");
   }

@@ -33,6 +33,7 @@ export function claimHash(
 export function computeClaimHash(profile: Profile, roots: Roots, sequenceNumber: number): Uint8Array {
   const main = roots[profile.main.name];
   const order = roots[profile.order.name];
-  if (!main || !order) throw new Error(`roots of ${profile.main.name} and ${profile.order.name} are needed for the claim`);
+  if (!main || !order)
+    throw new Error(`roots of ${profile.main.name} and ${profile.order.name} are needed for the claim`);
   return claimHash(main, profile.main.height, order, profile.order.height, sequenceNumber);
 }

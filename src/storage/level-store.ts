@@ -59,13 +59,21 @@ export class LevelStore implements NodeSource {
 
   /** Batch records in id order, optionally from `fromId` on. */
   async *batches(fromId = 0): AsyncGenerator<BatchRecord> {
-    for await (const [, v] of this.db.iterator({ gte: batchKey(fromId), lt: Uint8Array.of(Prefix.batch + 1) })) {
+    for await (const [, v] of this.db.iterator({
+      gte: batchKey(fromId),
+      lt: Uint8Array.of(Prefix.batch + 1),
+    })) {
       yield parse<BatchRecord>(v);
     }
   }
 
   async lastBatchId(): Promise<number | undefined> {
-    for await (const k of this.db.keys({ gte: batchKey(0), lt: Uint8Array.of(Prefix.batch + 1), reverse: true, limit: 1 })) {
+    for await (const k of this.db.keys({
+      gte: batchKey(0),
+      lt: Uint8Array.of(Prefix.batch + 1),
+      reverse: true,
+      limit: 1,
+    })) {
       return batchIdFromKey(k);
     }
     return undefined;
@@ -98,7 +106,11 @@ export class LevelStore implements NodeSource {
   }
 
   /** Stores a verified batch with its nodes and leaves: one atomic write, fsynced before returning. */
-  async commitBatch(record: BatchRecord, nodes: readonly NodeWrite[], leaves: readonly NodeWrite[]): Promise<void> {
+  async commitBatch(
+    record: BatchRecord,
+    nodes: readonly NodeWrite[],
+    leaves: readonly NodeWrite[],
+  ): Promise<void> {
     const ops: Op[] = [];
     for (const n of nodes) ops.push({ type: "put", key: prefixed(Prefix.node, n.hash), value: n.record });
     for (const l of leaves) ops.push({ type: "put", key: prefixed(Prefix.leaf, l.hash), value: l.record });

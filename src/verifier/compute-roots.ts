@@ -85,7 +85,14 @@ async function updateTree(
   });
   const updated =
     spec.kind === "merkle"
-      ? await updateMerkle(engine, nodes, await emptyRoots(engine, spec.leaf, spec.height), oldRoot, leafHashes, spec.name)
+      ? await updateMerkle(
+          engine,
+          nodes,
+          await emptyRoots(engine, spec.leaf, spec.height),
+          oldRoot,
+          leafHashes,
+          spec.name,
+        )
       : await updatePatricia(engine, nodes, spec.height, oldRoot, leafHashes, spec.name);
   return { root: updated.root, newNodes: updated.newNodes, newLeaves };
 }

@@ -36,7 +36,11 @@ function unpack(buf: Uint8Array): Uint8Array[] {
   return out;
 }
 
-export async function hashPairs(engine: HashEngine, xs: Uint8Array[], ys: Uint8Array[]): Promise<Uint8Array[]> {
+export async function hashPairs(
+  engine: HashEngine,
+  xs: Uint8Array[],
+  ys: Uint8Array[],
+): Promise<Uint8Array[]> {
   if (xs.length === 0) return [];
   return unpack(await engine.hashMany(pack(xs), pack(ys)));
 }
@@ -87,7 +91,11 @@ async function hashPositions(engine: HashEngine, positions: readonly PositionLea
 }
 
 /** Hashes many leaves of one kind; the result is in the input's order. */
-export async function hashLeaves(engine: HashEngine, kind: LeafKind, leaves: readonly Leaf[]): Promise<Uint8Array[]> {
+export async function hashLeaves(
+  engine: HashEngine,
+  kind: LeafKind,
+  leaves: readonly Leaf[],
+): Promise<Uint8Array[]> {
   switch (kind) {
     case "vault":
       return hashVaults(engine, leaves as VaultLeaf[]);

@@ -7,7 +7,11 @@ import type { NodeSource, NodeWrite } from "./node-source.js";
 const byIndex = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** E[k]: the root of an untouched subtree of height k, from the empty leaf's hash upward. */
-export async function emptySubtreeRoots(engine: HashEngine, emptyLeaf: Uint8Array, height: number): Promise<Uint8Array[]> {
+export async function emptySubtreeRoots(
+  engine: HashEngine,
+  emptyLeaf: Uint8Array,
+  height: number,
+): Promise<Uint8Array[]> {
   const out = [emptyLeaf];
   for (let k = 0; k < height; k++) {
     const [h] = await hashPairs(engine, [out[k]!], [out[k]!]);

@@ -46,8 +46,11 @@ function fromHash(hash: Uint8Array, height: number): PNode {
 
 /** Coalesces the lookups issued while the walk's promises settle into one getNodes call. */
 class BatchedReader {
-  private pending: { hash: Uint8Array; resolve: (r: Uint8Array | undefined) => void; reject: (e: unknown) => void }[] =
-    [];
+  private pending: {
+    hash: Uint8Array;
+    resolve: (r: Uint8Array | undefined) => void;
+    reject: (e: unknown) => void;
+  }[] = [];
   private scheduled = false;
 
   constructor(private readonly source: NodeSource) {}
@@ -92,17 +95,31 @@ export async function updatePatricia(
   const load = async (node: { hash: Uint8Array }, h: number): Promise<PNode> => {
     const rec = await reader.get(node.hash);
     if (rec?.length === 64) {
-      return { t: "binary", left: fromHash(rec.subarray(0, 32), h - 1), right: fromHash(rec.subarray(32), h - 1), hash: node.hash };
+      return {
+        t: "binary",
+        left: fromHash(rec.subarray(0, 32), h - 1),
+        right: fromHash(rec.subarray(32), h - 1),
+        hash: node.hash,
+      };
     }
     if (rec?.length === 65) {
       const length = rec[64]!;
       if (length < 1 || length > h) throw corrupt(node.hash, h, `edge length ${length}`);
-      return { t: "edge", path: bytesToBigint(rec, 32), length, bottom: fromHash(rec.subarray(0, 32), h - length), hash: node.hash };
+      return {
+        t: "edge",
+        path: bytesToBigint(rec, 32),
+        length,
+        bottom: fromHash(rec.subarray(0, 32), h - length),
+        hash: node.hash,
+      };
     }
     throw corrupt(node.hash, h, rec === undefined ? "missing" : `record of ${rec.length} bytes`);
   };
   const corrupt = (hash: Uint8Array, h: number, what: string): DacdError =>
-    new DacdError("STORE", `${treeName} tree: node ${Buffer.from(hash).toString("hex")} at height ${h}: ${what}`);
+    new DacdError(
+      "STORE",
+      `${treeName} tree: node ${Buffer.from(hash).toString("hex")} at height ${h}: ${what}`,
+    );
 
   /** The two children (height h-1) of a non-empty node at height h. */
   const expand = async (node: PNode, h: number): Promise<[PNode, PNode]> => {
@@ -117,7 +134,12 @@ export async function updatePatricia(
         const rest: PNode =
           node.length === 1
             ? node.bottom
-            : { t: "edge", path: node.path & ((1n << BigInt(node.length - 1)) - 1n), length: node.length - 1, bottom: node.bottom };
+            : {
+                t: "edge",
+                path: node.path & ((1n << BigInt(node.length - 1)) - 1n),
+                length: node.length - 1,
+                bottom: node.bottom,
+              };
         return bit === 0n ? [rest, EMPTY] : [EMPTY, rest];
       }
       default:
@@ -137,7 +159,12 @@ export async function updatePatricia(
       if (loaded.t === "edge") only = loaded;
     }
     if (only.t === "edge") {
-      return { t: "edge", path: (bit << BigInt(only.length)) | only.path, length: only.length + 1, bottom: only.bottom };
+      return {
+        t: "edge",
+        path: (bit << BigInt(only.length)) | only.path,
+        length: only.length + 1,
+        bottom: only.bottom,
+      };
     }
     return { t: "edge", path: bit, length: 1, bottom: only };
   };

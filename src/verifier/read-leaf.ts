@@ -7,8 +7,19 @@ import type { TreeSpec } from "./profile.js";
 
 /** One step of a Patricia authentication path, from the root down. */
 export type PatriciaStep =
-  | { readonly kind: "binary"; readonly height: number; readonly left: Uint8Array; readonly right: Uint8Array }
-  | { readonly kind: "edge"; readonly height: number; readonly bottom: Uint8Array; readonly path: bigint; readonly length: number };
+  | {
+      readonly kind: "binary";
+      readonly height: number;
+      readonly left: Uint8Array;
+      readonly right: Uint8Array;
+    }
+  | {
+      readonly kind: "edge";
+      readonly height: number;
+      readonly bottom: Uint8Array;
+      readonly path: bigint;
+      readonly length: number;
+    };
 
 export interface LeafLookup {
   /** The leaf's value at the bottom of the tree (its hash; the amount itself for orders). */
@@ -30,18 +41,30 @@ export async function readLeaf(
   index: bigint,
 ): Promise<LeafLookup> {
   if (index < 0n || index >= 1n << BigInt(spec.height)) {
-    throw new DacdError("BAD_INPUT", `leaf id ${index} is outside the ${spec.name} tree of height ${spec.height}`);
+    throw new DacdError(
+      "BAD_INPUT",
+      `leaf id ${index} is outside the ${spec.name} tree of height ${spec.height}`,
+    );
   }
-  return spec.kind === "merkle" ? readMerkleLeaf(engine, nodes, spec, root, index) : readPatriciaLeaf(nodes, spec, root, index);
+  return spec.kind === "merkle"
+    ? readMerkleLeaf(engine, nodes, spec, root, index)
+    : readPatriciaLeaf(nodes, spec, root, index);
 }
 
 async function fetchNode(nodes: NodeSource, hash: Uint8Array, what: string): Promise<Uint8Array> {
   const [rec] = await nodes.getNodes([hash]);
-  if (!rec) throw new DacdError("STORE", `${what}: node ${Buffer.from(hash).toString("hex")} is not in the store`);
+  if (!rec)
+    throw new DacdError("STORE", `${what}: node ${Buffer.from(hash).toString("hex")} is not in the store`);
   return rec;
 }
 
-async function readMerkleLeaf(engine: HashEngine, nodes: NodeSource, spec: TreeSpec, root: Uint8Array, index: bigint): Promise<LeafLookup> {
+async function readMerkleLeaf(
+  engine: HashEngine,
+  nodes: NodeSource,
+  spec: TreeSpec,
+  root: Uint8Array,
+  index: bigint,
+): Promise<LeafLookup> {
   const empty = await emptyRoots(engine, spec.leaf, spec.height);
   const siblingsTopDown: Uint8Array[] = [];
   let hash = root;
@@ -59,7 +82,12 @@ async function readMerkleLeaf(engine: HashEngine, nodes: NodeSource, spec: TreeS
   return { leafHash: hash, empty: bytesEqual(hash, empty[0]!), siblings: siblingsTopDown.reverse() };
 }
 
-async function readPatriciaLeaf(nodes: NodeSource, spec: TreeSpec, root: Uint8Array, index: bigint): Promise<LeafLookup> {
+async function readPatriciaLeaf(
+  nodes: NodeSource,
+  spec: TreeSpec,
+  root: Uint8Array,
+  index: bigint,
+): Promise<LeafLookup> {
   const steps: PatriciaStep[] = [];
   const zero = new Uint8Array(32);
   let hash = root;

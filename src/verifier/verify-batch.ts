@@ -60,13 +60,19 @@ export async function verifyAndStoreBatch(
     return { record: existing, detail: { reused: true, leaves: {}, nodesWritten: 0, durationMs: 0 } };
   }
 
-  const update = parseStateUpdate(rawUpdate, ctx.profile, batchId, { validateRollup: ctx.options.validateRollup });
+  const update = parseStateUpdate(rawUpdate, ctx.profile, batchId, {
+    validateRollup: ctx.options.validateRollup,
+  });
   const prev = update.prevBatchId === -1 ? undefined : await ctx.store.getBatch(update.prevBatchId);
   if (update.prevBatchId !== -1 && !prev) {
-    throw new DacdError("UNKNOWN_PREV_BATCH", `previous batch ${update.prevBatchId} has not been verified by this member`, {
-      batchId,
-      field: "prev_batch_id",
-    });
+    throw new DacdError(
+      "UNKNOWN_PREV_BATCH",
+      `previous batch ${update.prevBatchId} has not been verified by this member`,
+      {
+        batchId,
+        field: "prev_batch_id",
+      },
+    );
   }
   const prevRoots = prev ? rootsFromRecord(prev, batchId) : null;
 
@@ -81,7 +87,9 @@ export async function verifyAndStoreBatch(
     prev_batch_id: update.prevBatchId,
     sequence_number: sequenceNumber,
     roots: Object.fromEntries(Object.entries(roots).map(([k, v]) => [k, toHex64(v)])),
-    heights: Object.fromEntries(keptTrees(ctx.profile, ctx.options.validateRollup).map((t) => [t.name, t.height])),
+    heights: Object.fromEntries(
+      keptTrees(ctx.profile, ctx.options.validateRollup).map((t) => [t.name, t.height]),
+    ),
     claim_hash: toHex0x(claim),
     signature: ctx.signer.sign(claim),
     member_key: ctx.signer.memberKey,
@@ -91,7 +99,12 @@ export async function verifyAndStoreBatch(
   const leaves = Object.fromEntries(Object.entries(update.changes).map(([k, v]) => [k, v.size]));
   return {
     record,
-    detail: { reused: false, leaves, nodesWritten: computed.newNodes.length, durationMs: performance.now() - started },
+    detail: {
+      reused: false,
+      leaves,
+      nodesWritten: computed.newNodes.length,
+      durationMs: performance.now() - started,
+    },
   };
 }
 
@@ -127,7 +140,8 @@ function rootsFromRecord(prev: BatchRecord, batchId: number): Roots {
   const roots: Roots = {};
   for (const [name, hex] of Object.entries(prev.roots)) {
     const b = hexToBytes32(hex);
-    if (!b) throw new DacdError("STORE", `stored batch ${prev.batch_id} has a malformed ${name} root`, { batchId });
+    if (!b)
+      throw new DacdError("STORE", `stored batch ${prev.batch_id} has a malformed ${name} root`, { batchId });
     roots[name as TreeName] = b;
   }
   return roots;

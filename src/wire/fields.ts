@@ -35,7 +35,8 @@ export function describe(v: unknown): string {
 
 /** A plain JSON object (not an array, not null). */
 export function readObject(v: unknown, at: At): Record<string, unknown> {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) fail(at, `expected an object, got ${describe(v)}`);
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    fail(at, `expected an object, got ${describe(v)}`);
   return v as Record<string, unknown>;
 }
 
@@ -47,7 +48,8 @@ export function onlyKeys(obj: Record<string, unknown>, allowed: readonly string[
 }
 
 export function required(obj: Record<string, unknown>, key: string, at: At): unknown {
-  if (!Object.prototype.hasOwnProperty.call(obj, key) || obj[key] === undefined) fail(child(at, key), "missing");
+  if (!Object.prototype.hasOwnProperty.call(obj, key) || obj[key] === undefined)
+    fail(child(at, key), "missing");
   return obj[key];
 }
 
@@ -61,17 +63,24 @@ export function readDecimal(v: unknown, at: At, min: bigint, maxExclusive: bigin
 
 /** A 0x-prefixed hex string of a value below `maxExclusive` (the field prime by default). */
 export function readHex(v: unknown, at: At, maxExclusive: bigint = FIELD_PRIME): bigint {
-  if (typeof v !== "string" || !HEX_0X.test(v)) fail(at, `expected a 0x-prefixed hex string, got ${describe(v)}`);
+  if (typeof v !== "string" || !HEX_0X.test(v))
+    fail(at, `expected a 0x-prefixed hex string, got ${describe(v)}`);
   const n = BigInt(v);
   if (n >= maxExclusive) {
-    fail(at, maxExclusive === FIELD_PRIME ? "value is not below the field prime" : `value is not below ${maxExclusive}`);
+    fail(
+      at,
+      maxExclusive === FIELD_PRIME
+        ? "value is not below the field prime"
+        : `value is not below ${maxExclusive}`,
+    );
   }
   return n;
 }
 
 /** A tree root as the interface writes it: hex without prefix, up to 32 bytes. */
 export function readRoot(v: unknown, at: At): Uint8Array {
-  if (typeof v !== "string" || !HEX_PLAIN.test(v)) fail(at, `expected a hex root without prefix, got ${describe(v)}`);
+  if (typeof v !== "string" || !HEX_PLAIN.test(v))
+    fail(at, `expected a hex root without prefix, got ${describe(v)}`);
   return new Uint8Array(Buffer.from(v.padStart(64, "0"), "hex"));
 }
 

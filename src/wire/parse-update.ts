@@ -38,12 +38,18 @@ export function parseStateUpdate(
   const at: At = { batchId, path: "update" };
   const obj = readObject(update, at);
   const prevBatchId = readInteger(required(obj, "prev_batch_id", at), child(at, "prev_batch_id"), -1);
-  if (prevBatchId >= batchId) fail(child(at, "prev_batch_id"), `${prevBatchId} does not precede batch ${batchId}`);
+  if (prevBatchId >= batchId)
+    fail(child(at, "prev_batch_id"), `${prevBatchId} does not precede batch ${batchId}`);
 
   const changes: Partial<Record<TreeName, LeafChanges>> = {};
   const statedRoots: Partial<Record<TreeName, Uint8Array>> = {};
   const readTree = (spec: TreeSpec, leavesKey: string, rootKey: string): void => {
-    changes[spec.name] = readLeaves(required(obj, leavesKey, at), child(at, leavesKey), spec, profile.variant);
+    changes[spec.name] = readLeaves(
+      required(obj, leavesKey, at),
+      child(at, leavesKey),
+      spec,
+      profile.variant,
+    );
     statedRoots[spec.name] = readRoot(required(obj, rootKey, at), child(at, rootKey));
   };
 
@@ -58,7 +64,8 @@ export function parseStateUpdate(
     onlyKeys(obj, allowed, at);
     readTree(profile.main, "vaults", "vault_root");
     readTree(profile.order, "orders", "order_root");
-    if (profile.rollup && opts.validateRollup === true) readTree(profile.rollup, "rollup_vaults", "rollup_vault_root");
+    if (profile.rollup && opts.validateRollup === true)
+      readTree(profile.rollup, "rollup_vaults", "rollup_vault_root");
   }
   return { prevBatchId, changes, statedRoots };
 }
@@ -101,7 +108,8 @@ function readVault(v: unknown, at: At): VaultLeaf {
   const key = (stark ?? core)!;
   const token = readHex(required(o, "token", at), child(at, "token"));
   const balance = readDecimal(required(o, "balance", at), child(at, "balance"), 0n, B63);
-  if (balance > 0n && key === 0n) fail(child(at, hasStark ? "stark_key" : "core_key"), "is 0 in a vault with a balance");
+  if (balance > 0n && key === 0n)
+    fail(child(at, hasStark ? "stark_key" : "core_key"), "is 0 in a vault with a balance");
   if (balance > 0n && token === 0n) fail(child(at, "token"), "is 0 in a vault with a balance");
   return { key, token, balance };
 }
@@ -110,11 +118,17 @@ function readPosition(v: unknown, at: At): PositionLeaf {
   const o = readObject(v, at);
   onlyKeys(o, ["public_key", "collateral_balance", "assets"], at);
   const publicKey = readHex(required(o, "public_key", at), child(at, "public_key"));
-  const collateral = readDecimal(required(o, "collateral_balance", at), child(at, "collateral_balance"), -B63, B63);
+  const collateral = readDecimal(
+    required(o, "collateral_balance", at),
+    child(at, "collateral_balance"),
+    -B63,
+    B63,
+  );
   const assetsAt = child(at, "assets");
   const assetsObj = readObject(required(o, "assets", at), assetsAt);
   const ids = Object.keys(assetsObj);
-  if (ids.length >= MAX_ASSETS) fail(assetsAt, `${ids.length} assets; a position holds fewer than ${MAX_ASSETS}`);
+  if (ids.length >= MAX_ASSETS)
+    fail(assetsAt, `${ids.length} assets; a position holds fewer than ${MAX_ASSETS}`);
   const assets: PositionAsset[] = [];
   for (const idKey of ids) {
     const aAt = child(assetsAt, idKey);
@@ -133,7 +147,8 @@ function readPosition(v: unknown, at: At): PositionLeaf {
   assets.sort((x, y) => (x.assetId < y.assetId ? -1 : x.assetId > y.assetId ? 1 : 0));
   for (let i = 1; i < assets.length; i++) {
     // Two spellings of one id (0x1 and 0x01) would make the leaf ambiguous.
-    if (assets[i]!.assetId === assets[i - 1]!.assetId) fail(assetsAt, `asset id ${assets[i]!.assetId} appears twice`);
+    if (assets[i]!.assetId === assets[i - 1]!.assetId)
+      fail(assetsAt, `asset id ${assets[i]!.assetId} appears twice`);
   }
   return { publicKey, collateral, assets };
 }

@@ -14,11 +14,15 @@ afterAll(async () => {
 });
 
 function startProcess(configPath: string): ChildProcess {
-  return spawn(process.execPath, [BIN, "run", "--config", configPath], { stdio: ["ignore", "ignore", "pipe"] });
+  return spawn(process.execPath, [BIN, "run", "--config", configPath], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
 }
 
 function exited(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
+  return new Promise((resolve) =>
+    child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve()),
+  );
 }
 
 /**
@@ -32,7 +36,12 @@ describe("crash safety: SIGKILL at many points, then restart", () => {
   it("signs every batch once with one claim per id, and ends with the state of an uninterrupted run", async () => {
     const { responses, expected } = loadChain("spot-chain");
     const gw = await new VectorGateway(responses, expected, "G").start();
-    const setup = await memberSetup({ profile: "spot", privateKey: expected.private_key, gatewayUrl: gw.url, feeder: true });
+    const setup = await memberSetup({
+      profile: "spot",
+      privateKey: expected.private_key,
+      gatewayUrl: gw.url,
+      feeder: true,
+    });
     dirs.push(setup.dir);
 
     const points: KillPoint[] = [];
@@ -60,8 +69,12 @@ describe("crash safety: SIGKILL at many points, then restart", () => {
     gw.posts.push = (...items) => {
       const n = originalPush(...items);
       for (const post of items) {
-        const before = pending.find((p) => p.endpoint === "approve_new_roots" && p.batchId === post.batch_id && !p.answerFirst);
-        const after = pending.find((p) => p.endpoint === "approve_new_roots" && p.batchId === post.batch_id && p.answerFirst);
+        const before = pending.find(
+          (p) => p.endpoint === "approve_new_roots" && p.batchId === post.batch_id && !p.answerFirst,
+        );
+        const after = pending.find(
+          (p) => p.endpoint === "approve_new_roots" && p.batchId === post.batch_id && p.answerFirst,
+        );
         const hit = before ?? after;
         if (hit && child) {
           pending = pending.filter((p) => p !== hit);
@@ -76,7 +89,10 @@ describe("crash safety: SIGKILL at many points, then restart", () => {
     };
 
     const deadline = Date.now() + 120_000;
-    while (gw.accepted.length < expected.batches.length || new Set(gw.acceptedIds()).size < expected.batches.length) {
+    while (
+      gw.accepted.length < expected.batches.length ||
+      new Set(gw.acceptedIds()).size < expected.batches.length
+    ) {
       if (Date.now() > deadline) throw new Error(`not done: accepted ${gw.acceptedIds().join(",")}`);
       child = startProcess(setup.configPath);
       let stderr = "";
@@ -84,7 +100,9 @@ describe("crash safety: SIGKILL at many points, then restart", () => {
       const current = child;
       await Promise.race([
         exited(current),
-        waitFor(() => new Set(gw.acceptedIds()).size >= expected.batches.length, 120_000).catch(() => undefined),
+        waitFor(() => new Set(gw.acceptedIds()).size >= expected.batches.length, 120_000).catch(
+          () => undefined,
+        ),
       ]);
       if (current.exitCode !== null && current.exitCode !== 0 && current.signalCode === null) {
         throw new Error(`dacd exited with ${current.exitCode}: ${stderr}`);
@@ -97,11 +115,18 @@ describe("crash safety: SIGKILL at many points, then restart", () => {
     await gw.close();
     expect(kills).toBeGreaterThanOrEqual(points.length - 2);
     expect(gw.conflictingClaims()).toEqual([]);
-    expect([...new Set(gw.acceptedIds())].sort((a, b) => a - b)).toEqual(expected.batches.map((b) => b.batch_id));
+    expect([...new Set(gw.acceptedIds())].sort((a, b) => a - b)).toEqual(
+      expected.batches.map((b) => b.batch_id),
+    );
 
     // The same chain without interruptions, in process.
     const gw2 = await new VectorGateway(responses, expected, "G").start();
-    const ref = await memberSetup({ profile: "spot", privateKey: expected.private_key, gatewayUrl: gw2.url, feeder: true });
+    const ref = await memberSetup({
+      profile: "spot",
+      privateKey: expected.private_key,
+      gatewayUrl: gw2.url,
+      feeder: true,
+    });
     dirs.push(ref.dir);
     const daemon = await startQuietDaemon(ref.config);
     await waitFor(() => daemon.member.state.nextBatchId === expected.batches.length);

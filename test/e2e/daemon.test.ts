@@ -11,7 +11,11 @@ afterEach(async () => {
 
 async function gatewayFor(chain: (typeof CHAINS)[number]) {
   const { responses, expected } = loadChain(chain);
-  const gw = await new VectorGateway(responses, expected, expected.profile === "perpetual" ? "P" : "G").start();
+  const gw = await new VectorGateway(
+    responses,
+    expected,
+    expected.profile === "perpetual" ? "P" : "G",
+  ).start();
   cleanups.push(() => gw.close());
   return { gw, expected };
 }

@@ -20,19 +20,33 @@ const json = (res: ServerResponse, status: number, body: string): true => {
  * the member has signed `expectSigned` (default: every batch). Every posted signature must be the
  * expected one: the gateway records all posts, and none may differ from expected.json.
  */
-async function runHostile(interceptor: Interceptor, expectSigned?: number[], mutate?: (responses: { update: unknown }[]) => void) {
+async function runHostile(
+  interceptor: Interceptor,
+  expectSigned?: number[],
+  mutate?: (responses: { update: unknown }[]) => void,
+) {
   const { responses, expected } = loadChain("spot-chain");
   const served = JSON.parse(JSON.stringify(responses)) as { update: unknown }[];
   mutate?.(served);
   const gw = await new VectorGateway(served, expected, "G").start();
   cleanups.push(() => gw.close());
   gw.interceptor = interceptor;
-  const setup = await memberSetup({ profile: "spot", privateKey: expected.private_key, gatewayUrl: gw.url, feeder: true, timeoutS: 1 });
+  const setup = await memberSetup({
+    profile: "spot",
+    privateKey: expected.private_key,
+    gatewayUrl: gw.url,
+    feeder: true,
+    timeoutS: 1,
+  });
   cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
   const daemon = await startQuietDaemon(setup.config);
   cleanups.push(() => daemon.stop());
   const want = expectSigned ?? expected.batches.map((b) => b.batch_id);
-  await waitFor(() => want.every((id) => gw.acceptedIds().includes(id)), 60_000, `batches ${want.join(",")} signed`);
+  await waitFor(
+    () => want.every((id) => gw.acceptedIds().includes(id)),
+    60_000,
+    `batches ${want.join(",")} signed`,
+  );
   await waitFor(() => daemon.member.state.nextBatchId >= Math.max(...want) + 1, 10_000, "cursor");
   for (const post of gw.posts) {
     const exp = expected.batches.find((b) => b.batch_id === post.batch_id)!;
@@ -46,7 +60,12 @@ async function runHostile(interceptor: Interceptor, expectSigned?: number[], mut
 function onBatch(batchId: number, times: number, act: (res: ServerResponse) => void): Interceptor {
   let left = times;
   return (_req, res, url) => {
-    if (!url.pathname.endsWith("get_batch_data") || Number(url.searchParams.get("batch_id")) !== batchId || left <= 0) return false;
+    if (
+      !url.pathname.endsWith("get_batch_data") ||
+      Number(url.searchParams.get("batch_id")) !== batchId ||
+      left <= 0
+    )
+      return false;
     left--;
     act(res);
     return true;
@@ -79,7 +98,14 @@ describe("a hostile or broken gateway never crashes the daemon nor yields a wron
   });
 
   it("malformed JSON and wrong shapes", async () => {
-    const bodies = ["{not json", "[]", '{"updates": {}}', '{"update": []}', '{"update": {"prev_batch_id": 0}}', '{"update": {"prev_batch_id": "x"}}'];
+    const bodies = [
+      "{not json",
+      "[]",
+      '{"updates": {}}',
+      '{"update": []}',
+      '{"update": {"prev_batch_id": 0}}',
+      '{"update": {"prev_batch_id": "x"}}',
+    ];
     let i = 0;
     const { daemon } = await runHostile(onBatch(3, bodies.length, (res) => json(res, 200, bodies[i++]!)));
     expect(i).toBe(bodies.length);
@@ -97,14 +123,20 @@ describe("a hostile or broken gateway never crashes the daemon nor yields a wron
       return true;
     });
     expect(refusedPosts.map((p) => p.batch_id)).toEqual([0, 0, 0]);
-    expect(new Set([...refusedPosts, ...gw.posts.filter((p) => p.batch_id === 0)].map((p) => p.claim_hash)).size).toBe(1);
+    expect(
+      new Set([...refusedPosts, ...gw.posts.filter((p) => p.batch_id === 0)].map((p) => p.claim_hash)).size,
+    ).toBe(1);
   });
 
   it("a root mismatch is never signed; the corrected batch is", async () => {
     let wrong = true;
     const { gw } = await runHostile((_req, res, url) => {
-      if (!wrong || !url.pathname.endsWith("get_batch_data") || url.searchParams.get("batch_id") !== "4") return false;
-      const update = JSON.parse(JSON.stringify(loadChain("spot-chain").responses[4]!.update)) as Record<string, unknown>;
+      if (!wrong || !url.pathname.endsWith("get_batch_data") || url.searchParams.get("batch_id") !== "4")
+        return false;
+      const update = JSON.parse(JSON.stringify(loadChain("spot-chain").responses[4]!.update)) as Record<
+        string,
+        unknown
+      >;
       update.vault_root = "0".repeat(64);
       setTimeout(() => (wrong = false), 600);
       return json(res, 200, JSON.stringify({ update }));
@@ -115,9 +147,13 @@ describe("a hostile or broken gateway never crashes the daemon nor yields a wron
   it("an unknown prev_batch_id is refused until the gateway serves a known one", async () => {
     let bad = 3;
     await runHostile((_req, res, url) => {
-      if (bad <= 0 || !url.pathname.endsWith("get_batch_data") || url.searchParams.get("batch_id") !== "1") return false;
+      if (bad <= 0 || !url.pathname.endsWith("get_batch_data") || url.searchParams.get("batch_id") !== "1")
+        return false;
       bad--;
-      const update = JSON.parse(JSON.stringify(loadChain("spot-chain").responses[1]!.update)) as Record<string, unknown>;
+      const update = JSON.parse(JSON.stringify(loadChain("spot-chain").responses[1]!.update)) as Record<
+        string,
+        unknown
+      >;
       update.prev_batch_id = -1 + 0;
       update.prev_batch_id = 0.5; // not an integer, then
       if (bad === 0) update.prev_batch_id = -1 - 1; // below -1
@@ -128,9 +164,13 @@ describe("a hostile or broken gateway never crashes the daemon nor yields a wron
   it("a batch the member refuses is skipped once the next batch builds on an earlier one", async () => {
     // Batch 2 states a wrong root and is refused; batch 3 names prev_batch_id 1, so the operator
     // dropped batch 2: the member moves past it unsigned and signs 3, 4 and 5 from batch 1's state.
-    const { gw, daemon } = await runHostile(() => false, [0, 1, 3, 4, 5], (responses) => {
-      (responses[2]!.update as Record<string, unknown>).vault_root = "1".repeat(64);
-    });
+    const { gw, daemon } = await runHostile(
+      () => false,
+      [0, 1, 3, 4, 5],
+      (responses) => {
+        (responses[2]!.update as Record<string, unknown>).vault_root = "1".repeat(64);
+      },
+    );
     expect(gw.acceptedIds()).toEqual([0, 1, 3, 4, 5]);
     expect(gw.posts.some((p) => p.batch_id === 2)).toBe(false);
     expect((await daemon.store.getCursor())?.skipped).toEqual([2]);

@@ -38,7 +38,11 @@ export async function startQuietDaemon(config: Config): Promise<Daemon> {
   return startDaemon(config, { log: createLogger({ level: "silent" }), retryAttempts: 2 });
 }
 
-export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 30_000, what = "condition"): Promise<void> {
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 30_000,
+  what = "condition",
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);

@@ -23,9 +23,13 @@ export function naiveMerkleRoot(height: number, leaves: Map<bigint, bigint>, emp
   return rec(height, 0n, [...leaves.keys()]);
 }
 
-type Naive = { kind: "empty" } | { kind: "node"; hash: bigint } | { kind: "edge"; bottom: bigint; path: bigint; length: number };
+type Naive =
+  | { kind: "empty" }
+  | { kind: "node"; hash: bigint }
+  | { kind: "edge"; bottom: bigint; path: bigint; length: number };
 
-const hashOf = (n: Naive): bigint => (n.kind === "empty" ? 0n : n.kind === "node" ? n.hash : H(n.bottom, n.path) + BigInt(n.length));
+const hashOf = (n: Naive): bigint =>
+  n.kind === "empty" ? 0n : n.kind === "node" ? n.hash : H(n.bottom, n.path) + BigInt(n.length);
 
 /** Root of a Patricia-Merkle tree of `height`; leaves of value 0 are empty. */
 export function naivePatriciaRoot(height: number, leaves: Map<bigint, bigint>): bigint {
@@ -33,13 +37,30 @@ export function naivePatriciaRoot(height: number, leaves: Map<bigint, bigint>): 
     if (ids.length === 0) return { kind: "empty" };
     if (h === 0) return { kind: "node", hash: leaves.get(ids[0]!)! };
     const bit = BigInt(h - 1);
-    const l = rec(h - 1, ids.filter((i) => ((i >> bit) & 1n) === 0n));
-    const r = rec(h - 1, ids.filter((i) => ((i >> bit) & 1n) === 1n));
+    const l = rec(
+      h - 1,
+      ids.filter((i) => ((i >> bit) & 1n) === 0n),
+    );
+    const r = rec(
+      h - 1,
+      ids.filter((i) => ((i >> bit) & 1n) === 1n),
+    );
     if (l.kind === "empty" && r.kind === "empty") return l;
     if (l.kind !== "empty" && r.kind !== "empty") return { kind: "node", hash: H(hashOf(l), hashOf(r)) };
     const [child, b] = l.kind === "empty" ? [r, 1n] : [l, 0n];
-    if (child.kind === "edge") return { kind: "edge", bottom: child.bottom, path: (b << BigInt(child.length)) | child.path, length: child.length + 1 };
+    if (child.kind === "edge")
+      return {
+        kind: "edge",
+        bottom: child.bottom,
+        path: (b << BigInt(child.length)) | child.path,
+        length: child.length + 1,
+      };
     return { kind: "edge", bottom: hashOf(child), path: b, length: 1 };
   };
-  return hashOf(rec(height, [...leaves.entries()].filter(([, v]) => v !== 0n).map(([k]) => k)));
+  return hashOf(
+    rec(
+      height,
+      [...leaves.entries()].filter(([, v]) => v !== 0n).map(([k]) => k),
+    ),
+  );
 }

@@ -12,7 +12,11 @@ export async function comparableState(dir: string): Promise<string[]> {
     for await (const [k, v] of store.raw.iterator()) {
       const key = Buffer.from(k).toString("hex");
       if (k[0] === Prefix.batch) {
-        const { verified_at: _v, accepted_at: _a, ...rest } = JSON.parse(Buffer.from(v).toString("utf8")) as Record<string, unknown>;
+        const {
+          verified_at: _v,
+          accepted_at: _a,
+          ...rest
+        } = JSON.parse(Buffer.from(v).toString("utf8")) as Record<string, unknown>;
         out.push(`${key}=${JSON.stringify(rest)}`);
       } else if (k[0] === Prefix.node || k[0] === Prefix.leaf) {
         out.push(`${key}=${Buffer.from(v).toString("hex")}`);

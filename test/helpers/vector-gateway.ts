@@ -15,7 +15,12 @@ export interface Post {
  * Return true from an interceptor when it answered (or broke) the request itself; the gateway then
  * does nothing more. Used to inject faults.
  */
-export type Interceptor = (req: IncomingMessage, res: ServerResponse, url: URL, body: string) => boolean | Promise<boolean>;
+export type Interceptor = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  body: string,
+) => boolean | Promise<boolean>;
 
 /**
  * A real local availability + feeder gateway serving a vector chain. It accepts a signature only
@@ -66,7 +71,8 @@ export class VectorGateway {
   /** Every batch id posted with more than one distinct claim (must stay empty). */
   conflictingClaims(): number[] {
     const claims = new Map<number, Set<string>>();
-    for (const p of this.posts) (claims.get(p.batch_id) ?? claims.set(p.batch_id, new Set()).get(p.batch_id)!).add(p.claim_hash);
+    for (const p of this.posts)
+      (claims.get(p.batch_id) ?? claims.set(p.batch_id, new Set()).get(p.batch_id)!).add(p.claim_hash);
     return [...claims].filter(([, s]) => s.size > 1).map(([id]) => id);
   }
 
@@ -108,7 +114,8 @@ export class VectorGateway {
       post.claim_hash === want.claim_hash &&
       post.signature === want.signature &&
       post.member_key === this.expected.member_key &&
-      recoverAddress(Buffer.from(post.claim_hash.slice(2), "hex"), post.signature) === this.expected.member_key;
+      recoverAddress(Buffer.from(post.claim_hash.slice(2), "hex"), post.signature) ===
+        this.expected.member_key;
     if (!ok) {
       res.writeHead(400, { "content-type": "application/str" }).end("signature rejected");
       return;

@@ -17,7 +17,8 @@ const P = "0x800000000000011000000000000000000000000000000000000000000000001";
 
 async function storeSnapshot(store: LevelStore): Promise<string[]> {
   const out: string[] = [];
-  for await (const [k, v] of store.raw.iterator()) out.push(Buffer.from(k).toString("hex") + "=" + Buffer.from(v).toString("hex"));
+  for await (const [k, v] of store.raw.iterator())
+    out.push(Buffer.from(k).toString("hex") + "=" + Buffer.from(v).toString("hex"));
   return out;
 }
 
@@ -140,11 +141,19 @@ refusals("spot-chain", [
   ["missing rollup leaves", "BAD_INPUT", (u) => (delete u.rollup_vaults, "update.rollup_vaults")],
   ["vault root mismatch", "ROOT_MISMATCH", (u) => ((u.vault_root = "0".repeat(63) + "1"), "vault_root")],
   ["order root mismatch", "ROOT_MISMATCH", (u) => ((u.order_root = "0".repeat(63) + "1"), "order_root")],
-  ["rollup root mismatch", "ROOT_MISMATCH", (u) => ((u.rollup_vault_root = "0".repeat(63) + "1"), "rollup_vault_root")],
+  [
+    "rollup root mismatch",
+    "ROOT_MISMATCH",
+    (u) => ((u.rollup_vault_root = "0".repeat(63) + "1"), "rollup_vault_root"),
+  ],
 ]);
 
 refusals("perpetual-chain", [
-  ["collateral below -2^63", "BAD_INPUT", (u) => inPosition(u, "collateral_balance", (-(1n << 63n) - 1n).toString())],
+  [
+    "collateral below -2^63",
+    "BAD_INPUT",
+    (u) => inPosition(u, "collateral_balance", (-(1n << 63n) - 1n).toString()),
+  ],
   ["public key not hex", "BAD_INPUT", (u) => inPosition(u, "public_key", "12")],
   [
     "asset id of 2^120",
@@ -152,7 +161,10 @@ refusals("perpetual-chain", [
     (u) => {
       const id = firstKey(u.positions);
       const assetId = "0x" + (1n << 120n).toString(16);
-      (((u.positions as Json)[id] as Json).assets as Json)[assetId] = { balance: "1", cached_funding_index: "0" };
+      (((u.positions as Json)[id] as Json).assets as Json)[assetId] = {
+        balance: "1",
+        cached_funding_index: "0",
+      };
       return `update.positions.${id}.assets.${assetId}`;
     },
   ],

@@ -32,7 +32,16 @@ const patricia: TreeSpec = { name: "order", kind: "patricia", height: 251, leaf:
  * incremental tree, each from a randomly chosen earlier state (deep prev_batch_id jumps), and checks
  * every root against a naive recomputation of that state's full leaf set.
  */
-async function differential(spec: TreeSpec, seed: number, steps: number, idBits: number, store: { getNodes: MemoryNodeStore["getNodes"]; put: (w: Awaited<ReturnType<typeof computeRoots>>) => Promise<void> }) {
+async function differential(
+  spec: TreeSpec,
+  seed: number,
+  steps: number,
+  idBits: number,
+  store: {
+    getNodes: MemoryNodeStore["getNodes"];
+    put: (w: Awaited<ReturnType<typeof computeRoots>>) => Promise<void>;
+  },
+) {
   const rand = rng(seed);
   const states: { roots: Roots | null; leaves: Map<bigint, bigint> }[] = [{ roots: null, leaves: new Map() }];
   const randomId = (): bigint => {
@@ -52,7 +61,8 @@ async function differential(spec: TreeSpec, seed: number, steps: number, idBits:
     const existing = [...leaves.keys()];
     for (let i = 0; i < n; i++) {
       const r = rand();
-      const id = r < 0.3 && existing.length > 0 ? existing[Math.floor(rand() * existing.length)]! : randomId();
+      const id =
+        r < 0.3 && existing.length > 0 ? existing[Math.floor(rand() * existing.length)]! : randomId();
       const value = r < 0.45 ? 0n : BigInt(1 + Math.floor(rand() * 1e9));
       changes.set(id, value);
       leaves.set(id, value);
@@ -61,7 +71,9 @@ async function differential(spec: TreeSpec, seed: number, steps: number, idBits:
     await store.put(result);
     states.push({ roots: result.roots, leaves });
     const want =
-      spec.kind === "merkle" ? naiveMerkleRoot(spec.height, leaves, 0n) : naivePatriciaRoot(spec.height, leaves);
+      spec.kind === "merkle"
+        ? naiveMerkleRoot(spec.height, leaves, 0n)
+        : naivePatriciaRoot(spec.height, leaves);
     expect(toHex64(result.roots.order!), `seed ${seed} step ${step}`).toBe(toHex64(bigintToBytes32(want)));
   }
 }
@@ -86,7 +98,17 @@ describe("incremental trees equal a naive full recomputation", () => {
     getNodes: level.getNodes.bind(level),
     put: (r: Awaited<ReturnType<typeof computeRoots>>) =>
       level.commitBatch(
-        { batch_id: Math.floor(Math.random() * 1e9), prev_batch_id: -1, sequence_number: 0, roots: {}, heights: {}, claim_hash: "", signature: "", member_key: "", verified_at: "" },
+        {
+          batch_id: Math.floor(Math.random() * 1e9),
+          prev_batch_id: -1,
+          sequence_number: 0,
+          roots: {},
+          heights: {},
+          claim_hash: "",
+          signature: "",
+          member_key: "",
+          verified_at: "",
+        },
         r.newNodes,
         r.newLeaves,
       ),
@@ -111,9 +133,19 @@ describe("incremental trees equal a naive full recomputation", () => {
       ]),
     });
     expect(toHex64(r.roots.order!)).toBe("06728b2316b72c82bdee91c665affeff1eeb39a3f7bff9690a0098c183f5e6e5");
-    expect(bytesToBigint(bigintToBytes32(naivePatriciaRoot(251, new Map([[1n, 75n], [2n, 25n]]))))).toBe(
-      0x06728b2316b72c82bdee91c665affeff1eeb39a3f7bff9690a0098c183f5e6e5n,
-    );
+    expect(
+      bytesToBigint(
+        bigintToBytes32(
+          naivePatriciaRoot(
+            251,
+            new Map([
+              [1n, 75n],
+              [2n, 25n],
+            ]),
+          ),
+        ),
+      ),
+    ).toBe(0x06728b2316b72c82bdee91c665affeff1eeb39a3f7bff9690a0098c183f5e6e5n);
   });
 
   it("matches the spec's empty vault tree root and empty position leaf", async () => {
