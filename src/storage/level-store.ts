@@ -5,7 +5,6 @@ import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import { batchIdFromKey, batchKey, metaKey, Prefix, prefixed } from "./keys.js";
 
 type Db = Level<Uint8Array, Uint8Array>;
-type Op = { type: "put"; key: Uint8Array; value: Uint8Array } | { type: "del"; key: Uint8Array };
 
 const json = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
 const parse = <T>(b: Uint8Array): T => JSON.parse(new TextDecoder().decode(b)) as T;
@@ -15,6 +14,12 @@ const parse = <T>(b: Uint8Array): T => JSON.parse(new TextDecoder().decode(b)) a
  * and a little metadata (cursor, identity). Every state change is one atomic, fsynced write.
  */
 export class LevelStore implements NodeSource {
+  /** Called inside the write lock, before each commitBatch write (the pruner protects these keys). */
+  readonly commitListeners = new Set<
+    (record: BatchRecord, nodes: readonly NodeWrite[], leaves: readonly NodeWrite[]) => void
+  >();
+  private writeLock: Promise<unknown> = Promise.resolve();
+
   private constructor(
     private readonly db: Db,
     readonly dir: string,
@@ -111,11 +116,12 @@ export class LevelStore implements NodeSource {
     nodes: readonly NodeWrite[],
     leaves: readonly NodeWrite[],
   ): Promise<void> {
-    const ops: Op[] = [];
-    for (const n of nodes) ops.push({ type: "put", key: prefixed(Prefix.node, n.hash), value: n.record });
-    for (const l of leaves) ops.push({ type: "put", key: prefixed(Prefix.leaf, l.hash), value: l.record });
-    ops.push({ type: "put", key: batchKey(record.batch_id), value: json(record) });
-    await this.db.batch(ops, { sync: true });
+    // A chained batch: about 3x faster than an array of operations for 100k nodes (bench/).
+    const batch = this.db.batch();
+    for (const n of nodes) batch.put(prefixed(Prefix.node, n.hash), n.record);
+    for (const l of leaves) batch.put(prefixed(Prefix.leaf, l.hash), l.record);
+    batch.put(batchKey(record.batch_id), json(record));
+    await batch.write({ sync: true });
   }
 
   /** Marks a batch accepted by the gateway and advances the cursor past it, atomically. */
