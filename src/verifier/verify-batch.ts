@@ -63,6 +63,20 @@ export async function verifyAndStoreBatch(
   const update = parseStateUpdate(rawUpdate, ctx.profile, batchId, {
     validateRollup: ctx.options.validateRollup,
   });
+  return verifyParsedAndStore(ctx, batchId, update, started);
+}
+
+/** The same for an update already parsed and range-checked (benchmarks start the clock here). */
+export async function verifyParsedAndStore(
+  ctx: VerifyContext,
+  batchId: number,
+  update: StateUpdate,
+  started = performance.now(),
+): Promise<{ record: BatchRecord; detail: VerifyDetail }> {
+  // Checked here too so that no caller can sign a stored batch id a second time.
+  const existing = await ctx.store.getBatch(batchId);
+  if (existing)
+    return { record: existing, detail: { reused: true, leaves: {}, nodesWritten: 0, durationMs: 0 } };
   const prev = update.prevBatchId === -1 ? undefined : await ctx.store.getBatch(update.prevBatchId);
   if (update.prevBatchId !== -1 && !prev) {
     throw new DacdError(
