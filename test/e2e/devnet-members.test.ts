@@ -11,14 +11,18 @@ const KEYS = [
   "0x2222222222222222222222222222222222222222222222222222222222222222",
   "0x3333333333333333333333333333333333333333333333333333333333333333",
 ];
-const address = (k: string): string => ethAddressFromPrivateKey(new Uint8Array(Buffer.from(k.slice(2), "hex")));
+const address = (k: string): string =>
+  ethAddressFromPrivateKey(new Uint8Array(Buffer.from(k.slice(2), "hex")));
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function devnet(variant: "P" | "G", opts: { traffic?: number; committee?: string[] } = {}): Promise<Devnet> {
+async function devnet(
+  variant: "P" | "G",
+  opts: { traffic?: number; committee?: string[] } = {},
+): Promise<Devnet> {
   const dn = await startDevnet({
     variant,
     committee: opts.committee ?? [address(KEYS[0]!), address(KEYS[1]!)],
@@ -49,15 +53,18 @@ async function member(dn: Devnet, key: string): Promise<Daemon> {
 }
 
 describe("devnet with traffic and dacd members over real HTTP", () => {
-  it.each(["G", "P"] as const)("variant %s: every batch reaches its quorum of two members", async (variant) => {
-    const dn = await devnet(variant);
-    await Promise.all([member(dn, KEYS[0]!), member(dn, KEYS[1]!)]);
-    for (let id = 0; id < 6; id++) {
-      const q = await dn.waitForQuorum(id, 60_000);
-      expect(q.reached).toBe(true);
-      expect(new Set(q.signers)).toEqual(new Set([address(KEYS[0]!), address(KEYS[1]!)]));
-    }
-  });
+  it.each(["G", "P"] as const)(
+    "variant %s: every batch reaches its quorum of two members",
+    async (variant) => {
+      const dn = await devnet(variant);
+      await Promise.all([member(dn, KEYS[0]!), member(dn, KEYS[1]!)]);
+      for (let id = 0; id < 6; id++) {
+        const q = await dn.waitForQuorum(id, 60_000);
+        expect(q.reached).toBe(true);
+        expect(new Set(q.signers)).toEqual(new Set([address(KEYS[0]!), address(KEYS[1]!)]));
+      }
+    },
+  );
 
   it("refuses a member whose key is not in the committee; it signs nothing accepted", async () => {
     const dn = await devnet("G");
@@ -79,9 +86,15 @@ describe("devnet with traffic and dacd members over real HTTP", () => {
     expect(fault.status).toBe(200);
     const bad = dn.chain.lastBatchId() + 1;
     await dn.waitForBatch(bad, 30_000);
-    await waitFor(() => a.member.state.failing?.code === "ROOT_MISMATCH" || a.member.state.nextBatchId > bad, 30_000);
+    await waitFor(
+      () => a.member.state.failing?.code === "ROOT_MISMATCH" || a.member.state.nextBatchId > bad,
+      30_000,
+    );
     // The operator rejects it; the next batch builds on the one before, and members move on.
-    const reject = await post(`${dn.urls.availability}/devnet/fault`, { type: "reject_batch", batch_id: bad });
+    const reject = await post(`${dn.urls.availability}/devnet/fault`, {
+      type: "reject_batch",
+      batch_id: bad,
+    });
     expect(reject.status).toBe(200);
     const next = await dn.waitForBatch(bad + 1, 30_000);
     expect(next.prevBatchId).toBe(bad - 1);
@@ -91,8 +104,8 @@ describe("devnet with traffic and dacd members over real HTTP", () => {
       (x) => x.batch_id === bad,
     );
     expect(badQuorum?.quorum?.count ?? 0).toBe(0);
-    expect((await a.store.getBatch(bad))).toBeUndefined();
-    expect((await b.store.getBatch(bad))).toBeUndefined();
+    expect(await a.store.getBatch(bad)).toBeUndefined();
+    expect(await b.store.getBatch(bad)).toBeUndefined();
     expect((await a.store.getCursor())?.skipped).toContain(bad);
   });
 
