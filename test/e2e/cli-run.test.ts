@@ -84,7 +84,12 @@ describe("dacd run as a service", () => {
 
     const status = await dacd(["status", "--config", configPath]);
     expect(status.code).toBe(0);
-    const s = JSON.parse(status.stdout) as Record<string, any>;
+    const s = JSON.parse(status.stdout) as {
+      profile: string;
+      cursor: unknown;
+      last_signed_batch: unknown;
+      runtime: { phase: string };
+    };
     expect(s.profile).toBe("spot");
     expect(s.cursor).toMatchObject({ next_batch_id: 6, last_accepted_batch_id: 5 });
     expect(s.last_signed_batch).toMatchObject({
