@@ -5,7 +5,8 @@
       "sources": [
         "pedersen/addon.c",
         "pedersen/engine.c",
-        "pedersen/kernel_adx.c"
+        "pedersen/kernel_adx.c",
+        "pedersen/kernel_ifma.c"
       ],
       "defines": ["PED_W=14"],
       "cflags": ["-O3", "-std=gnu11", "-fno-strict-aliasing"],

@@ -16,7 +16,8 @@ const addon = path.join(nativeDir, "build", "Release", "pedersen.node");
 const verbose = process.env.DACD_NATIVE_VERBOSE === "1";
 
 function unavailable(reason) {
-  console.log(`dacd: native Pedersen engine unavailable (${reason}); the WASM engine will be used`);
+  const hint = verbose ? "" : "; DACD_NATIVE_VERBOSE=1 shows the build output";
+  console.log(`dacd: native Pedersen engine unavailable (${reason}); the WASM engine will be used${hint}`);
   process.exit(0);
 }
 
@@ -87,13 +88,6 @@ const build = spawnSync(process.execPath, [gyp, "rebuild", ...nodeDirArgs()], {
   timeout: 10 * 60_000,
 });
 if (build.status !== 0 || !existsSync(addon)) {
-  if (!verbose && build.stderr) {
-    const lines = build.stderr
-      .trim()
-      .split(/\r?\n/)
-      .filter((l) => /error/i.test(l));
-    if (lines.length) console.error(lines.slice(0, 5).join("\n"));
-  }
   unavailable(build.error ? build.error.message : `node-gyp exited with ${build.status ?? build.signal}`);
 }
 

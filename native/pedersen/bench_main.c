@@ -1,4 +1,5 @@
-/* Standalone test/benchmark driver for the C engine (not part of the addon). */
+/* Standalone test/benchmark driver for the C engine, not part of the addon:
+ *   gcc -O3 -DPED_W=14 -o /tmp/pedbench engine.c kernel_adx.c kernel_ifma.c bench_main.c -lpthread */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

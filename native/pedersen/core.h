@@ -63,9 +63,17 @@ extern const size_t ped_kernel_count;
 
 /* Kernel entry points. */
 int ped_hash_portable(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PED_NO_X86)
 #define PED_HAVE_X86 1
 int ped_hash_adx(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
+int ped_hash_ifma(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
+int ped_cpu_has_adx(void);
+int ped_cpu_has_ifma(void);
 #endif
+
+/* Conversions for kernels with their own Montgomery domain: in is a*2^256 mod p (the tables'
+ * form), out is a*2^260 mod p; and plain a to a*2^260 mod p. */
+void ped_mont256_to_260(uint64_t out[4], const uint64_t in[4]);
+void ped_to_mont260(uint64_t out[4], const uint64_t in[4]);
 
 #endif

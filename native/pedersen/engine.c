@@ -197,6 +197,20 @@ static void build_tables(void) {
   ped_table_block = block;
 }
 
+void ped_mont256_to_260(uint64_t out[4], const uint64_t in[4]) {
+  uint64_t t[4];
+  F(add)(t, in, in);
+  F(add)(t, t, t);
+  F(add)(t, t, t);
+  F(add)(out, t, t);
+}
+
+void ped_to_mont260(uint64_t out[4], const uint64_t in[4]) {
+  uint64_t t[4];
+  to_mont(t, in);
+  ped_mont256_to_260(out, t);
+}
+
 static void init_once(void) { build_tables(); }
 
 int ped_init(void) {
@@ -212,16 +226,23 @@ static int always(void) { return 1; }
 
 #ifdef PED_HAVE_X86
 #include <cpuid.h>
-static int cpu_has_adx(void) {
+/* cpuid is slow under virtualisation (it traps to the hypervisor), so ask once. */
+static int probe_adx(void) {
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
   return (b & (1u << 8)) && (b & (1u << 19)); /* BMI2 and ADX */
+}
+int ped_cpu_has_adx(void) {
+  static int cached = -1;
+  if (cached < 0) cached = probe_adx();
+  return cached;
 }
 #endif
 
 const ped_kernel ped_kernels[] = {
 #ifdef PED_HAVE_X86
-    {"adx", ped_hash_adx, cpu_has_adx},
+    {"ifma", ped_hash_ifma, ped_cpu_has_ifma},
+    {"adx", ped_hash_adx, ped_cpu_has_adx},
 #endif
     {"portable", ped_hash_portable, always},
 };

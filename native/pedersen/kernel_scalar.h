@@ -27,7 +27,7 @@ typedef unsigned __int128 ped_u128;
 #define PED_BATCH 512
 #endif
 #define PED_INLINE static inline __attribute__((always_inline))
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PED_NO_X86)
 #include <x86intrin.h>
 /* Baseline x86-64 instructions (adc/sbb), no target attribute needed. */
 #define PED_ADDC(c, a, b, out) ((c) = _addcarry_u64((unsigned char)(c), (a), (b), (unsigned long long *)&(out)))

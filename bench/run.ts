@@ -1,0 +1,58 @@
+import { writeFile } from "node:fs/promises";
+import { createEngine } from "../src/verifier/hash/select.js";
+import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
+import { benchEngines } from "./engines.js";
+import { runWorkload, type WorkloadResult } from "./workloads.js";
+
+/**
+ * `npm run bench [-- --quick] [-- --json FILE] [-- --wasm-runs N]`: engine speeds and the W-spot and
+ * W-perp workloads, printed as a table. Figures from one run on one machine; compare the ratios.
+ */
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const quick = process.argv.includes("--quick");
+const jsonPath = arg("--json");
+const wasmRuns = Number(arg("--wasm-runs") ?? 3);
+const log = (s: string): void => void process.stderr.write(s + "\n");
+
+let peakRss = 0;
+const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+
+const engines = await benchEngines({ quick });
+console.log("\nPedersen engines");
+console.log("| engine | kernel | threads | µs/hash | hashes/s |");
+console.log("|---|---|---|---|---|");
+for (const e of engines) {
+  console.log(`| ${e.name} | ${e.kernel} | ${e.threads} | ${e.us_per_hash.toFixed(3)} | ${Math.round(e.hashes_per_s).toLocaleString("en")} |`);
+}
+
+const native = createEngine("native", { threads: "auto" });
+const wasm = new WasmEngine();
+const results: Record<string, WorkloadResult> = {};
+for (const kind of ["spot", "perp"] as const) {
+  results[kind] = await runWorkload(kind, { quick, native, wasm, nativeRuns: 5, wasmRuns, log });
+}
+await native.close?.();
+clearInterval(sampler);
+peakRss = Math.max(peakRss, process.resourceUsage().maxRSS * 1024);
+
+console.log(`\nWorkloads${quick ? " (--quick: a tenth of the size)" : ""}: median seconds per batch, parsed update → stored and signed claim`);
+console.log("| workload | native s | wasm s | native speed-up | hashes/batch | storage ops/batch | bulk load s |");
+console.log("|---|---|---|---|---|---|---|");
+for (const [kind, r] of Object.entries(results)) {
+  console.log(
+    `| W-${kind} | ${r.batch_s_native.toFixed(3)} | ${r.batch_s_wasm.toFixed(2)} | ${(r.batch_s_wasm / r.batch_s_native).toFixed(1)}× | ${r.hashes.toLocaleString("en")} | ${r.storage_ops.toLocaleString("en")} | ${r.bulk_load_s.toFixed(1)} |`,
+  );
+}
+const peakMiB = peakRss / 2 ** 20;
+console.log(`\npeak RSS: ${peakMiB.toFixed(0)} MiB`);
+
+if (jsonPath) {
+  await writeFile(
+    jsonPath,
+    JSON.stringify({ engines, w_spot: results.spot, w_perp: results.perp, peak_rss_mib: Math.round(peakMiB) }, null, 2) + "\n",
+  );
+}

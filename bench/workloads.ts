@@ -1,0 +1,288 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { computeClaimHash } from "../src/signer/claim.js";
+import { EthSigner } from "../src/signer/eth-signer.js";
+import { Prefix, prefixed } from "../src/storage/keys.js";
+import { LevelStore } from "../src/storage/level-store.js";
+import { toHex0x, toHex64 } from "../src/util/bytes.js";
+import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/bulk-build.js";
+import { computeRoots, emptyRoots, type Roots } from "../src/verifier/compute-roots.js";
+import type { HashEngine } from "../src/verifier/hash/engine.js";
+import { encodeLeafRecord, hashLeaves } from "../src/verifier/leaves.js";
+import { keptTrees, makeProfile, type Profile, type TreeName, type TreeSpec } from "../src/verifier/profile.js";
+import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
+import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/wire/types.js";
+
+/**
+ * The W-spot and W-perp workloads of the performance issue: a large initial state built bottom-up,
+ * then batches of mixed new and existing leaves, each timed from the parsed update to the stored
+ * and signed claim (`verifyParsedAndStore`), with the native engine and the WASM engine on the same
+ * store and the same batches.
+ */
+
+export interface WorkloadResult {
+  batch_s_native: number;
+  batch_s_wasm: number;
+  hashes: number;
+  storage_ops: number;
+  bulk_load_s: number;
+}
+
+/** Sizes: the full workload, or a tenth of it with --quick. */
+export interface WorkloadSize {
+  initial: Partial<Record<TreeName, number>>;
+  batch: Partial<Record<TreeName, number>>;
+}
+
+export const W_SPOT: WorkloadSize = {
+  initial: { vault: 1_000_000, order: 500_000, rollup_vault: 200_000 },
+  batch: { vault: 10_000, order: 5_000, rollup_vault: 2_000 },
+};
+export const W_PERP: WorkloadSize = {
+  initial: { position: 500_000, order: 500_000 },
+  batch: { position: 10_000, order: 10_000 },
+};
+
+/** Deterministic randomness (xorshift128+ over bigints is slow; a 32-bit mulberry suffices). */
+class Rng {
+  constructor(private a: number) {}
+  u32(): number {
+    this.a = (this.a + 0x6d2b79f5) >>> 0;
+    let t = this.a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  }
+  bits(n: number): bigint {
+    let v = 0n;
+    for (let i = 0; i < n; i += 32) v = (v << 32n) | BigInt(this.u32());
+    return v & ((1n << BigInt(n)) - 1n);
+  }
+  below(n: number): number {
+    return this.u32() % n;
+  }
+}
+
+function randomLeaf(rng: Rng, spec: TreeSpec): Leaf {
+  if (spec.leaf === "vault") {
+    return { key: rng.bits(250) + 1n, token: rng.bits(250) + 1n, balance: rng.bits(62) + 1n } satisfies VaultLeaf;
+  }
+  if (spec.leaf === "position") {
+    const n = 1 + rng.below(4);
+    const ids = new Set<bigint>();
+    while (ids.size < n) ids.add(rng.bits(120));
+    const assets = [...ids]
+      .sort((a, b) => (a < b ? -1 : 1))
+      .map((assetId) => ({ assetId, balance: rng.bits(63) - (1n << 62n), fundingIndex: rng.bits(40) }));
+    return { publicKey: rng.bits(250) + 1n, collateral: rng.bits(63) - (1n << 62n), assets } satisfies PositionLeaf;
+  }
+  return rng.bits(spec.name === "order" && spec.height === 64 ? 63 : 62) + 1n;
+}
+
+/** Leaf ids: dense random picks in the tree (Patricia order ids are spread over 251 bits). */
+function randomId(rng: Rng, spec: TreeSpec): bigint {
+  return rng.bits(Math.min(spec.height, spec.kind === "patricia" ? 250 : spec.height));
+}
+
+class CountingEngine implements HashEngine {
+  hashes = 0;
+  constructor(readonly inner: HashEngine) {}
+  get name(): string {
+    return this.inner.name;
+  }
+  hashMany(xs: Uint8Array, ys: Uint8Array): Uint8Array | Promise<Uint8Array> {
+    this.hashes += xs.length / 32;
+    return this.inner.hashMany(xs, ys);
+  }
+}
+
+/** Builds the initial state bottom-up into the store as batch 0; returns the roots and existing ids. */
+async function bulkLoad(
+  store: LevelStore,
+  engine: HashEngine,
+  profile: Profile,
+  trees: TreeSpec[],
+  size: WorkloadSize,
+  rng: Rng,
+): Promise<{ roots: Roots; ids: Map<TreeName, bigint[]> }> {
+  const roots: Roots = {};
+  const ids = new Map<TreeName, bigint[]>();
+  let pending = store.raw.batch();
+  let pendingOps = 0;
+  const flush = async (): Promise<void> => {
+    if (pendingOps === 0) return;
+    await pending.write();
+    pending = store.raw.batch();
+    pendingOps = 0;
+  };
+  const sink: NodeSink = async (nodes) => {
+    for (const n of nodes) pending.put(prefixed(Prefix.node, n.hash), n.record);
+    pendingOps += nodes.length;
+    if (pendingOps >= 50_000) await flush();
+  };
+  for (const spec of trees) {
+    const count = size.initial[spec.name] ?? 0;
+    const set = new Set<bigint>();
+    while (set.size < count) set.add(randomId(rng, spec));
+    const sorted = [...set].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    ids.set(spec.name, sorted);
+    const hashes = new Uint8Array(sorted.length * 32);
+    const CHUNK = 50_000;
+    for (let i = 0; i < sorted.length; i += CHUNK) {
+      const leaves = sorted.slice(i, i + CHUNK).map(() => randomLeaf(rng, spec));
+      const hs = await hashLeaves(engine, spec.leaf, leaves);
+      hs.forEach((h, k) => hashes.set(h, (i + k) * 32));
+      leaves.forEach((leaf, k) => {
+        const rec = encodeLeafRecord(spec.leaf, leaf);
+        if (rec) pending.put(prefixed(Prefix.leaf, hs[k]!), rec);
+      });
+      pendingOps += leaves.length;
+      if (pendingOps >= 50_000) await flush();
+    }
+    roots[spec.name] =
+      spec.kind === "merkle"
+        ? await buildMerkle(engine, await emptyRoots(engine, spec.leaf, spec.height), { ids: sorted, hashes }, sink)
+        : await buildPatricia(engine, spec.height, { ids: sorted, hashes }, sink);
+  }
+  await flush();
+  await store.ensureIdentity({ profile: profile.name, heights: Object.fromEntries(trees.map((t) => [t.name, t.height])) });
+  const claim = computeClaimHash(profile, roots, 0);
+  await store.commitBatch(
+    {
+      batch_id: 0,
+      prev_batch_id: -1,
+      sequence_number: 0,
+      roots: Object.fromEntries(Object.entries(roots).map(([k, v]) => [k, toHex64(v)])),
+      heights: Object.fromEntries(trees.map((t) => [t.name, t.height])),
+      claim_hash: toHex0x(claim),
+      signature: "",
+      member_key: "",
+      verified_at: new Date().toISOString(),
+    },
+    [],
+    [],
+  );
+  return { roots, ids };
+}
+
+function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<TreeName, bigint[]>) {
+  const changes: Partial<Record<TreeName, LeafChanges>> = {};
+  for (const spec of trees) {
+    const n = size.batch[spec.name] ?? 0;
+    const existing = ids.get(spec.name)!;
+    const m: LeafChanges = new Map();
+    // Half new leaves, half existing ones.
+    while (m.size < n / 2) m.set(randomId(rng, spec), randomLeaf(rng, spec));
+    while (m.size < n) m.set(existing[rng.below(existing.length)]!, randomLeaf(rng, spec));
+    changes[spec.name] = m;
+  }
+  return changes;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+export async function runWorkload(
+  kind: "spot" | "perp",
+  opts: { quick: boolean; native: HashEngine; wasm: HashEngine; nativeRuns: number; wasmRuns: number; log: (s: string) => void },
+): Promise<WorkloadResult> {
+  const full = kind === "spot" ? W_SPOT : W_PERP;
+  const scale = opts.quick ? 0.1 : 1;
+  const size: WorkloadSize = {
+    initial: Object.fromEntries(Object.entries(full.initial).map(([k, v]) => [k, Math.round(v * scale)])),
+    batch: Object.fromEntries(Object.entries(full.batch).map(([k, v]) => [k, Math.round(v * scale)])),
+  };
+  const profile = makeProfile(kind === "spot" ? "spot" : "perpetual");
+  const validateRollup = profile.rollup ? true : undefined;
+  const trees = keptTrees(profile, validateRollup);
+  const dir = await mkdtemp(join(tmpdir(), `dacd-bench-${kind}-`));
+  const store = await LevelStore.open(dir);
+  const rng = new Rng(kind === "spot" ? 1 : 2);
+  try {
+    const t0 = performance.now();
+    const { roots: initialRoots, ids } = await bulkLoad(store, opts.native, profile, trees, size, rng);
+    const bulkLoadS = (performance.now() - t0) / 1000;
+    opts.log(`${kind}: bulk load ${bulkLoadS.toFixed(1)} s`);
+
+    // Count what the measured verifications cost: hashes and store operations.
+    let reads = 0;
+    let writes = 0;
+    const counted = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === "getNodes") {
+          return (hashes: readonly Uint8Array[]) => {
+            reads += hashes.length;
+            return target.getNodes(hashes);
+          };
+        }
+        if (prop === "commitBatch") {
+          return (record: never, nodes: readonly unknown[], leaves: readonly unknown[]) => {
+            writes += nodes.length + leaves.length + 1;
+            return target.commitBatch(record, nodes as never, leaves as never);
+          };
+        }
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const signer = new EthSigner(new Uint8Array(32).fill(7));
+    const ctxFor = (engine: HashEngine): VerifyContext => ({
+      profile,
+      engine,
+      store: counted,
+      signer,
+      options: { validateOrders: true, validateRollup },
+    });
+    const native = new CountingEngine(opts.native);
+    const nativeTimes: number[] = [];
+    const wasmTimes: number[] = [];
+    let hashes = 0;
+    let storageOps = 0;
+    let prevId = 0;
+    let prevRoots = initialRoots;
+    const runs = Math.max(opts.nativeRuns, opts.wasmRuns);
+    for (let i = 0; i < runs; i++) {
+      const changes = makeChanges(rng, trees, size, ids);
+      // The stated roots come from a dry run (nothing stored), as an honest operator would state them.
+      const stated = await computeRoots(opts.native, store, trees, prevRoots, changes);
+      const update: StateUpdate = { prevBatchId: prevId, changes, statedRoots: stated.roots };
+      const nativeId = 2 * i + 1;
+      if (i < opts.wasmRuns) {
+        // A sibling batch on the same previous state: the same work, with the WASM engine.
+        const t = performance.now();
+        await verifyParsedAndStore(ctxFor(opts.wasm), nativeId + 1, update);
+        wasmTimes.push((performance.now() - t) / 1000);
+      }
+      if (i < opts.nativeRuns) {
+        native.hashes = 0;
+        reads = 0;
+        writes = 0;
+        const t = performance.now();
+        await verifyParsedAndStore(ctxFor(native), nativeId, update);
+        nativeTimes.push((performance.now() - t) / 1000);
+        hashes = native.hashes;
+        storageOps = reads + writes;
+      } else {
+        await verifyParsedAndStore(ctxFor(opts.native), nativeId, update);
+      }
+      opts.log(
+        `${kind}: batch ${i + 1}: native ${nativeTimes.at(-1)?.toFixed(3) ?? "-"} s, wasm ${i < opts.wasmRuns ? wasmTimes.at(-1)!.toFixed(2) : "-"} s`,
+      );
+      prevId = nativeId;
+      prevRoots = stated.roots;
+    }
+    return {
+      batch_s_native: median(nativeTimes),
+      batch_s_wasm: median(wasmTimes),
+      hashes,
+      storage_ops: storageOps,
+      bulk_load_s: bulkLoadS,
+    };
+  } finally {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
