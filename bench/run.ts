@@ -26,7 +26,9 @@ console.log("\nPedersen engines");
 console.log("| engine | kernel | threads | µs/hash | hashes/s |");
 console.log("|---|---|---|---|---|");
 for (const e of engines) {
-  console.log(`| ${e.name} | ${e.kernel} | ${e.threads} | ${e.us_per_hash.toFixed(3)} | ${Math.round(e.hashes_per_s).toLocaleString("en")} |`);
+  console.log(
+    `| ${e.name} | ${e.kernel} | ${e.threads} | ${e.us_per_hash.toFixed(3)} | ${Math.round(e.hashes_per_s).toLocaleString("en")} |`,
+  );
 }
 
 const native = createEngine("native", { threads: "auto" });
@@ -39,8 +41,12 @@ await native.close?.();
 clearInterval(sampler);
 peakRss = Math.max(peakRss, process.resourceUsage().maxRSS * 1024);
 
-console.log(`\nWorkloads${quick ? " (--quick: a tenth of the size)" : ""}: median seconds per batch, parsed update → stored and signed claim`);
-console.log("| workload | native s | wasm s | native speed-up | hashes/batch | storage ops/batch | bulk load s |");
+console.log(
+  `\nWorkloads${quick ? " (--quick: a tenth of the size)" : ""}: median seconds per batch, parsed update → stored and signed claim`,
+);
+console.log(
+  "| workload | native s | wasm s | native speed-up | hashes/batch | storage ops/batch | bulk load s |",
+);
 console.log("|---|---|---|---|---|---|---|");
 for (const [kind, r] of Object.entries(results)) {
   console.log(
@@ -53,6 +59,10 @@ console.log(`\npeak RSS: ${peakMiB.toFixed(0)} MiB`);
 if (jsonPath) {
   await writeFile(
     jsonPath,
-    JSON.stringify({ engines, w_spot: results.spot, w_perp: results.perp, peak_rss_mib: Math.round(peakMiB) }, null, 2) + "\n",
+    JSON.stringify(
+      { engines, w_spot: results.spot, w_perp: results.perp, peak_rss_mib: Math.round(peakMiB) },
+      null,
+      2,
+    ) + "\n",
   );
 }

@@ -10,7 +10,13 @@ import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/bulk-
 import { computeRoots, emptyRoots, type Roots } from "../src/verifier/compute-roots.js";
 import type { HashEngine } from "../src/verifier/hash/engine.js";
 import { encodeLeafRecord, hashLeaves } from "../src/verifier/leaves.js";
-import { keptTrees, makeProfile, type Profile, type TreeName, type TreeSpec } from "../src/verifier/profile.js";
+import {
+  keptTrees,
+  makeProfile,
+  type Profile,
+  type TreeName,
+  type TreeSpec,
+} from "../src/verifier/profile.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
 import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/wire/types.js";
 
@@ -66,7 +72,11 @@ class Rng {
 
 function randomLeaf(rng: Rng, spec: TreeSpec): Leaf {
   if (spec.leaf === "vault") {
-    return { key: rng.bits(250) + 1n, token: rng.bits(250) + 1n, balance: rng.bits(62) + 1n } satisfies VaultLeaf;
+    return {
+      key: rng.bits(250) + 1n,
+      token: rng.bits(250) + 1n,
+      balance: rng.bits(62) + 1n,
+    } satisfies VaultLeaf;
   }
   if (spec.leaf === "position") {
     const n = 1 + rng.below(4);
@@ -75,7 +85,11 @@ function randomLeaf(rng: Rng, spec: TreeSpec): Leaf {
     const assets = [...ids]
       .sort((a, b) => (a < b ? -1 : 1))
       .map((assetId) => ({ assetId, balance: rng.bits(63) - (1n << 62n), fundingIndex: rng.bits(40) }));
-    return { publicKey: rng.bits(250) + 1n, collateral: rng.bits(63) - (1n << 62n), assets } satisfies PositionLeaf;
+    return {
+      publicKey: rng.bits(250) + 1n,
+      collateral: rng.bits(63) - (1n << 62n),
+      assets,
+    } satisfies PositionLeaf;
   }
   return rng.bits(spec.name === "order" && spec.height === 64 ? 63 : 62) + 1n;
 }
@@ -142,11 +156,19 @@ async function bulkLoad(
     }
     roots[spec.name] =
       spec.kind === "merkle"
-        ? await buildMerkle(engine, await emptyRoots(engine, spec.leaf, spec.height), { ids: sorted, hashes }, sink)
+        ? await buildMerkle(
+            engine,
+            await emptyRoots(engine, spec.leaf, spec.height),
+            { ids: sorted, hashes },
+            sink,
+          )
         : await buildPatricia(engine, spec.height, { ids: sorted, hashes }, sink);
   }
   await flush();
-  await store.ensureIdentity({ profile: profile.name, heights: Object.fromEntries(trees.map((t) => [t.name, t.height])) });
+  await store.ensureIdentity({
+    profile: profile.name,
+    heights: Object.fromEntries(trees.map((t) => [t.name, t.height])),
+  });
   const claim = computeClaimHash(profile, roots, 0);
   await store.commitBatch(
     {
@@ -187,7 +209,14 @@ const median = (xs: number[]): number => {
 
 export async function runWorkload(
   kind: "spot" | "perp",
-  opts: { quick: boolean; native: HashEngine; wasm: HashEngine; nativeRuns: number; wasmRuns: number; log: (s: string) => void },
+  opts: {
+    quick: boolean;
+    native: HashEngine;
+    wasm: HashEngine;
+    nativeRuns: number;
+    wasmRuns: number;
+    log: (s: string) => void;
+  },
 ): Promise<WorkloadResult> {
   const full = kind === "spot" ? W_SPOT : W_PERP;
   const scale = opts.quick ? 0.1 : 1;

@@ -5,6 +5,15 @@ import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
 import { showBatch, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
+import { escapeJobs } from "./ops/escape-jobs.js";
+import { DACD_VERSION, DacdMetrics, type MetricsState } from "./ops/metrics.js";
+import {
+  memberMetricsState,
+  startOperations,
+  validateSchedules,
+  type JobImplementations,
+  type Operations,
+} from "./ops/operations.js";
 import { AvailabilityGateway, FeederGateway, type HttpClientOptions } from "./poller/gateway-client.js";
 import { Member, type MemberEvents } from "./poller/member.js";
 import { createSigner } from "./signer/create-signer.js";
@@ -28,6 +37,10 @@ export interface Daemon {
   readonly signer: Signer;
   readonly availability: AvailabilityGateway;
   readonly feeder: FeederGateway | undefined;
+  /** Prometheus metrics (served on metrics_port when it is set). */
+  readonly metrics: DacdMetrics;
+  /** Metrics/health listener, scheduled jobs, systemd notifications. */
+  readonly ops: Operations;
   /** Resolves when the run loop has stopped (after `stop()`). */
   readonly done: Promise<void>;
   stop(): Promise<void>;
@@ -39,6 +52,8 @@ export interface DaemonOptions {
   readonly events?: MemberEvents;
   /** Attempts for each gateway call in the loop (default from the client). */
   readonly retryAttempts?: number;
+  /** Environment for systemd notifications (default process.env). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export async function startDaemon(config: Config, opts: DaemonOptions): Promise<Daemon> {
@@ -53,6 +68,19 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
     warn: (m) => log.warn(m),
   });
   await ensureWritableDir(config.dataDir);
+  // Scheduled integrity check (light scan + deep check of the newest trees) and pruning; they
+  // hash with the engine created below, uncounted by the metrics.
+  const jobImplementations: JobImplementations = escapeJobs(() => baseEngine);
+  validateSchedules(config, jobImplementations);
+
+  // Created first so that the gateway clients, the engine and the run loop can report to it; it
+  // reads the member's state at scrape time.
+  let metricsState: (() => MetricsState) | undefined;
+  const metrics = new DacdMetrics({
+    dataDir: config.dataDir,
+    state: () => metricsState?.() ?? { ready: false, gatewayReachable: true },
+    processDefaults: config.metricsPort !== undefined,
+  });
 
   const abort = new AbortController();
   const http = (baseUrl: string, attempts?: number): HttpClientOptions => ({
@@ -61,8 +89,11 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
     retry: attempts ? { attempts } : opts.retryAttempts ? { attempts: opts.retryAttempts } : undefined,
     tls: config.certificatesPath ? { certificatesPath: config.certificatesPath } : undefined,
     signal: abort.signal,
-    onRetry: (endpoint, attempt, reason, delayMs) =>
-      log.warn({ endpoint, attempt, delay_ms: delayMs }, `retrying ${endpoint}: ${reason}`),
+    onRetry: (endpoint, attempt, reason, delayMs) => {
+      metrics.onRetry(endpoint);
+      log.warn({ endpoint, attempt, delay_ms: delayMs }, `retrying ${endpoint}: ${reason}`);
+    },
+    onResult: metrics.onResult,
   });
   const availability = new AvailabilityGateway(http(config.availabilityGatewayUrl));
   const feeder = config.feederGatewayUrl
@@ -73,7 +104,8 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
   const signer = createSigner(await chainKind(config, log), key);
   key.fill(0);
 
-  const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", { warn: (m) => log.warn(m) });
+  const baseEngine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", { warn: (m) => log.warn(m) });
+  const engine = metrics.countingEngine(baseEngine);
   const store = await LevelStore.open(config.dataDir);
   let control: Server | undefined;
   try {
@@ -94,8 +126,13 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       feeder,
       log,
       { pollIntervalMs: config.pollingIntervalS * 1000, validateRollup },
-      opts.events,
+      mergeEvents(metrics.memberEvents(), opts.events),
     );
+    const started = (await storeStatus(store)).last_signed_batch;
+    metricsState = memberMetricsState(member, config.maxReadyLag, {
+      lastSignedBatchId: started?.batch_id,
+      lastSignedAtMs: started?.accepted_at ? Date.parse(started.accepted_at) : undefined,
+    });
     control = await startControlServer(config.dataDir, {
       "/status": async () => ({
         ...(await storeStatus(store)),
@@ -113,6 +150,13 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
           q.has("batch") ? Number(q.get("batch")) : undefined,
         ),
     });
+    metrics.setInfo({
+      profile: profile.name,
+      chain: signer.chainKind,
+      member_key: signer.memberKey,
+      engine: engine.name,
+      version: DACD_VERSION,
+    });
     log.info(
       {
         profile: profile.name,
@@ -124,9 +168,23 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       "dacd started",
     );
     const done = member.run(abort.signal);
+    const operations: Operations = await startOperations({
+      config,
+      log,
+      store,
+      member,
+      metrics,
+      jobs: jobImplementations,
+      env: opts.env,
+    }).catch(async (err: unknown) => {
+      abort.abort(new DacdError("GATEWAY", "shutting down"));
+      await done.catch(() => undefined);
+      throw err;
+    });
     let stopping: Promise<void> | undefined;
     const stop = (): Promise<void> =>
       (stopping ??= (async () => {
+        await operations.stop();
         abort.abort(new DacdError("GATEWAY", "shutting down"));
         await done.catch(() => undefined);
         control?.close();
@@ -134,13 +192,44 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
         await store.close();
         await engine.close?.();
       })());
-    return { member, profile, store, engine, signer, availability, feeder, done, stop };
+    return {
+      member,
+      profile,
+      store,
+      engine,
+      signer,
+      availability,
+      feeder,
+      metrics,
+      ops: operations,
+      done,
+      stop,
+    };
   } catch (err) {
     control?.close();
     await store.close();
     await engine.close?.();
     throw err;
   }
+}
+
+/** Calls the hooks of both event sets. */
+function mergeEvents(a: MemberEvents, b: MemberEvents | undefined): MemberEvents {
+  if (!b) return a;
+  return {
+    onSigned: (record, detail) => {
+      a.onSigned?.(record, detail);
+      b.onSigned?.(record, detail);
+    },
+    onRefused: (batchId, err) => {
+      a.onRefused?.(batchId, err);
+      b.onRefused?.(batchId, err);
+    },
+    onFeeder: (last) => {
+      a.onFeeder?.(last);
+      b.onFeeder?.(last);
+    },
+  };
 }
 
 async function ensureWritableDir(dir: string): Promise<void> {

@@ -6,6 +6,7 @@ import { registerRunCommand } from "./run.js";
 import { registerDemoCommand } from "./demo.js";
 import { registerDevnetCommand } from "../devnet/cli.js";
 import { registerInspectCommands } from "./inspect-commands.js";
+import { registerEscapeCommands } from "./escape-commands.js";
 
 const program = new Command()
   .name("dacd")
@@ -18,6 +19,7 @@ registerReplayCommand(program);
 registerDevnetCommand(program);
 registerDemoCommand(program);
 registerKeygenCommand(program);
+registerEscapeCommands(program);
 
 try {
   await program.parseAsync(process.argv);

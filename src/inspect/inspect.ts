@@ -3,7 +3,7 @@ import type { BatchRecord, Cursor } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex64 } from "../util/bytes.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
-import { decodeLeafRecord } from "../verifier/leaves.js";
+import { decodeLeafRecord, emptyLeaf } from "../verifier/leaves.js";
 import {
   isProfileName,
   keptTrees,
@@ -147,7 +147,7 @@ export async function leafFromHash(
   empty: boolean,
 ): Promise<Leaf> {
   if (spec.leaf === "order") return decodeLeafRecord("order", leafHash);
-  if (empty) return decodeLeafRecord(spec.leaf, new Uint8Array(spec.leaf === "vault" ? 96 : 40).fill(0, 0));
+  if (empty) return emptyLeaf(spec.leaf);
   const [rec] = await store.getLeafRecords([leafHash]);
   if (!rec) throw new DacdError("STORE", `${spec.name} leaf ${toHex64(leafHash)} has no stored record`);
   return decodeLeafRecord(spec.leaf, rec);

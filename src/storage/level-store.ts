@@ -121,7 +121,17 @@ export class LevelStore implements NodeSource {
     for (const n of nodes) batch.put(prefixed(Prefix.node, n.hash), n.record);
     for (const l of leaves) batch.put(prefixed(Prefix.leaf, l.hash), l.record);
     batch.put(batchKey(record.batch_id), json(record));
-    await batch.write({ sync: true });
+    await this.withWriteLock(async () => {
+      for (const listener of this.commitListeners) listener(record, nodes, leaves);
+      await batch.write({ sync: true });
+    });
+  }
+
+  /** Runs `fn` while no commitBatch (and no other locked section) is writing; calls are serialised. */
+  withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.writeLock.then(fn, fn);
+    this.writeLock = run.catch(() => undefined);
+    return run;
   }
 
   /** Marks a batch accepted by the gateway and advances the cursor past it, atomically. */

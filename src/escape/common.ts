@@ -1,0 +1,61 @@
+import { DacdError } from "../errors.js";
+import type { BatchRecord } from "../storage/batch-record.js";
+import { metaKey } from "../storage/keys.js";
+import type { LevelStore } from "../storage/level-store.js";
+import { hexToBytes32 } from "../util/bytes.js";
+import type { TreeSpec } from "../verifier/profile.js";
+
+/**
+ * What the escape commands share: which batch a command reads, and the prune marker.
+ *
+ * Meta record `prune` (0x04‖"prune", JSON, written by pruneStore): every batch id up to `up_to`
+ * that is not in `kept` had its tree nodes swept; its batch record is kept.
+ */
+export interface PruneInfo {
+  readonly up_to: number;
+  readonly kept: number[];
+  readonly at: string;
+}
+
+/**
+ * A batch record written by `dacd load`: the state came from a dump, this member never signed it,
+ * so `signature` and `member_key` are empty strings and the daemon must never post it.
+ */
+export interface LoadedBatchRecord extends BatchRecord {
+  readonly loaded_from_dump?: true;
+}
+
+export async function getPruneInfo(store: LevelStore): Promise<PruneInfo | undefined> {
+  const v = await store.raw.get(metaKey("prune"));
+  return v === undefined ? undefined : (JSON.parse(new TextDecoder().decode(v)) as PruneInfo);
+}
+
+export function isPruned(info: PruneInfo | undefined, batchId: number): boolean {
+  return info !== undefined && batchId <= info.up_to && !info.kept.includes(batchId);
+}
+
+/** The batch a read command works on: `--batch N`, else the last accepted, else the newest stored. */
+export async function resolveBatch(store: LevelStore, batchId?: number): Promise<BatchRecord> {
+  let id = batchId;
+  if (id === undefined) {
+    const accepted = (await store.getCursor())?.last_accepted_batch_id;
+    id = accepted !== undefined && accepted >= 0 ? accepted : await store.lastBatchId();
+  }
+  if (id === undefined) throw new DacdError("BAD_INPUT", "the store holds no batch yet");
+  const record = await store.getBatch(id);
+  if (!record) throw new DacdError("BAD_INPUT", `batch ${id} is not in the store`);
+  const prune = await getPruneInfo(store);
+  if (isPruned(prune, id)) {
+    throw new DacdError(
+      "BAD_INPUT",
+      `batch ${id} was pruned on ${prune!.at} (its record is kept, its trees are not); kept batches: ${prune!.kept.join(", ")}`,
+    );
+  }
+  return record;
+}
+
+export function rootOf(record: BatchRecord, spec: TreeSpec): Uint8Array {
+  const root = hexToBytes32(record.roots[spec.name] ?? "");
+  if (!root) throw new DacdError("STORE", `batch ${record.batch_id} has no ${spec.name} root`);
+  return root;
+}

@@ -1,0 +1,79 @@
+/**
+ * Liveness and readiness, as /healthz and /readyz answer them.
+ *
+ * - Healthy: the process runs and the store answers a read (within a few seconds).
+ * - Ready: the member is caught up within `max_ready_lag` batches of what the feeder gateway
+ *   reports, and its last gateway call succeeded. A load balancer or an HA monitor can take an
+ *   unready member out of rotation; systemd or a supervisor should only act on unhealthy.
+ */
+import type { MemberState } from "../poller/member.js";
+import type { LevelStore } from "../storage/level-store.js";
+
+export interface Check {
+  ok: boolean;
+  /** Machine-readable status: ok | starting | catching_up | lagging | gateway_unreachable | stopped | store_unavailable. */
+  status: string;
+  reason: string;
+  [k: string]: unknown;
+}
+
+/** Batches the feeder reports that the member has not handled; undefined without feeder answers. */
+export function batchLag(state: MemberState): number | undefined {
+  if (state.feederLastBatchId === undefined) return undefined;
+  return Math.max(0, state.feederLastBatchId - (state.nextBatchId - 1));
+}
+
+export function readiness(state: MemberState, maxReadyLag: number): Check {
+  const lag = batchLag(state);
+  const facts = {
+    phase: state.phase,
+    next_batch_id: state.nextBatchId,
+    feeder_last_batch_id: state.feederLastBatchId ?? null,
+    lag: lag ?? null,
+    max_ready_lag: maxReadyLag,
+    last_signed_batch_id: state.lastSigned?.batch_id ?? null,
+  };
+  if (state.phase === "stopped")
+    return { ok: false, status: "stopped", reason: "the member is stopping", ...facts };
+  if (!state.gatewayReachable || state.failing?.code === "GATEWAY") {
+    const why = state.failing?.code === "GATEWAY" ? `: ${state.failing.reason}` : "";
+    return {
+      ok: false,
+      status: "gateway_unreachable",
+      reason: `the gateway is not answering${why}`,
+      ...facts,
+    };
+  }
+  if (lag !== undefined && lag > maxReadyLag) {
+    return {
+      ok: false,
+      status: "lagging",
+      reason: `${lag} batches behind the feeder gateway (max_ready_lag ${maxReadyLag})`,
+      ...facts,
+    };
+  }
+  if (state.phase === "starting") {
+    return { ok: false, status: "starting", reason: "catching up after start-up", ...facts };
+  }
+  return { ok: true, status: "ok", reason: "caught up and the gateway is reachable", ...facts };
+}
+
+/** Liveness: the store answers a read within `timeoutMs`. */
+export async function liveness(store: LevelStore, timeoutMs = 5000): Promise<Check> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    const cursor = await Promise.race([store.getCursor(), timeout]);
+    return { ok: true, status: "ok", reason: "the store answers", next_batch_id: cursor?.next_batch_id ?? 0 };
+  } catch (err) {
+    return {
+      ok: false,
+      status: "store_unavailable",
+      reason: `the store does not answer a read: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}

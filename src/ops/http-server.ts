@@ -1,0 +1,87 @@
+/**
+ * The operations listener: `/metrics` (Prometheus text), `/healthz` and `/readyz` (JSON, 200 or
+ * 503). Off unless `metrics_port` is set; bound to `metrics_host` (default 127.0.0.1). Read-only:
+ * only GET and HEAD are answered.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { DacdError } from "../errors.js";
+import type { Check } from "./health.js";
+import type { DacdMetrics } from "./metrics.js";
+
+export interface OpsServerOptions {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  metrics: DacdMetrics;
+  healthz: () => Promise<Check>;
+  readyz: () => Check | Promise<Check>;
+}
+
+export interface OpsServer {
+  readonly server: Server;
+  /** e.g. http://127.0.0.1:9464 */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer> {
+  const server = createServer((req, res) => {
+    const path = new URL(req.url ?? "/", "http://dacd").pathname;
+    const send = (status: number, contentType: string, body: string): void => {
+      res.writeHead(status, { "content-type": contentType, "cache-control": "no-store" });
+      res.end(req.method === "HEAD" ? undefined : body);
+    };
+    const json = (check: Check): void =>
+      send(check.ok ? 200 : 503, "application/json", JSON.stringify(check) + "\n");
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.setHeader("allow", "GET, HEAD");
+      send(405, "text/plain", "method not allowed\n");
+      return;
+    }
+    const handle = async (): Promise<void> => {
+      switch (path) {
+        case "/metrics": {
+          const { contentType, body } = await opts.metrics.render();
+          send(200, contentType, body);
+          return;
+        }
+        case "/healthz":
+          json(await opts.healthz());
+          return;
+        case "/readyz":
+          json(await opts.readyz());
+          return;
+        default:
+          send(404, "text/plain", "not found; try /metrics, /healthz or /readyz\n");
+      }
+    };
+    handle().catch((err: unknown) => {
+      if (!res.headersSent) send(500, "text/plain", `internal error: ${String(err)}\n`);
+      else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (err: NodeJS.ErrnoException) =>
+      reject(
+        new DacdError(
+          "CONFIG",
+          `cannot listen on metrics_host ${opts.host} metrics_port ${opts.port}: ${err.code ?? err.message}`,
+        ),
+      ),
+    );
+    server.listen(opts.port, opts.host, () => resolve());
+  });
+  const { address, port } = server.address() as AddressInfo;
+  const host = address.includes(":") ? `[${address}]` : address;
+  return {
+    server,
+    url: `http://${host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,151 @@
+import { describe, expect, it } from "vitest";
+import { bigintToBytes32, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
+import { buildMerkle, buildPatricia } from "../../src/verifier/bulk-build.js";
+import { emptyRoots } from "../../src/verifier/compute-roots.js";
+import type { NodeSource, NodeWrite } from "../../src/verifier/node-source.js";
+import { updateMerkle } from "../../src/verifier/merkle.js";
+import { updatePatricia } from "../../src/verifier/patricia.js";
+import { naiveMerkleRoot, naivePatriciaRoot } from "../helpers/naive-trees.js";
+import { engine } from "./escape-helpers.js";
+
+/** A deterministic pseudo-random generator (xorshift) for leaf sets. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}
+
+function randomBig(r: () => number, bits: number): bigint {
+  let v = 0n;
+  for (let i = 0; i < bits; i += 16) v = (v << 16n) | BigInt(Math.floor(r() * 65536));
+  return v & ((1n << BigInt(bits)) - 1n);
+}
+
+function pack(entries: [bigint, bigint][]): { ids: bigint[]; hashes: Uint8Array } {
+  const sorted = [...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const hashes = new Uint8Array(sorted.length * 32);
+  sorted.forEach(([, v], i) => hashes.set(bigintToBytes32(v), i * 32));
+  return { ids: sorted.map(([id]) => id), hashes };
+}
+
+class MemNodes implements NodeSource {
+  readonly map = new Map<string, Uint8Array>();
+  add = (nodes: NodeWrite[]): void => {
+    for (const n of nodes) this.map.set(toHex64(n.hash), n.record);
+  };
+  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    return Promise.resolve(hashes.map((h) => this.map.get(toHex64(h))));
+  }
+}
+
+const leafSets: [string, number, number][] = [
+  ["none", 0, 0],
+  ["one", 1, 0],
+  ["two", 2, 0],
+  ["few", 7, 1],
+  ["many", 60, 2],
+];
+
+describe("bulk Merkle build", () => {
+  it.each(leafSets)("equals the naive root and the incremental update (%s)", async (_name, n, seed) => {
+    const height = 10;
+    const r = rng(seed + 11);
+    const leaves = new Map<bigint, bigint>();
+    while (leaves.size < n) leaves.set(BigInt(Math.floor(r() * 1024)), randomBig(r, 240) + 1n);
+    if (n === 2) leaves.set(1023n, 5n); // the last id
+    const empty = await emptyRoots(engine, "order", height);
+    const nodes = new MemNodes();
+    const root = await buildMerkle(engine, empty, pack([...leaves]), nodes.add, {
+      sinkChunk: 3,
+      engineChunk: 5,
+    });
+    expect(bytesToBigint(root)).toBe(naiveMerkleRoot(height, leaves, 0n));
+    // Incremental update from the empty tree gives the same root and the same records.
+    const inc = await updateMerkle(
+      engine,
+      new MemNodes(),
+      empty,
+      empty[height]!,
+      new Map([...leaves].map(([k, v]) => [k, bigintToBytes32(v)])),
+      "t",
+    );
+    expect(toHex64(inc.root)).toBe(toHex64(root));
+    expect(new Set(inc.newNodes.map((w) => toHex64(w.hash)))).toEqual(new Set(nodes.map.keys()));
+    // The stored nodes carry further incremental updates.
+    if (n > 0) {
+      const change = new Map([[[...leaves.keys()][0]!, bigintToBytes32(77n)]]);
+      const next = await updateMerkle(engine, nodes, empty, root, change, "t");
+      const want = new Map(leaves).set([...leaves.keys()][0]!, 77n);
+      expect(bytesToBigint(next.root)).toBe(naiveMerkleRoot(height, want, 0n));
+    }
+  });
+});
+
+describe("bulk Patricia build", () => {
+  it.each([...leafSets, ["dense", 40, 3] as [string, number, number]])(
+    "equals the naive root and carries incremental updates (%s)",
+    async (name, n, seed) => {
+      const height = 251;
+      const r = rng(seed + 7);
+      const leaves = new Map<bigint, bigint>();
+      while (leaves.size < n) {
+        const id = name === "dense" ? BigInt(Math.floor(r() * 64)) : randomBig(r, 251);
+        leaves.set(id, randomBig(r, 64) + 1n);
+      }
+      if (name === "two") {
+        leaves.clear();
+        leaves.set(0n, 3n);
+        leaves.set((1n << 251n) - 1n, 4n);
+      }
+      const nodes = new MemNodes();
+      const root = await buildPatricia(engine, height, pack([...leaves]), nodes.add, { sinkChunk: 2 });
+      expect(bytesToBigint(root)).toBe(naivePatriciaRoot(height, leaves));
+      const inc = await updatePatricia(
+        engine,
+        new MemNodes(),
+        height,
+        new Uint8Array(32),
+        new Map([...leaves].map(([k, v]) => [k, bigintToBytes32(v)])),
+        "t",
+      );
+      expect(toHex64(inc.root)).toBe(toHex64(root));
+      expect(new Set(inc.newNodes.map((w) => toHex64(w.hash)))).toEqual(new Set(nodes.map.keys()));
+      if (n > 0) {
+        const [first] = [...leaves.keys()];
+        const change = new Map([
+          [first!, bigintToBytes32(0n)],
+          [12345n, bigintToBytes32(9n)],
+        ]);
+        const next = await updatePatricia(engine, nodes, height, root, change, "t");
+        const want = new Map(leaves).set(12345n, 9n);
+        want.delete(first!);
+        expect(bytesToBigint(next.root)).toBe(naivePatriciaRoot(height, want));
+      }
+    },
+  );
+
+  it("matches the spec's example {1: 75, 2: 25}", async () => {
+    const root = await buildPatricia(
+      engine,
+      251,
+      pack([
+        [1n, 75n],
+        [2n, 25n],
+      ]),
+      () => undefined,
+    );
+    expect(toHex64(root)).toBe("06728b2316b72c82bdee91c665affeff1eeb39a3f7bff9690a0098c183f5e6e5");
+  });
+
+  it("refuses unsorted or out-of-range ids", async () => {
+    const bad = { ids: [5n, 3n], hashes: new Uint8Array(64).fill(1) };
+    await expect(buildPatricia(engine, 251, bad, () => undefined)).rejects.toThrow(/ascending/);
+    const out = { ids: [1n << 10n], hashes: new Uint8Array(32).fill(1) };
+    const empty = await emptyRoots(engine, "order", 10);
+    await expect(buildMerkle(engine, empty, out, () => undefined)).rejects.toThrow(/outside/);
+  });
+});
