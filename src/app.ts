@@ -22,7 +22,7 @@ import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
 import type { HashEngine } from "./verifier/hash/engine.js";
 import { createEngine } from "./verifier/hash/select.js";
-import { keptTrees, makeProfile, type Profile } from "./verifier/profile.js";
+import { keptHeights, makeProfile, type Profile } from "./verifier/profile.js";
 
 /**
  * The one place where dacd's parts are created and wired together for `dacd run`. Everything that
@@ -111,7 +111,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
   try {
     await store.ensureIdentity({
       profile: profile.name,
-      heights: Object.fromEntries(keptTrees(profile, validateRollup).map((t) => [t.name, t.height])),
+      heights: keptHeights(profile, validateRollup),
     });
     const ctx = {
       profile,

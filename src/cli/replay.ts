@@ -5,7 +5,7 @@ import { createSigner } from "../signer/create-signer.js";
 import { loadPrivateKey } from "../signer/key-file.js";
 import { LevelStore } from "../storage/level-store.js";
 import { createEngine } from "../verifier/hash/select.js";
-import { isProfileName, keptTrees, makeProfile } from "../verifier/profile.js";
+import { isProfileName, keptHeights, makeProfile } from "../verifier/profile.js";
 import { verifyAndStoreBatch } from "../verifier/verify-batch.js";
 
 interface ReplayOptions {
@@ -60,7 +60,7 @@ async function replay(opts: ReplayOptions): Promise<number> {
   try {
     await store.ensureIdentity({
       profile: profile.name,
-      heights: Object.fromEntries(keptTrees(profile, validateRollup).map((t) => [t.name, t.height])),
+      heights: keptHeights(profile, validateRollup),
     });
     const ctx = {
       profile,

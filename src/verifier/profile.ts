@@ -80,3 +80,8 @@ export function keptTrees(profile: Profile, validateRollup: boolean | undefined)
   if (profile.rollup && validateRollup === true) trees.push(profile.rollup);
   return trees;
 }
+
+/** Tree name → height of the kept trees: what a store and a batch record say they hold. */
+export function keptHeights(profile: Profile, validateRollup: boolean | undefined): Record<string, number> {
+  return Object.fromEntries(keptTrees(profile, validateRollup).map((t) => [t.name, t.height]));
+}

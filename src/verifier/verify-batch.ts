@@ -8,7 +8,7 @@ import { parseStateUpdate } from "../wire/parse-update.js";
 import type { StateUpdate } from "../wire/types.js";
 import { computeRoots, type Roots } from "./compute-roots.js";
 import type { HashEngine } from "./hash/engine.js";
-import { keptTrees, type Profile, type TreeName, type TreeSpec } from "./profile.js";
+import { keptHeights, keptTrees, type Profile, type TreeName, type TreeSpec } from "./profile.js";
 
 export interface VerifyOptions {
   /** Check the order tree's root (default true); when off the stated order root is taken as given. */
@@ -101,9 +101,7 @@ export async function verifyParsedAndStore(
     prev_batch_id: update.prevBatchId,
     sequence_number: sequenceNumber,
     roots: Object.fromEntries(Object.entries(roots).map(([k, v]) => [k, toHex64(v)])),
-    heights: Object.fromEntries(
-      keptTrees(ctx.profile, ctx.options.validateRollup).map((t) => [t.name, t.height]),
-    ),
+    heights: keptHeights(ctx.profile, ctx.options.validateRollup),
     claim_hash: toHex0x(claim),
     signature: ctx.signer.sign(claim),
     member_key: ctx.signer.memberKey,

@@ -13,7 +13,7 @@ import { createSigner } from "../../src/signer/create-signer.js";
 import { batchKey } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
-import { keptTrees, makeProfile } from "../../src/verifier/profile.js";
+import { keptHeights, makeProfile } from "../../src/verifier/profile.js";
 import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
 import { loadChain, privateKeyBytes } from "../helpers/vectors.js";
 
@@ -49,7 +49,7 @@ async function signedStore(): Promise<LevelStore> {
   const profile = makeProfile("spot");
   await store.ensureIdentity({
     profile: profile.name,
-    heights: Object.fromEntries(keptTrees(profile, true).map((t) => [t.name, t.height])),
+    heights: keptHeights(profile, true),
   });
   const engine = createEngine("auto");
   const signer = createSigner("ethereum", privateKeyBytes(expected.private_key));
