@@ -104,7 +104,8 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
   const signer = createSigner(await chainKind(config, log), key);
   key.fill(0);
 
-  const baseEngine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", { warn: (m) => log.warn(m) });
+  // DACD_HASH_ENGINE overrides the configured engine; large tree levels go to a worker pool.
+  const baseEngine = createEngine(config.hashEngine, { warn: (m) => log.warn(m), threads: "auto" });
   const engine = metrics.countingEngine(baseEngine);
   const store = await LevelStore.open(config.dataDir);
   let control: Server | undefined;

@@ -396,6 +396,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     metricsHost: raw.metrics_host as string,
     maxReadyLag: raw.max_ready_lag as number,
     logLevel: raw.log_level as LogLevel,
+    hashEngine: raw.hash_engine as Config["hashEngine"],
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,
     warnings,

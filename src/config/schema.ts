@@ -11,6 +11,7 @@
  *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollupVault,position}
  *   metrics_port → metricsPort              metrics_host → metricsHost
  *   max_ready_lag → maxReadyLag             log_level → logLevel
+ *   hash_engine → hashEngine
  *   schedule.{check,backup,prune} → schedule.{check,backup,prune}
  *   backup_dir → backupDir                  backup_keep → backupKeep
  *   prune_keep_batches → pruneKeepBatches
@@ -18,6 +19,8 @@
 
 export const PROFILES = ["perpetual", "spot", "spot-v4.0"] as const;
 export type Profile = (typeof PROFILES)[number];
+
+export const HASH_ENGINES = ["auto", "native", "wasm", "js"] as const;
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -76,6 +79,8 @@ export interface Config {
   metricsHost: string;
   maxReadyLag: number;
   logLevel: LogLevel;
+  /** Pedersen engine: auto (native when built, else WASM), native, wasm or js. */
+  hashEngine: (typeof HASH_ENGINES)[number];
   schedule: Schedule;
   /** Absolute. */
   backupDir?: string;
@@ -117,6 +122,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   metrics_host: { kind: "string", default: "127.0.0.1" },
   max_ready_lag: { kind: "int", min: 0, default: 5 },
   log_level: { kind: "enum", values: LOG_LEVELS, default: "info" },
+  hash_engine: { kind: "enum", values: HASH_ENGINES, default: "auto" },
   schedule: { kind: "object", fields: { check: cron, backup: cron, prune: cron } },
   backup_dir: { kind: "path" },
   backup_keep: { kind: "int", min: 1, default: 3 },
