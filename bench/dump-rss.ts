@@ -182,7 +182,7 @@ async function child(mode: string, a: string, b: string): Promise<void> {
   const stop = sampleRss();
   const started = performance.now();
   const engine = createEngine("auto", mode === "load" ? { threads: "auto" } : {});
-  const store = await LevelStore.open(mode === "load" ? a : b);
+  const store = await LevelStore.open(mode === "load" ? a : b, mode === "load" ? {} : { maxOpenFiles: 20 });
   try {
     if (mode === "load") await loadDump(store, engine, { fromDir: b });
     else await dumpStore(store, engine, { outDir: a });

@@ -4,7 +4,7 @@ import type { LevelStore } from "../storage/level-store.js";
 import { bigintToBytes32, bytesEqual, bytesToBigint, hexToBytes32, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "../verifier/compute-roots.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
-import { emptyLeaf, hashLeaves, hashPairs } from "../verifier/leaves.js";
+import { hashLeaves, hashPairs } from "../verifier/leaves.js";
 import {
   isProfileName,
   makeProfile,
@@ -58,8 +58,7 @@ export async function makeProof(
   const { spec, profile } = await resolveTree(store, object, record.batch_id);
   const root = rootOf(record, spec);
   const found = await readLeaf(engine, store, spec, root, BigInt(id));
-  // (leafFromHash decodes an all-zero record for an empty position, whose collateral is then -2^63.)
-  const leaf = found.empty ? emptyLeaf(spec.leaf) : await leafFromHash(store, spec, found.leafHash, false);
+  const leaf = await leafFromHash(store, spec, found.leafHash, found.empty);
   const proof: Proof = {
     format: PROOF_FORMAT,
     profile: profile.name,

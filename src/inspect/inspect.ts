@@ -38,6 +38,8 @@ export interface StoreStatus {
     BatchRecord,
     "batch_id" | "sequence_number" | "roots" | "claim_hash" | "accepted_at"
   > | null;
+  /** The batch the member last failed on and why (cleared once it gets past it). */
+  failing: unknown;
   /** Verified and stored, signature not yet acknowledged by the gateway. */
   pending_batch: Pick<BatchRecord, "batch_id" | "sequence_number" | "claim_hash" | "verified_at"> | null;
 }
@@ -63,6 +65,7 @@ export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
           accepted_at: last.accepted_at,
         }
       : null,
+    failing: (await store.getNote("failing")) ?? null,
     pending_batch:
       newestRecord && !newestRecord.accepted_at
         ? {

@@ -76,18 +76,16 @@ export class Member {
     const cursor = await this.store.getCursor();
     this.state.nextBatchId = cursor?.next_batch_id ?? 0;
     this.log.info({ next_batch_id: this.state.nextBatchId, cursor }, "member started");
+    // A failure noted by an earlier run is stale now; it is noted again if it recurs.
+    await this.store.setNote("failing", undefined);
     let failures = 0;
     while (!signal.aborted) {
       try {
         const progressed = await this.step(signal);
         this.state.gatewayReachable = true;
-        if (progressed) {
-          failures = 0;
-          this.state.failing = undefined;
-          continue; // catching up: no wait between batches
-        }
+        if (failures > 0) await this.clearFailure();
         failures = 0;
-        this.state.failing = undefined;
+        if (progressed) continue; // catching up: no wait between batches
         this.state.phase = "idle";
         await sleep(this.opts.pollIntervalMs, signal);
       } catch (err) {
@@ -208,6 +206,11 @@ export class Member {
     return true;
   }
 
+  private async clearFailure(): Promise<void> {
+    this.state.failing = undefined;
+    await this.store.setNote("failing", undefined).catch(() => undefined);
+  }
+
   private backoff(failures: number): number {
     const max = this.opts.maxBackoffMs ?? 300_000;
     const base = Math.min(max, this.opts.pollIntervalMs * 2 ** Math.min(failures - 1, 16));
@@ -231,6 +234,8 @@ export class Member {
       attempts,
       next_retry_at: new Date(now.getTime() + delayMs).toISOString(),
     };
+    // Kept in the store too, so that `dacd status` can say why even when the daemon is down.
+    void this.store.setNote("failing", this.state.failing).catch(() => undefined);
     const fields = {
       batch_id: this.state.nextBatchId,
       code,

@@ -25,8 +25,16 @@ export class LevelStore implements NodeSource {
     readonly dir: string,
   ) {}
 
-  static async open(dir: string): Promise<LevelStore> {
-    const db: Db = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
+  /**
+   * Opens (creating if needed) the store in `dir`. `maxOpenFiles` bounds LevelDB's open, memory-mapped
+   * table files: whole-store walks (dump) pass a small number so that RSS stays bounded.
+   */
+  static async open(dir: string, opts: { maxOpenFiles?: number } = {}): Promise<LevelStore> {
+    const db: Db = new Level<Uint8Array, Uint8Array>(dir, {
+      keyEncoding: "view",
+      valueEncoding: "view",
+      ...(opts.maxOpenFiles !== undefined ? { maxOpenFiles: opts.maxOpenFiles } : {}),
+    });
     try {
       await db.open();
     } catch (err) {
@@ -155,6 +163,19 @@ export class LevelStore implements NodeSource {
 
   async setCursor(cursor: Cursor): Promise<void> {
     await this.db.put(metaKey("cursor"), json(cursor), { sync: true });
+  }
+
+  /**
+   * Advisory state the operator reads with `dacd status` (e.g. the failing batch); not fsynced, and
+   * never consulted for a signing decision.
+   */
+  async setNote(name: "failing", value: unknown): Promise<void> {
+    if (value === undefined) await this.db.del(metaKey(name));
+    else await this.db.put(metaKey(name), json(value));
+  }
+
+  async getNote<T>(name: "failing"): Promise<T | undefined> {
+    return this.getMeta<T>(name);
   }
 
   private async getMeta<T>(name: string): Promise<T | undefined> {

@@ -57,14 +57,13 @@ export async function computeRoots(
     }),
   );
   const roots: Roots = {};
-  const newNodes: NodeWrite[] = [];
-  const newLeaves: NodeWrite[] = [];
-  for (const r of results) {
-    roots[r.spec.name] = r.root;
-    newNodes.push(...r.newNodes);
-    newLeaves.push(...r.newLeaves);
-  }
-  return { roots, newNodes, newLeaves };
+  for (const r of results) roots[r.spec.name] = r.root;
+  // concat, not push(...): a large batch has more nodes than a call may take arguments.
+  return {
+    roots,
+    newNodes: ([] as NodeWrite[]).concat(...results.map((r) => r.newNodes)),
+    newLeaves: ([] as NodeWrite[]).concat(...results.map((r) => r.newLeaves)),
+  };
 }
 
 async function updateTree(

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { VectorGateway, type Interceptor } from "../helpers/vector-gateway.js";
 import { loadChain } from "../helpers/vectors.js";
+import { storeStatus } from "../../src/inspect/inspect.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -174,5 +175,32 @@ describe("a hostile or broken gateway never crashes the daemon nor yields a wron
     expect(gw.acceptedIds()).toEqual([0, 1, 3, 4, 5]);
     expect(gw.posts.some((p) => p.batch_id === 2)).toBe(false);
     expect((await daemon.store.getCursor())?.skipped).toEqual([2]);
+  });
+});
+
+describe("a batch that keeps failing", () => {
+  it("is reported with its reason by status, from the daemon and from the store", async () => {
+    const { responses, expected } = loadChain("spot-chain");
+    const served = JSON.parse(JSON.stringify(responses)) as { update: Record<string, unknown> }[];
+    served[1]!.update.vault_root = "0".repeat(64);
+    const gw = await new VectorGateway(served, expected, "G").start();
+    cleanups.push(() => gw.close());
+    const setup = await memberSetup({
+      profile: "spot",
+      privateKey: expected.private_key,
+      gatewayUrl: gw.url,
+      feeder: true,
+    });
+    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+    const daemon = await startQuietDaemon(setup.config);
+    cleanups.push(() => daemon.stop());
+    await waitFor(async () => (await storeStatus(daemon.store)).failing !== null, 20_000, "failure noted");
+    expect(daemon.member.state.failing).toMatchObject({ batch_id: 1, code: "ROOT_MISMATCH" });
+    expect((await storeStatus(daemon.store)).failing).toMatchObject({
+      batch_id: 1,
+      code: "ROOT_MISMATCH",
+      reason: expect.stringMatching(/^batch 1, field vault_root: /),
+    });
+    expect(gw.acceptedIds()).toEqual([0]);
   });
 });

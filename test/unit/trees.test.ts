@@ -162,3 +162,21 @@ describe("incremental trees equal a naive full recomputation", () => {
     expect(bytesToBigint(p.roots.position!)).toBe(BigInt(pedersen(e0, e0)));
   });
 });
+
+describe("large batches", () => {
+  it("handle more new nodes than a function call takes arguments (regression: push(...nodes))", async () => {
+    const { createEngine } = await import("../../src/verifier/hash/select.js");
+    const fast = createEngine("auto");
+    const spec: TreeSpec = { name: "order", kind: "merkle", height: 63, leaf: "order" };
+    const rand = rng(99);
+    const changes: LeafChanges = new Map();
+    while (changes.size < 4000)
+      changes.set(BigInt(Math.floor(rand() * 2 ** 31)) << 32n, 1n + BigInt(changes.size));
+    const r = await computeRoots(fast, new MemoryNodeStore(), [spec, { ...spec, name: "vault" }], null, {
+      order: changes,
+      vault: changes,
+    });
+    expect(r.newNodes.length).toBeGreaterThan(200_000);
+    expect(r.roots.order).toEqual(r.roots.vault);
+  });
+});
