@@ -7,10 +7,12 @@ import { registerDemoCommand } from "./demo.js";
 import { registerDevnetCommand } from "../devnet/cli.js";
 import { registerInspectCommands } from "./inspect-commands.js";
 import { registerEscapeCommands } from "./escape-commands.js";
+import { DACD_VERSION } from "../ops/metrics.js";
 
 const program = new Command()
   .name("dacd")
   .description("Data-availability committee member daemon for StarkEx-style validium systems")
+  .version(DACD_VERSION)
   .showHelpAfterError();
 
 registerRunCommand(program);

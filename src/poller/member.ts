@@ -2,7 +2,12 @@ import { DacdError, isDacdError } from "../errors.js";
 import type { Logger } from "../logging.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
-import { verifyAndStoreBatch, type VerifyContext, type VerifyDetail } from "../verifier/verify-batch.js";
+import {
+  REUSED,
+  verifyAndStoreBatch,
+  type VerifyContext,
+  type VerifyDetail,
+} from "../verifier/verify-batch.js";
 import type { AvailabilityGateway, FeederGateway } from "./gateway-client.js";
 import { sleep } from "./retry.js";
 
@@ -118,7 +123,7 @@ export class Member {
       this.state.nextBatchId = batchId + 1;
       return true;
     }
-    let detail: VerifyDetail = { reused: true, leaves: {}, nodesWritten: 0, durationMs: 0 };
+    let detail: VerifyDetail = REUSED;
     if (!record) {
       const update = await this.availability.getBatchData(batchId, this.opts.validateRollup);
       if (update === null) return false; // not ready yet

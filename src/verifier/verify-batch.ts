@@ -33,6 +33,14 @@ export interface VerifyDetail {
   readonly durationMs: number;
 }
 
+/** The detail of a batch taken from the store as it was (nothing recomputed). */
+export const REUSED: VerifyDetail = Object.freeze({
+  reused: true,
+  leaves: {},
+  nodesWritten: 0,
+  durationMs: 0,
+});
+
 /** Before the V4.5 order-tree upgrade the operator stated this placeholder as the order root. */
 const PRE_UPGRADE_ORDER_ROOT = hexToBytes32("deadbeef".repeat(8))!;
 
@@ -57,7 +65,7 @@ export async function verifyAndStoreBatch(
   const started = performance.now();
   const existing = await ctx.store.getBatch(batchId);
   if (existing) {
-    return { record: existing, detail: { reused: true, leaves: {}, nodesWritten: 0, durationMs: 0 } };
+    return { record: existing, detail: REUSED };
   }
 
   const update = parseStateUpdate(rawUpdate, ctx.profile, batchId, {
@@ -75,8 +83,7 @@ export async function verifyParsedAndStore(
 ): Promise<{ record: BatchRecord; detail: VerifyDetail }> {
   // Checked here too so that no caller can sign a stored batch id a second time.
   const existing = await ctx.store.getBatch(batchId);
-  if (existing)
-    return { record: existing, detail: { reused: true, leaves: {}, nodesWritten: 0, durationMs: 0 } };
+  if (existing) return { record: existing, detail: REUSED };
   const prev = update.prevBatchId === -1 ? undefined : await ctx.store.getBatch(update.prevBatchId);
   if (update.prevBatchId !== -1 && !prev) {
     throw new DacdError(
