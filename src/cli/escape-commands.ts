@@ -47,7 +47,7 @@ function batchList(v: string | undefined): number[] | undefined {
   return v === undefined ? undefined : v.split(",").map((s) => batchId(s.trim())!);
 }
 
-/** Open table files while dumping: measured 411 MiB peak RSS for 1M vaults, against ~600 MiB with LevelDB's default. */
+/** Open table files while dumping: 427 MiB peak RSS for 1M vaults (bench/dump-rss.ts), ~600 MiB with the default. */
 const DUMP_MAX_OPEN_FILES = 20;
 
 async function run<T>(
