@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import type { Command } from "commander";
@@ -54,6 +54,10 @@ export function registerDemoCommand(program: Command): void {
         `devnet (variant ${variant}) listening:\n  gateway      ${devnet.urls.gateway}\n  feeder       ${devnet.urls.feeder}\n  availability ${devnet.urls.availability}\nmember ${address}, data in ${dir}\n`,
       );
       const profile = variant === "P" ? "perpetual" : "spot";
+      // The devnet's chain is new on every start, so an earlier member store cannot continue it.
+      for (const entry of await readdir(dir)) {
+        if (entry.startsWith("store-")) await rm(join(dir, entry), { recursive: true, force: true });
+      }
       const storeDir = join(dir, `store-${profile}-${Date.now()}`);
       const configPath = join(dir, "dacd.yaml");
       await writeFile(
