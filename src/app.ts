@@ -22,7 +22,8 @@ import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
 import type { HashEngine } from "./verifier/hash/engine.js";
 import { createEngine } from "./verifier/hash/select.js";
-import { keptHeights, makeProfile, type Profile } from "./verifier/profile.js";
+import { makeProfile, type Profile } from "./verifier/profile.js";
+import { bindVerifyContext } from "./verifier/verify-batch.js";
 
 /**
  * The one place where dacd's parts are created and wired together for `dacd run`. Everything that
@@ -110,17 +111,12 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
   const store = await LevelStore.open(config.dataDir);
   let control: Server | undefined;
   try {
-    await store.ensureIdentity({
-      profile: profile.name,
-      heights: keptHeights(profile, validateRollup),
-    });
-    const ctx = {
+    const ctx = await bindVerifyContext(store, {
       profile,
       engine,
-      store,
       signer,
       options: { validateOrders: config.validateOrders, validateRollup },
-    };
+    });
     const member = new Member(
       ctx,
       availability,

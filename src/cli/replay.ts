@@ -5,8 +5,8 @@ import { createSigner } from "../signer/create-signer.js";
 import { loadPrivateKey } from "../signer/key-file.js";
 import { LevelStore } from "../storage/level-store.js";
 import { createEngine } from "../verifier/hash/select.js";
-import { isProfileName, keptHeights, makeProfile } from "../verifier/profile.js";
-import { verifyAndStoreBatch } from "../verifier/verify-batch.js";
+import { isProfileName, makeProfile } from "../verifier/profile.js";
+import { bindVerifyContext, verifyAndStoreBatch } from "../verifier/verify-batch.js";
 
 interface ReplayOptions {
   profile: string;
@@ -58,17 +58,12 @@ async function replay(opts: ReplayOptions): Promise<number> {
   const store = await LevelStore.open(opts.db);
   let failed = 0;
   try {
-    await store.ensureIdentity({
-      profile: profile.name,
-      heights: keptHeights(profile, validateRollup),
-    });
-    const ctx = {
+    const ctx = await bindVerifyContext(store, {
       profile,
       engine,
-      store,
       signer,
       options: { validateOrders: opts.validateOrders, validateRollup },
-    };
+    });
     for (let batchId = 0; batchId < bodies.length; batchId++) {
       try {
         const update = updateOf(bodies[batchId], batchId);

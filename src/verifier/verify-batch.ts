@@ -25,6 +25,21 @@ export interface VerifyContext {
   readonly options: VerifyOptions;
 }
 
+/**
+ * A verification context bound to a store: the store is checked to hold (or made to hold) this
+ * profile's trees at these heights, so roots of one layout are never read as another's.
+ */
+export async function bindVerifyContext(
+  store: LevelStore,
+  parts: Omit<VerifyContext, "store">,
+): Promise<VerifyContext> {
+  await store.ensureIdentity({
+    profile: parts.profile.name,
+    heights: keptHeights(parts.profile, parts.options.validateRollup),
+  });
+  return { ...parts, store };
+}
+
 /** Per-tree detail of one verification, for debug logs and metrics. */
 export interface VerifyDetail {
   readonly reused: boolean;
