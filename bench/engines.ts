@@ -1,11 +1,11 @@
-import { createHash } from "node:crypto";
 import os from "node:os";
 import { pathToFileURL } from "node:url";
-import { isBelowPrime, type HashEngine } from "../src/verifier/hash/engine.js";
+import type { HashEngine } from "../src/verifier/hash/engine.js";
 import { JsEngine } from "../src/verifier/hash/js-engine.js";
 import { loadNativeAddon, NativeEngine } from "../src/verifier/hash/native-engine.js";
 import { PoolEngine } from "../src/verifier/hash/pool-engine.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
+import { packedFieldElements } from "./field-elements.js";
 
 export interface EngineBenchRow {
   name: string;
@@ -13,18 +13,6 @@ export interface EngineBenchRow {
   threads: number;
   us_per_hash: number;
   hashes_per_s: number;
-}
-
-/** n deterministic field elements below p, packed. */
-function inputs(n: number, seed: string): Uint8Array {
-  const out = new Uint8Array(n * 32);
-  for (let i = 0; i < n; i++) {
-    const h = createHash("sha256").update(`${seed}:${i}`).digest();
-    h[0] = h[0]! & 0x0f;
-    if (!isBelowPrime(h)) h[0] = h[0]! & 0x07;
-    out.set(h, i * 32);
-  }
-  return out;
 }
 
 /** Best wall time over `reps` runs of `fn`, in seconds. */
@@ -73,8 +61,8 @@ async function measure(
 export async function benchEngines(opts: { quick: boolean }): Promise<EngineBenchRow[]> {
   const q = opts.quick;
   const nNative = q ? 20_000 : 200_000;
-  const xs = inputs(nNative, "bench-x");
-  const ys = inputs(nNative, "bench-y");
+  const xs = packedFieldElements(nNative, "bench-x");
+  const ys = packedFieldElements(nNative, "bench-y");
   const rows: EngineBenchRow[] = [];
   const reps = q ? 2 : 3;
 

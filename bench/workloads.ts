@@ -6,6 +6,7 @@ import { EthSigner } from "../src/signer/eth-signer.js";
 import { Prefix, prefixed } from "../src/storage/keys.js";
 import { LevelStore } from "../src/storage/level-store.js";
 import { toHex0x, toHex64 } from "../src/util/bytes.js";
+import { prng } from "../src/util/prng.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/bulk-build.js";
 import { computeRoots, emptyRoots, type Roots } from "../src/verifier/compute-roots.js";
 import type { HashEngine } from "../src/verifier/hash/engine.js";
@@ -50,15 +51,14 @@ export const W_PERP: WorkloadSize = {
   batch: { position: 10_000, order: 10_000 },
 };
 
-/** Deterministic randomness (xorshift128+ over bigints is slow; a 32-bit mulberry suffices). */
+/** Deterministic data for the workloads, on the shared seeded PRNG. */
 class Rng {
-  constructor(private a: number) {}
+  private readonly next: () => number;
+  constructor(seed: number) {
+    this.next = prng(seed);
+  }
   u32(): number {
-    this.a = (this.a + 0x6d2b79f5) >>> 0;
-    let t = this.a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
+    return Math.floor(this.next() * 4294967296);
   }
   bits(n: number): bigint {
     let v = 0n;

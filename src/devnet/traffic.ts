@@ -3,6 +3,7 @@
  * devnet's real HTTP gateway. Valid ones may still fail to apply (e.g. a withdrawal larger than the
  * balance) and then show up as replaced; malformed ones are refused with 4xx and their tx_id reused.
  */
+import { prng } from "../util/prng.js";
 
 export interface TrafficOptions {
   readonly variant: "P" | "G";
@@ -22,18 +23,6 @@ export interface TrafficStats {
 export interface Traffic {
   readonly stats: TrafficStats;
   stop(): Promise<void>;
-}
-
-/** mulberry32: a small deterministic PRNG. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const hex = (n: number | bigint): string => "0x" + n.toString(16);

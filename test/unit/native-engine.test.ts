@@ -1,14 +1,14 @@
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pedersen } from "@scure/starknet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FIELD_PRIME, isBelowPrime } from "../../src/verifier/hash/engine.js";
+import { FIELD_PRIME } from "../../src/verifier/hash/engine.js";
 import { loadNativeAddon, loadNativeEngine, NativeEngine } from "../../src/verifier/hash/native-engine.js";
 import { PoolEngine } from "../../src/verifier/hash/pool-engine.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
+import { packedFieldElements } from "../../bench/field-elements.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const vectors = JSON.parse(readFileSync(path.join(here, "../fixtures/vectors/pedersen.json"), "utf8")) as {
@@ -38,18 +38,6 @@ function pack(values: bigint[]): Uint8Array {
 }
 function scureHash(x: bigint, y: bigint): string {
   return BigInt(pedersen(x, y)).toString(16).padStart(64, "0");
-}
-
-/** Deterministic field elements below p: SHA-256 in counter mode, top bits masked. */
-function randomPacked(n: number, seed: string): Uint8Array {
-  const out = new Uint8Array(n * 32);
-  for (let i = 0; i < n; i++) {
-    const h = createHash("sha256").update(`${seed}:${i}`).digest();
-    h[0] = h[0]! & 0x0f;
-    if (!isBelowPrime(h)) h[0] = h[0]! & 0x07;
-    out.set(h, i * 32);
-  }
-  return out;
 }
 
 const EDGE: bigint[] = [
@@ -84,8 +72,8 @@ describe.skipIf(!addon)(
     let edgeExpected: string[];
 
     beforeAll(() => {
-      xs = randomPacked(RANDOM_PAIRS, "x");
-      ys = randomPacked(RANDOM_PAIRS, "y");
+      xs = packedFieldElements(RANDOM_PAIRS, "x");
+      ys = packedFieldElements(RANDOM_PAIRS, "y");
       // The WASM engine is the reference for the 100k random pairs (the JS one is too slow); it is
       // itself checked against @scure/starknet on a sample in the first test.
       expected = new WasmEngine().hashMany(xs, ys);

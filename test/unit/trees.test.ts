@@ -11,18 +11,7 @@ import { createEngine } from "../../src/verifier/hash/select.js";
 import type { TreeSpec } from "../../src/verifier/profile.js";
 import type { LeafChanges } from "../../src/wire/types.js";
 import { naiveMerkleRoot, naivePatriciaRoot } from "../helpers/naive-trees.js";
-
-/** A small deterministic PRNG (mulberry32) so failures reproduce from the printed seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "../../src/util/prng.js";
 
 const engine = new WasmEngine();
 const merkle: TreeSpec = { name: "order", kind: "merkle", height: 12, leaf: "order" };
@@ -43,7 +32,7 @@ async function differential(
     put: (w: Awaited<ReturnType<typeof computeRoots>>) => Promise<void>;
   },
 ) {
-  const rand = rng(seed);
+  const rand = prng(seed);
   const states: { roots: Roots | null; leaves: Map<bigint, bigint> }[] = [{ roots: null, leaves: new Map() }];
   const randomId = (): bigint => {
     // Cluster ids sometimes so that subtrees fill up, and spread them otherwise.
@@ -169,7 +158,7 @@ const fast = createEngine("auto");
 describe.skipIf(!fast.name.startsWith("native"))("large batches", () => {
   it("handle more new nodes than a function call takes arguments (regression: push(...nodes))", async () => {
     const spec: TreeSpec = { name: "order", kind: "merkle", height: 63, leaf: "order" };
-    const rand = rng(99);
+    const rand = prng(99);
     const changes: LeafChanges = new Map();
     while (changes.size < 4000)
       changes.set(BigInt(Math.floor(rand() * 2 ** 31)) << 32n, 1n + BigInt(changes.size));
