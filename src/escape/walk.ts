@@ -2,6 +2,7 @@ import { DacdError } from "../errors.js";
 import { bytesEqual, bytesToBigint, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "../verifier/compute-roots.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
+import { isMerkleEdge } from "../verifier/merkle-edge.js";
 import type { TreeSpec } from "../verifier/profile.js";
 
 /**
@@ -103,9 +104,11 @@ export async function* walkLeaves(
     inner.forEach((t, i) => {
       const rec = records[i];
       if (rec === undefined) return problem(t, "missing");
-      const ok = spec.kind === "merkle" ? rec.length === 64 : rec.length === 64 || rec.length === 65;
+      // Merkle: binary, or an edge down to its one leaf (merkle-edge.ts); Patricia: binary or edge.
+      const ok =
+        rec.length === 64 || (spec.kind === "merkle" ? isMerkleEdge(rec, t.height) : rec.length === 65);
       if (!ok) return problem(t, `record of ${rec.length} bytes`);
-      if (rec.length === 65 && (rec[64]! < 1 || rec[64]! > t.height))
+      if (rec.length !== 64 && (rec[64]! < 1 || rec[64]! > t.height))
         return problem(t, `edge length ${rec[64]}`);
       byHash.set(t, rec);
       read.push({ ...t, record: rec });

@@ -2,6 +2,7 @@ import { DacdError } from "../errors.js";
 import { bytesEqual, bytesToBigint } from "../util/bytes.js";
 import { emptyRoots } from "./compute-roots.js";
 import type { HashEngine } from "./hash/engine.js";
+import { edgeChainAt, edgeLeafIndex, isMerkleEdge } from "./merkle-edge.js";
 import type { NodeSource } from "./node-source.js";
 import type { TreeSpec } from "./profile.js";
 
@@ -76,6 +77,19 @@ async function readMerkleLeaf(
       continue;
     }
     const rec = await fetchNode(nodes, hash, `${spec.name} tree at height ${h}`);
+    if (isMerkleEdge(rec, h)) {
+      // One leaf below: every sibling further down is empty, except where the paths part.
+      const lone = edgeLeafIndex(rec, h, index >> BigInt(h));
+      for (let k = h - 1; k >= 0; k--) {
+        const onLone = lone >> BigInt(k) === ((index >> BigInt(k)) ^ 1n);
+        siblingsTopDown.push(onLone ? edgeChainAt(rec, k) : empty[k]!);
+      }
+      hash = lone === index ? edgeChainAt(rec, 0) : empty[0]!;
+      break;
+    }
+    if (rec.length !== 64) {
+      throw new DacdError("STORE", `${spec.name} tree at height ${h}: node record of ${rec.length} bytes`);
+    }
     siblingsTopDown.push(right ? rec.subarray(0, 32) : rec.subarray(32, 64));
     hash = right ? rec.subarray(32, 64) : rec.subarray(0, 32);
   }
