@@ -53,6 +53,13 @@ for (const [kind, r] of Object.entries(results)) {
     `| W-${kind} | ${r.batch_s_native.toFixed(3)} | ${r.batch_s_wasm.toFixed(2)} | ${(r.batch_s_wasm / r.batch_s_native).toFixed(1)}× | ${r.hashes.toLocaleString("en")} | ${r.storage_ops.toLocaleString("en")} | ${r.bulk_load_s.toFixed(1)} |`,
   );
 }
+console.log("\nWhere the median native batch went (s; wall time with such calls in flight, overlapping)");
+console.log("| workload | store reads | hashing | commit (write + fsync) |");
+console.log("|---|---|---|---|");
+for (const [kind, r] of Object.entries(results)) {
+  const b = r.native_breakdown_s;
+  console.log(`| W-${kind} | ${b.reads.toFixed(3)} | ${b.hashing.toFixed(3)} | ${b.commit.toFixed(3)} |`);
+}
 const peakMiB = peakRss / 2 ** 20;
 console.log(`\npeak RSS: ${peakMiB.toFixed(0)} MiB`);
 

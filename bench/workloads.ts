@@ -34,6 +34,8 @@ export interface WorkloadResult {
   hashes: number;
   storage_ops: number;
   bulk_load_s: number;
+  /** Where the median native batch's time went (wall time with such calls in flight; they overlap). */
+  native_breakdown_s: { reads: number; hashing: number; commit: number };
 }
 
 /** Sizes: the full workload, or a tenth of it with --quick. */
@@ -99,15 +101,38 @@ function randomId(rng: Rng, spec: TreeSpec): bigint {
   return rng.bits(Math.min(spec.height, spec.kind === "patricia" ? 250 : spec.height));
 }
 
+/** Counts hashes and the wall time during which at least one engine call is running. */
 class CountingEngine implements HashEngine {
   hashes = 0;
+  readonly busy = new BusyClock();
   constructor(readonly inner: HashEngine) {}
   get name(): string {
     return this.inner.name;
   }
-  hashMany(xs: Uint8Array, ys: Uint8Array): Uint8Array | Promise<Uint8Array> {
+  async hashMany(xs: Uint8Array, ys: Uint8Array): Promise<Uint8Array> {
     this.hashes += xs.length / 32;
-    return this.inner.hashMany(xs, ys);
+    return this.busy.time(async () => this.inner.hashMany(xs, ys));
+  }
+}
+
+/**
+ * Wall time during which at least one call of a kind is in flight: the trees run concurrently, so
+ * summing each call's duration would count overlapping waits twice.
+ */
+class BusyClock {
+  ms = 0;
+  private inFlight = 0;
+  private since = 0;
+  async time<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.inFlight++ === 0) this.since = performance.now();
+    try {
+      return await fn();
+    } finally {
+      if (--this.inFlight === 0) this.ms += performance.now() - this.since;
+    }
+  }
+  reset(): void {
+    this.ms = 0;
   }
 }
 
@@ -202,6 +227,9 @@ function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<T
   return changes;
 }
 
+const breakdownText = (b?: { reads: number; hashing: number; commit: number }): string =>
+  b ? `(reads ${b.reads.toFixed(3)}, hashing ${b.hashing.toFixed(3)}, commit ${b.commit.toFixed(3)})` : "";
+
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
@@ -239,18 +267,20 @@ export async function runWorkload(
     // Count what the measured verifications cost: hashes and store operations.
     let reads = 0;
     let writes = 0;
+    const readClock = new BusyClock();
+    const commitClock = new BusyClock();
     const counted = new Proxy(store, {
       get(target, prop, receiver) {
         if (prop === "getNodes") {
           return (hashes: readonly Uint8Array[]) => {
             reads += hashes.length;
-            return target.getNodes(hashes);
+            return readClock.time(() => target.getNodes(hashes));
           };
         }
         if (prop === "commitBatch") {
           return (record: never, nodes: readonly unknown[], leaves: readonly unknown[]) => {
             writes += nodes.length + leaves.length + 1;
-            return target.commitBatch(record, nodes as never, leaves as never);
+            return commitClock.time(() => target.commitBatch(record, nodes as never, leaves as never));
           };
         }
         const v = Reflect.get(target, prop, receiver) as unknown;
@@ -267,6 +297,7 @@ export async function runWorkload(
     });
     const native = new CountingEngine(opts.native);
     const nativeTimes: number[] = [];
+    const breakdowns: { total: number; reads: number; hashing: number; commit: number }[] = [];
     const wasmTimes: number[] = [];
     let hashes = 0;
     let storageOps = 0;
@@ -289,21 +320,31 @@ export async function runWorkload(
         native.hashes = 0;
         reads = 0;
         writes = 0;
+        for (const clock of [native.busy, readClock, commitClock]) clock.reset();
         const t = performance.now();
         await verifyParsedAndStore(ctxFor(native), nativeId, update);
-        nativeTimes.push((performance.now() - t) / 1000);
+        const total = (performance.now() - t) / 1000;
+        nativeTimes.push(total);
+        breakdowns.push({
+          total,
+          reads: readClock.ms / 1000,
+          hashing: native.busy.ms / 1000,
+          commit: commitClock.ms / 1000,
+        });
         hashes = native.hashes;
         storageOps = reads + writes;
       } else {
         await verifyParsedAndStore(ctxFor(opts.native), nativeId, update);
       }
       opts.log(
-        `${kind}: batch ${i + 1}: native ${nativeTimes.at(-1)?.toFixed(3) ?? "-"} s, wasm ${i < opts.wasmRuns ? wasmTimes.at(-1)!.toFixed(2) : "-"} s`,
+        `${kind}: batch ${i + 1}: native ${nativeTimes.at(-1)?.toFixed(3) ?? "-"} s ${breakdownText(breakdowns.at(-1))}, wasm ${i < opts.wasmRuns ? wasmTimes.at(-1)!.toFixed(2) : "-"} s`,
       );
       prevId = nativeId;
       prevRoots = stated.roots;
     }
+    const mid = [...breakdowns].sort((a, b) => a.total - b.total)[(breakdowns.length - 1) >> 1]!;
     return {
+      native_breakdown_s: { reads: mid.reads, hashing: mid.hashing, commit: mid.commit },
       batch_s_native: median(nativeTimes),
       batch_s_wasm: median(wasmTimes),
       hashes,

@@ -3,8 +3,9 @@ import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { bigintToBytes32, bytesEqual, bytesToBigint, hexToBytes32, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "../verifier/compute-roots.js";
-import type { HashEngine } from "../verifier/hash/engine.js";
+import { isBelowPrime, type HashEngine } from "../verifier/hash/engine.js";
 import { decodeLeafRecord, hashLeaves, hashPairs } from "../verifier/leaves.js";
+import { isMerkleEdge, recomputeMerkleEdges, type MerkleEdgeCheck } from "../verifier/merkle-edge.js";
 import type { TreeSpec } from "../verifier/profile.js";
 import { getPruneInfo, isPruned, type LoadedBatchRecord } from "./common.js";
 import { walkLeaves, type WalkNode, type WalkProblem } from "./walk.js";
@@ -179,8 +180,19 @@ async function deepCheck(
         continue;
       }
     }
+    const empty = spec.kind === "merkle" ? await emptyRoots(engine, spec.leaf, spec.height) : undefined;
     const onNodes = async (read: WalkNode[]): Promise<void> => {
       nodes += read.length;
+      // A Merkle record that is not 64 bytes is an edge (merkle-edge.ts), even one of 65 bytes.
+      const edges = empty ? read.filter((n) => n.record.length !== 64) : [];
+      const pairs = empty ? read.filter((n) => n.record.length === 64) : read;
+      await checkPairs(pairs);
+      if (empty && edges.length > 0) await checkMerkleEdges(empty, edges);
+      opts.progress?.(record.batch_id, spec.name, nodes);
+    };
+    /** Binary nodes, H(left, right), and Patricia edges, H(bottom, path) + length. */
+    const checkPairs = async (read: WalkNode[]): Promise<void> => {
+      if (read.length === 0) return;
       const xs = read.map((n) => n.record.subarray(0, 32));
       const ys = read.map((n) => n.record.subarray(32, 64));
       let hashes: Uint8Array[];
@@ -197,7 +209,35 @@ async function deepCheck(
             : hashes[i]!;
         if (!bytesEqual(h, n.hash)) report(problemOf(spec, n, `record hashes to ${toHex64(h)}`));
       });
-      opts.progress?.(record.batch_id, spec.name, nodes);
+    };
+    /** Merkle edges: the chain climbed again from the leaf hash and path, every stored entry compared. */
+    const checkMerkleEdges = async (empty: readonly Uint8Array[], read: WalkNode[]): Promise<void> => {
+      const sound: WalkNode[] = [];
+      for (const n of read) {
+        if (!isMerkleEdge(n.record, n.height))
+          report(problemOf(spec, n, `not an edge of height ${n.height} (${n.record.length} bytes)`));
+        else if (!isBelowPrime(n.record, 0))
+          report(problemOf(spec, n, "edge leaf hash is not below the field prime"));
+        else sound.push(n);
+      }
+      if (sound.length === 0) return;
+      let checks: MerkleEdgeCheck[];
+      try {
+        checks = await recomputeMerkleEdges(
+          engine,
+          empty,
+          sound.map((n) => n.record),
+        );
+      } catch (err) {
+        for (const n of sound) report(problemOf(spec, n, `not hashable: ${(err as Error).message}`));
+        return;
+      }
+      sound.forEach((n, i) => {
+        const { top, badChainAt } = checks[i]!;
+        if (badChainAt !== undefined)
+          report(problemOf(spec, n, `edge chain differs from its recomputation at height ${badChainAt}`));
+        if (!bytesEqual(top, n.hash)) report(problemOf(spec, n, `record hashes to ${toHex64(top)}`));
+      });
     };
     for await (const block of walkLeaves(engine, spec, root, {
       chunk: opts.chunk,

@@ -1,6 +1,7 @@
 import { DacdError } from "../errors.js";
 import { bigintToBytes32, bytesEqual, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
+import { edgeChainAt, merkleEdgeLength } from "./merkle-edge.js";
 import type { NodeWrite } from "./node-source.js";
 
 /**
@@ -10,7 +11,8 @@ import type { NodeWrite } from "./node-source.js";
  *
  * Hashing is done a level (Merkle) or a merge height (Patricia) at a time in large engine calls;
  * node records are handed to `sink` in chunks as soon as they are hashed, so the caller can write
- * them to LevelDB in bounded batches. Memory is O(leaves): ids plus one packed buffer of hashes.
+ * them to LevelDB in bounded batches. Memory is O(leaves): ids plus one packed buffer of hashes
+ * (and, for Merkle edges, the records of one chunk of leaves while their chains are hashed).
  */
 
 export interface BulkLeaves {
@@ -26,24 +28,33 @@ export type NodeSink = (nodes: NodeWrite[]) => Promise<void> | void;
 export interface BulkOptions {
   /** Node records per sink call (default 16384). */
   readonly sinkChunk?: number;
+  /** Record bytes per sink call at most, besides `sinkChunk` (default 8 MiB): edges are long. */
+  readonly sinkBytes?: number;
   /** Pairs per engine call (default 65536). */
   readonly engineChunk?: number;
 }
 
+/** Edge record bytes held at once while their chains are hashed (bounds the leaves per chunk). */
+const EDGE_CHUNK_BYTES = 32 << 20;
+
 class SinkBuffer {
   private buf: NodeWrite[] = [];
+  private bytes = 0;
   constructor(
     private readonly sink: NodeSink,
     private readonly size: number,
+    private readonly maxBytes = Infinity,
   ) {}
   async push(w: NodeWrite): Promise<void> {
     this.buf.push(w);
-    if (this.buf.length >= this.size) await this.flush();
+    this.bytes += w.hash.length + w.record.length;
+    if (this.buf.length >= this.size || this.bytes >= this.maxBytes) await this.flush();
   }
   async flush(): Promise<void> {
     if (this.buf.length === 0) return;
     const out = this.buf;
     this.buf = [];
+    this.bytes = 0;
     await this.sink(out);
   }
 }
@@ -79,8 +90,16 @@ function checkSorted(leaves: BulkLeaves, limit: bigint, what: string): void {
 }
 
 /**
- * Builds a fixed-height Merkle tree. `empty` is E[0..height]; leaves whose hash is E[0] are empty
- * and skipped, and nodes whose hash is E[k] get no record, as in updateMerkle. Returns the root.
+ * Builds a fixed-height Merkle tree in the canonical form (merkle-edge.ts): every maximal subtree
+ * of height ≥ 1 that holds exactly one leaf is one edge record under its hash, every node above two
+ * or more leaves a binary record (left ‖ right). `empty` is E[0..height]; leaves whose hash is E[0]
+ * are empty and skipped, and nodes whose hash is E[k] get no record. Returns the root.
+ *
+ * Leaf i first shares a subtree with another leaf at height m(i), the least bit length of its id
+ * XOR a neighbour's id, so its single-leaf subtree tops out at m(i) − 1 (the root when it is the
+ * only leaf). The edges' chains are hashed first, a chunk of leaves at a time and a height at a
+ * time (only one chunk's records are held at once); then the binary levels are hashed bottom-up,
+ * the nodes of each height being the parents from below merged with the edge tops of that height.
  */
 export async function buildMerkle(
   engine: HashEngine,
@@ -92,34 +111,134 @@ export async function buildMerkle(
 ): Promise<Uint8Array> {
   const height = empty.length - 1;
   checkSorted(leaves, 1n << BigInt(height), what);
-  const out = new SinkBuffer(sink, opts.sinkChunk ?? 16384);
+  const out = new SinkBuffer(sink, opts.sinkChunk ?? 16384, opts.sinkBytes ?? 8 << 20);
   const engineChunk = opts.engineChunk ?? 65536;
 
   // Drop empty leaves.
-  let ids: bigint[] = [];
-  let hashes: Uint8Array = new Uint8Array(leaves.hashes.length);
+  const ids: bigint[] = [];
+  const tops = new Uint8Array(leaves.hashes.length);
   for (let i = 0; i < leaves.ids.length; i++) {
     const h = leaves.hashes.subarray(i * 32, i * 32 + 32);
     if (bytesEqual(h, empty[0]!)) continue;
-    hashes.set(h, ids.length * 32);
+    tops.set(h, ids.length * 32);
     ids.push(leaves.ids[i]!);
   }
-  hashes = hashes.subarray(0, ids.length * 32);
-  if (ids.length === 0) return empty[height]!;
+  const n = ids.length;
+  if (n === 0) return empty[height]!;
 
-  for (let h = 0; h < height; h++) {
-    const n = ids.length;
+  // The height of each leaf's maximal single-leaf subtree; `tops` holds its hash once computed.
+  const topH = new Uint16Array(n);
+  if (n === 1) topH[0] = height;
+  let below = Infinity; // the merge height with the previous leaf
+  for (let i = 0; i + 1 < n; i++) {
+    const m = bitLength(ids[i]! ^ ids[i + 1]!);
+    topH[i] = Math.min(below, m) - 1;
+    below = m;
+  }
+  if (n > 1) topH[n - 1] = below - 1;
+
+  // Edge chains, a chunk of leaves at a time, all of a chunk's edges climbing together.
+  const leafChunk = Math.max(
+    1,
+    Math.min(engineChunk, Math.floor(EDGE_CHUNK_BYTES / merkleEdgeLength(height))),
+  );
+  for (let s = 0; s < n; s += leafChunk) {
+    const end = Math.min(n, s + leafChunk);
+    let active: number[] = [];
+    const recs: (Uint8Array | undefined)[] = [];
+    for (let i = s; i < end; i++) {
+      const h = topH[i]!;
+      if (h === 0) continue;
+      const rec = new Uint8Array(merkleEdgeLength(h));
+      rec.set(tops.subarray(i * 32, i * 32 + 32), 0);
+      rec.set(bigintToBytes32(ids[i]! & ((1n << BigInt(h)) - 1n)), 32);
+      rec[64] = h;
+      recs[i - s] = rec;
+      active.push(i);
+    }
+    for (let k = 0; active.length > 0; k++) {
+      const a = active.length;
+      const xs = new Uint8Array(a * 32);
+      const ys = new Uint8Array(a * 32);
+      const e = empty[k]!;
+      active.forEach((i, t) => {
+        const rec = recs[i - s]!;
+        const cur = edgeChainAt(rec, k);
+        if (((rec[63 - (k >> 3)]! >> (k & 7)) & 1) === 0) {
+          xs.set(cur, t * 32);
+          ys.set(e, t * 32);
+        } else {
+          xs.set(e, t * 32);
+          ys.set(cur, t * 32);
+        }
+      });
+      const up = await hashChunked(engine, xs, ys, engineChunk);
+      const next: number[] = [];
+      for (let t = 0; t < a; t++) {
+        const i = active[t]!;
+        const rec = recs[i - s]!;
+        const hash = up.subarray(t * 32, t * 32 + 32);
+        if (k + 1 < topH[i]!) {
+          rec.set(hash, 65 + 32 * k);
+          next.push(i);
+          continue;
+        }
+        tops.set(hash, i * 32);
+        recs[i - s] = undefined;
+        if (!bytesEqual(hash, empty[k + 1]!)) await out.push({ hash: hash.slice(), record: rec });
+      }
+      active = next;
+    }
+  }
+
+  // Leaves by the height of their subtree's top (stable, so in id order within a height).
+  const starts = new Int32Array(height + 2);
+  for (let i = 0; i < n; i++) starts[topH[i]! + 1]!++;
+  for (let h = 1; h < starts.length; h++) starts[h]! += starts[h - 1]!;
+  const order = new Int32Array(n);
+  const fill = starts.slice();
+  for (let i = 0; i < n; i++) order[fill[topH[i]!]!++] = i;
+
+  // Binary levels: the parents from below merged with the edge tops entering at this height.
+  let curIds: bigint[] = [];
+  let curHashes: Uint8Array = new Uint8Array(0);
+  for (let h = 0; h <= height; h++) {
+    const from = starts[h]!;
+    const to = starts[h + 1]!;
+    if (from === to && curIds.length === 0) continue;
+    const c = curIds.length;
+    const levelIds: bigint[] = [];
+    const levelHashes = new Uint8Array((c + to - from) * 32);
+    const shift = BigInt(h);
+    for (let p = 0, q = from; p < c || q < to;) {
+      const qId = q < to ? ids[order[q]!]! >> shift : undefined;
+      const k = levelIds.length * 32;
+      if (qId === undefined || (p < c && curIds[p]! < qId)) {
+        levelHashes.set(curHashes.subarray(p * 32, p * 32 + 32), k);
+        levelIds.push(curIds[p++]!);
+      } else {
+        levelHashes.set(tops.subarray(order[q]! * 32, order[q]! * 32 + 32), k);
+        levelIds.push(qId);
+        q++;
+      }
+    }
+    if (h === height) {
+      if (levelIds.length !== 1) throw new Error(`buildMerkle: ${levelIds.length} nodes at the root`);
+      curHashes = levelHashes;
+      break;
+    }
+    const m = levelIds.length;
     const parents: bigint[] = [];
-    const lefts = new Uint8Array(n * 32);
-    const rights = new Uint8Array(n * 32);
+    const lefts = new Uint8Array(m * 32);
+    const rights = new Uint8Array(m * 32);
     const e = empty[h]!;
-    for (let i = 0; i < n;) {
-      const id = ids[i]!;
+    for (let i = 0; i < m;) {
+      const id = levelIds[i]!;
       const k = parents.length * 32;
       if ((id & 1n) === 0n) {
-        lefts.set(hashes.subarray(i * 32, i * 32 + 32), k);
-        if (i + 1 < n && ids[i + 1] === id + 1n) {
-          rights.set(hashes.subarray((i + 1) * 32, (i + 2) * 32), k);
+        lefts.set(levelHashes.subarray(i * 32, i * 32 + 32), k);
+        if (i + 1 < m && levelIds[i + 1] === id + 1n) {
+          rights.set(levelHashes.subarray((i + 1) * 32, (i + 2) * 32), k);
           i += 2;
         } else {
           rights.set(e, k);
@@ -127,17 +246,17 @@ export async function buildMerkle(
         }
       } else {
         lefts.set(e, k);
-        rights.set(hashes.subarray(i * 32, i * 32 + 32), k);
+        rights.set(levelHashes.subarray(i * 32, i * 32 + 32), k);
         i += 1;
       }
       parents.push(id >> 1n);
     }
-    const m = parents.length;
-    const ls = lefts.subarray(0, m * 32);
-    const rs = rights.subarray(0, m * 32);
+    const pn = parents.length;
+    const ls = lefts.subarray(0, pn * 32);
+    const rs = rights.subarray(0, pn * 32);
     const up = await hashChunked(engine, ls, rs, engineChunk);
     const eUp = empty[h + 1]!;
-    for (let i = 0; i < m; i++) {
+    for (let i = 0; i < pn; i++) {
       const hash = up.subarray(i * 32, i * 32 + 32);
       if (bytesEqual(hash, eUp)) continue;
       const record = new Uint8Array(64);
@@ -145,11 +264,11 @@ export async function buildMerkle(
       record.set(rs.subarray(i * 32, i * 32 + 32), 32);
       await out.push({ hash: hash.slice(), record });
     }
-    ids = parents;
-    hashes = up;
+    curIds = parents;
+    curHashes = up;
   }
   await out.flush();
-  return hashes.slice(0, 32);
+  return curHashes.slice(0, 32);
 }
 
 function bitLength(v: bigint): number {

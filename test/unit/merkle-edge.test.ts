@@ -1,0 +1,285 @@
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { checkStore } from "../../src/escape/check.js";
+import { dumpStore } from "../../src/escape/dump.js";
+import { loadDump } from "../../src/escape/load.js";
+import { Prefix } from "../../src/storage/keys.js";
+import { LevelStore } from "../../src/storage/level-store.js";
+import { bigintToBytes32, bytesEqual, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
+import { buildMerkle } from "../../src/verifier/bulk-build.js";
+import { emptyRoots } from "../../src/verifier/compute-roots.js";
+import { encodeMerkleEdge, isMerkleEdge, recomputeMerkleEdges } from "../../src/verifier/merkle-edge.js";
+import type { NodeWrite } from "../../src/verifier/node-source.js";
+import { naiveMerkleRoot } from "../helpers/naive-trees.js";
+import { chainStore, cleanup, engine, tempDir } from "./escape-helpers.js";
+
+afterAll(cleanup);
+
+/** A deterministic pseudo-random generator (xorshift). */
+function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}
+
+function randomBig(r: () => number, bits: number): bigint {
+  let v = 0n;
+  for (let i = 0; i < bits; i += 16) v = (v << 16n) | BigInt(Math.floor(r() * 65536));
+  return v & ((1n << BigInt(bits)) - 1n);
+}
+
+function pack(leaves: Map<bigint, bigint>): { ids: bigint[]; hashes: Uint8Array } {
+  const sorted = [...leaves].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const hashes = new Uint8Array(sorted.length * 32);
+  sorted.forEach(([, v], i) => hashes.set(bigintToBytes32(v), i * 32));
+  return { ids: sorted.map(([id]) => id), hashes };
+}
+
+/**
+ * Checks the records of a built tree against its leaves: every record hashes to its key (binary
+ * nodes directly, edges by recomputeMerkleEdges, every chain entry included), walking them from
+ * the root finds exactly the non-empty leaves, the tree is canonical (binary nodes above two or
+ * more leaves, edges for the maximal single-leaf subtrees) and no record is unreachable.
+ */
+async function verifyRecords(
+  empty: readonly Uint8Array[],
+  root: Uint8Array,
+  records: Map<string, Uint8Array>,
+  leaves: Map<bigint, bigint>,
+): Promise<void> {
+  const height = empty.length - 1;
+  const e0 = bytesToBigint(empty[0]!);
+  const want = new Map([...leaves].filter(([, v]) => v !== e0));
+
+  // Every record verifies on its own.
+  const keys = [...records.keys()];
+  const binary = keys.filter((k) => records.get(k)!.length === 64);
+  const edges = keys.filter((k) => records.get(k)!.length !== 64);
+  for (const k of binary) {
+    const rec = records.get(k)!;
+    expect(toHex64(await engine.hashMany(rec.subarray(0, 32), rec.subarray(32, 64)))).toBe(k);
+  }
+  for (const k of edges) expect(isMerkleEdge(records.get(k)!, records.get(k)![64]!)).toBe(true);
+  const checks = await recomputeMerkleEdges(
+    engine,
+    empty,
+    edges.map((k) => records.get(k)!),
+  );
+  checks.forEach((c, i) => {
+    expect(c.badChainAt).toBeUndefined();
+    expect(toHex64(c.top)).toBe(edges[i]);
+  });
+
+  // Walk from the root: the leaves found, the records used, and the canonical shape.
+  const found = new Map<bigint, bigint>();
+  const used = new Set<string>();
+  const walk = (hash: Uint8Array, h: number, index: bigint): number => {
+    if (bytesEqual(hash, empty[h]!)) return 0;
+    if (h === 0) {
+      found.set(index, bytesToBigint(hash));
+      return 1;
+    }
+    const key = toHex64(hash);
+    const rec = records.get(key);
+    expect(rec, `record of node (${h}, ${index})`).toBeDefined();
+    used.add(key);
+    if (rec!.length === 64) {
+      const n =
+        walk(rec!.subarray(0, 32), h - 1, index * 2n) + walk(rec!.subarray(32, 64), h - 1, index * 2n + 1n);
+      expect(n, `binary node (${h}, ${index}) above ${n} leaves`).toBeGreaterThanOrEqual(2);
+      return n;
+    }
+    expect(rec![64]).toBe(h);
+    const leaf = (index << BigInt(h)) | bytesToBigint(rec!, 32);
+    found.set(leaf, bytesToBigint(rec!, 0, 32));
+    return 1;
+  };
+  const total = walk(root, height, 0n);
+  expect(total).toBe(want.size);
+  expect(found).toEqual(want);
+  expect(used.size).toBe(records.size);
+  // A lone leaf is an edge up to the root.
+  if (want.size === 1 && height > 0) expect(records.get(toHex64(root))!.length).not.toBe(64);
+}
+
+async function buildAndVerify(
+  height: number,
+  leaves: Map<bigint, bigint>,
+  leafKind: "order" | "vault" = "order",
+  opts: { sinkChunk?: number; engineChunk?: number } = {},
+): Promise<Map<string, Uint8Array>> {
+  const empty = await emptyRoots(engine, leafKind, height);
+  const records = new Map<string, Uint8Array>();
+  let writes = 0;
+  const sink = (nodes: NodeWrite[]): void => {
+    if (opts.sinkChunk) expect(nodes.length).toBeLessThanOrEqual(opts.sinkChunk);
+    for (const n of nodes) {
+      writes++;
+      records.set(toHex64(n.hash), n.record);
+    }
+  };
+  const root = await buildMerkle(engine, empty, pack(leaves), sink, opts);
+  expect(bytesToBigint(root)).toBe(naiveMerkleRoot(height, leaves, bytesToBigint(empty[0]!)));
+  expect(writes).toBe(records.size); // no record twice
+  await verifyRecords(empty, root, records, leaves);
+  return records;
+}
+
+const top = (h: number): bigint => (1n << BigInt(h)) - 1n;
+
+describe("buildMerkle writes the canonical form with edges", () => {
+  const cases: [string, number, bigint[]][] = [
+    ["no leaves, H=4", 4, []],
+    ["one leaf at 0, H=4", 4, [0n]],
+    ["one leaf at the end, H=4", 4, [15n]],
+    ["one leaf in the middle, H=4", 4, [9n]],
+    ["two adjacent leaves, H=4", 4, [6n, 7n]],
+    ["two adjacent leaves across halves, H=4", 4, [7n, 8n]],
+    ["leaves at 0 and 2^H−1, H=4", 4, [0n, 15n]],
+    ["a full tree, H=4", 4, Array.from({ length: 16 }, (_, i) => BigInt(i))],
+    ["one leaf, H=1", 1, [1n]],
+    ["two leaves, H=1", 1, [0n, 1n]],
+    ["one leaf, H=0", 0, [0n]],
+    ["no leaves, H=64", 64, []],
+    ["one leaf at 0, H=64", 64, [0n]],
+    ["one leaf at 2^64−1, H=64", 64, [top(64)]],
+    ["leaves at 0 and 2^64−1, H=64", 64, [0n, top(64)]],
+    ["two adjacent leaves, H=64", 64, [1234567890123n, 1234567890124n]],
+    ["adjacent leaves around the middle, H=64", 64, [top(63), 1n << 63n]],
+    ["a cluster and outliers, H=64", 64, [0n, 1n, 2n, 3n, 5n, 1n << 40n, top(64) - 1n, top(64)]],
+  ];
+  it.each(cases)("%s", async (_name, height, ids) => {
+    const r = rng(ids.length + height);
+    const leaves = new Map(ids.map((id) => [id, randomBig(r, 240) + 1n]));
+    await buildAndVerify(height, leaves);
+    await buildAndVerify(height, leaves, "order", { sinkChunk: 2, engineChunk: 3 });
+  });
+
+  it.each([4, 10, 31, 64])("random sparse and clustered leaf sets (H=%i)", async (height) => {
+    for (let seed = 1; seed <= 6; seed++) {
+      const r = rng(seed * 97 + height);
+      const leaves = new Map<bigint, bigint>();
+      const n = Math.floor(r() * Math.min(60, 2 ** height));
+      while (leaves.size < n) {
+        // Some ids clustered (shared subtrees near the bottom), most spread over the whole tree.
+        const id = r() < 0.3 ? BigInt(Math.floor(r() * 8)) : randomBig(r, height);
+        leaves.set(id, randomBig(r, 240) + 1n);
+      }
+      const opts = seed % 2 === 0 ? { sinkChunk: 5, engineChunk: 7 } : {};
+      await buildAndVerify(height, leaves, "order", opts);
+    }
+  });
+
+  it("drops empty leaves (hash E[0]) and works with a non-zero E[0]", async () => {
+    const height = 8;
+    const empty = await emptyRoots(engine, "vault", height);
+    const e0 = bytesToBigint(empty[0]!);
+    const leaves = new Map<bigint, bigint>([
+      [3n, 11n],
+      [4n, e0],
+      [5n, 12n],
+      [200n, e0],
+      [201n, 13n],
+    ]);
+    const records = await buildAndVerify(height, leaves, "vault");
+    // Leaf 201 is alone once 200 is dropped: one edge of height 7 (201 and 3, 5 first meet at 8).
+    const edge201 = [...records.values()].find((rec) => rec.length !== 64 && bytesToBigint(rec, 0) === 13n);
+    expect(edge201?.[64]).toBe(7);
+    expect((await buildAndVerify(height, new Map([[7n, e0]]), "vault")).size).toBe(0);
+  });
+});
+
+describe("recomputeMerkleEdges", () => {
+  it("finds an altered chain entry, an altered leaf, and refuses a non-edge", async () => {
+    const height = 6;
+    const empty = await emptyRoots(engine, "order", height);
+    const records = new Map<string, Uint8Array>();
+    await buildMerkle(engine, empty, pack(new Map([[37n, 5n]])), (ns) => {
+      for (const n of ns) records.set(toHex64(n.hash), n.record);
+    });
+    expect(records.size).toBe(1);
+    const [[key, rec]] = [...records] as [[string, Uint8Array]];
+    expect(rec[64]).toBe(height);
+    // The record is what encodeMerkleEdge makes of the chain it holds.
+    const chain = [0, 1, 2, 3, 4, 5].map((k) =>
+      k === 0 ? rec.subarray(0, 32) : rec.subarray(65 + 32 * (k - 1), 97 + 32 * (k - 1)),
+    );
+    expect(encodeMerkleEdge([...chain, new Uint8Array(32)], 37n)).toEqual(rec);
+
+    const badChain = rec.slice();
+    badChain[65 + 32 * 2 + 31]! ^= 1; // the ancestor at height 3
+    const badLeaf = rec.slice();
+    badLeaf[31]! ^= 1;
+    const [ok, c, l] = await recomputeMerkleEdges(engine, empty, [rec, badChain, badLeaf]);
+    expect(toHex64(ok!.top)).toBe(key);
+    expect(ok!.badChainAt).toBeUndefined();
+    expect(toHex64(c!.top)).toBe(key);
+    expect(c!.badChainAt).toBe(3);
+    expect(toHex64(l!.top)).not.toBe(key);
+    expect(l!.badChainAt).toBe(1);
+    await expect(recomputeMerkleEdges(engine, empty, [new Uint8Array(64)])).rejects.toThrow(RangeError);
+    await expect(recomputeMerkleEdges(engine, empty.slice(0, 4), [rec])).rejects.toThrow(RangeError);
+    expect(await recomputeMerkleEdges(engine, empty, [])).toEqual([]);
+  });
+});
+
+describe("deep check of a store loaded from a dump (edges from buildMerkle)", () => {
+  it("passes, then names an altered edge chain and an altered edge leaf", async () => {
+    const src = await chainStore("spot-chain");
+    const dump = join(await tempDir(), "dump");
+    await dumpStore(src.store, engine, { outDir: dump });
+    await src.store.close();
+    const store = await LevelStore.open(join(await tempDir(), "db"));
+    try {
+      await loadDump(store, engine, { fromDir: dump });
+      const clean = await checkStore(store, engine, { deep: true });
+      expect(clean.problems).toEqual([]);
+
+      // Two edges of height ≥ 2 (chain entries to alter).
+      const found: { key: Uint8Array; rec: Uint8Array }[] = [];
+      for await (const [k, v] of store.raw.iterator({
+        gte: Uint8Array.of(Prefix.node),
+        lt: Uint8Array.of(Prefix.node + 1),
+      })) {
+        if (v.length !== 64 && v[64]! >= 2) found.push({ key: k.slice(1), rec: v.slice() });
+        if (found.length === 2) break;
+      }
+      expect(found.length).toBe(2);
+      const put = (key: Uint8Array, rec: Uint8Array): Promise<void> =>
+        store.raw.put(Uint8Array.of(Prefix.node, ...key), rec);
+      const chain = found[0]!.rec.slice();
+      chain[65 + 31]! ^= 1; // ancestor at height 1
+      await put(found[0]!.key, chain);
+      const leaf = found[1]!.rec.slice();
+      leaf[31]! ^= 1;
+      await put(found[1]!.key, leaf);
+
+      const r = await checkStore(store, engine, { deep: true });
+      expect(r.ok).toBe(false);
+      expect(r.problems).toContainEqual(
+        expect.objectContaining({
+          hash: toHex64(found[0]!.key),
+          problem: "edge chain differs from its recomputation at height 1",
+        }),
+      );
+      expect(r.problems).not.toContainEqual(
+        expect.objectContaining({
+          hash: toHex64(found[0]!.key),
+          problem: expect.stringMatching(/hashes to/),
+        }),
+      );
+      expect(r.problems).toContainEqual(
+        expect.objectContaining({
+          hash: toHex64(found[1]!.key),
+          problem: expect.stringMatching(/^record hashes to/),
+        }),
+      );
+    } finally {
+      await store.close();
+    }
+  });
+});
