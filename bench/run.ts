@@ -1,11 +1,12 @@
 import { writeFile } from "node:fs/promises";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
+import { DEFAULT_CACHE_LEVELS } from "../src/verifier/node-cache.js";
 import { benchEngines } from "./engines.js";
 import { runWorkload, type WorkloadResult } from "./workloads.js";
 
 /**
- * `npm run bench [-- --quick] [-- --json FILE] [-- --wasm-runs N]`: engine speeds and the W-spot and
+ * `npm run bench [-- --quick] [-- --json FILE] [-- --wasm-runs N] [-- --cache-levels N]`: engine speeds and the W-spot and
  * W-perp workloads, printed as a table. Figures from one run on one machine; compare the ratios.
  */
 function arg(name: string): string | undefined {
@@ -16,6 +17,7 @@ function arg(name: string): string | undefined {
 const quick = process.argv.includes("--quick");
 const jsonPath = arg("--json");
 const wasmRuns = Number(arg("--wasm-runs") ?? 3);
+const cacheLevels = Number(arg("--cache-levels") ?? DEFAULT_CACHE_LEVELS);
 const log = (s: string): void => void process.stderr.write(s + "\n");
 
 let peakRss = 0;
@@ -35,7 +37,7 @@ const native = createEngine("native", { threads: "auto" });
 const wasm = new WasmEngine();
 const results: Record<string, WorkloadResult> = {};
 for (const kind of ["spot", "perp"] as const) {
-  results[kind] = await runWorkload(kind, { quick, native, wasm, nativeRuns: 5, wasmRuns, log });
+  results[kind] = await runWorkload(kind, { quick, native, wasm, nativeRuns: 5, wasmRuns, cacheLevels, log });
 }
 await native.close?.();
 clearInterval(sampler);

@@ -18,6 +18,7 @@ import {
   type TreeName,
   type TreeSpec,
 } from "../src/verifier/profile.js";
+import { TopNodeCache } from "../src/verifier/node-cache.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
 import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/wire/types.js";
 
@@ -243,6 +244,7 @@ export async function runWorkload(
     wasm: HashEngine;
     nativeRuns: number;
     wasmRuns: number;
+    cacheLevels: number;
     log: (s: string) => void;
   },
 ): Promise<WorkloadResult> {
@@ -288,13 +290,19 @@ export async function runWorkload(
       },
     });
     const signer = new EthSigner(new Uint8Array(32).fill(7));
-    const ctxFor = (engine: HashEngine): VerifyContext => ({
-      profile,
-      engine,
-      store: counted,
-      signer,
-      options: { validateOrders: true, validateRollup },
-    });
+    // One cache per engine: each pipeline keeps its own top levels, as a daemon would.
+    const caches = new Map<HashEngine, TopNodeCache>();
+    const ctxFor = (engine: HashEngine): VerifyContext => {
+      if (!caches.has(engine)) caches.set(engine, new TopNodeCache(opts.cacheLevels));
+      return {
+        profile,
+        engine,
+        store: counted,
+        signer,
+        options: { validateOrders: true, validateRollup },
+        topNodes: caches.get(engine)!,
+      };
+    };
     const native = new CountingEngine(opts.native);
     const nativeTimes: number[] = [];
     const breakdowns: { total: number; reads: number; hashing: number; commit: number }[] = [];

@@ -23,6 +23,7 @@ import { LevelStore } from "./storage/level-store.js";
 import type { HashEngine } from "./verifier/hash/engine.js";
 import { createEngine } from "./verifier/hash/select.js";
 import { makeProfile, type Profile } from "./verifier/profile.js";
+import { TopNodeCache } from "./verifier/node-cache.js";
 import { bindVerifyContext } from "./verifier/verify-batch.js";
 
 /**
@@ -116,6 +117,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       engine,
       signer,
       options: { validateOrders: config.validateOrders, validateRollup },
+      topNodes: new TopNodeCache(config.nodeCacheLevels),
     });
     const member = new Member(
       ctx,

@@ -6,6 +6,7 @@ import { loadPrivateKey } from "../signer/key-file.js";
 import { LevelStore } from "../storage/level-store.js";
 import { createEngine } from "../verifier/hash/select.js";
 import { isProfileName, makeProfile } from "../verifier/profile.js";
+import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../verifier/node-cache.js";
 import { bindVerifyContext, verifyAndStoreBatch } from "../verifier/verify-batch.js";
 
 interface ReplayOptions {
@@ -63,6 +64,7 @@ async function replay(opts: ReplayOptions): Promise<number> {
       engine,
       signer,
       options: { validateOrders: opts.validateOrders, validateRollup },
+      topNodes: new TopNodeCache(DEFAULT_CACHE_LEVELS),
     });
     for (let batchId = 0; batchId < bodies.length; batchId++) {
       try {

@@ -397,6 +397,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     maxReadyLag: raw.max_ready_lag as number,
     logLevel: raw.log_level as LogLevel,
     hashEngine: raw.hash_engine as Config["hashEngine"],
+    nodeCacheLevels: raw.node_cache_levels as number,
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,
     warnings,

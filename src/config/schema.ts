@@ -11,11 +11,13 @@
  *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollupVault,position}
  *   metrics_port → metricsPort              metrics_host → metricsHost
  *   max_ready_lag → maxReadyLag             log_level → logLevel
- *   hash_engine → hashEngine
+ *   hash_engine → hashEngine                node_cache_levels → nodeCacheLevels
  *   schedule.{check,backup,prune} → schedule.{check,backup,prune}
  *   backup_dir → backupDir                  backup_keep → backupKeep
  *   prune_keep_batches → pruneKeepBatches
  */
+
+import { DEFAULT_CACHE_LEVELS } from "../verifier/node-cache.js";
 
 export const PROFILES = ["perpetual", "spot", "spot-v4.0"] as const;
 export type Profile = (typeof PROFILES)[number];
@@ -81,6 +83,8 @@ export interface Config {
   logLevel: LogLevel;
   /** Pedersen engine: auto (native when built, else WASM), native, wasm or js. */
   hashEngine: (typeof HASH_ENGINES)[number];
+  /** Levels below each tree's root kept in memory between batches (0: none). */
+  nodeCacheLevels: number;
   schedule: Schedule;
   /** Absolute. */
   backupDir?: string;
@@ -123,6 +127,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   max_ready_lag: { kind: "int", min: 0, default: 5 },
   log_level: { kind: "enum", values: LOG_LEVELS, default: "info" },
   hash_engine: { kind: "enum", values: HASH_ENGINES, default: "auto" },
+  node_cache_levels: { kind: "int", min: 0, max: 24, default: DEFAULT_CACHE_LEVELS },
   schedule: { kind: "object", fields: { check: cron, backup: cron, prune: cron } },
   backup_dir: { kind: "path" },
   backup_keep: { kind: "int", min: 1, default: 3 },

@@ -6,6 +6,9 @@ import { batchIdFromKey, batchKey, metaKey, Prefix, prefixed } from "./keys.js";
 
 type Db = Level<Uint8Array, Uint8Array>;
 
+/** Lookups in one getNodes from which two getMany calls run side by side. */
+const PARALLEL_READ_MIN = 2048;
+
 const json = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
 const parse = <T>(b: Uint8Array): T => JSON.parse(new TextDecoder().decode(b)) as T;
 
@@ -55,9 +58,19 @@ export class LevelStore implements NodeSource {
     await this.db.close();
   }
 
-  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
-    if (hashes.length === 0) return Promise.resolve([]);
-    return this.db.getMany(hashes.map((h) => prefixed(Prefix.node, h)));
+  /**
+   * One getMany runs its lookups one after another on one libuv thread; a large one is split so that
+   * two threads look up at once (about 1.3× faster for 10k random keys on 2 cores; bench/).
+   */
+  async getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    const keys = hashes.map((h) => prefixed(Prefix.node, h));
+    if (keys.length < PARALLEL_READ_MIN) return keys.length === 0 ? [] : this.db.getMany(keys);
+    const half = keys.length >> 1;
+    const [a, b] = await Promise.all([
+      this.db.getMany(keys.slice(0, half)),
+      this.db.getMany(keys.slice(half)),
+    ]);
+    return a.concat(b);
   }
 
   async getLeafRecords(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {

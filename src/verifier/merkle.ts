@@ -102,9 +102,13 @@ export async function updateMerkle(
 
   // Bottom-up: new hashes of every path node, one engine call per level.
   const newNodes: NodeWrite[] = [];
+  const write = (h: number, id: bigint, hash: Uint8Array, record: Uint8Array): void => {
+    newNodes.push({ hash, record });
+    nodes.remember?.(treeName, height - h, id, hash, record);
+  };
   const writeEdge = (chain: Uint8Array[], leaf: bigint): void => {
     const h = chain.length - 1;
-    newNodes.push({ hash: chain[h]!, record: encodeMerkleEdge(chain, leaf & ((1n << BigInt(h)) - 1n)) });
+    write(h, leaf >> BigInt(h), chain[h]!, encodeMerkleEdge(chain, leaf & ((1n << BigInt(h)) - 1n)));
   };
   let below: NewLevel = {
     kind: leafIds.map((id) => (bytesEqual(leaves.get(id)!, empty[0]!) ? New.Empty : New.Single)),
@@ -183,7 +187,7 @@ export async function updateMerkle(
       level.hash[j] = hash;
       if (level.kind[j] === New.Single) level.chain[j]!.push(hash);
       // An all-empty subtree is recognised by its hash and needs no record.
-      if (binary[j]) newNodes.push({ hash, record: pairs.subarray(j * 64, j * 64 + 64) });
+      if (binary[j]) write(h, parents[j]!, hash, pairs.subarray(j * 64, j * 64 + 64));
     }
     below = level;
   }
@@ -233,6 +237,7 @@ async function readOldPaths(
         );
       }
       level.rec[j] = rec;
+      nodes.remember?.(treeName, height - h, ids[j]!, hashes[j]!, rec!);
     });
     old[h] = level;
 

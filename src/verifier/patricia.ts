@@ -20,8 +20,11 @@ type PNode =
   | { readonly t: "leaf"; readonly hash: Uint8Array }
   // A non-empty subtree of height > 0 known only by its hash; `edge` is filled once loaded.
   | { readonly t: "stored"; readonly hash: Uint8Array; edge?: Edge }
-  | { readonly t: "binary"; readonly left: PNode; readonly right: PNode; hash?: Uint8Array }
+  | { readonly t: "binary"; readonly left: PNode; readonly right: PNode; hash?: Uint8Array; at?: Position }
   | Edge;
+
+/** Where a new node sits: its height and its index among the nodes of that height. */
+type Position = readonly [height: number, index: bigint];
 
 interface Edge {
   readonly t: "edge";
@@ -29,6 +32,7 @@ interface Edge {
   readonly length: number;
   readonly bottom: PNode;
   hash?: Uint8Array;
+  at?: Position;
 }
 
 const EMPTY: PNode = { t: "empty" };
@@ -92,8 +96,10 @@ export async function updatePatricia(
   if (leaves.size === 0) return { root: oldRoot, newNodes: [] };
   const reader = new BatchedReader(nodes);
 
-  const load = async (node: { hash: Uint8Array }, h: number): Promise<PNode> => {
+  const load = async (node: { hash: Uint8Array }, h: number, index: bigint): Promise<PNode> => {
     const rec = await reader.get(node.hash);
+    if (rec?.length === 64 || rec?.length === 65)
+      nodes.remember?.(treeName, height - h, index, node.hash, rec);
     if (rec?.length === 64) {
       return {
         t: "binary",
@@ -122,8 +128,8 @@ export async function updatePatricia(
     );
 
   /** The two children (height h-1) of a non-empty node at height h. */
-  const expand = async (node: PNode, h: number): Promise<[PNode, PNode]> => {
-    if (node.t === "stored") node = await load(node, h);
+  const expand = async (node: PNode, h: number, index: bigint): Promise<[PNode, PNode]> => {
+    if (node.t === "stored") node = await load(node, h, index);
     switch (node.t) {
       case "empty":
         return [EMPTY, EMPTY];
@@ -151,11 +157,17 @@ export async function updatePatricia(
    * A subtree at height h whose only non-empty descendant is `child`, `length` levels down along
    * `path`: nothing (child empty), an edge, or — when the child is itself an edge — a longer edge.
    */
-  const wrap = async (path: bigint, length: number, child: PNode, h: number): Promise<PNode> => {
+  const wrap = async (
+    path: bigint,
+    length: number,
+    child: PNode,
+    h: number,
+    index: bigint,
+  ): Promise<PNode> => {
     if (child.t === "empty") return EMPTY;
     // An untouched stored child may itself be an edge, which must be extended rather than wrapped.
     if (child.t === "stored" && h - length > 0) {
-      const loaded = await load(child, h - length);
+      const loaded = await load(child, h - length, (index << BigInt(length)) | path);
       if (loaded.t === "edge") child = loaded;
     }
     if (child.t === "edge") {
@@ -170,9 +182,9 @@ export async function updatePatricia(
   };
 
   /** A parent at height h from its children. */
-  const combine = async (left: PNode, right: PNode, h: number): Promise<PNode> => {
+  const combine = async (left: PNode, right: PNode, h: number, index: bigint): Promise<PNode> => {
     if (left.t !== "empty" && right.t !== "empty") return { t: "binary", left, right };
-    return left.t === "empty" ? wrap(1n, 1, right, h) : wrap(0n, 1, left, h);
+    return left.t === "empty" ? wrap(1n, 1, right, h, index) : wrap(0n, 1, left, h, index);
   };
 
   type Change = readonly [bigint, Uint8Array];
@@ -185,10 +197,22 @@ export async function updatePatricia(
    * once instead of descending one level at a time: a 251-high tree costs about log2(changes)
    * steps per change, not 251.
    */
-  const walk = async (node: PNode, h: number, lo: number, hi: number): Promise<PNode> => {
+  const walk = async (node: PNode, h: number, index: bigint, lo: number, hi: number): Promise<PNode> => {
+    const out = await walkUnplaced(node, h, index, lo, hi);
+    // A node created here is the subtree at (h, index); the cache of top levels wants to know.
+    if ((out.t === "binary" || out.t === "edge") && !out.hash) out.at = [h, index];
+    return out;
+  };
+  const walkUnplaced = async (
+    node: PNode,
+    h: number,
+    index: bigint,
+    lo: number,
+    hi: number,
+  ): Promise<PNode> => {
     if (lo === hi) return node;
     if (h === 0) return fromHash(sorted[hi - 1]![1], 0);
-    if (node.t === "stored") node = await load(node, h);
+    if (node.t === "stored") node = await load(node, h, index);
     const first = sorted[lo]![0];
     // Levels all changes agree on, below height h.
     let shared = h - bitLength((first ^ sorted[hi - 1]![0]) & mask(h));
@@ -205,17 +229,20 @@ export async function updatePatricia(
                 length: node.length - shared,
                 bottom: node.bottom,
               };
-        const below = await walk(rest, h - shared, lo, hi);
-        return wrap(node.path >> BigInt(node.length - shared), shared, below, h);
+        const below = await walk(rest, h - shared, first >> BigInt(h - shared), lo, hi);
+        return wrap(node.path >> BigInt(node.length - shared), shared, below, h, index);
       }
     } else if (node.t === "empty" && shared > 0) {
-      const below = await walk(EMPTY, h - shared, lo, hi);
-      return wrap((first >> BigInt(h - shared)) & mask(shared), shared, below, h);
+      const below = await walk(EMPTY, h - shared, first >> BigInt(h - shared), lo, hi);
+      return wrap((first >> BigInt(h - shared)) & mask(shared), shared, below, h, index);
     }
-    const [l, r] = await expand(node, h);
+    const [l, r] = await expand(node, h, index);
     const split = firstWithBit(lo, hi, h - 1);
-    const [nl, nr] = await Promise.all([walk(l, h - 1, lo, split), walk(r, h - 1, split, hi)]);
-    return combine(nl, nr, h);
+    const [nl, nr] = await Promise.all([
+      walk(l, h - 1, 2n * index, lo, split),
+      walk(r, h - 1, 2n * index + 1n, split, hi),
+    ]);
+    return combine(nl, nr, h, index);
   };
 
   /** The first index in [lo, hi) whose id has bit `bit` set (the ids there agree above it). */
@@ -229,8 +256,10 @@ export async function updatePatricia(
     return lo;
   };
 
-  const root = await walk(fromHash(oldRoot, height), height, 0, sorted.length);
-  const newNodes = await hashNewNodes(engine, root);
+  const root = await walk(fromHash(oldRoot, height), height, 0n, 0, sorted.length);
+  const newNodes = await hashNewNodes(engine, root, (n, w) => {
+    if (n.at) nodes.remember?.(treeName, height - n.at[0], n.at[1], w.hash, w.record);
+  });
   return { root: hashOf(root), newNodes };
 }
 
@@ -252,7 +281,11 @@ function hashOf(node: PNode): Uint8Array {
 }
 
 /** Hashes every node the walk created, deepest first, one engine call per rank. */
-async function hashNewNodes(engine: HashEngine, root: PNode): Promise<NodeWrite[]> {
+async function hashNewNodes(
+  engine: HashEngine,
+  root: PNode,
+  onWrite: (node: { at?: Position }, write: NodeWrite) => void,
+): Promise<NodeWrite[]> {
   const byRank: (Edge | Extract<PNode, { t: "binary" }>)[][] = [];
   const rank = (node: PNode): number => {
     if (node.t === "empty" || node.t === "leaf" || node.t === "stored" || node.hash) return 0;
@@ -275,6 +308,7 @@ async function hashNewNodes(engine: HashEngine, root: PNode): Promise<NodeWrite[
         n.hash = bigintToBytes32(bytesToBigint(hashes[i]!) + BigInt(n.length));
         writes.push({ hash: n.hash, record: concatBytes(xs[i]!, ys[i]!, Uint8Array.of(n.length)) });
       }
+      onWrite(n, writes[writes.length - 1]!);
     });
   }
   return writes;

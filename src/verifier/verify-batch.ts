@@ -8,6 +8,7 @@ import { parseStateUpdate } from "../wire/parse-update.js";
 import type { StateUpdate } from "../wire/types.js";
 import { computeRoots, type Roots } from "./compute-roots.js";
 import type { HashEngine } from "./hash/engine.js";
+import { TopNodeCache } from "./node-cache.js";
 import { keptHeights, keptTrees, type Profile, type TreeName, type TreeSpec } from "./profile.js";
 
 export interface VerifyOptions {
@@ -23,6 +24,8 @@ export interface VerifyContext {
   readonly store: LevelStore;
   readonly signer: Signer;
   readonly options: VerifyOptions;
+  /** The top levels of the trees, kept between batches (absent: every node is read from the store). */
+  readonly topNodes?: TopNodeCache;
 }
 
 /**
@@ -113,7 +116,8 @@ export async function verifyParsedAndStore(
   const prevRoots = prev ? rootsFromRecord(prev, batchId) : null;
 
   const trees = treesToCompute(ctx, update);
-  const computed = await computeRoots(ctx.engine, ctx.store, trees, prevRoots, update.changes);
+  const nodes = ctx.topNodes ? ctx.topNodes.over(ctx.store) : ctx.store;
+  const computed = await computeRoots(ctx.engine, nodes, trees, prevRoots, update.changes);
   const roots = checkRoots(ctx, batchId, update, computed.roots);
 
   const sequenceNumber = prev ? prev.sequence_number + 1 : 0;

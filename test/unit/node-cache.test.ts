@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import { MemoryNodeStore } from "../../src/storage/memory-store.js";
+import { computeRoots, type Roots } from "../../src/verifier/compute-roots.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
+import { TopNodeCache } from "../../src/verifier/node-cache.js";
+import type { NodeSource } from "../../src/verifier/node-source.js";
+import type { TreeSpec } from "../../src/verifier/profile.js";
+import { prng } from "../../src/util/prng.js";
+import type { LeafChanges } from "../../src/wire/types.js";
+
+const engine = createEngine("auto");
+const h = (n: number): Uint8Array => new Uint8Array(32).fill(n);
+
+describe("TopNodeCache", () => {
+  it("answers by hash, keeps one node per position and ignores levels below its depth", () => {
+    const cache = new TopNodeCache(2);
+    cache.remember("vault", 0, 0n, h(1), h(11));
+    cache.remember("vault", 1, 1n, h(2), h(12));
+    cache.remember("vault", 2, 0n, h(3), h(13)); // depth 2: not kept
+    expect(cache.get(h(1))).toEqual(h(11));
+    expect(cache.get(h(2))).toEqual(h(12));
+    expect(cache.get(h(3))).toBeUndefined();
+    // A new root replaces the old one; the other tree's positions are its own.
+    cache.remember("vault", 0, 0n, h(4), h(14));
+    cache.remember("order", 0, 0n, h(5), h(15));
+    expect(cache.get(h(1))).toBeUndefined();
+    expect(cache.get(h(4))).toEqual(h(14));
+    expect(cache.get(h(5))).toEqual(h(15));
+    expect(cache.size).toBe(3);
+  });
+
+  it("never answers for a hash that only shares its lookup key", () => {
+    const cache = new TopNodeCache(4);
+    const a = h(7);
+    const b = h(7);
+    b[0] = 8; // same last 6 bytes (the map key), different hash
+    cache.remember("vault", 0, 0n, a, h(9));
+    expect(cache.get(b)).toBeUndefined();
+  });
+
+  it.each([
+    { name: "vault", kind: "merkle", height: 31, leaf: "order" },
+    { name: "vault", kind: "patricia", height: 251, leaf: "order" },
+  ] satisfies TreeSpec[])(
+    "keeps roots equal to an uncached run and saves reads near the root: $kind",
+    async (spec) => {
+      const plain = new MemoryNodeStore();
+      const cachedStore = new MemoryNodeStore();
+      const cache = new TopNodeCache(12);
+      const reads = { plain: 0, cached: 0 };
+      const counting = (store: MemoryNodeStore, which: keyof typeof reads): NodeSource => ({
+        getNodes: (hs) => {
+          reads[which] += hs.length;
+          return store.getNodes(hs);
+        },
+      });
+      const rand = prng(5);
+      let plainRoots: Roots | null = null;
+      let cachedRoots: Roots | null = null;
+      for (let batch = 0; batch < 6; batch++) {
+        const changes: LeafChanges = new Map();
+        while (changes.size < 300)
+          changes.set(
+            BigInt(Math.floor(rand() * 2 ** 31)) << BigInt(spec.height - 31),
+            BigInt(Math.floor(rand() * 3)),
+          );
+        reads.plain = reads.cached = 0;
+        const a = await computeRoots(engine, counting(plain, "plain"), [spec], plainRoots, {
+          vault: changes,
+        });
+        plain.putNodes(a.newNodes);
+        const b = await computeRoots(
+          engine,
+          cache.over(counting(cachedStore, "cached")),
+          [spec],
+          cachedRoots,
+          {
+            vault: changes,
+          },
+        );
+        cachedStore.putNodes(b.newNodes);
+        expect(b.roots.vault).toEqual(a.roots.vault);
+        plainRoots = a.roots;
+        cachedRoots = b.roots;
+      }
+      // The last batch found the top 12 levels in memory: far fewer store reads than without the cache.
+      expect(cache.size).toBeGreaterThan(500);
+      expect(reads.plain).toBeGreaterThan(500);
+      expect(reads.cached).toBeLessThan(reads.plain / 2);
+    },
+  );
+});
