@@ -22,8 +22,9 @@ import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
 import type { HashEngine } from "./verifier/hash/engine.js";
 import { createEngine } from "./verifier/hash/select.js";
-import { makeProfile, type Profile } from "./verifier/profile.js";
+import { keptTrees, makeProfile, type Profile } from "./verifier/profile.js";
 import { TopNodeCache } from "./verifier/node-cache.js";
+import { warmTopNodes } from "./verifier/warm-cache.js";
 import { bindVerifyContext } from "./verifier/verify-batch.js";
 
 /**
@@ -167,6 +168,12 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       "dacd started",
     );
     const done = member.run(abort.signal);
+    // In the background: the first batches find the top levels in memory, and the start is not delayed.
+    const warmStart = performance.now();
+    warmTopNodes(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).then(
+      (nodes) => log.info({ nodes, ms: Math.round(performance.now() - warmStart) }, "node cache warmed"),
+      (err: unknown) => log.warn({ err }, "node cache warm-up stopped"),
+    );
     const operations: Operations = await startOperations({
       config,
       log,

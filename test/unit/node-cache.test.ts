@@ -1,4 +1,10 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { LevelStore } from "../../src/storage/level-store.js";
+import { toHex64 } from "../../src/util/bytes.js";
+import { warmTopNodes } from "../../src/verifier/warm-cache.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { computeRoots, type Roots } from "../../src/verifier/compute-roots.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
@@ -89,4 +95,65 @@ describe("TopNodeCache", () => {
       expect(reads.cached).toBeLessThan(reads.plain / 2);
     },
   );
+
+  it("is warmed from the newest stored batch: the next batch then reads as little as a warm daemon's", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "dacd-warm-"));
+    const store = await LevelStore.open(dir);
+    try {
+      const trees: TreeSpec[] = [
+        { name: "vault", kind: "merkle", height: 31, leaf: "order" },
+        { name: "order", kind: "patricia", height: 251, leaf: "order" },
+      ];
+      const rand = prng(8);
+      const changesOf = () => {
+        const vault: LeafChanges = new Map();
+        const order: LeafChanges = new Map();
+        while (vault.size < 400) vault.set(BigInt(Math.floor(rand() * 2 ** 31)), 1n + BigInt(vault.size));
+        while (order.size < 400)
+          order.set(BigInt(Math.floor(rand() * 2 ** 31)) << 200n, 1n + BigInt(order.size));
+        return { vault, order };
+      };
+      const first = await computeRoots(engine, store, trees, null, changesOf());
+      await store.commitBatch(
+        {
+          batch_id: 0,
+          prev_batch_id: -1,
+          sequence_number: 0,
+          roots: { vault: toHex64(first.roots.vault!), order: toHex64(first.roots.order!) },
+          heights: { vault: 31, order: 251 },
+          claim_hash: "",
+          signature: "",
+          member_key: "",
+          verified_at: "",
+        },
+        first.newNodes,
+        [],
+      );
+      const next = changesOf();
+      const readsWith = async (cache: TopNodeCache): Promise<number> => {
+        let reads = 0;
+        const counted: NodeSource = {
+          getNodes: (hs) => {
+            reads += hs.length;
+            return store.getNodes(hs);
+          },
+        };
+        const r = await computeRoots(engine, cache.over(counted), trees, first.roots, next);
+        const plain = await computeRoots(engine, store, trees, first.roots, next);
+        expect(r.roots).toEqual(plain.roots);
+        return reads;
+      };
+      const warm = new TopNodeCache(12);
+      const cached = await warmTopNodes(warm, store, engine, trees);
+      expect(cached).toBe(warm.size);
+      expect(warm.get(first.roots.vault!)).toEqual((await store.getNodes([first.roots.vault!]))[0]);
+      const cold = await readsWith(new TopNodeCache(12));
+      const warmed = await readsWith(warm);
+      expect(cold).toBeGreaterThan(500);
+      expect(warmed).toBeLessThan(cold / 2);
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
