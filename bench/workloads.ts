@@ -5,7 +5,7 @@ import { computeClaimHash } from "../src/signer/claim.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
 import { Prefix, prefixed } from "../src/storage/keys.js";
 import { LevelStore } from "../src/storage/level-store.js";
-import { toHex0x, toHex64 } from "../src/util/bytes.js";
+import { bigintToBytes32, bytesToBigint, toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/bulk-build.js";
 import { computeRoots, emptyRoots, type Roots } from "../src/verifier/compute-roots.js";
@@ -145,9 +145,9 @@ async function bulkLoad(
   trees: TreeSpec[],
   size: WorkloadSize,
   rng: Rng,
-): Promise<{ roots: Roots; ids: Map<TreeName, bigint[]> }> {
+): Promise<{ roots: Roots; ids: Map<TreeName, PackedIds> }> {
   const roots: Roots = {};
-  const ids = new Map<TreeName, bigint[]>();
+  const ids = new Map<TreeName, PackedIds>();
   let pending = store.raw.batch();
   let pendingOps = 0;
   const flush = async (): Promise<void> => {
@@ -166,7 +166,7 @@ async function bulkLoad(
     const set = new Set<bigint>();
     while (set.size < count) set.add(randomId(rng, spec));
     const sorted = [...set].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    ids.set(spec.name, sorted);
+    ids.set(spec.name, new PackedIds(sorted));
     const hashes = new Uint8Array(sorted.length * 32);
     const CHUNK = 50_000;
     for (let i = 0; i < sorted.length; i += CHUNK) {
@@ -214,7 +214,24 @@ async function bulkLoad(
   return { roots, ids };
 }
 
-function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<TreeName, bigint[]>) {
+/**
+ * The existing leaf ids, packed 32 bytes each: a million BigInts would be a million objects on the
+ * heap, and every major garbage collection during the timed batches would trace them.
+ */
+class PackedIds {
+  private readonly bytes: Uint8Array;
+  readonly length: number;
+  constructor(ids: readonly bigint[]) {
+    this.length = ids.length;
+    this.bytes = new Uint8Array(ids.length * 32);
+    ids.forEach((id, i) => this.bytes.set(bigintToBytes32(id), i * 32));
+  }
+  at(i: number): bigint {
+    return bytesToBigint(this.bytes, i * 32);
+  }
+}
+
+function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<TreeName, PackedIds>) {
   const changes: Partial<Record<TreeName, LeafChanges>> = {};
   for (const spec of trees) {
     const n = size.batch[spec.name] ?? 0;
@@ -222,7 +239,7 @@ function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<T
     const m: LeafChanges = new Map();
     // Half new leaves, half existing ones.
     while (m.size < n / 2) m.set(randomId(rng, spec), randomLeaf(rng, spec));
-    while (m.size < n) m.set(existing[rng.below(existing.length)]!, randomLeaf(rng, spec));
+    while (m.size < n) m.set(existing.at(rng.below(existing.length)), randomLeaf(rng, spec));
     changes[spec.name] = m;
   }
   return changes;

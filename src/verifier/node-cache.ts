@@ -1,59 +1,78 @@
-import { bytesEqual } from "../util/bytes.js";
 import type { NodeSource } from "./node-source.js";
+
+/**
+ * 18 levels: up to 2^18 positions per tree. For the benchmark's million-vault tree that leaves 2–3
+ * store reads per changed leaf instead of ~8, for under 100 MB of memory (bench/).
+ */
+export const DEFAULT_CACHE_LEVELS = 18;
+
+/** A slot: hash (32) ‖ record length (1) ‖ record (up to 65: binary nodes and Patricia edges). */
+const SLOT = 98;
+const MAX_RECORD = SLOT - 33;
 
 /**
  * The top levels of each tree, kept in memory from one batch to the next. Every batch changes
  * leaves all over the tree, so it reads and rewrites the nodes near the root each time, and the
- * random reads below them cost ~10 µs each in LevelDB; this cache answers those near the root.
+ * random reads below them cost ~10–25 µs each in LevelDB; this cache answers those near the root.
  *
  * It holds one node per position (tree, depth, index) for depths below `levels`: a node written at
  * a position replaces the one there before, so old versions leave on their own and the size is
- * bounded by the tree's shape (at most 2^levels positions per tree), not by the number of batches.
+ * bounded by the trees' shape (at most 2^levels positions per tree), not by the number of batches.
  * Lookups are by hash, like the store's: nodes are content-addressed, so a record found here is
- * the stored record, and a node that is not here is simply read from the store.
+ * the stored record, and a node that is not here is simply read from the store. Merkle edge records
+ * (up to 1.5 KiB, one per leaf path's end) are not kept: they are read about once each.
+ *
+ * Nodes live in one slab of fixed-size slots indexed by small integers, so a million cached nodes
+ * are a few large buffers rather than millions of objects for the garbage collector to trace.
  */
-/**
- * 18 levels: up to 2^18 positions per tree. For the benchmark's million-vault tree that leaves 2–3
- * store reads per changed leaf instead of ~8, for ~100–200 MB of memory (bench/).
- */
-export const DEFAULT_CACHE_LEVELS = 18;
-
 export class TopNodeCache {
-  private readonly byHash = new Map<number, Entry>();
-  private readonly byPosition = new Map<string, Map<number, Entry>>();
+  private slab = new Uint8Array(0);
+  private used = 0;
+  /** 30 bits of the hash → slot (a hit is confirmed on all 32 bytes). */
+  private readonly byHash = new Map<number, number>();
+  /** `tree/depth` → index → slot. */
+  private readonly byPosition = new Map<string, Map<number, number>>();
 
   /** `levels`: how many levels below each root are kept (0 turns the cache off). */
   constructor(readonly levels: number) {}
 
   get size(): number {
-    return this.byHash.size;
+    return this.used;
   }
 
   /** The record of a node, if cached. */
   get(hash: Uint8Array): Uint8Array | undefined {
-    const e = this.byHash.get(keyOf(hash));
-    return e && bytesEqual(e.hash, hash) ? e.record : undefined;
+    const slot = this.byHash.get(keyOf(hash));
+    if (slot === undefined || !this.holds(slot, hash)) return undefined;
+    const at = slot * SLOT;
+    // A copy: the slot may be overwritten by a newer node at its position, and the slab regrown.
+    return this.slab.slice(at + 33, at + 33 + this.slab[at + 32]!);
   }
 
   /**
    * Notes the node at `depth` below the root of `tree` (depth = tree height − node height), at
-   * `index` among the nodes of its height. Ignored below the cached levels.
+   * `index` among the nodes of its height. Ignored below the cached levels and for long records.
    */
   remember(tree: string, depth: number, index: bigint, hash: Uint8Array, record: Uint8Array): void {
-    if (depth >= this.levels) return;
-    const slot = `${tree}/${depth}`;
-    let level = this.byPosition.get(slot);
-    if (!level) this.byPosition.set(slot, (level = new Map()));
+    if (depth >= this.levels || record.length > MAX_RECORD) return;
+    const name = `${tree}/${depth}`;
+    let level = this.byPosition.get(name);
+    if (!level) this.byPosition.set(name, (level = new Map()));
     const at = Number(index);
-    const old = level.get(at);
-    if (old) {
-      if (bytesEqual(old.hash, hash)) return;
-      if (this.byHash.get(old.key) === old) this.byHash.delete(old.key);
+    let slot = level.get(at);
+    if (slot !== undefined) {
+      if (this.holds(slot, hash)) return;
+      const oldKey = keyOf(this.slab.subarray(slot * SLOT, slot * SLOT + 32));
+      if (this.byHash.get(oldKey) === slot) this.byHash.delete(oldKey);
+    } else {
+      slot = this.allocate();
+      level.set(at, slot);
     }
-    // Views, not copies: the buffers they share are the top levels' own (a few KiB to a few MiB).
-    const e: Entry = { key: keyOf(hash), hash, record };
-    level.set(at, e);
-    this.byHash.set(e.key, e);
+    const base = slot * SLOT;
+    this.slab.set(hash, base);
+    this.slab[base + 32] = record.length;
+    this.slab.set(record, base + 33);
+    this.byHash.set(keyOf(hash), slot);
   }
 
   /** The store seen through the cache: cached records come from memory, the rest in one lookup. */
@@ -71,18 +90,25 @@ export class TopNodeCache {
       remember: (tree, depth, index, hash, record) => this.remember(tree, depth, index, hash, record),
     };
   }
+
+  private holds(slot: number, hash: Uint8Array): boolean {
+    const base = slot * SLOT;
+    for (let i = 0; i < 32; i++) if (this.slab[base + i] !== hash[i]) return false;
+    return true;
+  }
+
+  /** Slots are never freed: a position, once used, keeps its slot for each newer node there. */
+  private allocate(): number {
+    if ((this.used + 1) * SLOT > this.slab.length) {
+      const grown = new Uint8Array(Math.max(1024 * SLOT, this.slab.length * 2));
+      grown.set(this.slab);
+      this.slab = grown;
+    }
+    return this.used++;
+  }
 }
 
-interface Entry {
-  readonly key: number;
-  readonly hash: Uint8Array;
-  readonly record: Uint8Array;
-}
-
-/** 48 bits of the hash: hashes are uniformly spread, and a hit is confirmed on all 32 bytes. */
+/** 30 bits of the hash: a small integer key, which V8's maps handle fastest. */
 function keyOf(hash: Uint8Array): number {
-  return (
-    ((hash[26]! << 16) | (hash[27]! << 8) | hash[28]!) * 0x1000000 +
-    ((hash[29]! << 16) | (hash[30]! << 8) | hash[31]!)
-  );
+  return ((hash[28]! & 0x3f) << 24) | (hash[29]! << 16) | (hash[30]! << 8) | hash[31]!;
 }

@@ -8,7 +8,7 @@ import type { TreeSpec } from "./profile.js";
 /**
  * Fills the top-level cache from the trees of the newest stored batch, so that the first batches
  * after a start read as few nodes from LevelDB as later ones do. Reads only (the walk stops at the
- * cached depth); returns the number of nodes cached.
+ * cached depth); returns the number of nodes it added.
  */
 export async function warmTopNodes(
   cache: TopNodeCache,
@@ -20,7 +20,7 @@ export async function warmTopNodes(
   const last = await store.lastBatchId();
   const record = last === undefined ? undefined : await store.getBatch(last);
   if (!record) return 0;
-  let count = 0;
+  const before = cache.size;
   for (const spec of trees) {
     const root = hexToBytes32(record.roots[spec.name] ?? "");
     if (!root) continue;
@@ -30,12 +30,11 @@ export async function warmTopNodes(
       enter: (t) => t.height > 0 && depth(t.height) < cache.levels,
       onNodes: (nodes) => {
         for (const n of nodes) cache.remember(spec.name, depth(n.height), n.index, n.hash, n.record);
-        count += nodes.length;
       },
       // A node missing here (an unchecked order tree's stated root) is simply not cached.
       onProblem: () => undefined,
     });
     for await (const _leaves of walk);
   }
-  return count;
+  return cache.size - before;
 }
