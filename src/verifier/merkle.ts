@@ -1,9 +1,12 @@
 import { DacdError } from "../errors.js";
-import { bytesEqual } from "../util/bytes.js";
+import { bigintToBytes32, bytesEqual } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
-import { edgeChainAt, edgeLeafIndex, encodeMerkleEdge, isMerkleEdge } from "./merkle-edge.js";
+import { edgeChainAt, edgeLeafIndex, isMerkleEdge, merkleEdgeLength } from "./merkle-edge.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
+
+/** In a level's lone-chain links: the chain starts in an old edge record, not a path node. */
+const DERIVED = -2;
 
 const byIndex = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -37,7 +40,7 @@ const enum Old {
 /** What a node is after the update, as its parent needs to know it. */
 const enum New {
   Empty,
-  /** One leaf below: `chain` holds its ancestors' hashes from the leaf (chain[0]) up to this node. */
+  /** Exactly one leaf below: part of that leaf's chain, written as an edge record where it ends. */
   Single,
   /** Already stored, or a binary node written now. */
   Stored,
@@ -48,20 +51,6 @@ interface OldLevel {
   /** Binary: the 64-byte record; Edge: the edge record. */
   rec: (Uint8Array | undefined)[];
   /** Edge: the absolute index of its leaf. */
-  leaf: bigint[];
-}
-
-interface Child {
-  readonly kind: New;
-  readonly hash: Uint8Array;
-  readonly chain?: Uint8Array[];
-  readonly leaf: bigint;
-}
-
-interface NewLevel {
-  kind: New[];
-  hash: Uint8Array[];
-  chain: (Uint8Array[] | undefined)[];
   leaf: bigint[];
 }
 
@@ -100,99 +89,195 @@ export async function updateMerkle(
 
   const old = await readOldPaths(nodes, empty, oldRoot, pathIds, treeName);
 
-  // Bottom-up: new hashes of every path node, one engine call per level.
+  return buildNewPaths(engine, nodes, empty, leafIds, leaves, pathIds, old, treeName);
+}
+
+/** A lone leaf's chain that starts outside the changed paths (see `Derived` in buildNewPaths). */
+interface Derived {
+  /** The old edge record holding the chain below, or undefined for a bare leaf. */
+  readonly rec: Uint8Array | undefined;
+  /** Where the leaf's hash is (in `rec`, or in its old parent's record). */
+  readonly buf: Uint8Array;
+  readonly off: number;
+  readonly leaf: bigint;
+}
+
+/** One child as its parent sees it: a reused scratch object, so the hot loop allocates nothing. */
+interface ChildSlot {
+  kind: New;
+  /** The child's hash: 32 bytes of `buf` from `off`. */
+  buf: Uint8Array;
+  off: number;
+  /** A path child's index in its level; −1 for a child off the paths. */
+  path: number;
+  derived: Derived | undefined;
+}
+
+/**
+ * Bottom-up: new hashes of every path node, one engine call per level. A hash is referred to as
+ * (buffer, offset) and copied 32 bytes at a time, and a lone leaf's chain is not collected as it
+ * climbs: each level notes which child a lone chain came from, and the edge record is assembled
+ * from the levels' hash buffers once, where the chain ends. A batch of 10,000 new positions climbs
+ * ~45 levels each, so this loop runs about a million times per batch.
+ */
+async function buildNewPaths(
+  engine: HashEngine,
+  nodes: NodeSource,
+  empty: readonly Uint8Array[],
+  leafIds: readonly bigint[],
+  leaves: ReadonlyMap<bigint, Uint8Array>,
+  pathIds: readonly bigint[][],
+  old: readonly OldLevel[],
+  treeName: string,
+): Promise<MerkleUpdate> {
+  const height = empty.length - 1;
   const newNodes: NodeWrite[] = [];
   const write = (h: number, id: bigint, hash: Uint8Array, record: Uint8Array): void => {
     newNodes.push({ hash, record });
     nodes.remember?.(treeName, height - h, id, hash, record);
   };
-  const writeEdge = (chain: Uint8Array[], leaf: bigint): void => {
-    const h = chain.length - 1;
-    write(h, leaf >> BigInt(h), chain[h]!, encodeMerkleEdge(chain, leaf & ((1n << BigInt(h)) - 1n)));
+
+  // Per level: the new hashes (packed), each node's kind, and for a lone chain the child it came
+  // from (its index one level down, or DERIVED with the chain's start in `derivedAt`).
+  const hashesAt: Uint8Array[] = [new Uint8Array(leafIds.length * 32)];
+  const kindAt: Uint8Array[] = [new Uint8Array(leafIds.length)];
+  const loneAt: Int32Array[] = [new Int32Array(0)];
+  const derivedAt: Map<number, Derived>[] = [new Map()];
+  leafIds.forEach((id, i) => {
+    const hash = leaves.get(id)!;
+    hashesAt[0]!.set(hash, i * 32);
+    kindAt[0]![i] = bytesEqual(hash, empty[0]!) ? New.Empty : New.Single;
+  });
+
+  /** The edge record of the lone chain ending at node `idx` of level `top`, assembled downward. */
+  const writeEdge = (top: number, idx: number): void => {
+    const rec = new Uint8Array(merkleEdgeLength(top));
+    let leaf = 0n;
+    for (let k = top, i = idx; k > 0; k--) {
+      const from = loneAt[k]![i]!;
+      if (from === DERIVED) {
+        const d = derivedAt[k]!.get(i)!;
+        // An old edge's record has the same layout: leaf hash, then the chain from height 1 up.
+        if (d.rec) rec.set(d.rec.subarray(0, 32), 0);
+        else copy32(rec, 0, d.buf, d.off);
+        if (d.rec && k > 1) rec.set(d.rec.subarray(65, 65 + 32 * (k - 1)), 65);
+        leaf = d.leaf;
+        break;
+      }
+      if (k - 1 === 0) {
+        copy32(rec, 0, hashesAt[0]!, from * 32);
+        leaf = leafIds[from]!;
+      } else copy32(rec, 65 + 32 * (k - 2), hashesAt[k - 1]!, from * 32);
+      i = from;
+    }
+    rec.set(bigintToBytes32(leaf & ((1n << BigInt(top)) - 1n)), 32);
+    rec[64] = top;
+    write(top, leaf >> BigInt(top), hashesAt[top]!.subarray(idx * 32, idx * 32 + 32), rec);
   };
-  let below: NewLevel = {
-    kind: leafIds.map((id) => (bytesEqual(leaves.get(id)!, empty[0]!) ? New.Empty : New.Single)),
-    hash: leafIds.map((id) => leaves.get(id)!),
-    chain: leafIds.map((id) => [leaves.get(id)!]),
-    leaf: leafIds,
+
+  /** The edge record of a lone chain that starts in an old edge record and ends at height t. */
+  const writeDerivedEdge = (t: number, d: Derived, id: bigint): void => {
+    const rec = new Uint8Array(merkleEdgeLength(t));
+    rec.set(d.rec!.subarray(0, 32), 0);
+    rec.set(d.rec!.subarray(65, 65 + 32 * (t - 1)), 65);
+    rec.set(bigintToBytes32(d.leaf & ((1n << BigInt(t)) - 1n)), 32);
+    rec[64] = t;
+    write(t, id, edgeChainAt(d.rec!, t), rec);
   };
+  /** A child of a binary node that is a lone chain (above a leaf) ends there: its edge is written. */
+  const endChain = (slot: ChildSlot, t: number, id: bigint): void => {
+    if (slot.kind !== New.Single || t === 0) return;
+    if (slot.derived) writeDerivedEdge(t, slot.derived, id);
+    else writeEdge(t, slot.path);
+  };
+
+  const L: ChildSlot = { kind: New.Empty, buf: empty[0]!, off: 0, path: -1, derived: undefined };
+  const R: ChildSlot = { ...L };
   for (let h = 1; h <= height; h++) {
     const parents = pathIds[h]!;
     const children = pathIds[h - 1]!;
+    const belowHashes = hashesAt[h - 1]!;
+    const belowKind = kindAt[h - 1]!;
     const was = old[h]!;
     const n = parents.length;
-    const level: NewLevel = {
-      kind: new Array<New>(n),
-      hash: new Array<Uint8Array>(n),
-      chain: new Array<Uint8Array[] | undefined>(n),
-      leaf: new Array<bigint>(n),
-    };
-    // Each parent's record (left ‖ right) is built in one buffer and doubles as the hash input.
-    const pairs = new Uint8Array(n * 64);
+    const kind = new Uint8Array(n);
+    const lone = new Int32Array(n).fill(-1);
+    const derived = new Map<number, Derived>();
     const xs = new Uint8Array(n * 32);
     const ys = new Uint8Array(n * 32);
-    const binary: boolean[] = new Array<boolean>(n);
+    const binary: number[] = [];
+    const eBelow = empty[h - 1]!;
     let c = 0;
-    // A child of this level: a path node (its new state) or an untouched sibling (its old state).
-    const child = (j: number, id: bigint): Child => {
+    // Fills `slot` with a path child (its new state) or an untouched sibling (its old state).
+    const child = (slot: ChildSlot, j: number, id: bigint): void => {
+      slot.derived = undefined;
+      slot.path = -1;
       if (c < children.length && children[c] === id) {
-        const k = c++;
-        return { kind: below.kind[k]!, hash: below.hash[k]!, chain: below.chain[k], leaf: below.leaf[k]! };
+        slot.kind = belowKind[c]!;
+        slot.buf = belowHashes;
+        slot.off = c * 32;
+        slot.path = c++;
+        return;
       }
       const rec = was.rec[j];
-      switch (was.kind[j]!) {
-        case Old.Binary: {
-          const hash = (id & 1n) === 0n ? rec!.subarray(0, 32) : rec!.subarray(32, 64);
-          if (bytesEqual(hash, empty[h - 1]!)) return { kind: New.Empty, hash, leaf: 0n };
-          // A leaf is a chain of its own; a stored inner node is taken as it is.
-          if (h === 1) return { kind: New.Single, hash, chain: [hash], leaf: id };
-          return { kind: New.Stored, hash, leaf: 0n };
-        }
-        case Old.Edge: {
-          const leaf = was.leaf[j]!;
-          if (leaf >> BigInt(h - 1) !== id) break;
-          // The old lone leaf's side of a split: its chain is in the edge record.
-          const chain: Uint8Array[] = [];
-          for (let i = 0; i < h; i++) chain.push(edgeChainAt(rec!, i));
-          return { kind: New.Single, hash: chain[h - 1]!, chain, leaf };
-        }
+      const wasKind = was.kind[j]!;
+      if (wasKind === Old.Binary) {
+        slot.buf = rec!;
+        slot.off = (id & 1n) === 0n ? 0 : 32;
+        if (equal32(rec!, slot.off, eBelow)) slot.kind = New.Empty;
+        else if (h === 1) {
+          // A leaf: a chain of its own.
+          slot.kind = New.Single;
+          slot.derived = { rec: undefined, buf: rec!, off: slot.off, leaf: id };
+        } else slot.kind = New.Stored;
+        return;
       }
-      return { kind: New.Empty, hash: empty[h - 1]!, leaf: 0n };
+      if (wasKind === Old.Edge && was.leaf[j]! >> BigInt(h - 1) === id) {
+        // The old lone leaf's side of a split: its chain is in the edge record.
+        slot.kind = New.Single;
+        slot.buf = rec!;
+        slot.off = h - 1 === 0 ? 0 : 65 + 32 * (h - 2);
+        slot.derived = { rec, buf: rec!, off: 0, leaf: was.leaf[j]! };
+        return;
+      }
+      slot.kind = New.Empty;
+      slot.buf = eBelow;
+      slot.off = 0;
     };
     for (let j = 0; j < n; j++) {
       const p2 = parents[j]! << 1n;
-      const l = child(j, p2);
-      const r = child(j, p2 + 1n);
-      pairs.set(l.hash, j * 64);
-      pairs.set(r.hash, j * 64 + 32);
-      xs.set(l.hash, j * 32);
-      ys.set(r.hash, j * 32);
-      const lone = l.kind === New.Empty ? r : r.kind === New.Empty ? l : undefined;
-      if (lone === undefined || lone.kind === New.Stored) {
-        level.kind[j] = New.Stored;
-        binary[j] = true;
-        // A lone leaf's chain ends below this binary node: it becomes an edge record.
-        if (l.kind === New.Single && h > 1) writeEdge(l.chain!, l.leaf);
-        if (r.kind === New.Single && h > 1) writeEdge(r.chain!, r.leaf);
-      } else {
-        // Both empty, or one lone leaf's chain going on up.
-        level.kind[j] = lone.kind;
-        level.chain[j] = lone.chain;
-        level.leaf[j] = lone.leaf;
-      }
+      child(L, j, p2);
+      child(R, j, p2 + 1n);
+      copy32(xs, j * 32, L.buf, L.off);
+      copy32(ys, j * 32, R.buf, R.off);
+      const only = L.kind === New.Empty ? R : R.kind === New.Empty ? L : undefined;
+      if (only === undefined || only.kind === New.Stored) {
+        kind[j] = New.Stored;
+        binary.push(j);
+        endChain(L, h - 1, p2);
+        endChain(R, h - 1, p2 + 1n);
+      } else if (only.kind === New.Single) {
+        // One lone leaf's chain going on up.
+        kind[j] = New.Single;
+        lone[j] = only.derived ? DERIVED : only.path;
+        if (only.derived) derived.set(j, only.derived);
+      } else kind[j] = New.Empty;
     }
     const hashes = await engine.hashMany(xs, ys);
-    for (let j = 0; j < n; j++) {
-      const hash = hashes.subarray(j * 32, j * 32 + 32);
-      level.hash[j] = hash;
-      if (level.kind[j] === New.Single) level.chain[j]!.push(hash);
-      // An all-empty subtree is recognised by its hash and needs no record.
-      if (binary[j]) write(h, parents[j]!, hash, pairs.subarray(j * 64, j * 64 + 64));
-    }
-    below = level;
+    hashesAt.push(hashes);
+    kindAt.push(kind);
+    loneAt.push(lone);
+    derivedAt.push(derived);
+    // A lone chain ends below each binary node: it becomes an edge record (leaves need none).
+    const records = new Uint8Array(binary.length * 64);
+    binary.forEach((j, b) => {
+      records.set(xs.subarray(j * 32, j * 32 + 32), b * 64);
+      records.set(ys.subarray(j * 32, j * 32 + 32), b * 64 + 32);
+      write(h, parents[j]!, hashes.subarray(j * 32, j * 32 + 32), records.subarray(b * 64, b * 64 + 64));
+    });
   }
-  if (below.kind[0] === New.Single) writeEdge(below.chain[0]!, below.leaf[0]!);
-  return { root: below.hash[0]!, newNodes };
+  if (kindAt[height]![0] === New.Single) writeEdge(height, 0);
+  return { root: hashesAt[height]!.subarray(0, 32), newNodes };
 }
 
 /**
@@ -282,4 +367,13 @@ function parentsOf(sortedIds: readonly bigint[]): bigint[] {
     if (out.length === 0 || out[out.length - 1] !== p) out.push(p);
   }
   return out;
+}
+
+function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {
+  for (let i = 0; i < 32; i++) dst[dstOff + i] = src[srcOff + i]!;
+}
+
+function equal32(a: Uint8Array, aOff: number, b: Uint8Array): boolean {
+  for (let i = 0; i < 32; i++) if (a[aOff + i] !== b[i]) return false;
+  return true;
 }
