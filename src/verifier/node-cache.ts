@@ -30,8 +30,8 @@ export class TopNodeCache {
   private used = 0;
   /** 30 bits of the hash → slot (a hit is confirmed on all 32 bytes). */
   private readonly byHash = new Map<number, number>();
-  /** `tree/depth` → index → slot. */
-  private readonly byPosition = new Map<string, Map<number, number>>();
+  /** tree → depth → index → slot. */
+  private readonly byPosition = new Map<string, Map<number, number>[]>();
 
   /** `levels`: how many levels below each root are kept (0 turns the cache off). */
   constructor(readonly levels: number) {}
@@ -42,7 +42,7 @@ export class TopNodeCache {
 
   /** The record of a node, if cached. */
   get(hash: Uint8Array): Uint8Array | undefined {
-    const slot = this.byHash.get(keyOf(hash));
+    const slot = this.byHash.get(keyAt(hash, 0));
     if (slot === undefined || !this.holds(slot, hash)) return undefined;
     const at = slot * SLOT;
     // A copy: the slot may be overwritten by a newer node at its position, and the slab regrown.
@@ -55,24 +55,25 @@ export class TopNodeCache {
    */
   remember(tree: string, depth: number, index: bigint, hash: Uint8Array, record: Uint8Array): void {
     if (depth >= this.levels || record.length > MAX_RECORD) return;
-    const name = `${tree}/${depth}`;
-    let level = this.byPosition.get(name);
-    if (!level) this.byPosition.set(name, (level = new Map()));
+    let levels = this.byPosition.get(tree);
+    if (!levels) this.byPosition.set(tree, (levels = []));
+    const level = (levels[depth] ??= new Map());
     const at = Number(index);
     let slot = level.get(at);
     if (slot !== undefined) {
       if (this.holds(slot, hash)) return;
-      const oldKey = keyOf(this.slab.subarray(slot * SLOT, slot * SLOT + 32));
+      const oldKey = keyAt(this.slab, slot * SLOT);
       if (this.byHash.get(oldKey) === slot) this.byHash.delete(oldKey);
     } else {
       slot = this.allocate();
       level.set(at, slot);
     }
+    const slab = this.slab;
     const base = slot * SLOT;
-    this.slab.set(hash, base);
-    this.slab[base + 32] = record.length;
-    this.slab.set(record, base + 33);
-    this.byHash.set(keyOf(hash), slot);
+    for (let i = 0; i < 32; i++) slab[base + i] = hash[i]!;
+    slab[base + 32] = record.length;
+    for (let i = 0; i < record.length; i++) slab[base + 33 + i] = record[i]!;
+    this.byHash.set(keyAt(hash, 0), slot);
   }
 
   /** The store seen through the cache: cached records come from memory, the rest in one lookup. */
@@ -108,7 +109,9 @@ export class TopNodeCache {
   }
 }
 
-/** 30 bits of the hash: a small integer key, which V8's maps handle fastest. */
-function keyOf(hash: Uint8Array): number {
-  return ((hash[28]! & 0x3f) << 24) | (hash[29]! << 16) | (hash[30]! << 8) | hash[31]!;
+/** 30 bits of the hash at `off`: a small integer key, which V8's maps handle fastest. */
+function keyAt(bytes: Uint8Array, off: number): number {
+  return (
+    ((bytes[off + 28]! & 0x3f) << 24) | (bytes[off + 29]! << 16) | (bytes[off + 30]! << 8) | bytes[off + 31]!
+  );
 }
