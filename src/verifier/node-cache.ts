@@ -22,16 +22,22 @@ const MAX_RECORD = SLOT - 33;
  * the stored record, and a node that is not here is simply read from the store. Merkle edge records
  * (up to 1.5 KiB, one per leaf path's end) are not kept: they are read about once each.
  *
- * Nodes live in one slab of fixed-size slots indexed by small integers, so a million cached nodes
- * are a few large buffers rather than millions of objects for the garbage collector to trace.
+ * Everything lives in flat typed arrays, so a million cached nodes are a few large buffers rather
+ * than millions of objects for the garbage collector to trace, and a lookup touches a few cache
+ * lines: node bytes in a slab of fixed-size slots; per tree and depth, an array from index to slot
+ * (2^depth entries, allocated when first used); and an open-addressing table from 32 bits of the
+ * hash to slot. A table cell whose slot has since been given to another node is stale: lookups
+ * pass over it, inserts reuse it, and the table is rebuilt from the slots when it fills up.
  */
 export class TopNodeCache {
   private slab = new Uint8Array(0);
   private used = 0;
-  /** 30 bits of the hash → slot (a hit is confirmed on all 32 bytes). */
-  private readonly byHash = new Map<number, number>();
-  /** tree → depth → index → slot. */
-  private readonly byPosition = new Map<string, Map<number, number>[]>();
+  /** Open addressing, linear probing: cell → slot + 1 (0: empty), and the key it was filed under. */
+  private table = new Int32Array(1 << 16);
+  private keys = new Int32Array(1 << 16);
+  private filled = 0;
+  /** tree → depth → index → slot + 1 (0: none). */
+  private readonly byPosition = new Map<string, Int32Array[]>();
 
   /** `levels`: how many levels below each root are kept (0 turns the cache off). */
   constructor(readonly levels: number) {}
@@ -42,11 +48,17 @@ export class TopNodeCache {
 
   /** The record of a node, if cached. */
   get(hash: Uint8Array): Uint8Array | undefined {
-    const slot = this.byHash.get(keyAt(hash, 0));
-    if (slot === undefined || !this.holds(slot, hash)) return undefined;
-    const at = slot * SLOT;
-    // A copy: the slot may be overwritten by a newer node at its position, and the slab regrown.
-    return this.slab.slice(at + 33, at + 33 + this.slab[at + 32]!);
+    const mask = this.table.length - 1;
+    const key = hashKey(hash, 0);
+    for (let cell = key & mask; ; cell = (cell + 1) & mask) {
+      const entry = this.table[cell]!;
+      if (entry === 0) return undefined;
+      if (this.keys[cell] === key && this.holds(entry - 1, hash)) {
+        const at = (entry - 1) * SLOT;
+        // A copy: the slot may be overwritten by a newer node at its position, and the slab regrown.
+        return this.slab.slice(at + 33, at + 33 + this.slab[at + 32]!);
+      }
+    }
   }
 
   /**
@@ -57,23 +69,22 @@ export class TopNodeCache {
     if (depth >= this.levels || record.length > MAX_RECORD) return;
     let levels = this.byPosition.get(tree);
     if (!levels) this.byPosition.set(tree, (levels = []));
-    const level = (levels[depth] ??= new Map());
+    const level = (levels[depth] ??= new Int32Array(2 ** depth));
     const at = Number(index);
-    let slot = level.get(at);
-    if (slot !== undefined) {
+    let slot = level[at]! - 1;
+    if (slot >= 0) {
       if (this.holds(slot, hash)) return;
-      const oldKey = keyAt(this.slab, slot * SLOT);
-      if (this.byHash.get(oldKey) === slot) this.byHash.delete(oldKey);
+      // The slot now holds the newer node; the old one's table cell goes stale.
     } else {
       slot = this.allocate();
-      level.set(at, slot);
+      level[at] = slot + 1;
     }
     const slab = this.slab;
     const base = slot * SLOT;
     for (let i = 0; i < 32; i++) slab[base + i] = hash[i]!;
     slab[base + 32] = record.length;
     for (let i = 0; i < record.length; i++) slab[base + 33 + i] = record[i]!;
-    this.byHash.set(keyAt(hash, 0), slot);
+    this.insert(slot);
   }
 
   /** The store seen through the cache: cached records come from memory, the rest in one lookup. */
@@ -98,6 +109,39 @@ export class TopNodeCache {
     return true;
   }
 
+  /** Puts a slot's node in the table, in the first empty or stale cell of its probe sequence. */
+  private insert(slot: number): void {
+    if ((this.filled + 1) * 4 > this.table.length * 3) this.rebuild();
+    const mask = this.table.length - 1;
+    const key = hashKey(this.slab, slot * SLOT);
+    for (let cell = key & mask; ; cell = (cell + 1) & mask) {
+      const entry = this.table[cell]!;
+      if (entry === 0) this.filled++;
+      // A stale cell: its slot has been given to a node with another key since.
+      else if (this.keys[cell] === hashKey(this.slab, (entry - 1) * SLOT)) continue;
+      this.table[cell] = slot + 1;
+      this.keys[cell] = key;
+      return;
+    }
+  }
+
+  /** A table of twice the live slots' size, from the slots alone. */
+  private rebuild(): void {
+    const size = Math.max(1 << 16, 2 ** Math.ceil(Math.log2(this.used * 2 + 1)));
+    this.table = new Int32Array(size);
+    this.keys = new Int32Array(size);
+    this.filled = 0;
+    const mask = size - 1;
+    for (let slot = 0; slot < this.used; slot++) {
+      const key = hashKey(this.slab, slot * SLOT);
+      let cell = key & mask;
+      while (this.table[cell] !== 0) cell = (cell + 1) & mask;
+      this.table[cell] = slot + 1;
+      this.keys[cell] = key;
+      this.filled++;
+    }
+  }
+
   /** Slots are never freed: a position, once used, keeps its slot for each newer node there. */
   private allocate(): number {
     if ((this.used + 1) * SLOT > this.slab.length) {
@@ -109,9 +153,9 @@ export class TopNodeCache {
   }
 }
 
-/** 30 bits of the hash at `off`: a small integer key, which V8's maps handle fastest. */
-function keyAt(bytes: Uint8Array, off: number): number {
+/** 31 bits of the hash at `off` (hashes are uniform, so any bits will do). */
+function hashKey(bytes: Uint8Array, off: number): number {
   return (
-    ((bytes[off + 28]! & 0x3f) << 24) | (bytes[off + 29]! << 16) | (bytes[off + 30]! << 8) | bytes[off + 31]!
+    ((bytes[off + 28]! & 0x7f) << 24) | (bytes[off + 29]! << 16) | (bytes[off + 30]! << 8) | bytes[off + 31]!
   );
 }

@@ -36,6 +36,31 @@ describe("TopNodeCache", () => {
     expect(cache.size).toBe(3);
   });
 
+  it("agrees with a plain map of positions over many replacements (stale cells, table rebuilds)", () => {
+    const cache = new TopNodeCache(14);
+    const rand = prng(3);
+    const at = new Map<string, Uint8Array>(); // position → hash currently there
+    const records = new Map<string, Uint8Array>(); // hash hex → record
+    const randomBytes = (n: number): Uint8Array =>
+      Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
+    for (let i = 0; i < 60_000; i++) {
+      const depth = Math.floor(rand() * 14);
+      const index = BigInt(Math.floor(rand() * Math.min(2 ** depth, 300)));
+      const hash = randomBytes(32);
+      const record = randomBytes(rand() < 0.5 ? 64 : 65);
+      cache.remember("t", depth, index, hash, record);
+      at.set(`${depth}/${index}`, hash);
+      records.set(toHex(hash), record);
+    }
+    const current = new Set([...at.values()].map(toHex));
+    expect(cache.size).toBe(at.size);
+    for (const [hex, record] of records) {
+      const found = cache.get(Buffer.from(hex, "hex"));
+      if (current.has(hex)) expect(toHex(found)).toBe(toHex(record));
+      else expect(found).toBeUndefined();
+    }
+  });
+
   it("never answers for a hash that only shares its lookup key", () => {
     const cache = new TopNodeCache(4);
     const a = h(7);
