@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { bigintToBytes32, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
-import { computeRoots, type Roots } from "../../src/verifier/compute-roots.js";
+import { bigintToBytes32, bytesToBigint, concatBytes, toHex64 } from "../../src/util/bytes.js";
+import { computeRoots, emptyRoots, type Roots } from "../../src/verifier/compute-roots.js";
 import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import type { TreeSpec } from "../../src/verifier/profile.js";
@@ -158,6 +158,51 @@ describe("incremental trees equal a naive full recomputation", () => {
   it("Merkle and Patricia on LevelDB", async () => {
     await differential(merkle, 7, 10, 12, onDisk());
     await differential(patricia, 8, 20, 251, onDisk());
+  });
+
+  it("continues a store written before edge records (lone leaves under chains of binary nodes)", async () => {
+    const spec: TreeSpec = { ...merkle, height: 20 };
+    const memory = new MemoryNodeStore();
+    const rand = prng(21);
+    const leaves = new Map<bigint, bigint>();
+    while (leaves.size < 30) leaves.set(BigInt(Math.floor(rand() * 2 ** 20)), BigInt(1 + leaves.size));
+    // The old form: every non-empty node a 64-byte record, however many leaves it holds.
+    const empty = await emptyRoots(checker, spec.leaf, spec.height);
+    const build = async (h: number, ids: bigint[]): Promise<Uint8Array> => {
+      if (ids.length === 0) return empty[h]!;
+      if (h === 0) return bigintToBytes32(leaves.get(ids[0]!)!);
+      const bit = BigInt(h - 1);
+      const l = await build(
+        h - 1,
+        ids.filter((i) => ((i >> bit) & 1n) === 0n),
+      );
+      const r = await build(
+        h - 1,
+        ids.filter((i) => ((i >> bit) & 1n) === 1n),
+      );
+      const [hash] = await hashPairs(checker, [l], [r]);
+      memory.putNodes([{ hash: hash!, record: concatBytes(l, r) }]);
+      return hash!;
+    };
+    let roots: Roots = { order: await build(spec.height, [...leaves.keys()]) };
+    const store = { getNodes: memory.getNodes.bind(memory) };
+    for (let step = 0; step < 4; step++) {
+      const existing = [...leaves.keys()];
+      const changes: LeafChanges = new Map();
+      for (let i = 0; i < 8; i++) {
+        const id =
+          i % 2 ? existing[Math.floor(rand() * existing.length)]! : BigInt(Math.floor(rand() * 2 ** 20));
+        changes.set(id, i % 4 === 1 ? 0n : BigInt(1000 + step * 10 + i));
+      }
+      for (const [id, v] of changes) leaves.set(id, v as bigint);
+      const r = await computeRoots(engine, store, [spec], roots, { order: changes });
+      memory.putNodes(r.newNodes);
+      roots = r.roots;
+      expect(toHex64(roots.order!), `step ${step}`).toBe(
+        toHex64(bigintToBytes32(naiveMerkleRoot(20, leaves, 0n))),
+      );
+      await readBack(spec, store, roots.order!, leaves, []);
+    }
   });
 
   it("matches the spec's Patricia example: leaves {1: 75, 2: 25} at height 251", async () => {
