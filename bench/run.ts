@@ -21,7 +21,19 @@ const cacheLevels = Number(arg("--cache-levels") ?? DEFAULT_CACHE_LEVELS);
 const log = (s: string): void => void process.stderr.write(s + "\n");
 
 let peakRss = 0;
-const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);
+// What the process held when RSS peaked: the JS heap, buffers outside it, and the rest (LevelDB,
+// the native engine's tables, mapped table files).
+let atPeak: NodeJS.MemoryUsage | undefined;
+let phase = "engines";
+let peakPhase = phase;
+const sampler = setInterval(() => {
+  const m = process.memoryUsage();
+  if (m.rss > peakRss) {
+    peakRss = m.rss;
+    atPeak = m;
+    peakPhase = phase;
+  }
+}, 100);
 
 const engines = await benchEngines({ quick });
 console.log("\nPedersen engines");
@@ -37,7 +49,19 @@ const native = createEngine("native", { threads: "auto" });
 const wasm = new WasmEngine();
 const results: Record<string, WorkloadResult> = {};
 for (const kind of ["spot", "perp"] as const) {
-  results[kind] = await runWorkload(kind, { quick, native, wasm, nativeRuns: 5, wasmRuns, cacheLevels, log });
+  phase = `${kind} bulk load`;
+  results[kind] = await runWorkload(kind, {
+    quick,
+    native,
+    wasm,
+    nativeRuns: 5,
+    wasmRuns,
+    cacheLevels,
+    log: (line) => {
+      if (line.includes("bulk load")) phase = `${kind} batches`;
+      log(line);
+    },
+  });
 }
 await native.close?.();
 clearInterval(sampler);
@@ -63,7 +87,14 @@ for (const [kind, r] of Object.entries(results)) {
   console.log(`| W-${kind} | ${b.reads.toFixed(3)} | ${b.hashing.toFixed(3)} | ${b.commit.toFixed(3)} |`);
 }
 const peakMiB = peakRss / 2 ** 20;
+const mib = (n: number): string => `${(n / 2 ** 20).toFixed(0)} MiB`;
 console.log(`\npeak RSS: ${peakMiB.toFixed(0)} MiB`);
+if (atPeak) {
+  console.log(
+    `  at the peak (${peakPhase}): JS heap ${mib(atPeak.heapUsed)}, ArrayBuffers ${mib(atPeak.arrayBuffers)}, ` +
+      `other external ${mib(atPeak.external - atPeak.arrayBuffers)}, rest (LevelDB, engine tables, code) ${mib(atPeak.rss - atPeak.heapTotal - atPeak.external)}`,
+  );
+}
 
 if (jsonPath) {
   await writeFile(
