@@ -137,59 +137,7 @@ export async function buildMerkle(
   }
   if (n > 1) topH[n - 1] = below - 1;
 
-  // Edge chains, a chunk of leaves at a time, all of a chunk's edges climbing together.
-  const leafChunk = Math.max(
-    1,
-    Math.min(engineChunk, Math.floor(EDGE_CHUNK_BYTES / merkleEdgeLength(height))),
-  );
-  for (let s = 0; s < n; s += leafChunk) {
-    const end = Math.min(n, s + leafChunk);
-    let active: number[] = [];
-    const recs: (Uint8Array | undefined)[] = [];
-    for (let i = s; i < end; i++) {
-      const h = topH[i]!;
-      if (h === 0) continue;
-      const rec = new Uint8Array(merkleEdgeLength(h));
-      rec.set(tops.subarray(i * 32, i * 32 + 32), 0);
-      rec.set(bigintToBytes32(ids[i]! & ((1n << BigInt(h)) - 1n)), 32);
-      rec[64] = h;
-      recs[i - s] = rec;
-      active.push(i);
-    }
-    for (let k = 0; active.length > 0; k++) {
-      const a = active.length;
-      const xs = new Uint8Array(a * 32);
-      const ys = new Uint8Array(a * 32);
-      const e = empty[k]!;
-      active.forEach((i, t) => {
-        const rec = recs[i - s]!;
-        const cur = edgeChainAt(rec, k);
-        if (((rec[63 - (k >> 3)]! >> (k & 7)) & 1) === 0) {
-          xs.set(cur, t * 32);
-          ys.set(e, t * 32);
-        } else {
-          xs.set(e, t * 32);
-          ys.set(cur, t * 32);
-        }
-      });
-      const up = await hashChunked(engine, xs, ys, engineChunk);
-      const next: number[] = [];
-      for (let t = 0; t < a; t++) {
-        const i = active[t]!;
-        const rec = recs[i - s]!;
-        const hash = up.subarray(t * 32, t * 32 + 32);
-        if (k + 1 < topH[i]!) {
-          rec.set(hash, 65 + 32 * k);
-          next.push(i);
-          continue;
-        }
-        tops.set(hash, i * 32);
-        recs[i - s] = undefined;
-        if (!bytesEqual(hash, empty[k + 1]!)) await out.push({ hash: hash.slice(), record: rec });
-      }
-      active = next;
-    }
-  }
+  await writeLeafEdges(engine, empty, ids, topH, tops, out, engineChunk);
 
   // Leaves by the height of their subtree's top (stable, so in id order within a height).
   const starts = new Int32Array(height + 2);
@@ -269,6 +217,76 @@ export async function buildMerkle(
   }
   await out.flush();
   return curHashes.slice(0, 32);
+}
+
+/**
+ * The edge records of the leaves' single-leaf subtrees (merkle-edge.ts), a chunk of leaves at a
+ * time, all of a chunk's chains climbing one height per engine call; each subtree's hash is left
+ * in `tops` for the binary levels above.
+ */
+async function writeLeafEdges(
+  engine: HashEngine,
+  empty: readonly Uint8Array[],
+  ids: readonly bigint[],
+  topH: Uint16Array,
+  tops: Uint8Array,
+  out: SinkBuffer,
+  engineChunk: number,
+): Promise<void> {
+  const height = empty.length - 1;
+  const n = ids.length;
+  const leafChunk = Math.max(
+    1,
+    Math.min(engineChunk, Math.floor(EDGE_CHUNK_BYTES / merkleEdgeLength(height))),
+  );
+  for (let s = 0; s < n; s += leafChunk) {
+    const end = Math.min(n, s + leafChunk);
+    let active: number[] = [];
+    const recs: (Uint8Array | undefined)[] = [];
+    for (let i = s; i < end; i++) {
+      const h = topH[i]!;
+      if (h === 0) continue;
+      const rec = new Uint8Array(merkleEdgeLength(h));
+      rec.set(tops.subarray(i * 32, i * 32 + 32), 0);
+      rec.set(bigintToBytes32(ids[i]! & ((1n << BigInt(h)) - 1n)), 32);
+      rec[64] = h;
+      recs[i - s] = rec;
+      active.push(i);
+    }
+    for (let k = 0; active.length > 0; k++) {
+      const a = active.length;
+      const xs = new Uint8Array(a * 32);
+      const ys = new Uint8Array(a * 32);
+      const e = empty[k]!;
+      active.forEach((i, t) => {
+        const rec = recs[i - s]!;
+        const cur = edgeChainAt(rec, k);
+        if (((rec[63 - (k >> 3)]! >> (k & 7)) & 1) === 0) {
+          xs.set(cur, t * 32);
+          ys.set(e, t * 32);
+        } else {
+          xs.set(e, t * 32);
+          ys.set(cur, t * 32);
+        }
+      });
+      const up = await hashChunked(engine, xs, ys, engineChunk);
+      const next: number[] = [];
+      for (let t = 0; t < a; t++) {
+        const i = active[t]!;
+        const rec = recs[i - s]!;
+        const hash = up.subarray(t * 32, t * 32 + 32);
+        if (k + 1 < topH[i]!) {
+          rec.set(hash, 65 + 32 * k);
+          next.push(i);
+          continue;
+        }
+        tops.set(hash, i * 32);
+        recs[i - s] = undefined;
+        if (!bytesEqual(hash, empty[k + 1]!)) await out.push({ hash: hash.slice(), record: rec });
+      }
+      active = next;
+    }
+  }
 }
 
 function bitLength(v: bigint): number {

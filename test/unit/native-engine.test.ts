@@ -193,14 +193,17 @@ describe.skipIf(!addon)(
       });
 
       it("runs concurrent calls and reports the caller's index for a bad input", async () => {
-        const calls = [0, 1, 2, 3].map((k) => {
-          const a = (k * 3000 + 100) * 32;
-          const b = a + 3000 * 32;
-          return Promise.resolve(pool.hashMany(xs.subarray(a, b), ys.subarray(a, b))).then((got) =>
-            expect(Buffer.compare(got, expected.subarray(a, b))).toBe(0),
-          );
-        });
-        await Promise.all(calls);
+        // Rounds of different sizes: the shared buffers of one round are reused by the next.
+        for (const size of [3000, 1200, 4500]) {
+          const calls = [0, 1, 2, 3, 4, 5].map((k) => {
+            const a = (k * 2000 + 100) * 32;
+            const b = a + size * 32;
+            return Promise.resolve(pool.hashMany(xs.subarray(a, b), ys.subarray(a, b))).then((got) =>
+              expect(Buffer.compare(got, expected.subarray(a, b))).toBe(0),
+            );
+          });
+          await Promise.all(calls);
+        }
         const bad = ys.slice(0, 5000 * 32);
         bad.set(be32(P), 4321 * 32);
         await expect(async () => pool.hashMany(xs.subarray(0, 5000 * 32), bad)).rejects.toThrow(/y\[4321\]/);

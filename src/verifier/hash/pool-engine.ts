@@ -30,6 +30,9 @@ interface Job {
   reject(err: Error): void;
 }
 
+/** Concurrent calls (one per tree) each hold a buffer; a few spares cover them. */
+const MAX_SPARE = 4;
+
 interface Slot {
   worker: Worker;
   busy: Job | null;
@@ -52,6 +55,8 @@ export class PoolEngine implements HashEngine {
   private readonly queue: Job[] = [];
   private nextId = 1;
   private closed = false;
+  /** Shared buffers of finished calls, for the next ones (at most MAX_SPARE kept). */
+  private readonly spare: SharedArrayBuffer[] = [];
 
   private constructor(
     private readonly addon: NativeAddon,
@@ -85,7 +90,7 @@ export class PoolEngine implements HashEngine {
 
   private async runPooled(xs: Uint8Array, ys: Uint8Array, n: number): Promise<Uint8Array> {
     const bytes = n * 32;
-    const sab = new SharedArrayBuffer(bytes * 3);
+    const sab = this.acquire(bytes * 3);
     const u8 = new Uint8Array(sab);
     u8.set(xs, 0);
     u8.set(ys, bytes);
@@ -111,8 +116,26 @@ export class PoolEngine implements HashEngine {
       );
     }
     this.pump();
-    await Promise.all(jobs);
-    return u8.slice(2 * bytes, 3 * bytes);
+    try {
+      await Promise.all(jobs);
+      return u8.slice(2 * bytes, 3 * bytes);
+    } finally {
+      if (this.spare.length < MAX_SPARE) this.spare.push(sab);
+    }
+  }
+
+  /**
+   * A shared buffer of at least `bytes`, reused from earlier calls: allocating one per call (a
+   * batch makes one call per tree level) leaves hundreds of MiB of dead buffers between garbage
+   * collections, and each large allocation nudges V8 towards a full collection.
+   */
+  private acquire(bytes: number): SharedArrayBuffer {
+    let best = -1;
+    this.spare.forEach((b, i) => {
+      if (b.byteLength >= bytes && (best < 0 || b.byteLength < this.spare[best]!.byteLength)) best = i;
+    });
+    if (best >= 0) return this.spare.splice(best, 1)[0]!;
+    return new SharedArrayBuffer(Math.max(1 << 20, 2 ** Math.ceil(Math.log2(bytes))));
   }
 
   private spawn(): Slot {
