@@ -1,7 +1,7 @@
 import { storeProfile } from "../inspect/inspect.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
-import { bigintToBytes32, bytesEqual, bytesToBigint, hexToBytes32, toHex64 } from "../util/bytes.js";
+import { addSmall, bytesEqual, hexToBytes32, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "../verifier/compute-roots.js";
 import { isBelowPrime, type HashEngine } from "../verifier/hash/engine.js";
 import { decodeLeafRecord, hashLeaves, hashPairs } from "../verifier/leaves.js";
@@ -203,10 +203,7 @@ async function deepCheck(
         return;
       }
       read.forEach((n, i) => {
-        const h =
-          n.record.length === 65
-            ? bigintToBytes32(bytesToBigint(hashes[i]!) + BigInt(n.record[64]!))
-            : hashes[i]!;
+        const h = n.record.length === 65 ? addSmall(hashes[i]!, n.record[64]!) : hashes[i]!;
         if (!bytesEqual(h, n.hash)) report(problemOf(spec, n, `record hashes to ${toHex64(h)}`));
       });
     };

@@ -1,7 +1,7 @@
 import { DacdError } from "../errors.js";
 import { leafFromHash, leafToJson, resolveTree } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
-import { bigintToBytes32, bytesEqual, bytesToBigint, hexToBytes32, toHex64 } from "../util/bytes.js";
+import { addSmall, bigintToBytes32, bytesEqual, hexToBytes32, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "../verifier/compute-roots.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { hashLeaves, hashPairs } from "../verifier/leaves.js";
@@ -224,7 +224,7 @@ async function check(engine: HashEngine, p: Proof, expectedRoot?: string): Promi
         fail(`step ${i}: bad edge length or path`);
       if (bytesEqual(bottom, zero)) fail(`step ${i}: an edge to an empty subtree`);
       const [raw] = await hashPairs(engine, [bottom], [bigintToBytes32(path)]);
-      const hash = bigintToBytes32(bytesToBigint(raw!) + BigInt(length));
+      const hash = addSmall(raw!, length);
       if (!bytesEqual(hash, expected))
         fail(`step ${i}: the edge hashes to ${toHex64(hash)}, not ${toHex64(expected)}`);
       const bits = (id >> BigInt(h - length)) & ((1n << BigInt(length)) - 1n);

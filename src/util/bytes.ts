@@ -4,10 +4,12 @@ const HEX = /^[0-9a-fA-F]*$/;
 
 export function bigintToBytes32(v: bigint): Uint8Array {
   if (v < 0n || v >= 1n << 256n) throw new RangeError(`value does not fit in 32 bytes: ${v}`);
+  // 64 bits at a time: a byte at a time made 32 BigInt temporaries per call, the trees' main garbage.
   const out = new Uint8Array(32);
-  for (let i = 31; i >= 0 && v > 0n; i--) {
-    out[i] = Number(v & 0xffn);
-    v >>= 8n;
+  const view = new DataView(out.buffer);
+  for (let at = 24; at >= 0 && v > 0n; at -= 8) {
+    view.setBigUint64(at, BigInt.asUintN(64, v));
+    v >>= 64n;
   }
   return out;
 }
@@ -54,3 +56,17 @@ export function concatBytes(...parts: Uint8Array[]): Uint8Array {
 }
 
 export const ZERO32 = new Uint8Array(32);
+
+/** h + small, as 32-byte big-endian values (an edge's hash is H(bottom, path) + length). */
+export function addSmall(h: Uint8Array, small: number): Uint8Array {
+  // A copy made explicitly: on a Buffer, slice() would be a view and the sum would overwrite h.
+  const out = new Uint8Array(32);
+  out.set(h);
+  let carry = small;
+  for (let i = 31; i >= 0 && carry > 0; i--) {
+    const s = out[i]! + carry;
+    out[i] = s & 0xff;
+    carry = s >> 8;
+  }
+  return out;
+}

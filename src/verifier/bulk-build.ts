@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { bigintToBytes32, bytesEqual, ZERO32 } from "../util/bytes.js";
+import { addSmall, bigintToBytes32, bytesEqual, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import { edgeChainAt, merkleEdgeLength } from "./merkle-edge.js";
 import type { NodeWrite } from "./node-source.js";
@@ -291,18 +291,6 @@ async function writeLeafEdges(
 
 function bitLength(v: bigint): number {
   return v === 0n ? 0 : v.toString(2).length;
-}
-
-/** h + small, as 32-byte big-endian values (an edge's hash is H(bottom, path) + length). */
-function addSmall(h: Uint8Array, small: number): Uint8Array {
-  const out = h.slice();
-  let carry = small;
-  for (let i = 31; i >= 0 && carry > 0; i--) {
-    const s = out[i]! + carry;
-    out[i] = s & 0xff;
-    carry = s >> 8;
-  }
-  return out;
 }
 
 /**

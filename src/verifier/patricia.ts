@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { bigintToBytes32, bytesToBigint, concatBytes, ZERO32 } from "../util/bytes.js";
+import { addSmall, bigintToBytes32, bytesToBigint, concatBytes, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
@@ -305,7 +305,7 @@ async function hashNewNodes(
         n.hash = hashes[i]!;
         writes.push({ hash: n.hash, record: concatBytes(xs[i]!, ys[i]!) });
       } else {
-        n.hash = bigintToBytes32(bytesToBigint(hashes[i]!) + BigInt(n.length));
+        n.hash = addSmall(hashes[i]!, n.length);
         writes.push({ hash: n.hash, record: concatBytes(xs[i]!, ys[i]!, Uint8Array.of(n.length)) });
       }
       onWrite(n, writes[writes.length - 1]!);

@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { addSmall, bigintToBytes32, bytesToBigint } from "../../src/util/bytes.js";
+
+describe("32-byte big-endian conversions", () => {
+  it("round-trips values at every 64-bit boundary and refuses what does not fit", () => {
+    for (const v of [
+      0n,
+      1n,
+      255n,
+      2n ** 64n - 1n,
+      2n ** 64n,
+      2n ** 128n + 5n,
+      2n ** 251n + 17n,
+      2n ** 256n - 1n,
+    ]) {
+      const b = bigintToBytes32(v);
+      expect(b.length).toBe(32);
+      expect(bytesToBigint(b)).toBe(v);
+      expect(Buffer.from(b).toString("hex")).toBe(v.toString(16).padStart(64, "0"));
+    }
+    expect(() => bigintToBytes32(-1n)).toThrow(RangeError);
+    expect(() => bigintToBytes32(2n ** 256n)).toThrow(RangeError);
+  });
+
+  it("adds a small number with carries, without touching its input (even a Buffer)", () => {
+    const h = Buffer.from(bigintToBytes32(2n ** 64n - 1n));
+    const sum = addSmall(h, 251);
+    expect(bytesToBigint(sum)).toBe(2n ** 64n - 1n + 251n);
+    expect(bytesToBigint(h)).toBe(2n ** 64n - 1n);
+    expect(bytesToBigint(addSmall(bigintToBytes32(0n), 7))).toBe(7n);
+  });
+});
