@@ -1,7 +1,7 @@
 import { DacdError } from "../errors.js";
 import { addSmall, bigintToBytes32, bytesEqual, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
-import { edgeChainAt, merkleEdgeLength } from "./merkle-edge.js";
+import { climbEdgeChains, merkleEdgeLength, newMerkleEdge } from "./merkle-edge.js";
 import type { NodeWrite } from "./node-source.js";
 
 /**
@@ -221,8 +221,8 @@ export async function buildMerkle(
 
 /**
  * The edge records of the leaves' single-leaf subtrees (merkle-edge.ts), a chunk of leaves at a
- * time, all of a chunk's chains climbing one height per engine call; each subtree's hash is left
- * in `tops` for the binary levels above.
+ * time (climbEdgeChains: all of a chunk's chains climb one height per engine call); each subtree's
+ * hash is left in `tops` for the binary levels above.
  */
 async function writeLeafEdges(
   engine: HashEngine,
@@ -241,50 +241,29 @@ async function writeLeafEdges(
   );
   for (let s = 0; s < n; s += leafChunk) {
     const end = Math.min(n, s + leafChunk);
-    let active: number[] = [];
-    const recs: (Uint8Array | undefined)[] = [];
+    const leafOf: number[] = [];
+    const recs: Uint8Array[] = [];
     for (let i = s; i < end; i++) {
       const h = topH[i]!;
       if (h === 0) continue;
-      const rec = new Uint8Array(merkleEdgeLength(h));
+      const rec = newMerkleEdge(h, ids[i]!);
       rec.set(tops.subarray(i * 32, i * 32 + 32), 0);
-      rec.set(bigintToBytes32(ids[i]! & ((1n << BigInt(h)) - 1n)), 32);
-      rec[64] = h;
-      recs[i - s] = rec;
-      active.push(i);
+      recs.push(rec);
+      leafOf.push(i);
     }
-    for (let k = 0; active.length > 0; k++) {
-      const a = active.length;
-      const xs = new Uint8Array(a * 32);
-      const ys = new Uint8Array(a * 32);
-      const e = empty[k]!;
-      active.forEach((i, t) => {
-        const rec = recs[i - s]!;
-        const cur = edgeChainAt(rec, k);
-        if (((rec[63 - (k >> 3)]! >> (k & 7)) & 1) === 0) {
-          xs.set(cur, t * 32);
-          ys.set(e, t * 32);
-        } else {
-          xs.set(e, t * 32);
-          ys.set(cur, t * 32);
-        }
-      });
-      const up = await hashChunked(engine, xs, ys, engineChunk);
-      const next: number[] = [];
-      for (let t = 0; t < a; t++) {
-        const i = active[t]!;
-        const rec = recs[i - s]!;
-        const hash = up.subarray(t * 32, t * 32 + 32);
-        if (k + 1 < topH[i]!) {
-          rec.set(hash, 65 + 32 * k);
-          next.push(i);
-          continue;
-        }
-        tops.set(hash, i * 32);
-        recs[i - s] = undefined;
-        if (!bytesEqual(hash, empty[k + 1]!)) await out.push({ hash: hash.slice(), record: rec });
-      }
-      active = next;
+    await climbEdgeChains(
+      (xs, ys) => hashChunked(engine, xs, ys, engineChunk),
+      empty,
+      recs,
+      (r, k, hash) => {
+        const rec = recs[r]!;
+        if (k < rec[64]!) rec.set(hash, 65 + 32 * (k - 1));
+        else tops.set(hash, leafOf[r]! * 32);
+      },
+    );
+    for (let r = 0; r < recs.length; r++) {
+      const i = leafOf[r]!;
+      await out.push({ hash: tops.slice(i * 32, i * 32 + 32), record: recs[r]! });
     }
   }
 }

@@ -35,16 +35,31 @@ function pathFits(rec: Uint8Array, height: number): boolean {
 }
 
 /**
+ * A new edge record for a subtree of `height` whose leaf is `leaf` (its index in the tree, or within
+ * the subtree: only the low `height` bits are kept). The leaf hash (bytes 0..32) and the chain are
+ * the caller's to fill.
+ */
+export function newMerkleEdge(height: number, leaf: bigint): Uint8Array {
+  const rec = new Uint8Array(merkleEdgeLength(height));
+  rec[64] = height;
+  setEdgeLeaf(rec, leaf);
+  return rec;
+}
+
+/** Writes the path of the leaf at `leaf` (low bits kept as the record's height says). */
+export function setEdgeLeaf(rec: Uint8Array, leaf: bigint): void {
+  rec.set(bigintToBytes32(leaf & ((1n << BigInt(rec[64]!)) - 1n)), 32);
+}
+
+/**
  * Encodes the edge record of a subtree of height `chain.length − 1`: `chain[k]` is the leaf's
  * ancestor at height k (chain[0] the leaf hash; the last entry, the subtree's own hash, is the key
  * and is not repeated in the record).
  */
 export function encodeMerkleEdge(chain: readonly Uint8Array[], path: bigint): Uint8Array {
   const height = chain.length - 1;
-  const rec = new Uint8Array(merkleEdgeLength(height));
+  const rec = newMerkleEdge(height, path);
   rec.set(chain[0]!, 0);
-  rec.set(bigintToBytes32(path), 32);
-  rec[64] = height;
   for (let k = 1; k < height; k++) rec.set(chain[k]!, 65 + 32 * (k - 1));
   return rec;
 }
@@ -78,30 +93,20 @@ function pathBit(rec: Uint8Array, k: number): number {
 }
 
 /**
- * Recomputes edge records from their leaf hashes and paths, ignoring the stored chains, and
- * compares the stored chains with the result. `empty` is E[0..height] of the tree. All records
- * advance a height at a time, so each height is one engine call over every edge still climbing.
- * Throws a RangeError on a record that is not a well-formed edge of at most the tree's height
- * (callers check isMerkleEdge first), and whatever the engine throws on a leaf hash at or above
- * the field prime.
+ * Climbs the chains of edge records together from their leaf hashes and paths (the stored chains
+ * are not read), one `hash` call per height over every edge still climbing: `visit(i, k, h)` gets
+ * record i's ancestor at height k, for k = 1 up to the record's height (the last is its key).
+ * `recs` must be well-formed edges (isMerkleEdge) of at most the tree's height; `empty` is E[0..].
  */
-export async function recomputeMerkleEdges(
-  engine: HashEngine,
+export async function climbEdgeChains(
+  hash: (xs: Uint8Array, ys: Uint8Array) => Uint8Array | Promise<Uint8Array>,
   empty: readonly Uint8Array[],
   recs: readonly Uint8Array[],
-): Promise<MerkleEdgeCheck[]> {
-  const n = recs.length;
-  const heights = recs.map((rec, i) => {
-    const h = rec.length > 64 ? rec[64]! : 0;
-    if (!isMerkleEdge(rec, h) || h >= empty.length)
-      throw new RangeError(`record ${i} (${rec.length} bytes) is not a Merkle edge of this tree`);
-    return h;
-  });
-  const tops: Uint8Array[] = new Array<Uint8Array>(n);
-  const bad: (number | undefined)[] = new Array<number | undefined>(n).fill(undefined);
+  visit: (i: number, k: number, h: Uint8Array) => void,
+): Promise<void> {
   // The edges still climbing, and their current hashes packed in the same order.
-  let active = Array.from({ length: n }, (_, i) => i);
-  let cur = new Uint8Array(n * 32);
+  let active = recs.map((_, i) => i);
+  let cur = new Uint8Array(recs.length * 32);
   recs.forEach((rec, i) => cur.set(rec.subarray(0, 32), i * 32));
   for (let k = 0; active.length > 0; k++) {
     const a = active.length;
@@ -110,29 +115,54 @@ export async function recomputeMerkleEdges(
     const e = empty[k]!;
     active.forEach((i, t) => {
       const h = cur.subarray(t * 32, t * 32 + 32);
-      if (pathBit(recs[i]!, k) === 0) {
-        xs.set(h, t * 32);
-        ys.set(e, t * 32);
-      } else {
-        xs.set(e, t * 32);
-        ys.set(h, t * 32);
-      }
+      const [x, y] = pathBit(recs[i]!, k) === 0 ? [xs, ys] : [ys, xs];
+      x.set(h, t * 32);
+      y.set(e, t * 32);
     });
-    const up = await engine.hashMany(xs, ys);
+    const up = await hash(xs, ys);
     const next: number[] = [];
     const nextCur = new Uint8Array(a * 32);
     active.forEach((i, t) => {
       const h = up.subarray(t * 32, t * 32 + 32);
-      if (k + 1 === heights[i]) {
-        tops[i] = h.slice();
-        return;
-      }
-      if (bad[i] === undefined && !bytesEqual(h, edgeChainAt(recs[i]!, k + 1))) bad[i] = k + 1;
+      visit(i, k + 1, h);
+      if (k + 1 === recs[i]![64]) return;
       nextCur.set(h, next.length * 32);
       next.push(i);
     });
     active = next;
     cur = nextCur;
   }
-  return tops.map((top, i) => ({ top, badChainAt: bad[i] }));
+}
+
+/**
+ * Recomputes edge records from their leaf hashes and paths, ignoring the stored chains, and
+ * compares the stored chains with the result. `empty` is E[0..height] of the tree. Throws a
+ * RangeError on a record that is not a well-formed edge of at most the tree's height (callers
+ * check isMerkleEdge first), and whatever the engine throws on a leaf hash at or above the prime.
+ */
+export async function recomputeMerkleEdges(
+  engine: HashEngine,
+  empty: readonly Uint8Array[],
+  recs: readonly Uint8Array[],
+): Promise<MerkleEdgeCheck[]> {
+  recs.forEach((rec, i) => {
+    const h = rec.length > 64 ? rec[64]! : 0;
+    if (!isMerkleEdge(rec, h) || h >= empty.length)
+      throw new RangeError(`record ${i} (${rec.length} bytes) is not a Merkle edge of this tree`);
+  });
+  const out = recs.map((): { top: Uint8Array; badChainAt: number | undefined } => ({
+    top: new Uint8Array(32),
+    badChainAt: undefined,
+  }));
+  await climbEdgeChains(
+    (xs, ys) => engine.hashMany(xs, ys),
+    empty,
+    recs,
+    (i, k, h) => {
+      const o = out[i]!;
+      if (k === recs[i]![64]) o.top = h.slice();
+      else if (o.badChainAt === undefined && !bytesEqual(h, edgeChainAt(recs[i]!, k))) o.badChainAt = k;
+    },
+  );
+  return out;
 }

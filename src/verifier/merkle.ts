@@ -1,8 +1,8 @@
 import { DacdError } from "../errors.js";
-import { bigintToBytes32, bytesEqual } from "../util/bytes.js";
+import { bytesEqual } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
-import { edgeChainAt, edgeLeafIndex, isMerkleEdge, merkleEdgeLength } from "./merkle-edge.js";
+import { edgeChainAt, edgeLeafIndex, isMerkleEdge, newMerkleEdge, setEdgeLeaf } from "./merkle-edge.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
 
 /** In a level's lone-chain links: the chain starts in an old edge record, not a path node. */
@@ -151,7 +151,7 @@ async function buildNewPaths(
 
   /** The edge record of the lone chain ending at node `idx` of level `top`, assembled downward. */
   const writeEdge = (top: number, idx: number): void => {
-    const rec = new Uint8Array(merkleEdgeLength(top));
+    const rec = newMerkleEdge(top, 0n);
     let leaf = 0n;
     for (let k = top, i = idx; k > 0; k--) {
       const from = loneAt[k]![i]!;
@@ -170,18 +170,15 @@ async function buildNewPaths(
       } else copy32(rec, 65 + 32 * (k - 2), hashesAt[k - 1]!, from * 32);
       i = from;
     }
-    rec.set(bigintToBytes32(leaf & ((1n << BigInt(top)) - 1n)), 32);
-    rec[64] = top;
+    setEdgeLeaf(rec, leaf);
     write(top, leaf >> BigInt(top), hashesAt[top]!.subarray(idx * 32, idx * 32 + 32), rec);
   };
 
   /** The edge record of a lone chain that starts in an old edge record and ends at height t. */
   const writeDerivedEdge = (t: number, d: Derived, id: bigint): void => {
-    const rec = new Uint8Array(merkleEdgeLength(t));
+    const rec = newMerkleEdge(t, d.leaf);
     rec.set(d.rec!.subarray(0, 32), 0);
     rec.set(d.rec!.subarray(65, 65 + 32 * (t - 1)), 65);
-    rec.set(bigintToBytes32(d.leaf & ((1n << BigInt(t)) - 1n)), 32);
-    rec[64] = t;
     write(t, id, edgeChainAt(d.rec!, t), rec);
   };
   /** A child of a binary node that is a lone chain (above a leaf) ends there: its edge is written. */

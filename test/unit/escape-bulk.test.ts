@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { prng } from "../../src/util/prng.js";
 import { bigintToBytes32, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
 import { buildMerkle, buildPatricia } from "../../src/verifier/bulk-build.js";
 import { emptyRoots } from "../../src/verifier/compute-roots.js";
@@ -6,24 +7,7 @@ import type { NodeSource, NodeWrite } from "../../src/verifier/node-source.js";
 import { updateMerkle } from "../../src/verifier/merkle.js";
 import { updatePatricia } from "../../src/verifier/patricia.js";
 import { naiveMerkleRoot, naivePatriciaRoot } from "../helpers/naive-trees.js";
-import { engine } from "./escape-helpers.js";
-
-/** A deterministic pseudo-random generator (xorshift) for leaf sets. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
-
-function randomBig(r: () => number, bits: number): bigint {
-  let v = 0n;
-  for (let i = 0; i < bits; i += 16) v = (v << 16n) | BigInt(Math.floor(r() * 65536));
-  return v & ((1n << BigInt(bits)) - 1n);
-}
+import { engine, randomBig } from "./escape-helpers.js";
 
 function pack(entries: [bigint, bigint][]): { ids: bigint[]; hashes: Uint8Array } {
   const sorted = [...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -53,7 +37,7 @@ const leafSets: [string, number, number][] = [
 describe("bulk Merkle build", () => {
   it.each(leafSets)("equals the naive root and the incremental update (%s)", async (_name, n, seed) => {
     const height = 10;
-    const r = rng(seed + 11);
+    const r = prng(seed + 11);
     const leaves = new Map<bigint, bigint>();
     while (leaves.size < n) leaves.set(BigInt(Math.floor(r() * 1024)), randomBig(r, 240) + 1n);
     if (n === 2) leaves.set(1023n, 5n); // the last id
@@ -90,7 +74,7 @@ describe("bulk Patricia build", () => {
     "equals the naive root and carries incremental updates (%s)",
     async (name, n, seed) => {
       const height = 251;
-      const r = rng(seed + 7);
+      const r = prng(seed + 7);
       const leaves = new Map<bigint, bigint>();
       while (leaves.size < n) {
         const id = name === "dense" ? BigInt(Math.floor(r() * 64)) : randomBig(r, 251);

@@ -84,3 +84,10 @@ export async function tableBytes(dir: string): Promise<number> {
     if (f.endsWith(".ldb") || f.endsWith(".sst")) total += (await stat(join(dir, f))).size;
   return total;
 }
+
+/** A random value of `bits` bits from a seeded generator (src/util/prng.ts). */
+export function randomBig(r: () => number, bits: number): bigint {
+  let v = 0n;
+  for (let i = 0; i < bits; i += 16) v = (v << 16n) | BigInt(Math.floor(r() * 65536));
+  return v & ((1n << BigInt(bits)) - 1n);
+}

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { prng } from "../../src/util/prng.js";
 import { checkStore } from "../../src/escape/check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { loadDump } from "../../src/escape/load.js";
@@ -11,26 +12,9 @@ import { emptyRoots } from "../../src/verifier/compute-roots.js";
 import { encodeMerkleEdge, isMerkleEdge, recomputeMerkleEdges } from "../../src/verifier/merkle-edge.js";
 import type { NodeWrite } from "../../src/verifier/node-source.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
-import { chainStore, cleanup, engine, tempDir } from "./escape-helpers.js";
+import { chainStore, cleanup, engine, randomBig, tempDir } from "./escape-helpers.js";
 
 afterAll(cleanup);
-
-/** A deterministic pseudo-random generator (xorshift). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
-
-function randomBig(r: () => number, bits: number): bigint {
-  let v = 0n;
-  for (let i = 0; i < bits; i += 16) v = (v << 16n) | BigInt(Math.floor(r() * 65536));
-  return v & ((1n << BigInt(bits)) - 1n);
-}
 
 function pack(leaves: Map<bigint, bigint>): { ids: bigint[]; hashes: Uint8Array } {
   const sorted = [...leaves].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -153,7 +137,7 @@ describe("buildMerkle writes the canonical form with edges", () => {
     ["a cluster and outliers, H=64", 64, [0n, 1n, 2n, 3n, 5n, 1n << 40n, top(64) - 1n, top(64)]],
   ];
   it.each(cases)("%s", async (_name, height, ids) => {
-    const r = rng(ids.length + height);
+    const r = prng(ids.length + height);
     const leaves = new Map(ids.map((id) => [id, randomBig(r, 240) + 1n]));
     await buildAndVerify(height, leaves);
     await buildAndVerify(height, leaves, "order", { sinkChunk: 2, engineChunk: 3 });
@@ -161,7 +145,7 @@ describe("buildMerkle writes the canonical form with edges", () => {
 
   it.each([4, 10, 31, 64])("random sparse and clustered leaf sets (H=%i)", async (height) => {
     for (let seed = 1; seed <= 6; seed++) {
-      const r = rng(seed * 97 + height);
+      const r = prng(seed * 97 + height);
       const leaves = new Map<bigint, bigint>();
       const n = Math.floor(r() * Math.min(60, 2 ** height));
       while (leaves.size < n) {
