@@ -1,5 +1,4 @@
 import { mkdtemp, readdir, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -13,6 +12,7 @@ import { createSigner } from "../../src/signer/create-signer.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
+import { freePort } from "../helpers/free-port.js";
 import { memberSetup, waitFor } from "../helpers/daemon.js";
 import { VectorGateway } from "../helpers/vector-gateway.js";
 import { loadChain, privateKeyBytes } from "../helpers/vectors.js";
@@ -21,14 +21,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const { port } = srv.address() as { port: number };
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 /** A logger whose JSON lines are kept. */
 function capturingLogger(): { log: ReturnType<typeof createLogger>; lines: Record<string, unknown>[] } {

@@ -1,10 +1,10 @@
 import { spawn, spawnSync } from "node:child_process";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { encryptKeystore } from "../../src/signer/keystore.js";
+import { freePort } from "../helpers/free-port.js";
 import { memberSetup, waitFor } from "../helpers/daemon.js";
 import { VectorGateway } from "../helpers/vector-gateway.js";
 import { FIXTURES, loadChain, privateKeyBytes } from "../helpers/vectors.js";
@@ -14,14 +14,6 @@ const dirs: string[] = [];
 afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
-  const { port } = srv.address() as { port: number };
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 async function tmp(): Promise<string> {
   const d = await mkdtemp(join(tmpdir(), "dacd-keys-"));
