@@ -20,11 +20,8 @@ type PNode =
   | { readonly t: "leaf"; readonly hash: Uint8Array }
   // A non-empty subtree of height > 0 known only by its hash; `edge` is filled once loaded.
   | { readonly t: "stored"; readonly hash: Uint8Array; edge?: Edge }
-  | { readonly t: "binary"; readonly left: PNode; readonly right: PNode; hash?: Uint8Array; at?: Position }
+  | { readonly t: "binary"; readonly left: PNode; readonly right: PNode; hash?: Uint8Array }
   | Edge;
-
-/** Where a new node sits: its height and its index among the nodes of that height. */
-type Position = readonly [height: number, index: bigint];
 
 interface Edge {
   readonly t: "edge";
@@ -32,7 +29,6 @@ interface Edge {
   readonly length: number;
   readonly bottom: PNode;
   hash?: Uint8Array;
-  at?: Position;
 }
 
 const EMPTY: PNode = { t: "empty" };
@@ -198,18 +194,6 @@ export async function updatePatricia(
    * steps per change, not 251.
    */
   const walk = async (node: PNode, h: number, index: bigint, lo: number, hi: number): Promise<PNode> => {
-    const out = await walkUnplaced(node, h, index, lo, hi);
-    // A node created here is the subtree at (h, index); the cache of top levels wants to know.
-    if ((out.t === "binary" || out.t === "edge") && !out.hash) out.at = [h, index];
-    return out;
-  };
-  const walkUnplaced = async (
-    node: PNode,
-    h: number,
-    index: bigint,
-    lo: number,
-    hi: number,
-  ): Promise<PNode> => {
     if (lo === hi) return node;
     if (h === 0) return fromHash(sorted[hi - 1]![1], 0);
     if (node.t === "stored") node = await load(node, h, index);
@@ -257,9 +241,9 @@ export async function updatePatricia(
   };
 
   const root = await walk(fromHash(oldRoot, height), height, 0n, 0, sorted.length);
-  const newNodes = await hashNewNodes(engine, root, (n, w) => {
-    if (n.at) nodes.remember?.(treeName, height - n.at[0], n.at[1], w.hash, w.record);
-  });
+  const newNodes = await hashNewNodes(engine, root, height, (h, index, w) =>
+    nodes.remember?.(treeName, height - h, index, w.hash, w.record),
+  );
   return { root: hashOf(root), newNodes };
 }
 
@@ -284,23 +268,30 @@ function hashOf(node: PNode): Uint8Array {
 async function hashNewNodes(
   engine: HashEngine,
   root: PNode,
-  onWrite: (node: { at?: Position }, write: NodeWrite) => void,
+  height: number,
+  onWrite: (h: number, index: bigint, write: NodeWrite) => void,
 ): Promise<NodeWrite[]> {
-  const byRank: (Edge | Extract<PNode, { t: "binary" }>)[][] = [];
-  const rank = (node: PNode): number => {
+  type New = Edge | Extract<PNode, { t: "binary" }>;
+  // Each new node with where it sits (height, index), found on the way down from the root.
+  const byRank: { node: New; h: number; index: bigint }[][] = [];
+  const rank = (node: PNode, h: number, index: bigint): number => {
     if (node.t === "empty" || node.t === "leaf" || node.t === "stored" || node.hash) return 0;
-    const r = 1 + (node.t === "binary" ? Math.max(rank(node.left), rank(node.right)) : rank(node.bottom));
-    (byRank[r] ??= []).push(node);
+    const r =
+      1 +
+      (node.t === "binary"
+        ? Math.max(rank(node.left, h - 1, 2n * index), rank(node.right, h - 1, 2n * index + 1n))
+        : rank(node.bottom, h - node.length, (index << BigInt(node.length)) | node.path));
+    (byRank[r] ??= []).push({ node, h, index });
     return r;
   };
-  rank(root);
+  rank(root, height, 0n);
   const writes: NodeWrite[] = [];
   for (const group of byRank) {
     if (!group) continue;
-    const xs = group.map((n) => (n.t === "binary" ? hashOf(n.left) : hashOf(n.bottom)));
-    const ys = group.map((n) => (n.t === "binary" ? hashOf(n.right) : bigintToBytes32(n.path)));
+    const xs = group.map(({ node: n }) => (n.t === "binary" ? hashOf(n.left) : hashOf(n.bottom)));
+    const ys = group.map(({ node: n }) => (n.t === "binary" ? hashOf(n.right) : bigintToBytes32(n.path)));
     const hashes = await hashPairs(engine, xs, ys);
-    group.forEach((n, i) => {
+    group.forEach(({ node: n, h, index }, i) => {
       if (n.t === "binary") {
         n.hash = hashes[i]!;
         writes.push({ hash: n.hash, record: concatBytes(xs[i]!, ys[i]!) });
@@ -308,7 +299,7 @@ async function hashNewNodes(
         n.hash = addSmall(hashes[i]!, n.length);
         writes.push({ hash: n.hash, record: concatBytes(xs[i]!, ys[i]!, Uint8Array.of(n.length)) });
       }
-      onWrite(n, writes[writes.length - 1]!);
+      onWrite(h, index, writes[writes.length - 1]!);
     });
   }
   return writes;
