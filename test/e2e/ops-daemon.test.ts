@@ -114,13 +114,15 @@ describe("metrics and health endpoints", () => {
   });
 
   it("counts a root mismatch and refusals by reason", async () => {
-    const { gw, expected, base } = await setup({ available: 2 });
+    const { gw, base } = await setup({ available: 2 });
     await waitFor(() => gw.accepted.length === 2, 30_000, "two batches");
     // Batch 2 with a wrong vault root.
     const bad = structuredClone(gw.responses[2]!) as { update: Record<string, unknown> };
     bad.update.vault_root = "0".repeat(63) + "1";
     gw.responses[2] = bad;
-    gw.available = expected.batches.length;
+    // Only up to batch 2: the chain's batch 3 builds on batch 1, so with it served the member would
+    // rightly move past the refused batch 2 (abandoned by the operator) and sign batch 3.
+    gw.available = 3;
     await waitFor(
       async () => ((await scrape(base)).get("dacd_root_mismatch_total") ?? 0) >= 1,
       20_000,
@@ -130,6 +132,7 @@ describe("metrics and health endpoints", () => {
     expect(m.get('dacd_batches_refused_total{reason="ROOT_MISMATCH"}')).toBeGreaterThanOrEqual(1);
     expect(m.get("dacd_last_signed_batch_id")).toBe(1);
     expect(gw.accepted.length).toBe(2);
+    expect(gw.posts.some((p) => p.batch_id === 2)).toBe(false);
   });
 
   it("/readyz turns unready when the gateway stops answering and ready again when it returns", async () => {
