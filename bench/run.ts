@@ -8,6 +8,10 @@ import { runWorkload, type WorkloadResult } from "./workloads.js";
 /**
  * `npm run bench [-- --quick] [-- --json FILE] [-- --wasm-runs N] [-- --cache-levels N]`: engine speeds and the W-spot and
  * W-perp workloads, printed as a table. Figures from one run on one machine; compare the ratios.
+ * For profiling: `--only spot|perp` runs one workload and no engine table; `--cpu-profile PREFIX`
+ * writes a CPU profile of the third native batch to PREFIX-<workload>.cpuprofile, `--heap-profile
+ * PREFIX` its sampled allocations to PREFIX-<workload>.heapprofile (open either in Chrome's DevTools
+ * or summarise with bench/profile-summary.ts).
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -18,6 +22,12 @@ const quick = process.argv.includes("--quick");
 const jsonPath = arg("--json");
 const wasmRuns = Number(arg("--wasm-runs") ?? 3);
 const cacheLevels = Number(arg("--cache-levels") ?? DEFAULT_CACHE_LEVELS);
+const onlyArg = arg("--only");
+if (onlyArg !== undefined && onlyArg !== "spot" && onlyArg !== "perp")
+  throw new Error("--only takes spot or perp");
+const only: "spot" | "perp" | undefined = onlyArg;
+const cpuProfile = arg("--cpu-profile");
+const heapProfile = arg("--heap-profile");
 const log = (s: string): void => void process.stderr.write(s + "\n");
 
 let peakRss = 0;
@@ -35,7 +45,7 @@ const sampler = setInterval(() => {
   }
 }, 100);
 
-const engines = await benchEngines({ quick });
+const engines = only ? [] : await benchEngines({ quick });
 console.log("\nPedersen engines");
 console.log("| engine | kernel | threads | µs/hash | hashes/s |");
 console.log("|---|---|---|---|---|");
@@ -48,7 +58,7 @@ for (const e of engines) {
 const native = createEngine("native", { threads: "auto" });
 const wasm = new WasmEngine();
 const results: Record<string, WorkloadResult> = {};
-for (const kind of ["spot", "perp"] as const) {
+for (const kind of only ? [only] : (["spot", "perp"] as const)) {
   phase = `${kind} bulk load`;
   results[kind] = await runWorkload(kind, {
     quick,
@@ -57,6 +67,11 @@ for (const kind of ["spot", "perp"] as const) {
     nativeRuns: 5,
     wasmRuns,
     cacheLevels,
+    profile: cpuProfile
+      ? { kind: "cpu", path: `${cpuProfile}-${kind}.cpuprofile` }
+      : heapProfile
+        ? { kind: "heap", path: `${heapProfile}-${kind}.heapprofile` }
+        : undefined,
     log: (line) => {
       if (line.includes("bulk load")) phase = `${kind} batches`;
       log(line);

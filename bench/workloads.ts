@@ -1,11 +1,12 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeClaimHash } from "../src/signer/claim.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
 import { Prefix, prefixed } from "../src/storage/keys.js";
 import { LevelStore } from "../src/storage/level-store.js";
-import { bigintToBytes32, bytesToBigint, toHex0x, toHex64 } from "../src/util/bytes.js";
+import { toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/bulk-build.js";
 import { computeRoots, emptyRoots, type Roots } from "../src/verifier/compute-roots.js";
@@ -19,6 +20,8 @@ import {
   type TreeSpec,
 } from "../src/verifier/profile.js";
 import { TopNodeCache } from "../src/verifier/node-cache.js";
+import { PackedIds } from "../src/verifier/packed-ids.js";
+import { warmTopNodes } from "../src/verifier/warm-cache.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
 import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/wire/types.js";
 
@@ -166,6 +169,8 @@ async function bulkLoad(
     const set = new Set<bigint>();
     while (set.size < count) set.add(randomId(rng, spec));
     const sorted = [...set].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    // Packed: a million BigInts would be a million objects on the heap, and every major garbage
+    // collection during the timed batches would trace them.
     ids.set(spec.name, new PackedIds(sorted));
     const hashes = new Uint8Array(sorted.length * 32);
     const CHUNK = 50_000;
@@ -214,23 +219,6 @@ async function bulkLoad(
   return { roots, ids };
 }
 
-/**
- * The existing leaf ids, packed 32 bytes each: a million BigInts would be a million objects on the
- * heap, and every major garbage collection during the timed batches would trace them.
- */
-class PackedIds {
-  private readonly bytes: Uint8Array;
-  readonly length: number;
-  constructor(ids: readonly bigint[]) {
-    this.length = ids.length;
-    this.bytes = new Uint8Array(ids.length * 32);
-    ids.forEach((id, i) => this.bytes.set(bigintToBytes32(id), i * 32));
-  }
-  at(i: number): bigint {
-    return bytesToBigint(this.bytes, i * 32);
-  }
-}
-
 function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<TreeName, PackedIds>) {
   const changes: Partial<Record<TreeName, LeafChanges>> = {};
   for (const spec of trees) {
@@ -243,6 +231,37 @@ function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<T
     changes[spec.name] = m;
   }
   return changes;
+}
+
+/**
+ * A profile of this thread through the inspector, started now: CPU time by function ("cpu"), or
+ * sampled allocations by stack, including what the collector has already freed ("heap").
+ */
+async function startProfile(kind: "cpu" | "heap"): Promise<{ stopInto(path: string): Promise<void> }> {
+  const session = new Session();
+  session.connect();
+  if (kind === "cpu") {
+    await session.post("Profiler.enable");
+    await session.post("Profiler.setSamplingInterval", { interval: 200 });
+    await session.post("Profiler.start");
+  } else {
+    await session.post("HeapProfiler.enable");
+    await session.post("HeapProfiler.startSampling", {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    } as never);
+  }
+  return {
+    async stopInto(path) {
+      const { profile } =
+        kind === "cpu"
+          ? await session.post("Profiler.stop")
+          : await session.post("HeapProfiler.stopSampling");
+      session.disconnect();
+      await writeFile(path, JSON.stringify(profile));
+    },
+  };
 }
 
 const breakdownText = (b?: { reads: number; hashing: number; commit: number }): string =>
@@ -262,6 +281,8 @@ export async function runWorkload(
     nativeRuns: number;
     wasmRuns: number;
     cacheLevels: number;
+    /** Where to write a profile of the third native batch, if anywhere, and of what. */
+    profile?: { kind: "cpu" | "heap"; path: string };
     log: (s: string) => void;
   },
 ): Promise<WorkloadResult> {
@@ -286,6 +307,7 @@ export async function runWorkload(
     // Count what the measured verifications cost: hashes and store operations.
     let reads = 0;
     let writes = 0;
+    let writtenBytes = 0;
     const readClock = new BusyClock();
     const commitClock = new BusyClock();
     const counted = new Proxy(store, {
@@ -299,6 +321,8 @@ export async function runWorkload(
         if (prop === "commitBatch") {
           return (record: never, nodes: readonly unknown[], leaves: readonly unknown[]) => {
             writes += nodes.length + leaves.length + 1;
+            for (const w of [...nodes, ...leaves] as { record: Uint8Array }[])
+              writtenBytes += 33 + w.record.length;
             return commitClock.time(() => target.commitBatch(record, nodes as never, leaves as never));
           };
         }
@@ -307,10 +331,18 @@ export async function runWorkload(
       },
     });
     const signer = new EthSigner(new Uint8Array(32).fill(7));
-    // One cache per engine: each pipeline keeps its own top levels, as a daemon would.
+    // One cache per engine: each pipeline keeps its own top levels, as a daemon would. Each is warmed
+    // from the bulk-loaded state first, as a daemon warms its cache at start (app.ts).
+    const native = new CountingEngine(opts.native);
     const caches = new Map<HashEngine, TopNodeCache>();
+    for (const engine of [native, opts.wasm]) {
+      const cache = new TopNodeCache(opts.cacheLevels);
+      const t = performance.now();
+      const warmed = await warmTopNodes(cache, store, opts.native, trees);
+      opts.log(`${kind}: cache warm-up ${((performance.now() - t) / 1000).toFixed(1)} s, ${warmed} nodes`);
+      caches.set(engine, cache);
+    }
     const ctxFor = (engine: HashEngine): VerifyContext => {
-      if (!caches.has(engine)) caches.set(engine, new TopNodeCache(opts.cacheLevels));
       return {
         profile,
         engine,
@@ -320,7 +352,6 @@ export async function runWorkload(
         topNodes: caches.get(engine)!,
       };
     };
-    const native = new CountingEngine(opts.native);
     const nativeTimes: number[] = [];
     const breakdowns: { total: number; reads: number; hashing: number; commit: number }[] = [];
     const wasmTimes: number[] = [];
@@ -345,10 +376,13 @@ export async function runWorkload(
         native.hashes = 0;
         reads = 0;
         writes = 0;
+        writtenBytes = 0;
         for (const clock of [native.busy, readClock, commitClock]) clock.reset();
+        const profiler = i === 2 && opts.profile ? await startProfile(opts.profile.kind) : undefined;
         const t = performance.now();
         await verifyParsedAndStore(ctxFor(native), nativeId, update);
         const total = (performance.now() - t) / 1000;
+        if (profiler) await profiler.stopInto(opts.profile!.path);
         nativeTimes.push(total);
         breakdowns.push({
           total,
@@ -359,10 +393,11 @@ export async function runWorkload(
         hashes = native.hashes;
         storageOps = reads + writes;
       } else {
-        await verifyParsedAndStore(ctxFor(opts.native), nativeId, update);
+        await verifyParsedAndStore(ctxFor(native), nativeId, update);
       }
       opts.log(
-        `${kind}: batch ${i + 1}: native ${nativeTimes.at(-1)?.toFixed(3) ?? "-"} s ${breakdownText(breakdowns.at(-1))}, wasm ${i < opts.wasmRuns ? wasmTimes.at(-1)!.toFixed(2) : "-"} s`,
+        `${kind}: batch ${i + 1}: native ${nativeTimes.at(-1)?.toFixed(3) ?? "-"} s ${breakdownText(breakdowns.at(-1))} ` +
+          `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), wasm ${i < opts.wasmRuns ? wasmTimes.at(-1)!.toFixed(2) : "-"} s`,
       );
       prevId = nativeId;
       prevRoots = stated.roots;

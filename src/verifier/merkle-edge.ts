@@ -30,8 +30,12 @@ export function isMerkleEdge(rec: Uint8Array, height: number): boolean {
   );
 }
 
+/** The path (bytes 32..64, big-endian) is below 2^height: no bit set at or above `height`. */
 function pathFits(rec: Uint8Array, height: number): boolean {
-  return height >= 256 || bytesToBigint(rec, 32) >> BigInt(height) === 0n;
+  if (height >= 256) return true;
+  const fullBytes = height >> 3; // low-order bytes that may be anything
+  for (let i = 32; i < 64 - fullBytes - 1; i++) if (rec[i] !== 0) return false;
+  return height % 8 === 0 ? rec[63 - fullBytes] === 0 : rec[63 - fullBytes]! >> (height % 8) === 0;
 }
 
 /**
@@ -49,6 +53,16 @@ export function newMerkleEdge(height: number, leaf: bigint): Uint8Array {
 /** Writes the path of the leaf at `leaf` (low bits kept as the record's height says). */
 export function setEdgeLeaf(rec: Uint8Array, leaf: bigint): void {
   rec.set(bigintToBytes32(leaf & ((1n << BigInt(rec[64]!)) - 1n)), 32);
+}
+
+/** Writes the path from 32 big-endian bytes of `src` at `offset`, keeping the record's low bits. */
+export function setEdgePath(rec: Uint8Array, src: Uint8Array, offset: number): void {
+  const height = rec[64]!;
+  for (let i = 0; i < 32; i++) {
+    const low = 8 * (31 - i); // the lowest bit this byte holds
+    const keep = height >= low + 8 ? 0xff : height > low ? (1 << (height - low)) - 1 : 0;
+    rec[32 + i] = src[offset + i]! & keep;
+  }
 }
 
 /**
@@ -88,7 +102,7 @@ export interface MerkleEdgeCheck {
 }
 
 /** Bit k of the path of an edge record (bit 0: the leaf's side at height 0). */
-function pathBit(rec: Uint8Array, k: number): number {
+export function edgePathBit(rec: Uint8Array, k: number): number {
   return (rec[63 - (k >> 3)]! >> (k & 7)) & 1;
 }
 
@@ -115,7 +129,7 @@ export async function climbEdgeChains(
     const e = empty[k]!;
     active.forEach((i, t) => {
       const h = cur.subarray(t * 32, t * 32 + 32);
-      const [x, y] = pathBit(recs[i]!, k) === 0 ? [xs, ys] : [ys, xs];
+      const [x, y] = edgePathBit(recs[i]!, k) === 0 ? [xs, ys] : [ys, xs];
       x.set(h, t * 32);
       y.set(e, t * 32);
     });

@@ -2,8 +2,9 @@ import { DacdError } from "../errors.js";
 import { bytesEqual } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
-import { edgeChainAt, edgeLeafIndex, isMerkleEdge, newMerkleEdge, setEdgeLeaf } from "./merkle-edge.js";
+import { edgeChainAt, edgePathBit, isMerkleEdge, newMerkleEdge, setEdgePath } from "./merkle-edge.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
+import { PackedIds } from "./packed-ids.js";
 
 /** In a level's lone-chain links: the chain starts in an old edge record, not a path node. */
 const DERIVED = -2;
@@ -47,11 +48,51 @@ const enum New {
 }
 
 interface OldLevel {
-  kind: Old[];
-  /** Binary: the 64-byte record; Edge: the edge record. */
+  kind: Uint8Array;
+  /** Binary: the 64-byte record; Edge: the edge record (whose path leads through this node). */
   rec: (Uint8Array | undefined)[];
-  /** Edge: the absolute index of its leaf. */
-  leaf: bigint[];
+}
+
+/**
+ * The changed paths: the sorted leaf ids, packed, and per height the nodes above changed leaves,
+ * each given by its first leaf (its id is that leaf's id >> height). Nodes of one height are in id
+ * order, and a node's first leaf also starts a node at every height below it.
+ */
+interface Paths {
+  readonly ids: PackedIds;
+  /** starts[h][j]: the first leaf of the j-th path node at height h (starts[0]: every leaf). */
+  readonly starts: Int32Array[];
+  readonly height: number;
+  /** Levels below the root that `remember` keeps. */
+  readonly remembered: number;
+}
+
+function changedPaths(sortedIds: readonly bigint[], height: number, remembered: number): Paths {
+  const ids = new PackedIds(sortedIds);
+  const n = sortedIds.length;
+  // Leaf i starts a node at every height below the one where it meets leaf i − 1.
+  const meet = new Uint16Array(n);
+  for (let i = 1; i < n; i++) {
+    meet[i] = ids.meetHeight(i);
+    if (meet[i]! > height) throw new RangeError(`a leaf id does not fit a tree of height ${height}`);
+  }
+  // Nodes at height h: leaf 0 and every leaf that meets its predecessor above h.
+  const meetingAbove = new Int32Array(height + 2);
+  for (let i = 1; i < n; i++) meetingAbove[meet[i]! - 1]!++;
+  for (let h = height - 1; h >= 0; h--) meetingAbove[h]! += meetingAbove[h + 1]!;
+  const starts = [Int32Array.from({ length: n }, (_, i) => i)];
+  for (let h = 1; h <= height; h++) {
+    const below = starts[h - 1]!;
+    const level = new Int32Array(1 + meetingAbove[h]!);
+    for (let c = 1, j = 1; c < below.length; c++) if (meet[below[c]!]! > h) level[j++] = below[c]!;
+    starts.push(level);
+  }
+  return { ids, starts, height, remembered };
+}
+
+/** The index among the nodes of its height of the path node at height h whose first leaf is `leaf`. */
+function indexAt(paths: Paths, leaf: number, h: number): number {
+  return paths.ids.bits(leaf, h, paths.height - h);
 }
 
 /**
@@ -68,8 +109,9 @@ interface OldLevel {
  * binary node above a lone leaf when the other side is a stored node (its leaf count is not read);
  * readers accept both forms, since both describe the same subtree.
  *
- * Every level is a sorted array of node ids with arrays aligned to it (no maps): a parent's
- * children are found by walking the child level's sorted ids alongside.
+ * Every level is an array of path nodes in id order, given by their first leaves (Paths), with
+ * typed arrays aligned to it: no BigInt, map or object per node. A parent's one or two path
+ * children are the next nodes of the level below.
  */
 export async function updateMerkle(
   engine: HashEngine,
@@ -82,14 +124,14 @@ export async function updateMerkle(
   const height = empty.length - 1;
   if (leaves.size === 0) return { root: oldRoot, newNodes: [] };
   const leafIds = [...leaves.keys()].sort(byIndex);
+  const remembered = nodes.remember ? Math.min(nodes.rememberedLevels ?? 0, height + 1) : 0;
+  const paths = changedPaths(leafIds, height, remembered);
+  const leafHashes = new Uint8Array(leafIds.length * 32);
+  leafIds.forEach((id, i) => leafHashes.set(leaves.get(id)!, i * 32));
 
-  // pathIds[h]: the ids at height h of nodes above a changed leaf (pathIds[0] = the leaves).
-  const pathIds: bigint[][] = [leafIds];
-  for (let h = 1; h <= height; h++) pathIds.push(parentsOf(pathIds[h - 1]!));
+  const old = await readOldPaths(nodes, empty, oldRoot, paths, treeName);
 
-  const old = await readOldPaths(nodes, empty, oldRoot, pathIds, treeName);
-
-  return buildNewPaths(engine, nodes, empty, leafIds, leaves, pathIds, old, treeName);
+  return buildNewPaths(engine, nodes, empty, leafHashes, paths, old, treeName);
 }
 
 /** A lone leaf's chain that starts outside the changed paths (see `Derived` in buildNewPaths). */
@@ -99,7 +141,9 @@ interface Derived {
   /** Where the leaf's hash is (in `rec`, or in its old parent's record). */
   readonly buf: Uint8Array;
   readonly off: number;
-  readonly leaf: bigint;
+  /** The leaf's id, 32 bytes at pathOff (a new edge keeps its low bits as the path). */
+  readonly pathBuf: Uint8Array;
+  readonly pathOff: number;
 }
 
 /** One child as its parent sees it: a reused scratch object, so the hot loop allocates nothing. */
@@ -124,75 +168,73 @@ async function buildNewPaths(
   engine: HashEngine,
   nodes: NodeSource,
   empty: readonly Uint8Array[],
-  leafIds: readonly bigint[],
-  leaves: ReadonlyMap<bigint, Uint8Array>,
-  pathIds: readonly bigint[][],
+  leafHashes: Uint8Array,
+  paths: Paths,
   old: readonly OldLevel[],
   treeName: string,
 ): Promise<MerkleUpdate> {
-  const height = empty.length - 1;
+  const { ids, starts, height, remembered } = paths;
   const newNodes: NodeWrite[] = [];
-  const write = (h: number, id: bigint, hash: Uint8Array, record: Uint8Array): void => {
+  /**
+   * Records a new node at height h: the path node there whose first leaf is `first` (side −1), or
+   * the child on `side` of the path node at height h + 1 whose first leaf is `first`.
+   */
+  const write = (h: number, first: number, side: number, hash: Uint8Array, record: Uint8Array): void => {
     newNodes.push({ hash, record });
-    nodes.remember?.(treeName, height - h, id, hash, record);
+    if (height - h >= remembered) return;
+    const index = side < 0 ? indexAt(paths, first, h) : indexAt(paths, first, h + 1) * 2 + side;
+    nodes.remember!(treeName, height - h, index, hash, record);
   };
 
   // Per level: the new hashes (packed), each node's kind, and for a lone chain the child it came
   // from (its index one level down, or DERIVED with the chain's start in `derivedAt`).
-  const hashesAt: Uint8Array[] = [new Uint8Array(leafIds.length * 32)];
-  const kindAt: Uint8Array[] = [new Uint8Array(leafIds.length)];
+  const n0 = ids.length;
+  const hashesAt: Uint8Array[] = [leafHashes];
+  const kindAt: Uint8Array[] = [new Uint8Array(n0)];
   const loneAt: Int32Array[] = [new Int32Array(0)];
   const derivedAt: Map<number, Derived>[] = [new Map()];
-  leafIds.forEach((id, i) => {
-    const hash = leaves.get(id)!;
-    hashesAt[0]!.set(hash, i * 32);
-    kindAt[0]![i] = bytesEqual(hash, empty[0]!) ? New.Empty : New.Single;
-  });
+  for (let i = 0; i < n0; i++)
+    kindAt[0]![i] = equal32(leafHashes, i * 32, empty[0]!) ? New.Empty : New.Single;
 
   /** The edge record of the lone chain ending at node `idx` of level `top`, assembled downward. */
   const writeEdge = (top: number, idx: number): void => {
     const rec = newMerkleEdge(top, 0n);
-    let leaf = 0n;
     for (let k = top, i = idx; k > 0; k--) {
       const from = loneAt[k]![i]!;
       if (from === DERIVED) {
         const d = derivedAt[k]!.get(i)!;
         // An old edge's record has the same layout: leaf hash, then the chain from height 1 up.
-        if (d.rec) rec.set(d.rec.subarray(0, 32), 0);
-        else copy32(rec, 0, d.buf, d.off);
+        copy32(rec, 0, d.buf, d.off);
         if (d.rec && k > 1) rec.set(d.rec.subarray(65, 65 + 32 * (k - 1)), 65);
-        leaf = d.leaf;
+        setEdgePath(rec, d.pathBuf, d.pathOff);
         break;
       }
       if (k - 1 === 0) {
         copy32(rec, 0, hashesAt[0]!, from * 32);
-        leaf = leafIds[from]!;
+        setEdgePath(rec, ids.bytes, from * 32);
       } else copy32(rec, 65 + 32 * (k - 2), hashesAt[k - 1]!, from * 32);
       i = from;
     }
-    setEdgeLeaf(rec, leaf);
-    write(top, leaf >> BigInt(top), hashesAt[top]!.subarray(idx * 32, idx * 32 + 32), rec);
+    write(top, starts[top]![idx]!, -1, hashesAt[top]!.subarray(idx * 32, idx * 32 + 32), rec);
   };
 
-  /** The edge record of a lone chain that starts in an old edge record and ends at height t. */
-  const writeDerivedEdge = (t: number, d: Derived, id: bigint): void => {
-    const rec = newMerkleEdge(t, d.leaf);
+  /**
+   * The edge record of a lone chain that starts in an old edge record and ends at height t, on
+   * `side` below the path node at height t + 1 whose first leaf is `first`.
+   */
+  const writeDerivedEdge = (t: number, d: Derived, first: number, side: number): void => {
+    const rec = newMerkleEdge(t, 0n);
     rec.set(d.rec!.subarray(0, 32), 0);
     rec.set(d.rec!.subarray(65, 65 + 32 * (t - 1)), 65);
-    write(t, id, edgeChainAt(d.rec!, t), rec);
-  };
-  /** A child of a binary node that is a lone chain (above a leaf) ends there: its edge is written. */
-  const endChain = (slot: ChildSlot, t: number, id: bigint): void => {
-    if (slot.kind !== New.Single || t === 0) return;
-    if (slot.derived) writeDerivedEdge(t, slot.derived, id);
-    else writeEdge(t, slot.path);
+    setEdgePath(rec, d.pathBuf, d.pathOff);
+    write(t, first, side, edgeChainAt(d.rec!, t), rec);
   };
 
   const L: ChildSlot = { kind: New.Empty, buf: empty[0]!, off: 0, path: -1, derived: undefined };
   const R: ChildSlot = { ...L };
   for (let h = 1; h <= height; h++) {
-    const parents = pathIds[h]!;
-    const children = pathIds[h - 1]!;
+    const parents = starts[h]!;
+    const children = starts[h - 1]!;
     const belowHashes = hashesAt[h - 1]!;
     const belowKind = kindAt[h - 1]!;
     const was = old[h]!;
@@ -204,55 +246,77 @@ async function buildNewPaths(
     const ys = new Uint8Array(n * 32);
     const binary: number[] = [];
     const eBelow = empty[h - 1]!;
-    let c = 0;
-    // Fills `slot` with a path child (its new state) or an untouched sibling (its old state).
-    const child = (slot: ChildSlot, j: number, id: bigint): void => {
+    // Fills `slot` with path child c (its new state).
+    const pathChild = (slot: ChildSlot, c: number): void => {
+      slot.derived = undefined;
+      slot.kind = belowKind[c]!;
+      slot.buf = belowHashes;
+      slot.off = c * 32;
+      slot.path = c;
+    };
+    // Fills `slot` with the untouched child of parent j on `side` (its old state).
+    const sibling = (slot: ChildSlot, j: number, side: number): void => {
       slot.derived = undefined;
       slot.path = -1;
-      if (c < children.length && children[c] === id) {
-        slot.kind = belowKind[c]!;
-        slot.buf = belowHashes;
-        slot.off = c * 32;
-        slot.path = c++;
-        return;
-      }
       const rec = was.rec[j];
       const wasKind = was.kind[j]!;
       if (wasKind === Old.Binary) {
         slot.buf = rec!;
-        slot.off = (id & 1n) === 0n ? 0 : 32;
+        slot.off = side * 32;
         if (equal32(rec!, slot.off, eBelow)) slot.kind = New.Empty;
         else if (h === 1) {
-          // A leaf: a chain of its own.
+          // A leaf: a chain of its own. Its id is the parent's first leaf's with bit 0 = side.
           slot.kind = New.Single;
-          slot.derived = { rec: undefined, buf: rec!, off: slot.off, leaf: id };
+          const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
+          id[31] = (id[31]! & 0xfe) | side;
+          slot.derived = { rec: undefined, buf: rec!, off: slot.off, pathBuf: id, pathOff: 0 };
         } else slot.kind = New.Stored;
         return;
       }
-      if (wasKind === Old.Edge && was.leaf[j]! >> BigInt(h - 1) === id) {
+      if (wasKind === Old.Edge && edgePathBit(rec!, h - 1) === side) {
         // The old lone leaf's side of a split: its chain is in the edge record.
         slot.kind = New.Single;
         slot.buf = rec!;
         slot.off = h - 1 === 0 ? 0 : 65 + 32 * (h - 2);
-        slot.derived = { rec, buf: rec!, off: 0, leaf: was.leaf[j]! };
+        // The chain may climb above the old edge (a deleted neighbour), so its path is the leaf's
+        // whole id: the parent's bits above h, the edge's path below.
+        const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
+        copyLowBits(id, rec!, 32, h);
+        slot.derived = { rec, buf: rec!, off: 0, pathBuf: id, pathOff: 0 };
         return;
       }
       slot.kind = New.Empty;
       slot.buf = eBelow;
       slot.off = 0;
     };
-    for (let j = 0; j < n; j++) {
-      const p2 = parents[j]! << 1n;
-      child(L, j, p2);
-      child(R, j, p2 + 1n);
+    /** A child of a binary node that is a lone chain (above a leaf) ends there: its edge is written. */
+    const endChain = (slot: ChildSlot, j: number, side: number): void => {
+      if (slot.kind !== New.Single || h - 1 === 0) return;
+      if (slot.derived) writeDerivedEdge(h - 1, slot.derived, parents[j]!, side);
+      else writeEdge(h - 1, slot.path);
+    };
+    for (let j = 0, c = 0; j < n; j++) {
+      // The parent's path children: child c (which starts at the same leaf) and maybe child c + 1.
+      const end = j + 1 < n ? parents[j + 1]! : ids.length;
+      if (c + 1 < children.length && children[c + 1]! < end) {
+        pathChild(L, c);
+        pathChild(R, c + 1);
+        c += 2;
+      } else if (ids.bit(children[c]!, h - 1) === 0) {
+        pathChild(L, c++);
+        sibling(R, j, 1);
+      } else {
+        sibling(L, j, 0);
+        pathChild(R, c++);
+      }
       copy32(xs, j * 32, L.buf, L.off);
       copy32(ys, j * 32, R.buf, R.off);
       const only = L.kind === New.Empty ? R : R.kind === New.Empty ? L : undefined;
       if (only === undefined || only.kind === New.Stored) {
         kind[j] = New.Stored;
         binary.push(j);
-        endChain(L, h - 1, p2);
-        endChain(R, h - 1, p2 + 1n);
+        endChain(L, j, 0);
+        endChain(R, j, 1);
       } else if (only.kind === New.Single) {
         // One lone leaf's chain going on up.
         kind[j] = New.Single;
@@ -268,9 +332,9 @@ async function buildNewPaths(
     // A lone chain ends below each binary node: it becomes an edge record (leaves need none).
     const records = new Uint8Array(binary.length * 64);
     binary.forEach((j, b) => {
-      records.set(xs.subarray(j * 32, j * 32 + 32), b * 64);
-      records.set(ys.subarray(j * 32, j * 32 + 32), b * 64 + 32);
-      write(h, parents[j]!, hashes.subarray(j * 32, j * 32 + 32), records.subarray(b * 64, b * 64 + 64));
+      copy32(records, b * 64, xs, j * 32);
+      copy32(records, b * 64 + 32, ys, j * 32);
+      write(h, parents[j]!, -1, hashes.subarray(j * 32, j * 32 + 32), records.subarray(b * 64, b * 64 + 64));
     });
   }
   if (kindAt[height]![0] === New.Single) writeEdge(height, 0);
@@ -285,19 +349,18 @@ async function readOldPaths(
   nodes: NodeSource,
   empty: readonly Uint8Array[],
   oldRoot: Uint8Array,
-  pathIds: readonly bigint[][],
+  paths: Paths,
   treeName: string,
 ): Promise<OldLevel[]> {
-  const height = empty.length - 1;
+  const { ids, starts, height, remembered } = paths;
   const old: OldLevel[] = new Array<OldLevel>(height + 1);
   // The old hashes of this level's path nodes; undefined where an edge above already decided.
   let hashes: (Uint8Array | undefined)[] = [oldRoot];
-  let inherited: OldLevel = { kind: [Old.Empty], rec: [undefined], leaf: [0n] };
+  let level: OldLevel = { kind: new Uint8Array(1), rec: [undefined] };
   for (let h = height; h >= 1; h--) {
-    const ids = pathIds[h]!;
-    const level = inherited;
+    const firsts = starts[h]!;
     const toRead: number[] = [];
-    for (let j = 0; j < ids.length; j++) {
+    for (let j = 0; j < firsts.length; j++) {
       const hash = hashes[j];
       if (hash === undefined) continue;
       if (bytesEqual(hash, empty[h]!)) level.kind[j] = Old.Empty;
@@ -306,64 +369,61 @@ async function readOldPaths(
     const found = await nodes.getNodes(toRead.map((j) => hashes[j]!));
     toRead.forEach((j, k) => {
       const rec = found[k];
-      if (rec?.length === 64) {
-        level.kind[j] = Old.Binary;
-      } else if (rec !== undefined && isMerkleEdge(rec, h)) {
-        level.kind[j] = Old.Edge;
-        level.leaf[j] = edgeLeafIndex(rec, h, ids[j]!);
-      } else {
+      if (rec?.length === 64) level.kind[j] = Old.Binary;
+      else if (rec !== undefined && isMerkleEdge(rec, h)) level.kind[j] = Old.Edge;
+      else {
         const what = rec === undefined ? "is not in the store" : `has a record of ${rec.length} bytes`;
         throw new DacdError(
           "STORE",
-          `${treeName} tree: node at height ${h}, index ${ids[j]} (${Buffer.from(hashes[j]!).toString("hex")}) ${what}`,
+          `${treeName} tree: node at height ${h}, index ${ids.at(firsts[j]!) >> BigInt(h)} (${Buffer.from(hashes[j]!).toString("hex")}) ${what}`,
         );
       }
       level.rec[j] = rec;
-      nodes.remember?.(treeName, height - h, ids[j]!, hashes[j]!, rec!);
+      if (height - h < remembered)
+        nodes.remember!(treeName, height - h, indexAt(paths, firsts[j]!, h), hashes[j]!, rec);
     });
     old[h] = level;
 
-    // The old state of the path nodes one level down, from their parents.
-    const below = pathIds[h - 1]!;
+    // The old state of the path nodes one level down, from their parents: a path child's first
+    // leaf tells its side (bit h − 1), and its parent is the last one starting at or before it.
+    const below = starts[h - 1]!;
     const next: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(below.length);
     const nextLevel: OldLevel = {
-      kind: new Array<Old>(below.length),
+      kind: new Uint8Array(below.length),
       rec: new Array<Uint8Array | undefined>(below.length),
-      leaf: new Array<bigint>(below.length),
     };
     for (let c = 0, j = 0; c < below.length; c++) {
-      while (ids[j]! !== below[c]! >> 1n) j++;
+      while (j + 1 < firsts.length && firsts[j + 1]! <= below[c]!) j++;
+      const side = ids.bit(below[c]!, h - 1);
       const rec = level.rec[j];
       switch (level.kind[j]!) {
         case Old.Empty:
           nextLevel.kind[c] = Old.Empty;
           break;
         case Old.Binary:
-          next[c] = (below[c]! & 1n) === 0n ? rec!.subarray(0, 32) : rec!.subarray(32, 64);
+          next[c] = rec!.subarray(side * 32, side * 32 + 32);
           break;
         case Old.Edge:
-          if (level.leaf[j]! >> BigInt(h - 1) === below[c]!) {
+          // Still inside the edge's subtree while the child is on its leaf's side.
+          if (edgePathBit(rec!, h - 1) === side) {
             nextLevel.kind[c] = Old.Edge;
             nextLevel.rec[c] = rec;
-            nextLevel.leaf[c] = level.leaf[j]!;
           } else nextLevel.kind[c] = Old.Empty;
           break;
       }
     }
     hashes = next;
-    inherited = nextLevel;
+    level = nextLevel;
   }
   return old;
 }
 
-/** The distinct parents of sorted node ids, in order. */
-function parentsOf(sortedIds: readonly bigint[]): bigint[] {
-  const out: bigint[] = [];
-  for (const id of sortedIds) {
-    const p = id >> 1n;
-    if (out.length === 0 || out[out.length - 1] !== p) out.push(p);
+/** Sets the low `bits` bits of the 32 big-endian bytes `dst` to those of `src` at `srcOff`. */
+function copyLowBits(dst: Uint8Array, src: Uint8Array, srcOff: number, bits: number): void {
+  for (let i = 31; i >= 0 && bits > 0; i--, bits -= 8) {
+    const mask = bits >= 8 ? 0xff : (1 << bits) - 1;
+    dst[i] = (dst[i]! & ~mask) | (src[srcOff + i]! & mask);
   }
-  return out;
 }
 
 function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {

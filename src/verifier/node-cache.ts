@@ -40,7 +40,11 @@ export class TopNodeCache {
   private readonly byPosition = new Map<string, Int32Array[]>();
 
   /** `levels`: how many levels below each root are kept (0 turns the cache off). */
-  constructor(readonly levels: number) {}
+  constructor(readonly levels: number) {
+    // 2^levels positions per depth array, and positions must be exact small integers.
+    if (!Number.isInteger(levels) || levels < 0 || levels > 30)
+      throw new RangeError(`node cache levels must be an integer in 0..30, got ${levels}`);
+  }
 
   get size(): number {
     return this.used;
@@ -65,12 +69,12 @@ export class TopNodeCache {
    * Notes the node at `depth` below the root of `tree` (depth = tree height − node height), at
    * `index` among the nodes of its height. Ignored below the cached levels and for long records.
    */
-  remember(tree: string, depth: number, index: bigint, hash: Uint8Array, record: Uint8Array): void {
+  remember(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void {
     if (depth >= this.levels || record.length > MAX_RECORD) return;
     let levels = this.byPosition.get(tree);
     if (!levels) this.byPosition.set(tree, (levels = []));
     const level = (levels[depth] ??= new Int32Array(2 ** depth));
-    const at = Number(index);
+    const at = index;
     let slot = level[at]! - 1;
     if (slot >= 0) {
       if (this.holds(slot, hash)) return;
@@ -99,6 +103,7 @@ export class TopNodeCache {
         missing.forEach((i, k) => (out[i] = found[k]));
         return out;
       },
+      rememberedLevels: this.levels,
       remember: (tree, depth, index, hash, record) => this.remember(tree, depth, index, hash, record),
     };
   }

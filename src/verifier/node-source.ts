@@ -6,11 +6,14 @@
 export interface NodeSource {
   /** Looks up many nodes in one round trip; `undefined` where a node is unknown. */
   getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
+  /** How many levels below each root `remember` keeps (0 or absent: it keeps nothing). */
+  readonly rememberedLevels?: number;
   /**
    * Told where a node read or written by a tree update sits (depth below the root of `tree`, index
    * among the nodes of its height), so that a cache of the top levels can keep it (node-cache.ts).
+   * Tree updates call it only for depths below `rememberedLevels`, so the index is a small number.
    */
-  remember?(tree: string, depth: number, index: bigint, hash: Uint8Array, record: Uint8Array): void;
+  remember?(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void;
 }
 
 /** A node record to be stored under its hash. */

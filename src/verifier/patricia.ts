@@ -91,11 +91,12 @@ export async function updatePatricia(
 ): Promise<PatriciaUpdate> {
   if (leaves.size === 0) return { root: oldRoot, newNodes: [] };
   const reader = new BatchedReader(nodes);
+  const remembered = nodes.remember ? (nodes.rememberedLevels ?? 0) : 0;
 
   const load = async (node: { hash: Uint8Array }, h: number, index: bigint): Promise<PNode> => {
     const rec = await reader.get(node.hash);
-    if (rec?.length === 64 || rec?.length === 65)
-      nodes.remember?.(treeName, height - h, index, node.hash, rec);
+    if ((rec?.length === 64 || rec?.length === 65) && height - h < remembered)
+      nodes.remember!(treeName, height - h, Number(index), node.hash, rec);
     if (rec?.length === 64) {
       return {
         t: "binary",
@@ -241,9 +242,9 @@ export async function updatePatricia(
   };
 
   const root = await walk(fromHash(oldRoot, height), height, 0n, 0, sorted.length);
-  const newNodes = await hashNewNodes(engine, root, height, (h, index, w) =>
-    nodes.remember?.(treeName, height - h, index, w.hash, w.record),
-  );
+  const newNodes = await hashNewNodes(engine, root, height, (h, index, w) => {
+    if (height - h < remembered) nodes.remember!(treeName, height - h, Number(index), w.hash, w.record);
+  });
   return { root: hashOf(root), newNodes };
 }
 

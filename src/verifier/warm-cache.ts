@@ -29,7 +29,7 @@ export async function warmTopNodes(
       getNodes: (hashes) => store.getNodes(hashes),
       enter: (t) => t.height > 0 && depth(t.height) < cache.levels,
       onNodes: (nodes) => {
-        for (const n of nodes) cache.remember(spec.name, depth(n.height), n.index, n.hash, n.record);
+        for (const n of nodes) cache.remember(spec.name, depth(n.height), Number(n.index), n.hash, n.record);
       },
       // A node missing here (an unchecked order tree's stated root) is simply not cached.
       onProblem: () => undefined,

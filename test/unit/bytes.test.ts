@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { addSmall, bigintToBytes32, bytesToBigint } from "../../src/util/bytes.js";
+import { prng } from "../../src/util/prng.js";
 
 describe("32-byte big-endian conversions", () => {
   it("round-trips values at every 64-bit boundary and refuses what does not fit", () => {
@@ -20,6 +21,26 @@ describe("32-byte big-endian conversions", () => {
     }
     expect(() => bigintToBytes32(-1n)).toThrow(RangeError);
     expect(() => bigintToBytes32(2n ** 256n)).toThrow(RangeError);
+  });
+
+  it("reads any length at any offset, also inside a larger buffer", () => {
+    const next = prng(11);
+    const backing = new Uint8Array(100).map(() => Math.floor(next() * 256));
+    const view = backing.subarray(3, 90);
+    for (const [offset, length] of [
+      [0, 32],
+      [5, 32],
+      [55, 32],
+      [0, 0],
+      [1, 1],
+      [7, 8],
+      [2, 31],
+      [10, 33],
+      [0, 64],
+    ]) {
+      const hex = Buffer.from(view.subarray(offset!, offset! + length!)).toString("hex");
+      expect(bytesToBigint(view, offset, length)).toBe(hex ? BigInt("0x" + hex) : 0n);
+    }
   });
 
   it("adds a small number with carries, without touching its input (even a Buffer)", () => {

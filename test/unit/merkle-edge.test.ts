@@ -9,7 +9,12 @@ import { LevelStore } from "../../src/storage/level-store.js";
 import { bigintToBytes32, bytesEqual, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
 import { buildMerkle } from "../../src/verifier/bulk-build.js";
 import { emptyRoots } from "../../src/verifier/compute-roots.js";
-import { encodeMerkleEdge, isMerkleEdge, recomputeMerkleEdges } from "../../src/verifier/merkle-edge.js";
+import {
+  encodeMerkleEdge,
+  isMerkleEdge,
+  merkleEdgeLength,
+  recomputeMerkleEdges,
+} from "../../src/verifier/merkle-edge.js";
 import type { NodeWrite } from "../../src/verifier/node-source.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import { chainStore, cleanup, engine, randomBig, tempDir } from "./escape-helpers.js";
@@ -174,6 +179,24 @@ describe("buildMerkle writes the canonical form with edges", () => {
     const edge201 = [...records.values()].find((rec) => rec.length !== 64 && bytesToBigint(rec, 0) === 13n);
     expect(edge201?.[64]).toBe(7);
     expect((await buildAndVerify(height, new Map([[7n, e0]]), "vault")).size).toBe(0);
+  });
+});
+
+describe("isMerkleEdge", () => {
+  it("accepts exactly the paths below 2^height, at every height and around every bit", () => {
+    const rec = new Uint8Array(merkleEdgeLength(251));
+    const next = prng(5);
+    for (let height = 1; height <= 251; height++) {
+      const r = rec.subarray(0, merkleEdgeLength(height));
+      r[64] = height;
+      const paths = [0n, (1n << BigInt(height)) - 1n, 1n << BigInt(height), randomBig(next, height)];
+      if (height < 250) paths.push(1n << BigInt(height + 1), randomBig(next, 256) | (1n << BigInt(height)));
+      for (const path of paths) {
+        r.set(bigintToBytes32(path % 2n ** 256n), 32);
+        expect(isMerkleEdge(r, height), `height ${height}, path ${path}`).toBe(path < 1n << BigInt(height));
+      }
+    }
+    expect(isMerkleEdge(rec.subarray(0, merkleEdgeLength(9)), 10)).toBe(false);
   });
 });
 

@@ -21,15 +21,15 @@ const h = (n: number): Uint8Array => new Uint8Array(32).fill(n);
 describe("TopNodeCache", () => {
   it("answers by hash, keeps one node per position and ignores levels below its depth", () => {
     const cache = new TopNodeCache(2);
-    cache.remember("vault", 0, 0n, h(1), h(11));
-    cache.remember("vault", 1, 1n, h(2), h(12));
-    cache.remember("vault", 2, 0n, h(3), h(13)); // depth 2: not kept
+    cache.remember("vault", 0, 0, h(1), h(11));
+    cache.remember("vault", 1, 1, h(2), h(12));
+    cache.remember("vault", 2, 0, h(3), h(13)); // depth 2: not kept
     expect(cache.get(h(1))).toEqual(h(11));
     expect(cache.get(h(2))).toEqual(h(12));
     expect(cache.get(h(3))).toBeUndefined();
     // A new root replaces the old one; the other tree's positions are its own.
-    cache.remember("vault", 0, 0n, h(4), h(14));
-    cache.remember("order", 0, 0n, h(5), h(15));
+    cache.remember("vault", 0, 0, h(4), h(14));
+    cache.remember("order", 0, 0, h(5), h(15));
     expect(cache.get(h(1))).toBeUndefined();
     expect(cache.get(h(4))).toEqual(h(14));
     expect(cache.get(h(5))).toEqual(h(15));
@@ -45,7 +45,7 @@ describe("TopNodeCache", () => {
       Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
     for (let i = 0; i < 60_000; i++) {
       const depth = Math.floor(rand() * 14);
-      const index = BigInt(Math.floor(rand() * Math.min(2 ** depth, 300)));
+      const index = Math.floor(rand() * Math.min(2 ** depth, 300));
       const hash = randomBytes(32);
       const record = randomBytes(rand() < 0.5 ? 64 : 65);
       cache.remember("t", depth, index, hash, record);
@@ -66,7 +66,7 @@ describe("TopNodeCache", () => {
     const a = h(7);
     const b = h(7);
     b[0] = 8; // same last 6 bytes (the map key), different hash
-    cache.remember("vault", 0, 0n, a, h(9));
+    cache.remember("vault", 0, 0, a, h(9));
     expect(cache.get(b)).toBeUndefined();
   });
 

@@ -1,0 +1,49 @@
+import { bytesToBigint, writeBigint32 } from "../util/bytes.js";
+
+/**
+ * Leaf ids packed 32 bytes each (big-endian) in one buffer, with their bits read from the bytes.
+ * A batch's tree update used to hold a BigInt per path node per level (for 20,000 leaves of a
+ * 64-high tree, over a million of them, each a heap object the garbage collector had to move); the
+ * nodes of a level are now described by their first leaf's position in here, and a node's side,
+ * index and meeting height with its neighbour are read off these bytes.
+ */
+export class PackedIds {
+  readonly bytes: Uint8Array;
+  readonly length: number;
+
+  constructor(ids: readonly bigint[]) {
+    this.length = ids.length;
+    this.bytes = new Uint8Array(ids.length * 32);
+    ids.forEach((id, i) => writeBigint32(id, this.bytes, i * 32));
+  }
+
+  at(i: number): bigint {
+    return bytesToBigint(this.bytes, i * 32);
+  }
+
+  /** Bit k (0: least significant) of id i. */
+  bit(i: number, k: number): number {
+    return (this.bytes[i * 32 + 31 - (k >> 3)]! >> (k & 7)) & 1;
+  }
+
+  /** Bits [from, from + count) of id i as a number (count ≤ 48): id i >> from, `count` bits of it. */
+  bits(i: number, from: number, count: number): number {
+    let v = 0;
+    for (let k = from + count - 1; k >= from; k--) v = v * 2 + this.bit(i, k);
+    return v;
+  }
+
+  /**
+   * The height at which the leaves with ids i − 1 and i first share an ancestor: the bit length of
+   * their XOR (ids must differ). Below it they sit in different subtrees.
+   */
+  meetHeight(i: number): number {
+    const a = (i - 1) * 32;
+    const b = i * 32;
+    for (let k = 0; k < 32; k++) {
+      const x = this.bytes[a + k]! ^ this.bytes[b + k]!;
+      if (x !== 0) return (31 - k) * 8 + 32 - Math.clz32(x);
+    }
+    throw new RangeError(`ids ${i - 1} and ${i} are equal`);
+  }
+}
