@@ -308,6 +308,7 @@ export async function runWorkload(
     let reads = 0;
     let writes = 0;
     let writtenBytes = 0;
+    let cpuS = 0;
     const readClock = new BusyClock();
     const commitClock = new BusyClock();
     const counted = new Proxy(store, {
@@ -380,8 +381,12 @@ export async function runWorkload(
         for (const clock of [native.busy, readClock, commitClock]) clock.reset();
         const profiler = i === 2 && opts.profile ? await startProfile(opts.profile.kind) : undefined;
         const t = performance.now();
+        const cpuBefore = process.cpuUsage();
         await verifyParsedAndStore(ctxFor(native), nativeId, update);
         const total = (performance.now() - t) / 1000;
+        // Every thread's CPU time: near cores × wall time means the batch is CPU-bound.
+        const used = process.cpuUsage(cpuBefore);
+        cpuS = (used.user + used.system) / 1e6;
         if (profiler) await profiler.stopInto(opts.profile!.path);
         nativeTimes.push(total);
         breakdowns.push({
@@ -397,7 +402,7 @@ export async function runWorkload(
       }
       opts.log(
         `${kind}: batch ${i + 1}: native ${nativeTimes.at(-1)?.toFixed(3) ?? "-"} s ${breakdownText(breakdowns.at(-1))} ` +
-          `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), wasm ${i < opts.wasmRuns ? wasmTimes.at(-1)!.toFixed(2) : "-"} s`,
+          `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, wasm ${i < opts.wasmRuns ? wasmTimes.at(-1)!.toFixed(2) : "-"} s`,
       );
       prevId = nativeId;
       prevRoots = stated.roots;

@@ -8,12 +8,25 @@ export function bigintToBytes32(v: bigint): Uint8Array {
   return out;
 }
 
+const TWO_256 = 1n << 256n;
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 /** Writes v as 32 big-endian bytes into dst at `offset` (all 32 bytes are written). */
 export function writeBigint32(v: bigint, dst: Uint8Array, offset: number): void {
-  if (v < 0n || v >= 1n << 256n) throw new RangeError(`value does not fit in 32 bytes: ${v}`);
-  // 64 bits at a time: a byte at a time made 32 BigInt temporaries per call, the trees' main garbage.
+  if (v < 0n || v >= TWO_256) throw new RangeError(`value does not fit in 32 bytes: ${v}`);
+  dst.fill(0, offset, offset + 32);
+  if (v <= SAFE) {
+    // Most leaf fields (balances, amounts, small ids) take this path: no BigInt arithmetic at all.
+    let n = Number(v);
+    for (let i = offset + 31; n > 0; i--) {
+      dst[i] = n % 256;
+      n = Math.floor(n / 256);
+    }
+    return;
+  }
+  // 64 bits at a time: a byte at a time made 32 BigInt temporaries per call.
   const view = new DataView(dst.buffer, dst.byteOffset + offset, 32);
-  for (let at = 24; at >= 0; at -= 8) {
+  for (let at = 24; at >= 0 && v > 0n; at -= 8) {
     view.setBigUint64(at, BigInt.asUintN(64, v));
     v >>= 64n;
   }

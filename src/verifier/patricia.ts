@@ -33,6 +33,11 @@ interface Edge {
 
 const EMPTY: PNode = { t: "empty" };
 
+/** BigInt(k), 2^k and 2^k − 1 for every shift a 251-high tree needs: made once, not per step. */
+const BIG = Array.from({ length: 257 }, (_, k) => BigInt(k));
+const POW = BIG.map((k) => 1n << k);
+const MASK = POW.map((p) => p - 1n);
+
 function isZero(h: Uint8Array): boolean {
   for (let i = 0; i < h.length; i++) if (h[i] !== 0) return false;
   return true;
@@ -133,13 +138,13 @@ export async function updatePatricia(
       case "binary":
         return [node.left, node.right];
       case "edge": {
-        const bit = (node.path >> BigInt(node.length - 1)) & 1n;
+        const bit = (node.path >> BIG[node.length - 1]!) & 1n;
         const rest: PNode =
           node.length === 1
             ? node.bottom
             : {
                 t: "edge",
-                path: node.path & ((1n << BigInt(node.length - 1)) - 1n),
+                path: node.path & MASK[node.length - 1]!,
                 length: node.length - 1,
                 bottom: node.bottom,
               };
@@ -164,13 +169,13 @@ export async function updatePatricia(
     if (child.t === "empty") return EMPTY;
     // An untouched stored child may itself be an edge, which must be extended rather than wrapped.
     if (child.t === "stored" && h - length > 0) {
-      const loaded = await load(child, h - length, (index << BigInt(length)) | path);
+      const loaded = await load(child, h - length, (index << BIG[length]!) | path);
       if (loaded.t === "edge") child = loaded;
     }
     if (child.t === "edge") {
       return {
         t: "edge",
-        path: (path << BigInt(child.length)) | child.path,
+        path: (path << BIG[child.length]!) | child.path,
         length: length + child.length,
         bottom: child.bottom,
       };
@@ -186,7 +191,6 @@ export async function updatePatricia(
 
   type Change = readonly [bigint, Uint8Array];
   const sorted: Change[] = [...leaves.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const mask = (bits: number): bigint => (1n << BigInt(bits)) - 1n;
 
   /**
    * The subtree at height h with changes sorted[lo..hi) applied. Where every change follows the
@@ -200,9 +204,9 @@ export async function updatePatricia(
     if (node.t === "stored") node = await load(node, h, index);
     const first = sorted[lo]![0];
     // Levels all changes agree on, below height h.
-    let shared = h - bitLength((first ^ sorted[hi - 1]![0]) & mask(h));
+    let shared = h - bitLength((first ^ sorted[hi - 1]![0]) & MASK[h]!);
     if (node.t === "edge") {
-      const top = (first >> BigInt(h - node.length)) & mask(node.length);
+      const top = (first >> BIG[h - node.length]!) & MASK[node.length]!;
       shared = Math.min(shared, node.length - bitLength(top ^ node.path));
       if (shared > 0) {
         const rest: PNode =
@@ -210,16 +214,16 @@ export async function updatePatricia(
             ? node.bottom
             : {
                 t: "edge",
-                path: node.path & mask(node.length - shared),
+                path: node.path & MASK[node.length - shared]!,
                 length: node.length - shared,
                 bottom: node.bottom,
               };
-        const below = await walk(rest, h - shared, first >> BigInt(h - shared), lo, hi);
-        return wrap(node.path >> BigInt(node.length - shared), shared, below, h, index);
+        const below = await walk(rest, h - shared, first >> BIG[h - shared]!, lo, hi);
+        return wrap(node.path >> BIG[node.length - shared]!, shared, below, h, index);
       }
     } else if (node.t === "empty" && shared > 0) {
-      const below = await walk(EMPTY, h - shared, first >> BigInt(h - shared), lo, hi);
-      return wrap((first >> BigInt(h - shared)) & mask(shared), shared, below, h, index);
+      const below = await walk(EMPTY, h - shared, first >> BIG[h - shared]!, lo, hi);
+      return wrap((first >> BIG[h - shared]!) & MASK[shared]!, shared, below, h, index);
     }
     const [l, r] = await expand(node, h, index);
     const split = firstWithBit(lo, hi, h - 1);
@@ -232,7 +236,7 @@ export async function updatePatricia(
 
   /** The first index in [lo, hi) whose id has bit `bit` set (the ids there agree above it). */
   const firstWithBit = (lo: number, hi: number, bit: number): number => {
-    const b = BigInt(bit);
+    const b = BIG[bit]!;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (((sorted[mid]![0] >> b) & 1n) === 1n) hi = mid;
@@ -248,8 +252,17 @@ export async function updatePatricia(
   return { root: hashOf(root), newNodes };
 }
 
+/** The number of bits of v < 2^256, by comparisons only (no string or BigInt is made). */
 function bitLength(v: bigint): number {
-  return v === 0n ? 0 : v.toString(2).length;
+  if (v === 0n) return 0;
+  let lo = 0; // 2^lo ≤ v
+  let hi = 256; // v < 2^hi
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (v >= POW[mid]!) lo = mid;
+    else hi = mid;
+  }
+  return hi;
 }
 
 function hashOf(node: PNode): Uint8Array {
@@ -281,7 +294,7 @@ async function hashNewNodes(
       1 +
       (node.t === "binary"
         ? Math.max(rank(node.left, h - 1, 2n * index), rank(node.right, h - 1, 2n * index + 1n))
-        : rank(node.bottom, h - node.length, (index << BigInt(node.length)) | node.path));
+        : rank(node.bottom, h - node.length, (index << BIG[node.length]!) | node.path));
     (byRank[r] ??= []).push({ node, h, index });
     return r;
   };
