@@ -103,6 +103,7 @@ export class TopNodeCache {
         missing.forEach((i, k) => (out[i] = found[k]));
         return out;
       },
+      getCached: (hash) => this.get(hash),
       rememberedLevels: this.levels,
       remember: (tree, depth, index, hash, record) => this.remember(tree, depth, index, hash, record),
     };

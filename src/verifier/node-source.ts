@@ -6,6 +6,8 @@
 export interface NodeSource {
   /** Looks up many nodes in one round trip; `undefined` where a node is unknown. */
   getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
+  /** A node's record if it is at hand in memory (a cache), without waiting; undefined otherwise. */
+  getCached?(hash: Uint8Array): Uint8Array | undefined;
   /** How many levels below each root `remember` keeps (0 or absent: it keeps nothing). */
   readonly rememberedLevels?: number;
   /**

@@ -86,6 +86,14 @@ export interface PatriciaUpdate {
   readonly newNodes: NodeWrite[];
 }
 
+/** A value now, or later when a node had to be read from the store. */
+type Maybe<T> = T | Promise<T>;
+
+/** Applies f to v, synchronously when v is already there. */
+function then<T, U>(v: Maybe<T>, f: (t: T) => Maybe<U>): Maybe<U> {
+  return v instanceof Promise ? v.then(f) : f(v);
+}
+
 export async function updatePatricia(
   engine: HashEngine,
   nodes: NodeSource,
@@ -98,30 +106,39 @@ export async function updatePatricia(
   const reader = new BatchedReader(nodes);
   const remembered = nodes.remember ? (nodes.rememberedLevels ?? 0) : 0;
 
-  const load = async (node: { hash: Uint8Array }, h: number, index: bigint): Promise<PNode> => {
-    const rec = await reader.get(node.hash);
+  /**
+   * The node behind a hash: from the cache of the top levels at once, or from the store with the
+   * other lookups of this round. The walk stays synchronous (no promise per step) while the cache
+   * answers, which is most of the way down.
+   */
+  const load = (node: { hash: Uint8Array }, h: number, index: bigint): Maybe<PNode> => {
+    const cached = nodes.getCached?.(node.hash);
+    if (cached) return decode(node.hash, cached, h, index);
+    return reader.get(node.hash).then((rec) => decode(node.hash, rec, h, index));
+  };
+  const decode = (hash: Uint8Array, rec: Uint8Array | undefined, h: number, index: bigint): PNode => {
     if ((rec?.length === 64 || rec?.length === 65) && height - h < remembered)
-      nodes.remember!(treeName, height - h, Number(index), node.hash, rec);
+      nodes.remember!(treeName, height - h, Number(index), hash, rec);
     if (rec?.length === 64) {
       return {
         t: "binary",
         left: fromHash(rec.subarray(0, 32), h - 1),
         right: fromHash(rec.subarray(32), h - 1),
-        hash: node.hash,
+        hash,
       };
     }
     if (rec?.length === 65) {
       const length = rec[64]!;
-      if (length < 1 || length > h) throw corrupt(node.hash, h, `edge length ${length}`);
+      if (length < 1 || length > h) throw corrupt(hash, h, `edge length ${length}`);
       return {
         t: "edge",
         path: bytesToBigint(rec, 32),
         length,
         bottom: fromHash(rec.subarray(0, 32), h - length),
-        hash: node.hash,
+        hash,
       };
     }
-    throw corrupt(node.hash, h, rec === undefined ? "missing" : `record of ${rec.length} bytes`);
+    throw corrupt(hash, h, rec === undefined ? "missing" : `record of ${rec.length} bytes`);
   };
   const corrupt = (hash: Uint8Array, h: number, what: string): DacdError =>
     new DacdError(
@@ -129,9 +146,8 @@ export async function updatePatricia(
       `${treeName} tree: node ${Buffer.from(hash).toString("hex")} at height ${h}: ${what}`,
     );
 
-  /** The two children (height h-1) of a non-empty node at height h. */
-  const expand = async (node: PNode, h: number, index: bigint): Promise<[PNode, PNode]> => {
-    if (node.t === "stored") node = await load(node, h, index);
+  /** The two children (height h-1) of a loaded non-empty node at height h. */
+  const expand = (node: PNode): [PNode, PNode] => {
     switch (node.t) {
       case "empty":
         return [EMPTY, EMPTY];
@@ -159,32 +175,28 @@ export async function updatePatricia(
    * A subtree at height h whose only non-empty descendant is `child`, `length` levels down along
    * `path`: nothing (child empty), an edge, or — when the child is itself an edge — a longer edge.
    */
-  const wrap = async (
-    path: bigint,
-    length: number,
-    child: PNode,
-    h: number,
-    index: bigint,
-  ): Promise<PNode> => {
+  const wrap = (path: bigint, length: number, child: PNode, h: number, index: bigint): Maybe<PNode> => {
     if (child.t === "empty") return EMPTY;
     // An untouched stored child may itself be an edge, which must be extended rather than wrapped.
     if (child.t === "stored" && h - length > 0) {
-      const loaded = await load(child, h - length, (index << BIG[length]!) | path);
-      if (loaded.t === "edge") child = loaded;
+      return then(load(child, h - length, (index << BIG[length]!) | path), (loaded) =>
+        extend(path, length, loaded.t === "edge" ? loaded : child),
+      );
     }
-    if (child.t === "edge") {
-      return {
-        t: "edge",
-        path: (path << BIG[child.length]!) | child.path,
-        length: length + child.length,
-        bottom: child.bottom,
-      };
-    }
-    return { t: "edge", path, length, bottom: child };
+    return extend(path, length, child);
   };
+  const extend = (path: bigint, length: number, child: PNode): PNode =>
+    child.t === "edge"
+      ? {
+          t: "edge",
+          path: (path << BIG[child.length]!) | child.path,
+          length: length + child.length,
+          bottom: child.bottom,
+        }
+      : { t: "edge", path, length, bottom: child };
 
   /** A parent at height h from its children. */
-  const combine = async (left: PNode, right: PNode, h: number, index: bigint): Promise<PNode> => {
+  const combine = (left: PNode, right: PNode, h: number, index: bigint): Maybe<PNode> => {
     if (left.t !== "empty" && right.t !== "empty") return { t: "binary", left, right };
     return left.t === "empty" ? wrap(1n, 1, right, h, index) : wrap(0n, 1, left, h, index);
   };
@@ -198,10 +210,13 @@ export async function updatePatricia(
    * once instead of descending one level at a time: a 251-high tree costs about log2(changes)
    * steps per change, not 251.
    */
-  const walk = async (node: PNode, h: number, index: bigint, lo: number, hi: number): Promise<PNode> => {
+  const walk = (node: PNode, h: number, index: bigint, lo: number, hi: number): Maybe<PNode> => {
     if (lo === hi) return node;
     if (h === 0) return fromHash(sorted[hi - 1]![1], 0);
-    if (node.t === "stored") node = await load(node, h, index);
+    if (node.t === "stored") return then(load(node, h, index), (n) => walkLoaded(n, h, index, lo, hi));
+    return walkLoaded(node, h, index, lo, hi);
+  };
+  const walkLoaded = (node: PNode, h: number, index: bigint, lo: number, hi: number): Maybe<PNode> => {
     const first = sorted[lo]![0];
     // Levels all changes agree on, below height h.
     let shared = h - bitLength((first ^ sorted[hi - 1]![0]) & MASK[h]!);
@@ -218,19 +233,22 @@ export async function updatePatricia(
                 length: node.length - shared,
                 bottom: node.bottom,
               };
-        const below = await walk(rest, h - shared, first >> BIG[h - shared]!, lo, hi);
-        return wrap(node.path >> BIG[node.length - shared]!, shared, below, h, index);
+        return then(walk(rest, h - shared, first >> BIG[h - shared]!, lo, hi), (below) =>
+          wrap(node.path >> BIG[node.length - shared]!, shared, below, h, index),
+        );
       }
     } else if (node.t === "empty" && shared > 0) {
-      const below = await walk(EMPTY, h - shared, first >> BIG[h - shared]!, lo, hi);
-      return wrap((first >> BIG[h - shared]!) & MASK[shared]!, shared, below, h, index);
+      return then(walk(EMPTY, h - shared, first >> BIG[h - shared]!, lo, hi), (below) =>
+        wrap((first >> BIG[h - shared]!) & MASK[shared]!, shared, below, h, index),
+      );
     }
-    const [l, r] = await expand(node, h, index);
+    const [l, r] = expand(node);
     const split = firstWithBit(lo, hi, h - 1);
-    const [nl, nr] = await Promise.all([
-      walk(l, h - 1, 2n * index, lo, split),
-      walk(r, h - 1, 2n * index + 1n, split, hi),
-    ]);
+    const nl = walk(l, h - 1, 2n * index, lo, split);
+    const nr = walk(r, h - 1, 2n * index + 1n, split, hi);
+    if (nl instanceof Promise || nr instanceof Promise) {
+      return Promise.all([nl, nr]).then(([a, b]) => combine(a, b, h, index));
+    }
     return combine(nl, nr, h, index);
   };
 
