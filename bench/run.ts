@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
@@ -8,6 +9,8 @@ import { runWorkload, type WorkloadResult } from "./workloads.js";
 /**
  * `npm run bench [-- --quick] [-- --json FILE] [-- --wasm-runs N] [-- --cache-levels N]`: engine speeds and the W-spot and
  * W-perp workloads, printed as a table. Figures from one run on one machine; compare the ratios.
+ * `--compact-after-load` compacts the whole store once after each bulk load (timed apart).
+ * `--max-open-files N` caps LevelDB's open table files (each is memory-mapped, so they count in RSS).
  * For profiling: `--only spot|perp` runs one workload and no engine table; `--cpu-profile PREFIX`
  * writes a CPU profile of the third native batch to PREFIX-<workload>.cpuprofile, `--heap-profile
  * PREFIX` its sampled allocations to PREFIX-<workload>.heapprofile (open either in Chrome's DevTools
@@ -28,12 +31,27 @@ if (onlyArg !== undefined && onlyArg !== "spot" && onlyArg !== "perp")
 const only: "spot" | "perp" | undefined = onlyArg;
 const cpuProfile = arg("--cpu-profile");
 const heapProfile = arg("--heap-profile");
+const maxOpenFiles = arg("--max-open-files") === undefined ? undefined : Number(arg("--max-open-files"));
 const log = (s: string): void => void process.stderr.write(s + "\n");
+
+function rssKinds(): string | undefined {
+  try {
+    const text = readFileSync("/proc/self/smaps_rollup", "utf8");
+    const kb = (name: string): number =>
+      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN);
+    return `anonymous ${(kb("Anonymous") / 1024).toFixed(0)} MiB, file-backed (mapped tables, code) ${((kb("Rss") - kb("Anonymous")) / 1024).toFixed(0)} MiB`;
+  } catch {
+    return undefined;
+  }
+}
 
 let peakRss = 0;
 // What the process held when RSS peaked: the JS heap, buffers outside it, and the rest (LevelDB,
 // the native engine's tables, mapped table files).
 let atPeak: NodeJS.MemoryUsage | undefined;
+// Linux: how much of the RSS at the peak was file pages (LevelDB's memory-mapped tables) and how
+// much anonymous memory (heaps, buffers, tables, caches).
+let fileAtPeak: string | undefined;
 let phase = "engines";
 let peakPhase = phase;
 const sampler = setInterval(() => {
@@ -42,6 +60,7 @@ const sampler = setInterval(() => {
     peakRss = m.rss;
     atPeak = m;
     peakPhase = phase;
+    fileAtPeak = rssKinds();
   }
 }, 100);
 
@@ -67,6 +86,8 @@ for (const kind of only ? [only] : (["spot", "perp"] as const)) {
     nativeRuns: 5,
     wasmRuns,
     cacheLevels,
+    maxOpenFiles,
+    compactAfterLoad: process.argv.includes("--compact-after-load"),
     profile: cpuProfile
       ? { kind: "cpu", path: `${cpuProfile}-${kind}.cpuprofile` }
       : heapProfile
@@ -110,6 +131,7 @@ if (atPeak) {
       // external normally includes the buffers; where it reports less (seen here), count the buffers.
       `rest (LevelDB, engine tables, code) ${mib(atPeak.rss - atPeak.heapTotal - Math.max(atPeak.external, atPeak.arrayBuffers))}`,
   );
+  if (fileAtPeak) console.log(`  by kind of page: ${fileAtPeak}`);
 }
 
 if (jsonPath) {

@@ -110,7 +110,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
   // DACD_HASH_ENGINE overrides the configured engine; large tree levels go to a worker pool.
   const baseEngine = createEngine(config.hashEngine, { warn: (m) => log.warn(m), threads: "auto" });
   const engine = metrics.countingEngine(baseEngine);
-  const store = await LevelStore.open(config.dataDir);
+  const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles });
   let control: Server | undefined;
   try {
     const ctx = await bindVerifyContext(store, {

@@ -398,6 +398,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     logLevel: raw.log_level as LogLevel,
     hashEngine: raw.hash_engine as Config["hashEngine"],
     nodeCacheLevels: raw.node_cache_levels as number,
+    storeMaxOpenFiles: raw.store_max_open_files as number,
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,
     warnings,

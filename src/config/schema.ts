@@ -12,6 +12,7 @@
  *   metrics_port → metricsPort              metrics_host → metricsHost
  *   max_ready_lag → maxReadyLag             log_level → logLevel
  *   hash_engine → hashEngine                node_cache_levels → nodeCacheLevels
+ *   store_max_open_files → storeMaxOpenFiles
  *   schedule.{check,backup,prune} → schedule.{check,backup,prune}
  *   backup_dir → backupDir                  backup_keep → backupKeep
  *   prune_keep_batches → pruneKeepBatches
@@ -85,6 +86,8 @@ export interface Config {
   hashEngine: (typeof HASH_ENGINES)[number];
   /** Levels below each tree's root kept in memory between batches (0: none). */
   nodeCacheLevels: number;
+  /** LevelDB's bound on open table files, each memory-mapped: bounds the store's share of RSS. */
+  storeMaxOpenFiles: number;
   schedule: Schedule;
   /** Absolute. */
   backupDir?: string;
@@ -128,6 +131,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   log_level: { kind: "enum", values: LOG_LEVELS, default: "info" },
   hash_engine: { kind: "enum", values: HASH_ENGINES, default: "auto" },
   node_cache_levels: { kind: "int", min: 0, max: 24, default: DEFAULT_CACHE_LEVELS },
+  store_max_open_files: { kind: "int", min: 16, default: 1000 },
   schedule: { kind: "object", fields: { check: cron, backup: cron, prune: cron } },
   backup_dir: { kind: "path" },
   backup_keep: { kind: "int", min: 1, default: 3 },

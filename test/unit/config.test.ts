@@ -67,6 +67,8 @@ describe("loadConfig", () => {
       logLevel: "info",
       schedule: {},
       backupKeep: 3,
+      nodeCacheLevels: 18,
+      storeMaxOpenFiles: 1000,
     });
     expect(cfg.validateRollup).toBeUndefined();
     expect(cfg.metricsPort).toBeUndefined();
@@ -92,6 +94,8 @@ metrics_port: 9464
 metrics_host: 0.0.0.0
 max_ready_lag: 0
 log_level: debug
+node_cache_levels: 20
+store_max_open_files: 300
 schedule:
   check: "*/5 * * * *"
   backup: 0 3 * * *
@@ -117,6 +121,8 @@ prune_keep_batches: 1000
       metricsHost: "0.0.0.0",
       maxReadyLag: 0,
       logLevel: "debug",
+      nodeCacheLevels: 20,
+      storeMaxOpenFiles: 300,
       schedule: { check: "*/5 * * * *", backup: "0 3 * * *" },
       backupDir: "/backups",
       backupKeep: 7,
@@ -154,6 +160,9 @@ prune_keep_batches: 1000
     );
     expect(configError(() => loadConfig(write(`${BASE}heights:\n  order: 252\n`), {})).message).toMatch(
       /heights\.order.*between 1 and 251/,
+    );
+    expect(configError(() => loadConfig(write(`${BASE}store_max_open_files: 8\n`), {})).message).toContain(
+      "store_max_open_files",
     );
     expect(configError(() => loadConfig(write(`${BASE}log_level: loud\n`), {})).message).toContain(
       "log_level",
