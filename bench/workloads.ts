@@ -351,8 +351,8 @@ export async function runWorkload(
         if (prop === "commitBatch") {
           return (record: never, nodes: readonly unknown[], leaves: readonly unknown[]) => {
             writes += nodes.length + leaves.length + 1;
-            for (const w of [...nodes, ...leaves] as { record: Uint8Array }[])
-              writtenBytes += 33 + w.record.length;
+            for (const list of [nodes, leaves] as { record: Uint8Array }[][])
+              for (const w of list) writtenBytes += 33 + w.record.length;
             return commitClock.time(() => target.commitBatch(record, nodes as never, leaves as never));
           };
         }

@@ -1,4 +1,4 @@
-import { bigintToBytes32, bytesToBigint, concatBytes } from "../util/bytes.js";
+import { bigintToBytes32, bytesToBigint, writeBigint32 } from "../util/bytes.js";
 import type { Leaf, OrderLeaf, PositionLeaf, VaultLeaf } from "../wire/types.js";
 import type { HashEngine } from "./hash/engine.js";
 import type { LeafKind } from "./profile.js";
@@ -30,6 +30,13 @@ function pack(values: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** Packs n values below 2^256 into one buffer, 32 big-endian bytes each. */
+function packBigints(values: readonly bigint[]): Uint8Array {
+  const out = new Uint8Array(values.length * 32);
+  values.forEach((v, i) => writeBigint32(v, out, i * 32));
+  return out;
+}
+
 function unpack(buf: Uint8Array): Uint8Array[] {
   const out: Uint8Array[] = [];
   for (let i = 0; i < buf.length; i += 32) out.push(buf.subarray(i, i + 32));
@@ -48,17 +55,13 @@ export async function hashPairs(
 const b32 = bigintToBytes32;
 
 async function hashVaults(engine: HashEngine, vaults: readonly VaultLeaf[]): Promise<Uint8Array[]> {
+  if (vaults.length === 0) return [];
   const norm = vaults.map(normalizeVault);
-  const inner = await hashPairs(
-    engine,
-    norm.map((v) => b32(v.key)),
-    norm.map((v) => b32(v.token)),
+  const inner = await engine.hashMany(
+    packBigints(norm.map((v) => v.key)),
+    packBigints(norm.map((v) => v.token)),
   );
-  return hashPairs(
-    engine,
-    inner,
-    norm.map((v) => b32(v.balance)),
-  );
+  return unpack(await engine.hashMany(inner, packBigints(norm.map((v) => v.balance))));
 }
 
 function assetMessage(a: PositionLeaf["assets"][number]): bigint {
@@ -71,23 +74,18 @@ async function hashPositions(engine: HashEngine, positions: readonly PositionLea
   const maxAssets = positions.reduce((m, p) => Math.max(m, p.assets.length), 0);
   for (let step = 0; step < maxAssets; step++) {
     const which = positions.flatMap((p, i) => (p.assets.length > step ? [i] : []));
-    const out = await hashPairs(
-      engine,
-      which.map((i) => acc[i]!),
-      which.map((i) => b32(assetMessage(positions[i]!.assets[step]!))),
+    const out = unpack(
+      await engine.hashMany(
+        pack(which.map((i) => acc[i]!)),
+        packBigints(which.map((i) => assetMessage(positions[i]!.assets[step]!))),
+      ),
     );
     which.forEach((i, k) => (acc[i] = out[k]!));
   }
-  const withKey = await hashPairs(
-    engine,
-    acc,
-    positions.map((p) => b32(p.publicKey)),
-  );
-  return hashPairs(
-    engine,
-    withKey,
-    positions.map((p) => b32(((p.collateral + B63) << 16n) + BigInt(p.assets.length))),
-  );
+  if (positions.length === 0) return [];
+  const withKey = await engine.hashMany(pack(acc), packBigints(positions.map((p) => p.publicKey)));
+  const last = packBigints(positions.map((p) => ((p.collateral + B63) << 16n) + BigInt(p.assets.length)));
+  return unpack(await engine.hashMany(withKey, last));
 }
 
 /** Hashes many leaves of one kind; the result is in the input's order. */
@@ -111,28 +109,35 @@ export async function hashLeaves(
 // then per asset: asset id (16) ‖ balance + 2^63 (8) ‖ funding index + 2^63 (8). Orders need no
 // record: the leaf is the amount.
 
-function u64(v: bigint): Uint8Array {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigUint64(0, v);
-  return out;
-}
-
 function readU64(b: Uint8Array, offset: number): bigint {
   return new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(offset);
 }
 
+/** Written in place: a record per changed leaf used to cost a dozen temporary arrays. */
 export function encodeLeafRecord(kind: LeafKind, leaf: Leaf): Uint8Array | null {
   if (kind === "vault") {
     const v = normalizeVault(leaf as VaultLeaf);
-    return concatBytes(b32(v.key), b32(v.token), b32(v.balance));
+    const rec = new Uint8Array(96);
+    writeBigint32(v.key, rec, 0);
+    writeBigint32(v.token, rec, 32);
+    writeBigint32(v.balance, rec, 64);
+    return rec;
   }
   if (kind === "position") {
     const p = leaf as PositionLeaf;
-    const parts = [b32(p.publicKey), u64(p.collateral + B63)];
-    for (const a of p.assets) {
-      parts.push(bigintToBytes32(a.assetId).subarray(16), u64(a.balance + B63), u64(a.fundingIndex + B63));
-    }
-    return concatBytes(...parts);
+    const rec = new Uint8Array(40 + 32 * p.assets.length);
+    const view = new DataView(rec.buffer);
+    writeBigint32(p.publicKey, rec, 0);
+    view.setBigUint64(32, p.collateral + B63);
+    const id = new Uint8Array(32);
+    p.assets.forEach((a, i) => {
+      const o = 40 + 32 * i;
+      writeBigint32(a.assetId, id, 0); // asset ids are below 2^128: their low 16 bytes
+      rec.set(id.subarray(16), o);
+      view.setBigUint64(o + 16, a.balance + B63);
+      view.setBigUint64(o + 24, a.fundingIndex + B63);
+    });
+    return rec;
   }
   return null;
 }
