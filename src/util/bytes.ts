@@ -85,6 +85,38 @@ export function concatBytes(...parts: Uint8Array[]): Uint8Array {
 
 export const ZERO32 = new Uint8Array(32);
 
+/**
+ * Sets the low `bits` bits of the 32 big-endian bytes at dst[dstOff..] to those of the 32 bytes at
+ * src[srcOff..], leaving dst's other bits as they were.
+ */
+export function copyLowBits(
+  dst: Uint8Array,
+  dstOff: number,
+  src: Uint8Array,
+  srcOff: number,
+  bits: number,
+): void {
+  for (let i = 31; i >= 0 && bits > 0; i--, bits -= 8) {
+    const mask = bits >= 8 ? 0xff : (1 << bits) - 1;
+    dst[dstOff + i] = (dst[dstOff + i]! & ~mask) | (src[srcOff + i]! & mask);
+  }
+}
+
+const POW2 = Array.from({ length: 257 }, (_, k) => 1n << BigInt(k));
+
+/** The number of bits of v (0 ≤ v < 2^256), by comparisons only: no string or BigInt is made. */
+export function bitLength(v: bigint): number {
+  if (v === 0n) return 0;
+  let lo = 0; // 2^lo ≤ v
+  let hi = 256; // v < 2^hi
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (v >= POW2[mid]!) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
 /** h + small, as 32-byte big-endian values (an edge's hash is H(bottom, path) + length). */
 export function addSmall(h: Uint8Array, small: number): Uint8Array {
   // A copy made explicitly: on a Buffer, slice() would be a view and the sum would overwrite h.

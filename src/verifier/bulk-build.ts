@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { addSmall, bigintToBytes32, bytesEqual, ZERO32 } from "../util/bytes.js";
+import { addSmall, bigintToBytes32, bitLength, bytesEqual, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import { climbEdgeChains, merkleEdgeLength, newMerkleEdge } from "./merkle-edge.js";
 import type { NodeWrite } from "./node-source.js";
@@ -266,10 +266,6 @@ async function writeLeafEdges(
       await out.push({ hash: tops.slice(i * 32, i * 32 + 32), record: recs[r]! });
     }
   }
-}
-
-function bitLength(v: bigint): number {
-  return v === 0n ? 0 : v.toString(2).length;
 }
 
 /**

@@ -69,6 +69,7 @@ function assetMessage(a: PositionLeaf["assets"][number]): bigint {
 }
 
 async function hashPositions(engine: HashEngine, positions: readonly PositionLeaf[]): Promise<Uint8Array[]> {
+  if (positions.length === 0) return [];
   // The asset chain H(…H(H(0, m1), m2)…, mk) advances one step for every position at once.
   const acc = positions.map(() => b32(0n));
   const maxAssets = positions.reduce((m, p) => Math.max(m, p.assets.length), 0);
@@ -82,7 +83,6 @@ async function hashPositions(engine: HashEngine, positions: readonly PositionLea
     );
     which.forEach((i, k) => (acc[i] = out[k]!));
   }
-  if (positions.length === 0) return [];
   const withKey = await engine.hashMany(pack(acc), packBigints(positions.map((p) => p.publicKey)));
   const last = packBigints(positions.map((p) => ((p.collateral + B63) << 16n) + BigInt(p.assets.length)));
   return unpack(await engine.hashMany(withKey, last));

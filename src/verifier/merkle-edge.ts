@@ -1,4 +1,4 @@
-import { bigintToBytes32, bytesEqual, bytesToBigint } from "../util/bytes.js";
+import { bigintToBytes32, bytesEqual, bytesToBigint, copyLowBits } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 
 /**
@@ -40,29 +40,20 @@ function pathFits(rec: Uint8Array, height: number): boolean {
 
 /**
  * A new edge record for a subtree of `height` whose leaf is `leaf` (its index in the tree, or within
- * the subtree: only the low `height` bits are kept). The leaf hash (bytes 0..32) and the chain are
- * the caller's to fill.
+ * the subtree: only the low `height` bits are kept; without it the path is left to setEdgePath).
+ * The leaf hash (bytes 0..32) and the chain are the caller's to fill.
  */
-export function newMerkleEdge(height: number, leaf: bigint): Uint8Array {
+export function newMerkleEdge(height: number, leaf?: bigint): Uint8Array {
   const rec = new Uint8Array(merkleEdgeLength(height));
   rec[64] = height;
-  setEdgeLeaf(rec, leaf);
+  if (leaf !== undefined) setEdgePath(rec, bigintToBytes32(leaf), 0);
   return rec;
 }
 
-/** Writes the path of the leaf at `leaf` (low bits kept as the record's height says). */
-export function setEdgeLeaf(rec: Uint8Array, leaf: bigint): void {
-  rec.set(bigintToBytes32(leaf & ((1n << BigInt(rec[64]!)) - 1n)), 32);
-}
-
-/** Writes the path from 32 big-endian bytes of `src` at `offset`, keeping the record's low bits. */
+/** Writes the path: the low bits (as many as the record's height) of 32 big-endian bytes of `src`. */
 export function setEdgePath(rec: Uint8Array, src: Uint8Array, offset: number): void {
-  const height = rec[64]!;
-  for (let i = 0; i < 32; i++) {
-    const low = 8 * (31 - i); // the lowest bit this byte holds
-    const keep = height >= low + 8 ? 0xff : height > low ? (1 << (height - low)) - 1 : 0;
-    rec[32 + i] = src[offset + i]! & keep;
-  }
+  rec.fill(0, 32, 64);
+  copyLowBits(rec, 32, src, offset, rec[64]!);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { bytesEqual } from "../util/bytes.js";
+import { bytesEqual, copyLowBits } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
 import { edgeChainAt, edgePathBit, isMerkleEdge, newMerkleEdge, setEdgePath } from "./merkle-edge.js";
@@ -196,17 +196,21 @@ async function buildNewPaths(
   for (let i = 0; i < n0; i++)
     kindAt[0]![i] = equal32(leafHashes, i * 32, empty[0]!) ? New.Empty : New.Single;
 
+  /** Fills an edge record's leaf hash, path and chain up to height k − 1 from a derived start. */
+  const fillDerived = (rec: Uint8Array, d: Derived, k: number): void => {
+    // An old edge's record has the same layout: leaf hash, then the chain from height 1 up.
+    copy32(rec, 0, d.buf, d.off);
+    if (d.rec && k > 1) rec.set(d.rec.subarray(65, 65 + 32 * (k - 1)), 65);
+    setEdgePath(rec, d.pathBuf, d.pathOff);
+  };
+
   /** The edge record of the lone chain ending at node `idx` of level `top`, assembled downward. */
   const writeEdge = (top: number, idx: number): void => {
-    const rec = newMerkleEdge(top, 0n);
+    const rec = newMerkleEdge(top);
     for (let k = top, i = idx; k > 0; k--) {
       const from = loneAt[k]![i]!;
       if (from === DERIVED) {
-        const d = derivedAt[k]!.get(i)!;
-        // An old edge's record has the same layout: leaf hash, then the chain from height 1 up.
-        copy32(rec, 0, d.buf, d.off);
-        if (d.rec && k > 1) rec.set(d.rec.subarray(65, 65 + 32 * (k - 1)), 65);
-        setEdgePath(rec, d.pathBuf, d.pathOff);
+        fillDerived(rec, derivedAt[k]!.get(i)!, k);
         break;
       }
       if (k - 1 === 0) {
@@ -223,10 +227,8 @@ async function buildNewPaths(
    * `side` below the path node at height t + 1 whose first leaf is `first`.
    */
   const writeDerivedEdge = (t: number, d: Derived, first: number, side: number): void => {
-    const rec = newMerkleEdge(t, 0n);
-    rec.set(d.rec!.subarray(0, 32), 0);
-    rec.set(d.rec!.subarray(65, 65 + 32 * (t - 1)), 65);
-    setEdgePath(rec, d.pathBuf, d.pathOff);
+    const rec = newMerkleEdge(t);
+    fillDerived(rec, d, t);
     write(t, first, side, edgeChainAt(d.rec!, t), rec);
   };
 
@@ -281,7 +283,7 @@ async function buildNewPaths(
         // The chain may climb above the old edge (a deleted neighbour), so its path is the leaf's
         // whole id: the parent's bits above h, the edge's path below.
         const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
-        copyLowBits(id, rec!, 32, h);
+        copyLowBits(id, 0, rec!, 32, h);
         slot.derived = { rec, buf: rec!, off: 0, pathBuf: id, pathOff: 0 };
         return;
       }
@@ -416,14 +418,6 @@ async function readOldPaths(
     level = nextLevel;
   }
   return old;
-}
-
-/** Sets the low `bits` bits of the 32 big-endian bytes `dst` to those of `src` at `srcOff`. */
-function copyLowBits(dst: Uint8Array, src: Uint8Array, srcOff: number, bits: number): void {
-  for (let i = 31; i >= 0 && bits > 0; i--, bits -= 8) {
-    const mask = bits >= 8 ? 0xff : (1 << bits) - 1;
-    dst[i] = (dst[i]! & ~mask) | (src[srcOff + i]! & mask);
-  }
 }
 
 function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {

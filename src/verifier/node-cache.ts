@@ -74,14 +74,13 @@ export class TopNodeCache {
     let levels = this.byPosition.get(tree);
     if (!levels) this.byPosition.set(tree, (levels = []));
     const level = (levels[depth] ??= new Int32Array(2 ** depth));
-    const at = index;
-    let slot = level[at]! - 1;
+    let slot = level[index]! - 1;
     if (slot >= 0) {
       if (this.holds(slot, hash)) return;
       // The slot now holds the newer node; the old one's table cell goes stale.
     } else {
       slot = this.allocate();
-      level[at] = slot + 1;
+      level[index] = slot + 1;
     }
     const slab = this.slab;
     const base = slot * SLOT;

@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { addSmall, bigintToBytes32, bytesToBigint, concatBytes, ZERO32 } from "../util/bytes.js";
+import { addSmall, bigintToBytes32, bitLength, bytesToBigint, concatBytes, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
@@ -33,10 +33,9 @@ interface Edge {
 
 const EMPTY: PNode = { t: "empty" };
 
-/** BigInt(k), 2^k and 2^k − 1 for every shift a 251-high tree needs: made once, not per step. */
+/** BigInt(k) and 2^k − 1 for every shift a 251-high tree needs: made once, not per step. */
 const BIG = Array.from({ length: 257 }, (_, k) => BigInt(k));
-const POW = BIG.map((k) => 1n << k);
-const MASK = POW.map((p) => p - 1n);
+const MASK = BIG.map((k) => (1n << k) - 1n);
 
 function isZero(h: Uint8Array): boolean {
   for (let i = 0; i < h.length; i++) if (h[i] !== 0) return false;
@@ -268,19 +267,6 @@ export async function updatePatricia(
     if (height - h < remembered) nodes.remember!(treeName, height - h, Number(index), w.hash, w.record);
   });
   return { root: hashOf(root), newNodes };
-}
-
-/** The number of bits of v < 2^256, by comparisons only (no string or BigInt is made). */
-function bitLength(v: bigint): number {
-  if (v === 0n) return 0;
-  let lo = 0; // 2^lo ≤ v
-  let hi = 256; // v < 2^hi
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >>> 1;
-    if (v >= POW[mid]!) lo = mid;
-    else hi = mid;
-  }
-  return hi;
 }
 
 function hashOf(node: PNode): Uint8Array {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { addSmall, bigintToBytes32, bytesToBigint } from "../../src/util/bytes.js";
+import { addSmall, bigintToBytes32, bitLength, bytesToBigint, copyLowBits } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
+import { randomBig } from "./escape-helpers.js";
 
 describe("32-byte big-endian conversions", () => {
   it("round-trips values at every 64-bit boundary and refuses what does not fit", () => {
@@ -40,6 +41,31 @@ describe("32-byte big-endian conversions", () => {
     ]) {
       const hex = Buffer.from(view.subarray(offset!, offset! + length!)).toString("hex");
       expect(bytesToBigint(view, offset, length)).toBe(hex ? BigInt("0x" + hex) : 0n);
+    }
+  });
+
+  it("gives the bit length of every power of two and its neighbours", () => {
+    expect(bitLength(0n)).toBe(0);
+    for (let k = 0; k < 256; k++) {
+      const p = 1n << BigInt(k);
+      expect(bitLength(p)).toBe(k + 1);
+      if (k > 0) expect(bitLength(p - 1n)).toBe(k);
+      if (k > 1) expect(bitLength(p + 1n)).toBe(k + 1);
+    }
+  });
+
+  it("copies the low bits of one 32-byte value into another, keeping the rest", () => {
+    const next = prng(12);
+    for (const bits of [0, 1, 7, 8, 9, 63, 64, 200, 251, 255, 256]) {
+      const a = randomBig(next, 256);
+      const b = randomBig(next, 256);
+      const dst = new Uint8Array(40);
+      dst.set(bigintToBytes32(a), 5);
+      const src = new Uint8Array(33);
+      src.set(bigintToBytes32(b), 1);
+      copyLowBits(dst, 5, src, 1, bits);
+      const mask = (1n << BigInt(bits)) - 1n;
+      expect(bytesToBigint(dst, 5)).toBe((a & ~mask) | (b & mask));
     }
   });
 
