@@ -78,7 +78,6 @@ const native = createEngine("native", { threads: "auto" });
 const wasm = new WasmEngine();
 const results: Record<string, WorkloadResult> = {};
 for (const kind of only ? [only] : (["spot", "perp"] as const)) {
-  phase = `${kind} bulk load`;
   results[kind] = await runWorkload(kind, {
     quick,
     native,
@@ -93,10 +92,8 @@ for (const kind of only ? [only] : (["spot", "perp"] as const)) {
       : heapProfile
         ? { kind: "heap", path: `${heapProfile}-${kind}.heapprofile` }
         : undefined,
-    log: (line) => {
-      if (line.includes("bulk load")) phase = `${kind} batches`;
-      log(line);
-    },
+    log,
+    phase: (name) => (phase = `${kind} ${name}`),
   });
 }
 await native.close?.();

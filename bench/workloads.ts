@@ -302,6 +302,8 @@ export async function runWorkload(
     /** Where to write a profile of the third native batch, if anywhere, and of what. */
     profile?: { kind: "cpu" | "heap"; path: string };
     log: (s: string) => void;
+    /** Told when the workload enters each phase (for the RSS report). */
+    phase?: (name: "bulk load" | "cache warm-up" | "batches") => void;
   },
 ): Promise<WorkloadResult> {
   const full = kind === "spot" ? W_SPOT : W_PERP;
@@ -317,6 +319,7 @@ export async function runWorkload(
   const store = await LevelStore.open(dir, opts.maxOpenFiles ? { maxOpenFiles: opts.maxOpenFiles } : {});
   const rng = new Rng(kind === "spot" ? 1 : 2);
   try {
+    opts.phase?.("bulk load");
     const t0 = performance.now();
     const loaded = await bulkLoad(store, opts.native, profile, trees, size, rng);
     const { roots: initialRoots, ids } = loaded;
@@ -365,6 +368,7 @@ export async function runWorkload(
     // from the bulk-loaded state first, as a daemon warms its cache at start (app.ts).
     const native = new CountingEngine(opts.native);
     const caches = new Map<HashEngine, TopNodeCache>();
+    opts.phase?.("cache warm-up");
     for (const engine of [native, opts.wasm]) {
       const cache = new TopNodeCache(opts.cacheLevels);
       const t = performance.now();
@@ -389,6 +393,7 @@ export async function runWorkload(
     let storageOps = 0;
     let prevId = 0;
     let prevRoots = initialRoots;
+    opts.phase?.("batches");
     const runs = Math.max(opts.nativeRuns, opts.wasmRuns);
     for (let i = 0; i < runs; i++) {
       const changes = makeChanges(rng, trees, size, ids);

@@ -18,8 +18,8 @@ import type { NodeSource, NodeWrite } from "./node-source.js";
 type PNode =
   | { readonly t: "empty" }
   | { readonly t: "leaf"; readonly hash: Uint8Array }
-  // A non-empty subtree of height > 0 known only by its hash; `edge` is filled once loaded.
-  | { readonly t: "stored"; readonly hash: Uint8Array; edge?: Edge }
+  // A non-empty subtree of height > 0 known only by its hash (loaded when the walk enters it).
+  | { readonly t: "stored"; readonly hash: Uint8Array }
   | { readonly t: "binary"; readonly left: PNode; readonly right: PNode; hash?: Uint8Array }
   | Edge;
 
