@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
+import type { LevelTuning } from "../src/storage/level-store.js";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { DEFAULT_CACHE_LEVELS } from "../src/verifier/node-cache.js";
@@ -11,6 +12,7 @@ import { runWorkload, type WorkloadResult } from "./workloads.js";
  * W-perp workloads, printed as a table. Figures from one run on one machine; compare the ratios.
  * `--compact-after-load` compacts the whole store once after each bulk load (timed apart).
  * `--max-open-files N` caps LevelDB's open table files (each is memory-mapped, so they count in RSS).
+ * `--level JSON` sets any of LevelDB's tunables (LevelTuning), e.g. `'{"writeBufferSize":67108864}'`.
  * For profiling: `--only spot|perp` runs one workload and no engine table; `--cpu-profile PREFIX`
  * writes a CPU profile of the third native batch to PREFIX-<workload>.cpuprofile, `--heap-profile
  * PREFIX` its sampled allocations to PREFIX-<workload>.heapprofile (open either in Chrome's DevTools
@@ -31,7 +33,10 @@ if (onlyArg !== undefined && onlyArg !== "spot" && onlyArg !== "perp")
 const only: "spot" | "perp" | undefined = onlyArg;
 const cpuProfile = arg("--cpu-profile");
 const heapProfile = arg("--heap-profile");
-const maxOpenFiles = arg("--max-open-files") === undefined ? undefined : Number(arg("--max-open-files"));
+const level: LevelTuning = {
+  ...(JSON.parse(arg("--level") ?? "{}") as LevelTuning),
+  ...(arg("--max-open-files") === undefined ? {} : { maxOpenFiles: Number(arg("--max-open-files")) }),
+};
 const log = (s: string): void => void process.stderr.write(s + "\n");
 
 function rssKinds(): string | undefined {
@@ -85,7 +90,7 @@ for (const kind of only ? [only] : (["spot", "perp"] as const)) {
     nativeRuns: 5,
     wasmRuns,
     cacheLevels,
-    maxOpenFiles,
+    level,
     compactAfterLoad: process.argv.includes("--compact-after-load"),
     profile: cpuProfile
       ? { kind: "cpu", path: `${cpuProfile}-${kind}.cpuprofile` }

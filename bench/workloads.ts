@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { computeClaimHash } from "../src/signer/claim.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
 import { Prefix, prefixed } from "../src/storage/keys.js";
-import { LevelStore } from "../src/storage/level-store.js";
+import { LevelStore, type LevelTuning } from "../src/storage/level-store.js";
 import { toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/bulk-build.js";
@@ -297,8 +297,8 @@ export async function runWorkload(
     cacheLevels: number;
     /** Compact the whole store after the bulk load (timed apart). */
     compactAfterLoad?: boolean;
-    /** LevelDB's bound on open (memory-mapped) table files; default LevelDB's 1000. */
-    maxOpenFiles?: number;
+    /** LevelDB's tunables (unset: LevelDB's defaults). */
+    level?: LevelTuning;
     /** Where to write a profile of the third native batch, if anywhere, and of what. */
     profile?: { kind: "cpu" | "heap"; path: string };
     log: (s: string) => void;
@@ -316,7 +316,7 @@ export async function runWorkload(
   const validateRollup = profile.rollup ? true : undefined;
   const trees = keptTrees(profile, validateRollup);
   const dir = await mkdtemp(join(tmpdir(), `dacd-bench-${kind}-`));
-  const store = await LevelStore.open(dir, opts.maxOpenFiles ? { maxOpenFiles: opts.maxOpenFiles } : {});
+  const store = await LevelStore.open(dir, opts.level ?? {});
   const rng = new Rng(kind === "spot" ? 1 : 2);
   try {
     opts.phase?.("bulk load");

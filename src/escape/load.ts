@@ -7,7 +7,7 @@ import { DacdError } from "../errors.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { Cursor, StoreIdentity } from "../storage/batch-record.js";
 import { batchKey, metaKey, Prefix, prefixed } from "../storage/keys.js";
-import type { LevelStore } from "../storage/level-store.js";
+import { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../verifier/bulk-build.js";
 import { emptyRoots, type Roots } from "../verifier/compute-roots.js";
@@ -149,7 +149,7 @@ export async function loadDump(
     };
     await store.raw.batch(
       [
-        { type: "put", key: metaKey("identity"), value: utf8(identity) },
+        ...LevelStore.identityPuts(identity),
         { type: "put", key: batchKey(manifest.batch_id), value: utf8(record) },
         { type: "put", key: metaKey("cursor"), value: utf8(cursor) },
       ],

@@ -6,6 +6,26 @@ import { batchIdFromKey, batchKey, metaKey, Prefix, prefixed } from "./keys.js";
 
 type Db = Level<Uint8Array, Uint8Array>;
 
+/** LevelDB's tunables that dacd sets (classic-level's names; unset: LevelDB's defaults). */
+export interface LevelTuning {
+  /** Open table files; each is memory-mapped, so this bounds their share of RSS. */
+  readonly maxOpenFiles?: number;
+  /** The LRU cache of uncompressed blocks, in bytes. */
+  readonly cacheSize?: number;
+  /** The memtable: writes gather here before they become a level-0 table. */
+  readonly writeBufferSize?: number;
+  /** The size at which compaction starts a new table file. */
+  readonly maxFileSize?: number;
+  readonly blockSize?: number;
+  readonly compression?: boolean;
+}
+
+/**
+ * The layout of tree node records. 2: Merkle edges keep checkpoints every 8 heights rather than
+ * every ancestor (merkle-edge.ts). A store of another format is refused, never misread.
+ */
+export const NODE_FORMAT = 2;
+
 /** Lookups in one getNodes from which two getMany calls run side by side. */
 const PARALLEL_READ_MIN = 2048;
 
@@ -32,11 +52,11 @@ export class LevelStore implements NodeSource {
    * Opens (creating if needed) the store in `dir`. `maxOpenFiles` bounds LevelDB's open, memory-mapped
    * table files: whole-store walks (dump) pass a small number so that RSS stays bounded.
    */
-  static async open(dir: string, opts: { maxOpenFiles?: number } = {}): Promise<LevelStore> {
+  static async open(dir: string, opts: LevelTuning = {}): Promise<LevelStore> {
     const db: Db = new Level<Uint8Array, Uint8Array>(dir, {
       keyEncoding: "view",
       valueEncoding: "view",
-      ...(opts.maxOpenFiles !== undefined ? { maxOpenFiles: opts.maxOpenFiles } : {}),
+      ...opts,
     });
     try {
       await db.open();
@@ -120,8 +140,16 @@ export class LevelStore implements NodeSource {
   async ensureIdentity(identity: StoreIdentity): Promise<void> {
     const have = await this.getIdentity();
     if (!have) {
-      await this.db.put(metaKey("identity"), json(identity), { sync: true });
+      await this.db.batch(LevelStore.identityPuts(identity), { sync: true });
       return;
+    }
+    const format = (await this.getMeta<number>("format")) ?? 1;
+    if (format !== NODE_FORMAT) {
+      throw new DacdError(
+        "CONFIG",
+        `the store ${this.dir} holds tree nodes in format ${format}, this dacd reads format ${NODE_FORMAT}: ` +
+          "export its leaves with the dacd that wrote it (dacd escape dump) and load them here (dacd escape load)",
+      );
     }
     if (JSON.stringify(have) !== JSON.stringify(identity)) {
       throw new DacdError(
@@ -129,6 +157,14 @@ export class LevelStore implements NodeSource {
         `the store ${this.dir} was created for ${JSON.stringify(have)}, not ${JSON.stringify(identity)}`,
       );
     }
+  }
+
+  /** The writes that bind a new store to its identity and this node format. */
+  static identityPuts(identity: StoreIdentity): { type: "put"; key: Uint8Array; value: Uint8Array }[] {
+    return [
+      { type: "put", key: metaKey("identity"), value: json(identity) },
+      { type: "put", key: metaKey("format"), value: json(NODE_FORMAT) },
+    ];
   }
 
   /** Stores a verified batch with its nodes and leaves: one atomic write, fsynced before returning. */

@@ -1,7 +1,13 @@
 import { DacdError } from "../errors.js";
 import { addSmall, bigintToBytes32, bitLength, bytesEqual, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
-import { climbEdgeChains, merkleEdgeLength, newMerkleEdge } from "./merkle-edge.js";
+import {
+  checkpointOffset,
+  climbEdgeChains,
+  isCheckpoint,
+  merkleEdgeLength,
+  newMerkleEdge,
+} from "./merkle-edge.js";
 import type { NodeWrite } from "./node-source.js";
 
 /**
@@ -257,8 +263,9 @@ async function writeLeafEdges(
       recs,
       (r, k, hash) => {
         const rec = recs[r]!;
-        if (k < rec[64]!) rec.set(hash, 65 + 32 * (k - 1));
-        else tops.set(hash, leafOf[r]! * 32);
+        if (k < rec[64]!) {
+          if (isCheckpoint(k)) rec.set(hash, checkpointOffset(k));
+        } else tops.set(hash, leafOf[r]! * 32);
       },
     );
     for (let r = 0; r < recs.length; r++) {

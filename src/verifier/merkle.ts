@@ -2,7 +2,16 @@ import { DacdError } from "../errors.js";
 import { bytesEqual, copyLowBits } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
-import { edgeChainAt, edgePathBit, isMerkleEdge, newMerkleEdge, setEdgePath } from "./merkle-edge.js";
+import {
+  ancestorsAt,
+  checkpointOffset,
+  edgePathBit,
+  isCheckpoint,
+  isMerkleEdge,
+  merkleEdgeLength,
+  newMerkleEdge,
+  setEdgePath,
+} from "./merkle-edge.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
 import { PackedIds } from "./packed-ids.js";
 
@@ -51,6 +60,11 @@ interface OldLevel {
   kind: Uint8Array;
   /** Binary: the 64-byte record; Edge: the edge record (whose path leads through this node). */
   rec: (Uint8Array | undefined)[];
+  /**
+   * Edge nodes whose one path child leaves the old leaf's path (a new leaf splits the edge here):
+   * the old leaf's ancestor one level down, the untouched child, by the node's index in its level.
+   */
+  split: Map<number, Uint8Array>;
 }
 
 /**
@@ -130,6 +144,7 @@ export async function updateMerkle(
   leafIds.forEach((id, i) => leafHashes.set(leaves.get(id)!, i * 32));
 
   const old = await readOldPaths(nodes, empty, oldRoot, paths, treeName);
+  await climbToSplits(engine, empty, paths, old);
 
   return buildNewPaths(engine, nodes, empty, leafHashes, paths, old, treeName);
 }
@@ -196,11 +211,12 @@ async function buildNewPaths(
   for (let i = 0; i < n0; i++)
     kindAt[0]![i] = equal32(leafHashes, i * 32, empty[0]!) ? New.Empty : New.Single;
 
-  /** Fills an edge record's leaf hash, path and chain up to height k − 1 from a derived start. */
+  /** Fills an edge record's leaf hash, path and checkpoints below height k from a derived start. */
   const fillDerived = (rec: Uint8Array, d: Derived, k: number): void => {
-    // An old edge's record has the same layout: leaf hash, then the chain from height 1 up.
+    // An old edge's record has the same layout: leaf hash, then the checkpoints from height 8 up
+    // (the old edge reaches at least height k, so it holds every checkpoint below k).
     copy32(rec, 0, d.buf, d.off);
-    if (d.rec && k > 1) rec.set(d.rec.subarray(65, 65 + 32 * (k - 1)), 65);
+    if (d.rec) rec.set(d.rec.subarray(65, merkleEdgeLength(k)), 65);
     setEdgePath(rec, d.pathBuf, d.pathOff);
   };
 
@@ -216,7 +232,7 @@ async function buildNewPaths(
       if (k - 1 === 0) {
         copy32(rec, 0, hashesAt[0]!, from * 32);
         setEdgePath(rec, ids.bytes, from * 32);
-      } else copy32(rec, 65 + 32 * (k - 2), hashesAt[k - 1]!, from * 32);
+      } else if (isCheckpoint(k - 1)) copy32(rec, checkpointOffset(k - 1), hashesAt[k - 1]!, from * 32);
       i = from;
     }
     write(top, starts[top]![idx]!, -1, hashesAt[top]!.subarray(idx * 32, idx * 32 + 32), rec);
@@ -224,12 +240,12 @@ async function buildNewPaths(
 
   /**
    * The edge record of a lone chain that starts in an old edge record and ends at height t, on
-   * `side` below the path node at height t + 1 whose first leaf is `first`.
+   * `side` below the path node at height t + 1 whose first leaf is `first`; `hash` is its top.
    */
-  const writeDerivedEdge = (t: number, d: Derived, first: number, side: number): void => {
+  const writeDerivedEdge = (t: number, d: Derived, first: number, side: number, hash: Uint8Array): void => {
     const rec = newMerkleEdge(t);
     fillDerived(rec, d, t);
-    write(t, first, side, edgeChainAt(d.rec!, t), rec);
+    write(t, first, side, hash, rec);
   };
 
   const L: ChildSlot = { kind: New.Empty, buf: empty[0]!, off: 0, path: -1, derived: undefined };
@@ -276,10 +292,10 @@ async function buildNewPaths(
         return;
       }
       if (wasKind === Old.Edge && edgePathBit(rec!, h - 1) === side) {
-        // The old lone leaf's side of a split: its chain is in the edge record.
+        // The old lone leaf's side of a split: its ancestor there was climbed by climbToSplits.
         slot.kind = New.Single;
-        slot.buf = rec!;
-        slot.off = h - 1 === 0 ? 0 : 65 + 32 * (h - 2);
+        slot.buf = was.split.get(j)!;
+        slot.off = 0;
         // The chain may climb above the old edge (a deleted neighbour), so its path is the leaf's
         // whole id: the parent's bits above h, the edge's path below.
         const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
@@ -294,7 +310,8 @@ async function buildNewPaths(
     /** A child of a binary node that is a lone chain (above a leaf) ends there: its edge is written. */
     const endChain = (slot: ChildSlot, j: number, side: number): void => {
       if (slot.kind !== New.Single || h - 1 === 0) return;
-      if (slot.derived) writeDerivedEdge(h - 1, slot.derived, parents[j]!, side);
+      if (slot.derived)
+        writeDerivedEdge(h - 1, slot.derived, parents[j]!, side, slot.buf.subarray(slot.off, slot.off + 32));
       else writeEdge(h - 1, slot.path);
     };
     for (let j = 0, c = 0; j < n; j++) {
@@ -358,7 +375,7 @@ async function readOldPaths(
   const old: OldLevel[] = new Array<OldLevel>(height + 1);
   // The old hashes of this level's path nodes; undefined where an edge above already decided.
   let hashes: (Uint8Array | undefined)[] = [oldRoot];
-  let level: OldLevel = { kind: new Uint8Array(1), rec: [undefined] };
+  let level: OldLevel = { kind: new Uint8Array(1), rec: [undefined], split: new Map() };
   for (let h = height; h >= 1; h--) {
     const firsts = starts[h]!;
     const toRead: number[] = [];
@@ -393,6 +410,7 @@ async function readOldPaths(
     const nextLevel: OldLevel = {
       kind: new Uint8Array(below.length),
       rec: new Array<Uint8Array | undefined>(below.length),
+      split: new Map(),
     };
     for (let c = 0, j = 0; c < below.length; c++) {
       while (j + 1 < firsts.length && firsts[j + 1]! <= below[c]!) j++;
@@ -418,6 +436,45 @@ async function readOldPaths(
     level = nextLevel;
   }
   return old;
+}
+
+/**
+ * For every old edge that a new leaf splits, the old leaf's ancestor just below the split (the
+ * path node's untouched child), into `old[h].split`: climbed from the edge's checkpoints for all
+ * splits at once, a few engine calls in all. The path children are found as buildNewPaths finds
+ * them.
+ */
+async function climbToSplits(
+  engine: HashEngine,
+  empty: readonly Uint8Array[],
+  paths: Paths,
+  old: readonly OldLevel[],
+): Promise<void> {
+  const { ids, starts, height } = paths;
+  const recs: Uint8Array[] = [];
+  const heights: number[] = [];
+  const at: [OldLevel, number][] = [];
+  for (let h = 1; h <= height; h++) {
+    const parents = starts[h]!;
+    const children = starts[h - 1]!;
+    const was = old[h]!;
+    for (let j = 0, c = 0; j < parents.length; j++) {
+      const end = j + 1 < parents.length ? parents[j + 1]! : ids.length;
+      if (c + 1 < children.length && children[c + 1]! < end) {
+        c += 2; // both children on the paths: one of them continues the old leaf's path
+        continue;
+      }
+      const side = ids.bit(children[c++]!, h - 1);
+      const rec = was.rec[j];
+      if (was.kind[j] !== Old.Edge || edgePathBit(rec!, h - 1) === side) continue;
+      recs.push(rec!);
+      heights.push(h - 1);
+      at.push([was, j]);
+    }
+  }
+  if (recs.length === 0) return;
+  const found = await ancestorsAt(engine, empty, recs, heights);
+  at.forEach(([was, j], i) => was.split.set(j, found[i]!));
 }
 
 function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {

@@ -2,7 +2,7 @@ import { DacdError } from "../errors.js";
 import { bytesEqual, bytesToBigint } from "../util/bytes.js";
 import { emptyRoots } from "./compute-roots.js";
 import type { HashEngine } from "./hash/engine.js";
-import { edgeChainAt, edgeLeafIndex, isMerkleEdge } from "./merkle-edge.js";
+import { ancestorsAt, edgeLeafIndex, isMerkleEdge } from "./merkle-edge.js";
 import type { NodeSource } from "./node-source.js";
 import type { TreeSpec } from "./profile.js";
 
@@ -78,13 +78,19 @@ async function readMerkleLeaf(
     }
     const rec = await fetchNode(nodes, hash, `${spec.name} tree at height ${h}`);
     if (isMerkleEdge(rec, h)) {
-      // One leaf below: every sibling further down is empty, except where the paths part.
+      // One leaf below: every sibling further down is empty, except where the paths part, where it
+      // is the lone leaf's ancestor (climbed from the edge's checkpoint below it).
       const lone = edgeLeafIndex(rec, h, index >> BigInt(h));
-      for (let k = h - 1; k >= 0; k--) {
-        const onLone = lone >> BigInt(k) === ((index >> BigInt(k)) ^ 1n);
-        siblingsTopDown.push(onLone ? edgeChainAt(rec, k) : empty[k]!);
-      }
-      hash = lone === index ? edgeChainAt(rec, 0) : empty[0]!;
+      const parting: number[] = [];
+      for (let k = h - 1; k >= 0; k--) if (lone >> BigInt(k) === ((index >> BigInt(k)) ^ 1n)) parting.push(k);
+      const [ancestor] = await ancestorsAt(
+        engine,
+        empty,
+        parting.map(() => rec),
+        parting,
+      );
+      for (let k = h - 1; k >= 0; k--) siblingsTopDown.push(k === parting[0] ? ancestor! : empty[k]!);
+      hash = lone === index ? rec.subarray(0, 32) : empty[0]!;
       break;
     }
     if (rec.length !== 64) {

@@ -4,12 +4,13 @@ import { prng } from "../../src/util/prng.js";
 import { checkStore } from "../../src/escape/check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { loadDump } from "../../src/escape/load.js";
-import { Prefix } from "../../src/storage/keys.js";
+import { metaKey, Prefix } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { bigintToBytes32, bytesEqual, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
 import { buildMerkle } from "../../src/verifier/bulk-build.js";
 import { emptyRoots } from "../../src/verifier/compute-roots.js";
 import {
+  ancestorsAt,
   encodeMerkleEdge,
   isMerkleEdge,
   merkleEdgeLength,
@@ -200,37 +201,82 @@ describe("isMerkleEdge", () => {
   });
 });
 
+/** The ancestors of leaf `id` (hash `leaf`) at heights 0..height, by plain pair hashing. */
+async function naiveChain(empty: readonly Uint8Array[], leaf: Uint8Array, id: bigint): Promise<Uint8Array[]> {
+  const chain = [leaf];
+  for (let k = 0; k + 1 < empty.length; k++) {
+    const right = ((id >> BigInt(k)) & 1n) === 1n;
+    chain.push(await engine.hashMany(right ? empty[k]! : chain[k]!, right ? chain[k]! : empty[k]!));
+  }
+  return chain;
+}
+
 describe("recomputeMerkleEdges", () => {
-  it("finds an altered chain entry, an altered leaf, and refuses a non-edge", async () => {
-    const height = 6;
+  it("finds an altered checkpoint, an altered leaf, and refuses a non-edge", async () => {
+    const height = 20;
+    const id = 0x9a5c3n;
     const empty = await emptyRoots(engine, "order", height);
     const records = new Map<string, Uint8Array>();
-    await buildMerkle(engine, empty, pack(new Map([[37n, 5n]])), (ns) => {
+    await buildMerkle(engine, empty, pack(new Map([[id, 5n]])), (ns) => {
       for (const n of ns) records.set(toHex64(n.hash), n.record);
     });
     expect(records.size).toBe(1);
     const [[key, rec]] = [...records] as [[string, Uint8Array]];
     expect(rec[64]).toBe(height);
-    // The record is what encodeMerkleEdge makes of the chain it holds.
-    const chain = [0, 1, 2, 3, 4, 5].map((k) =>
-      k === 0 ? rec.subarray(0, 32) : rec.subarray(65 + 32 * (k - 1), 97 + 32 * (k - 1)),
-    );
-    expect(encodeMerkleEdge([...chain, new Uint8Array(32)], 37n)).toEqual(rec);
+    expect(rec.length).toBe(65 + 2 * 32); // checkpoints at heights 8 and 16
+    // The record is what encodeMerkleEdge makes of the whole chain, whose top is the key.
+    const chain = await naiveChain(empty, bigintToBytes32(5n), id);
+    expect(toHex64(chain[height]!)).toBe(key);
+    expect(encodeMerkleEdge(chain, id)).toEqual(rec);
+    expect(rec.subarray(65, 97)).toEqual(chain[8]);
+    expect(rec.subarray(97, 129)).toEqual(chain[16]);
 
     const badChain = rec.slice();
-    badChain[65 + 32 * 2 + 31]! ^= 1; // the ancestor at height 3
+    badChain[65 + 32 + 31]! ^= 1; // the checkpoint at height 16
     const badLeaf = rec.slice();
     badLeaf[31]! ^= 1;
     const [ok, c, l] = await recomputeMerkleEdges(engine, empty, [rec, badChain, badLeaf]);
     expect(toHex64(ok!.top)).toBe(key);
     expect(ok!.badChainAt).toBeUndefined();
     expect(toHex64(c!.top)).toBe(key);
-    expect(c!.badChainAt).toBe(3);
+    expect(c!.badChainAt).toBe(16);
     expect(toHex64(l!.top)).not.toBe(key);
-    expect(l!.badChainAt).toBe(1);
+    expect(l!.badChainAt).toBe(8);
     await expect(recomputeMerkleEdges(engine, empty, [new Uint8Array(64)])).rejects.toThrow(RangeError);
     await expect(recomputeMerkleEdges(engine, empty.slice(0, 4), [rec])).rejects.toThrow(RangeError);
     expect(await recomputeMerkleEdges(engine, empty, [])).toEqual([]);
+  });
+});
+
+describe("ancestorsAt", () => {
+  it("climbs every ancestor below an edge from its checkpoints, many edges at once", async () => {
+    const height = 64;
+    const empty = await emptyRoots(engine, "order", height);
+    const next = prng(11);
+    const recs: Uint8Array[] = [];
+    const heights: number[] = [];
+    const want: Uint8Array[] = [];
+    for (const h of [1, 7, 8, 9, 16, 17, 45, 64]) {
+      const id = randomBig(next, h);
+      const leaf = bigintToBytes32(randomBig(next, 240) + 1n);
+      const chain = await naiveChain(empty.slice(0, h + 1), leaf, id);
+      const rec = encodeMerkleEdge(chain, id);
+      expect(isMerkleEdge(rec, h)).toBe(true);
+      for (let k = 0; k < h; k++) {
+        recs.push(rec);
+        heights.push(k);
+        want.push(chain[k]!);
+      }
+    }
+    expect(await ancestorsAt(engine, empty, recs, heights)).toEqual(want);
+    // Records read from LevelDB are Buffers (whose slice is a view): they must come back untouched.
+    const fromStore = recs.map((r) => Buffer.from(r));
+    expect((await ancestorsAt(engine, empty, fromStore, heights)).map((a) => Buffer.from(a))).toEqual(
+      want.map((w) => Buffer.from(w)),
+    );
+    expect(fromStore.map((b) => new Uint8Array(b))).toEqual(recs);
+    // Not below the edge: the edge's own hash is its key, not an ancestor it can give.
+    await expect(ancestorsAt(engine, empty, [recs[0]!], [1])).rejects.toThrow(RangeError);
   });
 });
 
@@ -246,20 +292,20 @@ describe("deep check of a store loaded from a dump (edges from buildMerkle)", ()
       const clean = await checkStore(store, engine, { deep: true });
       expect(clean.problems).toEqual([]);
 
-      // Two edges of height ≥ 2 (chain entries to alter).
+      // Two edges of height ≥ 9 (a checkpoint to alter).
       const found: { key: Uint8Array; rec: Uint8Array }[] = [];
       for await (const [k, v] of store.raw.iterator({
         gte: Uint8Array.of(Prefix.node),
         lt: Uint8Array.of(Prefix.node + 1),
       })) {
-        if (v.length !== 64 && v[64]! >= 2) found.push({ key: k.slice(1), rec: v.slice() });
+        if (v.length !== 64 && v[64]! >= 9) found.push({ key: k.slice(1), rec: v.slice() });
         if (found.length === 2) break;
       }
       expect(found.length).toBe(2);
       const put = (key: Uint8Array, rec: Uint8Array): Promise<void> =>
         store.raw.put(Uint8Array.of(Prefix.node, ...key), rec);
       const chain = found[0]!.rec.slice();
-      chain[65 + 31]! ^= 1; // ancestor at height 1
+      chain[65 + 31]! ^= 1; // the checkpoint at height 8
       await put(found[0]!.key, chain);
       const leaf = found[1]!.rec.slice();
       leaf[31]! ^= 1;
@@ -270,7 +316,7 @@ describe("deep check of a store loaded from a dump (edges from buildMerkle)", ()
       expect(r.problems).toContainEqual(
         expect.objectContaining({
           hash: toHex64(found[0]!.key),
-          problem: "edge chain differs from its recomputation at height 1",
+          problem: "edge chain differs from its recomputation at height 8",
         }),
       );
       expect(r.problems).not.toContainEqual(
@@ -287,6 +333,30 @@ describe("deep check of a store loaded from a dump (edges from buildMerkle)", ()
       );
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe("the store's node format", () => {
+  const identity = { profile: "spot", heights: { vault: 31, order: 251 } };
+  it("is recorded with a new store's identity, and a store of another format is refused", async () => {
+    const fresh = await LevelStore.open(join(await tempDir(), "db"));
+    try {
+      await fresh.ensureIdentity(identity);
+      await fresh.ensureIdentity(identity); // the same store, opened again
+    } finally {
+      await fresh.close();
+    }
+    // A store written before checkpoints: an identity and no format.
+    const old = await LevelStore.open(join(await tempDir(), "db"));
+    try {
+      await old.raw.put(metaKey("identity"), new TextEncoder().encode(JSON.stringify(identity)));
+      await expect(old.ensureIdentity(identity)).rejects.toMatchObject({
+        code: "CONFIG",
+        message: expect.stringMatching(/format 1, this dacd reads format 2/) as unknown,
+      });
+    } finally {
+      await old.close();
     }
   });
 });
