@@ -369,7 +369,7 @@ export async function runWorkload(
     const native = new CountingEngine(opts.native);
     const caches = new Map<HashEngine, TopNodeCache>();
     opts.phase?.("cache warm-up");
-    for (const engine of [native, opts.wasm]) {
+    for (const engine of opts.wasmRuns > 0 ? [native, opts.wasm] : [native]) {
       const cache = new TopNodeCache(opts.cacheLevels);
       const t = performance.now();
       const warmed = await warmTopNodes(cache, store, opts.native, trees);
