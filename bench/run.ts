@@ -12,6 +12,7 @@ import { runWorkload, type WorkloadResult } from "./workloads.js";
  * W-perp workloads, printed as a table. Figures from one run on one machine; compare the ratios.
  * `--compact-after-load` compacts the whole store once after each bulk load (timed apart).
  * `--max-open-files N` caps LevelDB's open table files (each is memory-mapped, so they count in RSS).
+ * `--pool-threshold N`: engine calls of fewer pairs stay on the calling thread (default 4096).
  * `--level JSON` sets any of LevelDB's tunables (LevelTuning), e.g. `'{"writeBufferSize":67108864}'`.
  * For profiling: `--only spot|perp` runs one workload and no engine table; `--cpu-profile PREFIX`
  * writes a CPU profile of the third native batch to PREFIX-<workload>.cpuprofile, `--heap-profile
@@ -79,7 +80,8 @@ for (const e of engines) {
   );
 }
 
-const native = createEngine("native", { threads: "auto" });
+const poolThreshold = arg("--pool-threshold") === undefined ? undefined : Number(arg("--pool-threshold"));
+const native = createEngine("native", { threads: "auto", poolThreshold });
 const wasm = new WasmEngine();
 const results: Record<string, WorkloadResult> = {};
 for (const kind of only ? [only] : (["spot", "perp"] as const)) {

@@ -71,7 +71,27 @@ export class LevelStore implements NodeSource {
         { cause: err },
       );
     }
-    return new LevelStore(db, dir);
+    const store = new LevelStore(db, dir);
+    try {
+      await store.checkFormat();
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+    return store;
+  }
+
+  /** Refuses a store whose tree nodes are laid out in another format (every command opens here). */
+  private async checkFormat(): Promise<void> {
+    if (!(await this.getIdentity())) return; // empty: ensureIdentity or a load will record the format
+    const format = (await this.getMeta<number>("format")) ?? 1;
+    if (format !== NODE_FORMAT) {
+      throw new DacdError(
+        "CONFIG",
+        `the store ${this.dir} holds tree nodes in format ${format}, this dacd reads format ${NODE_FORMAT}: ` +
+          "export its leaves with the dacd that wrote it (dacd escape dump) and load them here (dacd escape load)",
+      );
+    }
   }
 
   async close(): Promise<void> {
@@ -142,14 +162,6 @@ export class LevelStore implements NodeSource {
     if (!have) {
       await this.db.batch(LevelStore.identityPuts(identity), { sync: true });
       return;
-    }
-    const format = (await this.getMeta<number>("format")) ?? 1;
-    if (format !== NODE_FORMAT) {
-      throw new DacdError(
-        "CONFIG",
-        `the store ${this.dir} holds tree nodes in format ${format}, this dacd reads format ${NODE_FORMAT}: ` +
-          "export its leaves with the dacd that wrote it (dacd escape dump) and load them here (dacd escape load)",
-      );
     }
     if (JSON.stringify(have) !== JSON.stringify(identity)) {
       throw new DacdError(

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { Level } from "level";
 import { afterAll, describe, expect, it } from "vitest";
 import { prng } from "../../src/util/prng.js";
 import { checkStore } from "../../src/escape/check.js";
@@ -340,23 +341,29 @@ describe("deep check of a store loaded from a dump (edges from buildMerkle)", ()
 describe("the store's node format", () => {
   const identity = { profile: "spot", heights: { vault: 31, order: 251 } };
   it("is recorded with a new store's identity, and a store of another format is refused", async () => {
-    const fresh = await LevelStore.open(join(await tempDir(), "db"));
-    try {
-      await fresh.ensureIdentity(identity);
-      await fresh.ensureIdentity(identity); // the same store, opened again
-    } finally {
-      await fresh.close();
-    }
-    // A store written before checkpoints: an identity and no format.
-    const old = await LevelStore.open(join(await tempDir(), "db"));
-    try {
-      await old.raw.put(metaKey("identity"), new TextEncoder().encode(JSON.stringify(identity)));
-      await expect(old.ensureIdentity(identity)).rejects.toMatchObject({
-        code: "CONFIG",
-        message: expect.stringMatching(/format 1, this dacd reads format 2/) as unknown,
-      });
-    } finally {
-      await old.close();
-    }
+    const freshDir = join(await tempDir(), "db");
+    const fresh = await LevelStore.open(freshDir);
+    await fresh.ensureIdentity(identity);
+    await fresh.close();
+    const again = await LevelStore.open(freshDir); // its format was recorded with the identity
+    await again.ensureIdentity(identity);
+    await again.close();
+    // A store written before checkpoints: an identity and no format. Every command opens the
+    // store through LevelStore.open, which refuses it.
+    const dir = join(await tempDir(), "db");
+    const old = await LevelStore.open(dir);
+    await old.raw.put(metaKey("identity"), new TextEncoder().encode(JSON.stringify(identity)));
+    await old.close();
+    await expect(LevelStore.open(dir)).rejects.toMatchObject({
+      code: "CONFIG",
+      message: expect.stringMatching(/format 1, this dacd reads format 2/) as unknown,
+    });
+    // Refused without keeping LevelDB's lock: the same directory opens again once it is marked.
+    const raw = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
+    await raw.put(metaKey("format"), new TextEncoder().encode("2"));
+    await raw.close();
+    const reopened = await LevelStore.open(dir);
+    await reopened.ensureIdentity(identity);
+    await reopened.close();
   });
 });
