@@ -6,7 +6,7 @@ import type { NodeSource } from "./node-source.js";
  */
 export const DEFAULT_CACHE_LEVELS = 18;
 
-/** A slot: hash (32) ‖ record length (1) ‖ record (up to 65: binary nodes and Patricia edges). */
+/** A slot: hash (32) ‖ record length (1) ‖ record (up to 65: binary nodes, Patricia edges, Merkle edges up to height 8). */
 const SLOT = 98;
 const MAX_RECORD = SLOT - 33;
 
@@ -20,7 +20,8 @@ const MAX_RECORD = SLOT - 33;
  * bounded by the trees' shape (at most 2^levels positions per tree), not by the number of batches.
  * Lookups are by hash, like the store's: nodes are content-addressed, so a record found here is
  * the stored record, and a node that is not here is simply read from the store. Merkle edge records
- * (up to 1.5 KiB, one per leaf path's end) are not kept: they are read about once each.
+ * above height 8 (longer than a slot's 65 bytes; one per leaf path's end) are not kept: they are
+ * read about once each.
  *
  * Everything lives in flat typed arrays, so a million cached nodes are a few large buffers rather
  * than millions of objects for the garbage collector to trace, and a lookup touches a few cache
