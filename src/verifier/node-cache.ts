@@ -6,7 +6,10 @@ import type { NodeSource } from "./node-source.js";
  */
 export const DEFAULT_CACHE_LEVELS = 18;
 
-/** A slot: hash (32) ‖ record length (1) ‖ record (up to 65: binary nodes, Patricia edges, Merkle edges up to height 8). */
+/**
+ * A slot: hash (32) ‖ record length (1) ‖ record (up to 65: binary nodes, Patricia edges, and Merkle
+ * edges up to height 8).
+ */
 const SLOT = 98;
 const MAX_RECORD = SLOT - 33;
 
