@@ -102,6 +102,11 @@ export function copyLowBits(
   }
 }
 
+/** Bit k (0: the least significant) of the 32 big-endian bytes at b[off..]. */
+export function bitAt(b: Uint8Array, off: number, k: number): number {
+  return (b[off + 31 - (k >> 3)]! >> (k & 7)) & 1;
+}
+
 const POW2 = Array.from({ length: 257 }, (_, k) => 1n << BigInt(k));
 
 /** The number of bits of v (0 ≤ v < 2^256), by comparisons only: no string or BigInt is made. */

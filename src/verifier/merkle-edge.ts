@@ -1,4 +1,4 @@
-import { bigintToBytes32, bytesEqual, bytesToBigint, copyLowBits } from "../util/bytes.js";
+import { bigintToBytes32, bitAt, bytesEqual, bytesToBigint, copyLowBits } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 
 /**
@@ -116,7 +116,7 @@ export interface MerkleEdgeCheck {
 
 /** Bit k of the path of an edge record (bit 0: the leaf's side at height 0). */
 export function edgePathBit(rec: Uint8Array, k: number): number {
-  return (rec[63 - (k >> 3)]! >> (k & 7)) & 1;
+  return bitAt(rec, 32, k);
 }
 
 /**

@@ -67,6 +67,13 @@ interface OldLevel {
   split: Map<number, Uint8Array>;
 }
 
+/** The splits readOldPaths found: edge `recs[i]`'s ancestor at `heights[i]` goes to `at[i]`. */
+interface Splits {
+  readonly recs: Uint8Array[];
+  readonly heights: number[];
+  readonly at: [OldLevel, number][];
+}
+
 /**
  * The changed paths: the sorted leaf ids, packed, and per height the nodes above changed leaves,
  * each given by its first leaf (its id is that leaf's id >> height). Nodes of one height are in id
@@ -143,8 +150,8 @@ export async function updateMerkle(
   const leafHashes = new Uint8Array(leafIds.length * 32);
   leafIds.forEach((id, i) => leafHashes.set(leaves.get(id)!, i * 32));
 
-  const old = await readOldPaths(nodes, empty, oldRoot, paths, treeName);
-  await climbToSplits(engine, empty, paths, old);
+  const { old, splits } = await readOldPaths(nodes, empty, oldRoot, paths, treeName);
+  await climbToSplits(engine, empty, splits);
 
   return buildNewPaths(engine, nodes, empty, leafHashes, paths, old, treeName);
 }
@@ -370,9 +377,10 @@ async function readOldPaths(
   oldRoot: Uint8Array,
   paths: Paths,
   treeName: string,
-): Promise<OldLevel[]> {
+): Promise<{ old: OldLevel[]; splits: Splits }> {
   const { ids, starts, height, remembered } = paths;
   const old: OldLevel[] = new Array<OldLevel>(height + 1);
+  const splits: Splits = { recs: [], heights: [], at: [] };
   // The old hashes of this level's path nodes; undefined where an edge above already decided.
   let hashes: (Uint8Array | undefined)[] = [oldRoot];
   let level: OldLevel = { kind: new Uint8Array(1), rec: [undefined], split: new Map() };
@@ -428,53 +436,39 @@ async function readOldPaths(
           if (edgePathBit(rec!, h - 1) === side) {
             nextLevel.kind[c] = Old.Edge;
             nextLevel.rec[c] = rec;
-          } else nextLevel.kind[c] = Old.Empty;
+          } else {
+            nextLevel.kind[c] = Old.Empty;
+            // A new leaf leaves the old leaf's path here. As the parent's only path child (its
+            // first, with no second), the untouched child on the old leaf's side needs its hash.
+            const second =
+              c + 1 < below.length && (j + 1 === firsts.length || below[c + 1]! < firsts[j + 1]!);
+            if (below[c] === firsts[j] && !second) {
+              splits.recs.push(rec!);
+              splits.heights.push(h - 1);
+              splits.at.push([level, j]);
+            }
+          }
           break;
       }
     }
     hashes = next;
     level = nextLevel;
   }
-  return old;
+  return { old, splits };
 }
 
 /**
- * For every old edge that a new leaf splits, the old leaf's ancestor just below the split (the
- * path node's untouched child), into `old[h].split`: climbed from the edge's checkpoints for all
- * splits at once, a few engine calls in all. The path children are found as buildNewPaths finds
- * them.
+ * The old leaf's ancestor just below each split (the path node's untouched child), into its
+ * level's `split`: climbed from the edges' checkpoints for all splits at once, a few engine calls.
  */
 async function climbToSplits(
   engine: HashEngine,
   empty: readonly Uint8Array[],
-  paths: Paths,
-  old: readonly OldLevel[],
+  splits: Splits,
 ): Promise<void> {
-  const { ids, starts, height } = paths;
-  const recs: Uint8Array[] = [];
-  const heights: number[] = [];
-  const at: [OldLevel, number][] = [];
-  for (let h = 1; h <= height; h++) {
-    const parents = starts[h]!;
-    const children = starts[h - 1]!;
-    const was = old[h]!;
-    for (let j = 0, c = 0; j < parents.length; j++) {
-      const end = j + 1 < parents.length ? parents[j + 1]! : ids.length;
-      if (c + 1 < children.length && children[c + 1]! < end) {
-        c += 2; // both children on the paths: one of them continues the old leaf's path
-        continue;
-      }
-      const side = ids.bit(children[c++]!, h - 1);
-      const rec = was.rec[j];
-      if (was.kind[j] !== Old.Edge || edgePathBit(rec!, h - 1) === side) continue;
-      recs.push(rec!);
-      heights.push(h - 1);
-      at.push([was, j]);
-    }
-  }
-  if (recs.length === 0) return;
-  const found = await ancestorsAt(engine, empty, recs, heights);
-  at.forEach(([was, j], i) => was.split.set(j, found[i]!));
+  if (splits.recs.length === 0) return;
+  const found = await ancestorsAt(engine, empty, splits.recs, splits.heights);
+  splits.at.forEach(([level, j], i) => level.split.set(j, found[i]!));
 }
 
 function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {

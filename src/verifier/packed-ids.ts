@@ -1,4 +1,4 @@
-import { bytesToBigint, writeBigint32 } from "../util/bytes.js";
+import { bitAt, bytesToBigint, writeBigint32 } from "../util/bytes.js";
 
 /**
  * Leaf ids packed 32 bytes each (big-endian) in one buffer, with their bits read from the bytes.
@@ -23,7 +23,7 @@ export class PackedIds {
 
   /** Bit k (0: least significant) of id i. */
   bit(i: number, k: number): number {
-    return (this.bytes[i * 32 + 31 - (k >> 3)]! >> (k & 7)) & 1;
+    return bitAt(this.bytes, i * 32, k);
   }
 
   /** Bits [from, from + count) of id i as a number (count ≤ 48): id i >> from, `count` bits of it. */

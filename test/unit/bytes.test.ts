@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { addSmall, bigintToBytes32, bitLength, bytesToBigint, copyLowBits } from "../../src/util/bytes.js";
+import {
+  addSmall,
+  bigintToBytes32,
+  bitAt,
+  bitLength,
+  bytesToBigint,
+  copyLowBits,
+} from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
 import { randomBig } from "./escape-helpers.js";
 
@@ -51,6 +58,16 @@ describe("32-byte big-endian conversions", () => {
       expect(bitLength(p)).toBe(k + 1);
       if (k > 0) expect(bitLength(p - 1n)).toBe(k);
       if (k > 1) expect(bitLength(p + 1n)).toBe(k + 1);
+    }
+  });
+
+  it("reads every bit of a 32-byte value at an offset as BigInt shifts do", () => {
+    const next = prng(13);
+    for (let r = 0; r < 4; r++) {
+      const v = randomBig(next, 256);
+      const buf = new Uint8Array(39);
+      buf.set(bigintToBytes32(v), 7);
+      for (let k = 0; k < 256; k++) expect(bitAt(buf, 7, k)).toBe(Number((v >> BigInt(k)) & 1n));
     }
   });
 
