@@ -4,6 +4,9 @@
  *   hashMany(xs, ys, out, kernel?)  xs, ys: n packed 32-byte big-endian field elements each;
  *                                   out: n*32 bytes for the hashes. Throws a RangeError naming the
  *                                   first input at or above the field prime (nothing is reduced).
+ *   hashConst(vs, c, cIsY, out, kernel?)
+ *                                   one-sided pairs: H(v_i, c) when cIsY, else H(c, v_i), with c a
+ *                                   single 32-byte value (core.h); same range checks and errors.
  *   checkInputs(xs, ys)             the range check alone.
  *   kernels()                       names of the kernels this CPU can run, fastest first.
  *   bestKernel                      the kernel used when none is named.
@@ -62,12 +65,70 @@ static int check_inputs(napi_env env, const uint8_t *xs, size_t xl, const uint8_
   return 0;
 }
 
+/* The range check of one side's packed values, named `which` in the error. */
+static int check_inputs_one(napi_env env, const uint8_t *vs, size_t vl, const char *which) {
+  for (size_t i = 0; i < vl / 32; i++) {
+    if (ped_check_be(vs + 32 * i)) {
+      char msg[96];
+      snprintf(msg, sizeof msg, "Pedersen input %s[%zu] is not below the field prime", which, i);
+      napi_throw_range_error(env, "ERR_PEDERSEN_RANGE", msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static const ped_kernel *find_kernel(const char *name) {
   for (size_t i = 0; i < ped_kernel_count; i++) {
     if (!ped_kernels[i].supported()) continue;
     if (!name || strcmp(ped_kernels[i].name, name) == 0) return &ped_kernels[i];
   }
   return NULL;
+}
+
+/* The kernel named by argument v (a string), or the best one when v is undefined or null. Throws
+ * and returns NULL when the name is unknown or v is not a string. */
+static const ped_kernel *kernel_arg(napi_env env, napi_value v, bool given) {
+  napi_valuetype vt = napi_undefined;
+  if (given && napi_typeof(env, v, &vt) != napi_ok) {
+    napi_throw_error(env, NULL, "N-API call failed");
+    return NULL;
+  }
+  if (vt == napi_undefined || vt == napi_null) return find_kernel(NULL);
+  if (vt != napi_string) {
+    napi_throw_type_error(env, NULL, "kernel must be a string");
+    return NULL;
+  }
+  char name[32] = {0};
+  size_t nl;
+  if (napi_get_value_string_utf8(env, v, name, sizeof name, &nl) != napi_ok) {
+    napi_throw_error(env, NULL, "N-API call failed");
+    return NULL;
+  }
+  const ped_kernel *k = find_kernel(name);
+  if (!k) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "Pedersen kernel \"%s\" is not available on this CPU or build", name);
+    napi_throw_error(env, "ERR_PEDERSEN_KERNEL", msg);
+  }
+  return k;
+}
+
+/* Throws unless out has room for the hashes and the tables are built; 0 when ready to hash. */
+static int ready_to_hash(napi_env env, size_t out_len, size_t in_len) {
+  if (out_len < in_len) {
+    napi_throw_range_error(env, "ERR_PEDERSEN_INPUT_LENGTH", "out is too small for the hashes");
+    return -1;
+  }
+  if (ped_init() != 0) {
+    napi_throw_error(env, "ERR_PEDERSEN_INIT", ped_init_error());
+    return -1;
+  }
+  return 0;
+}
+
+static void throw_kernel_failed(napi_env env) {
+  napi_throw_error(env, "ERR_PEDERSEN_INTERNAL", "Pedersen kernel failed (allocation or point at infinity)");
 }
 
 static napi_value hash_many(napi_env env, napi_callback_info info) {
@@ -83,39 +144,39 @@ static napi_value hash_many(napi_env env, napi_callback_info info) {
   if (get_bytes(env, argv[0], &xs, &xl, "xs") || get_bytes(env, argv[1], &ys, &yl, "ys") ||
       get_bytes(env, argv[2], &out, &ol, "out"))
     return NULL;
-  const ped_kernel *k = NULL;
-  char name[32] = {0};
-  napi_valuetype vt = napi_undefined;
-  if (argc >= 4) CALL(env, napi_typeof(env, argv[3], &vt));
-  if (vt == napi_string) {
-    size_t nl;
-    CALL(env, napi_get_value_string_utf8(env, argv[3], name, sizeof name, &nl));
-    k = find_kernel(name);
-    if (!k) {
-      char msg[96];
-      snprintf(msg, sizeof msg, "Pedersen kernel \"%s\" is not available on this CPU or build", name);
-      napi_throw_error(env, "ERR_PEDERSEN_KERNEL", msg);
-      return NULL;
-    }
-  } else if (vt != napi_undefined && vt != napi_null) {
-    napi_throw_type_error(env, NULL, "kernel must be a string");
-    return NULL;
-  } else {
-    k = find_kernel(NULL);
-  }
-  if (check_inputs(env, xs, xl, ys, yl)) return NULL;
-  if (ol < xl) {
-    napi_throw_range_error(env, "ERR_PEDERSEN_INPUT_LENGTH", "out is too small for the hashes");
+  const ped_kernel *k = kernel_arg(env, argv[3], argc >= 4);
+  if (!k || check_inputs(env, xs, xl, ys, yl) || ready_to_hash(env, ol, xl)) return NULL;
+  if (k->fn(xs, ys, out, xl / 32) != 0) throw_kernel_failed(env);
+  return NULL;
+}
+
+static napi_value hash_const(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
+  CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 4) {
+    napi_throw_type_error(env, NULL, "hashConst(vs, c, cIsY, out, kernel?) needs four arguments");
     return NULL;
   }
-  if (ped_init() != 0) {
-    napi_throw_error(env, "ERR_PEDERSEN_INIT", ped_init_error());
+  uint8_t *vs, *c, *out;
+  size_t vl, cl, ol;
+  bool c_is_y = false;
+  if (get_bytes(env, argv[0], &vs, &vl, "vs") || get_bytes(env, argv[1], &c, &cl, "c") ||
+      get_bytes(env, argv[3], &out, &ol, "out"))
+    return NULL;
+  CALL(env, napi_get_value_bool(env, argv[2], &c_is_y));
+  const ped_kernel *k = kernel_arg(env, argv[4], argc >= 5);
+  if (!k) return NULL;
+  if (cl != 32 || vl % 32 != 0) {
+    napi_throw_range_error(env, "ERR_PEDERSEN_INPUT_LENGTH", "hashConst needs 32-byte values and a 32-byte constant");
     return NULL;
   }
-  if (k->fn(xs, ys, out, xl / 32) != 0) {
-    napi_throw_error(env, "ERR_PEDERSEN_INTERNAL", "Pedersen kernel failed (allocation or point at infinity)");
+  if (ped_check_be(c)) {
+    napi_throw_range_error(env, "ERR_PEDERSEN_RANGE", "Pedersen constant input is not below the field prime");
     return NULL;
   }
+  if (check_inputs_one(env, vs, vl, c_is_y ? "x" : "y") || ready_to_hash(env, ol, vl)) return NULL;
+  if (ped_hash_const(k, vs, c, c_is_y, out, vl / 32) != 0) throw_kernel_failed(env);
   return NULL;
 }
 
@@ -154,6 +215,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   napi_value fn, v;
   if (napi_create_function(env, "hashMany", NAPI_AUTO_LENGTH, hash_many, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "hashMany", fn) != napi_ok ||
+      napi_create_function(env, "hashConst", NAPI_AUTO_LENGTH, hash_const, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "hashConst", fn) != napi_ok ||
       napi_create_function(env, "checkInputs", NAPI_AUTO_LENGTH, check_inputs_js, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "checkInputs", fn) != napi_ok ||
       napi_create_function(env, "kernels", NAPI_AUTO_LENGTH, kernels_js, NULL, &fn) != napi_ok ||

@@ -51,11 +51,22 @@ int ped_check_be(const uint8_t *b);
  * between StarkWare's points and cannot happen in practice). */
 typedef int (*ped_kernel_fn)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
 
+/* A one-sided kernel hashes n pairs in which one side is the same 32-byte value c for every pair:
+ * H(v_i, c) when c_is_y, else H(c, v_i). A tree's lone-leaf chains are such pairs, with c = E[k]
+ * (the empty subtree's root at that level); the constant's windows add one precomputed point
+ * instead of a table lookup each. Inputs are range-checked already. */
+typedef int (*ped_const_kernel_fn)(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
+
 typedef struct {
   const char *name;
   ped_kernel_fn fn;
   int (*supported)(void);
+  /* NULL: ped_hash_const repeats the constant and calls fn. */
+  ped_const_kernel_fn const_fn;
 } ped_kernel;
+
+/* One-sided hashing with kernel k (its own one-sided kernel, or fn on the repeated constant). */
+int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 
 /* Kernels compiled into this build, fastest first; supported() says whether this CPU runs them. */
 extern const ped_kernel ped_kernels[];

@@ -239,11 +239,22 @@ int ped_cpu_has_adx(void) {
 }
 #endif
 
+int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
+  if (n == 0) return 0;
+  if (k->const_fn) return k->const_fn(vs, c, c_is_y, out, n);
+  uint8_t *rep = (uint8_t *)malloc(32 * n);
+  if (!rep) return -1;
+  for (size_t i = 0; i < n; i++) memcpy(rep + 32 * i, c, 32);
+  const int rc = c_is_y ? k->fn(vs, rep, out, n) : k->fn(rep, vs, out, n);
+  free(rep);
+  return rc;
+}
+
 const ped_kernel ped_kernels[] = {
 #ifdef PED_HAVE_X86
-    {"ifma", ped_hash_ifma, ped_cpu_has_ifma},
-    {"adx", ped_hash_adx, ped_cpu_has_adx},
+    {"ifma", ped_hash_ifma, ped_cpu_has_ifma, NULL},
+    {"adx", ped_hash_adx, ped_cpu_has_adx, NULL},
 #endif
-    {"portable", ped_hash_portable, always},
+    {"portable", ped_hash_portable, always, NULL},
 };
 const size_t ped_kernel_count = sizeof(ped_kernels) / sizeof(ped_kernels[0]);

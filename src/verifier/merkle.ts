@@ -1,6 +1,6 @@
 import { DacdError } from "../errors.js";
 import { bytesEqual, copyLowBits } from "../util/bytes.js";
-import type { HashEngine } from "./hash/engine.js";
+import { hashWithConstant, type HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
 import {
   ancestorsAt,
@@ -267,10 +267,12 @@ async function buildNewPaths(
     const kind = new Uint8Array(n);
     const lone = new Int32Array(n).fill(-1);
     const derived = new Map<number, Derived>();
-    const xs = new Uint8Array(n * 32);
-    const ys = new Uint8Array(n * 32);
-    const binary: number[] = [];
     const eBelow = empty[h - 1]!;
+    // The level's hashes in three engine calls: binary nodes' pairs, and the one-sided pairs of
+    // lone chains going up (their other child is E[h − 1]) with the chain on the left or right.
+    const pairs = new LevelPairs(n, 2);
+    const loneLeft = new LevelPairs(n, 1);
+    const loneRight = new LevelPairs(n, 1);
     // Fills `slot` with path child c (its new state).
     const pathChild = (slot: ChildSlot, c: number): void => {
       slot.derived = undefined;
@@ -335,12 +337,10 @@ async function buildNewPaths(
         sibling(L, j, 0);
         pathChild(R, c++);
       }
-      copy32(xs, j * 32, L.buf, L.off);
-      copy32(ys, j * 32, R.buf, R.off);
       const only = L.kind === New.Empty ? R : R.kind === New.Empty ? L : undefined;
       if (only === undefined || only.kind === New.Stored) {
         kind[j] = New.Stored;
-        binary.push(j);
+        pairs.add(j, L.buf, L.off, R.buf, R.off);
         endChain(L, j, 0);
         endChain(R, j, 1);
       } else if (only.kind === New.Single) {
@@ -348,20 +348,31 @@ async function buildNewPaths(
         kind[j] = New.Single;
         lone[j] = only.derived ? DERIVED : only.path;
         if (only.derived) derived.set(j, only.derived);
+        (only === L ? loneLeft : loneRight).add(j, only.buf, only.off);
       } else kind[j] = New.Empty;
     }
-    const hashes = await engine.hashMany(xs, ys);
+    const eHere = empty[h]!;
+    const [pairHashes, leftHashes, rightHashes] = await Promise.all([
+      pairs.count > 0 ? engine.hashMany(pairs.side(0), pairs.side(1)) : pairs.none,
+      loneLeft.count > 0 ? hashWithConstant(engine, loneLeft.side(0), eBelow, true) : pairs.none,
+      loneRight.count > 0 ? hashWithConstant(engine, loneRight.side(0), eBelow, false) : pairs.none,
+    ]);
+    // Empty nodes are E[h]; the others are scattered back into node order.
+    const hashes = new Uint8Array(n * 32);
+    for (let j = 0; j < n; j++) if (kind[j] === New.Empty) copy32(hashes, j * 32, eHere, 0);
+    pairs.scatter(pairHashes, hashes);
+    loneLeft.scatter(leftHashes, hashes);
+    loneRight.scatter(rightHashes, hashes);
     hashesAt.push(hashes);
     kindAt.push(kind);
     loneAt.push(lone);
     derivedAt.push(derived);
     // A lone chain ends below each binary node: it becomes an edge record (leaves need none).
-    const records = new Uint8Array(binary.length * 64);
-    binary.forEach((j, b) => {
-      copy32(records, b * 64, xs, j * 32);
-      copy32(records, b * 64 + 32, ys, j * 32);
+    const records = pairs.records();
+    for (let b = 0; b < pairs.count; b++) {
+      const j = pairs.nodes[b]!;
       write(h, parents[j]!, -1, hashes.subarray(j * 32, j * 32 + 32), records.subarray(b * 64, b * 64 + 64));
-    });
+    }
   }
   if (kindAt[height]![0] === New.Single) writeEdge(height, 0);
   return { root: hashesAt[height]!.subarray(0, 32), newNodes };
@@ -469,6 +480,49 @@ async function climbToSplits(
   if (splits.recs.length === 0) return;
   const found = await ancestorsAt(engine, empty, splits.recs, splits.heights);
   splits.at.forEach(([level, j], i) => level.split.set(j, found[i]!));
+}
+
+/**
+ * One kind of a level's pairs, packed for the engine: for each, the node's index in its level and
+ * one or two 32-byte inputs (a one-sided pair's constant is not stored).
+ */
+class LevelPairs {
+  count = 0;
+  readonly nodes: Int32Array;
+  private readonly inputs: Uint8Array[];
+  readonly none = new Uint8Array(0);
+
+  constructor(capacity: number, sides: 1 | 2) {
+    this.nodes = new Int32Array(capacity);
+    this.inputs = Array.from({ length: sides }, () => new Uint8Array(capacity * 32));
+  }
+
+  add(node: number, a: Uint8Array, aOff: number, b?: Uint8Array, bOff = 0): void {
+    const at = this.count++;
+    this.nodes[at] = node;
+    copy32(this.inputs[0]!, at * 32, a, aOff);
+    if (b) copy32(this.inputs[1]!, at * 32, b, bOff);
+  }
+
+  /** The packed inputs of one side. */
+  side(s: 0 | 1): Uint8Array {
+    return this.inputs[s]!.subarray(0, this.count * 32);
+  }
+
+  /** Copies the i-th result to its node's place in `hashes`. */
+  scatter(results: Uint8Array, hashes: Uint8Array): void {
+    for (let i = 0; i < this.count; i++) copy32(hashes, this.nodes[i]! * 32, results, i * 32);
+  }
+
+  /** Binary records, left ‖ right, one per two-sided pair. */
+  records(): Uint8Array {
+    const out = new Uint8Array(this.count * 64);
+    for (let i = 0; i < this.count; i++) {
+      copy32(out, i * 64, this.inputs[0]!, i * 32);
+      copy32(out, i * 64 + 32, this.inputs[1]!, i * 32);
+    }
+    return out;
+  }
 }
 
 function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {

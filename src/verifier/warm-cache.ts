@@ -6,19 +6,20 @@ import type { TopNodeCache } from "./node-cache.js";
 import type { TreeSpec } from "./profile.js";
 
 /**
- * Fills the top-level cache from the trees of the newest stored batch, so that the first batches
- * after a start read as few nodes from LevelDB as later ones do. Reads only (the walk stops at the
- * cached depth); returns the number of nodes it added.
+ * Fills the top-level cache from the trees of the newest stored batch (or of batch `batchId`), so
+ * that the first batches after a start read as few nodes from LevelDB as later ones do. Reads only
+ * (the walk stops at the cached depth); returns the number of nodes it added.
  */
 export async function warmTopNodes(
   cache: TopNodeCache,
   store: LevelStore,
   engine: HashEngine,
   trees: readonly TreeSpec[],
+  batchId?: number,
 ): Promise<number> {
   if (cache.levels === 0) return 0;
-  const last = await store.lastBatchId();
-  const record = last === undefined ? undefined : await store.getBatch(last);
+  const id = batchId ?? (await store.lastBatchId());
+  const record = id === undefined ? undefined : await store.getBatch(id);
   if (!record) return 0;
   const before = cache.size;
   for (const spec of trees) {

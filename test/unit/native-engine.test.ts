@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pedersen } from "@scure/starknet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FIELD_PRIME } from "../../src/verifier/hash/engine.js";
+import { FIELD_PRIME, hashWithConstant } from "../../src/verifier/hash/engine.js";
 import { loadNativeAddon, loadNativeEngine, NativeEngine } from "../../src/verifier/hash/native-engine.js";
 import { PoolEngine } from "../../src/verifier/hash/pool-engine.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
@@ -171,6 +171,45 @@ describe.skipIf(!addon)(
         expect(() => e.hashMany(new Uint8Array(32), new Uint8Array(64))).toThrow(/multiples of 32/);
         expect(() => e.hashMany(new Uint8Array(31), new Uint8Array(31))).toThrow(/multiples of 32/);
       });
+      it("hashes one-sided pairs (hashConst) as hashMany does the repeated constant, on either side", () => {
+        const e = engine();
+        const reference = new NativeEngine(addon!, "portable");
+        const constants = [
+          0n,
+          1n,
+          P - 1n,
+          2n ** 248n,
+          2n ** 251n - 1n,
+          BigInt("0x" + hex(ys.subarray(0, 32))),
+        ];
+        let start = 0;
+        for (const c of constants) {
+          for (const size of [1, 63, 64, 65, 1023, 1025, 3001]) {
+            const vs = xs.subarray(start * 32, (start + size) * 32);
+            start += size;
+            const repeated = pack(Array.from({ length: size }, () => c));
+            const asY = e.hashConst(vs, be32(c), true);
+            const asX = e.hashConst(vs, be32(c), false);
+            expect(Buffer.compare(asY, reference.hashMany(vs, repeated))).toBe(0);
+            expect(Buffer.compare(asX, reference.hashMany(repeated, vs))).toBe(0);
+          }
+        }
+        // The chain of a lone leaf: H(v, E) checked against @scure/starknet directly.
+        for (const v of EDGE) {
+          expect(hex(e.hashConst(be32(v), be32(12345n), true))).toBe(scureHash(v, 12345n));
+          expect(hex(e.hashConst(be32(v), be32(12345n), false))).toBe(scureHash(12345n, v));
+        }
+        expect(e.hashConst(new Uint8Array(0), be32(1n), true).length).toBe(0);
+      });
+
+      it("refuses one-sided inputs at or above p, naming the index or the constant", () => {
+        const e = engine();
+        const vs = pack([1n, 2n, 3n, P, 5n]);
+        expect(() => e.hashConst(vs, be32(7n), true)).toThrow(/x\[3\] is not below the field prime/);
+        expect(() => e.hashConst(vs, be32(7n), false)).toThrow(/y\[3\] is not below the field prime/);
+        expect(() => e.hashConst(pack([1n]), be32(P), true)).toThrow(/constant input is not below/);
+        expect(() => e.hashConst(new Uint8Array(31), be32(1n), true)).toThrow(/32-byte/);
+      });
     });
 
     describe("pool engine", () => {
@@ -207,6 +246,31 @@ describe.skipIf(!addon)(
         const bad = ys.slice(0, 5000 * 32);
         bad.set(be32(P), 4321 * 32);
         await expect(async () => pool.hashMany(xs.subarray(0, 5000 * 32), bad)).rejects.toThrow(/y\[4321\]/);
+      });
+
+      it("spreads one-sided pairs too, naming a bad value's index in the caller's array", async () => {
+        const n = 20_001;
+        const vs = xs.subarray(0, n * 32);
+        const c = ys.subarray(0, 32);
+        const local = new NativeEngine(addon!);
+        for (const side of [true, false]) {
+          const got = await pool.hashConst(vs, c, side);
+          expect(Buffer.compare(got, local.hashConst(vs, c, side))).toBe(0);
+        }
+        const bad = vs.slice();
+        bad.set(be32(P), 17_000 * 32);
+        await expect(async () => pool.hashConst(bad, c, false)).rejects.toThrow(/y\[17000\]/);
+        await expect(async () => pool.hashConst(vs, be32(P), true)).rejects.toThrow(/constant/);
+      });
+
+      it("gives engines without hashConst the same one-sided results through hashMany", async () => {
+        const vs = xs.subarray(0, 40 * 32);
+        const c = ys.subarray(0, 32);
+        const local = new NativeEngine(addon!);
+        for (const side of [true, false]) {
+          const viaWasm = await hashWithConstant(new WasmEngine(), vs, c, side);
+          expect(Buffer.compare(viaWasm, local.hashConst(vs, c, side))).toBe(0);
+        }
       });
 
       it("works with the pool default size and closes cleanly", async () => {

@@ -14,8 +14,28 @@ export interface HashEngine {
    * May return synchronously or a promise (worker-pool engines), so callers always `await`.
    */
   hashMany(xs: Uint8Array, ys: Uint8Array): Uint8Array | Promise<Uint8Array>;
+  /**
+   * Hashes n one-sided pairs: H(v_i, c) when `constantIsY`, else H(c, v_i), with `vs` holding the n
+   * values and `c` one 32-byte value. A tree's lone-leaf chains are such pairs (c is the empty
+   * subtree's root at that level), and an engine can add the constant's share of the hash once
+   * instead of per pair. Optional: `hashWithConstant` falls back to `hashMany`.
+   */
+  hashConst?(vs: Uint8Array, c: Uint8Array, constantIsY: boolean): Uint8Array | Promise<Uint8Array>;
   /** Releases threads or native resources; optional. */
   close?(): Promise<void> | void;
+}
+
+/** One-sided pairs (see `HashEngine.hashConst`), through `hashMany` for engines without it. */
+export function hashWithConstant(
+  engine: HashEngine,
+  vs: Uint8Array,
+  c: Uint8Array,
+  constantIsY: boolean,
+): Uint8Array | Promise<Uint8Array> {
+  if (engine.hashConst) return engine.hashConst(vs, c, constantIsY);
+  const repeated = new Uint8Array(vs.length);
+  for (let off = 0; off < vs.length; off += 32) repeated.set(c, off);
+  return constantIsY ? engine.hashMany(vs, repeated) : engine.hashMany(repeated, vs);
 }
 
 /** The STARK field prime p = 2^251 + 17·2^192 + 1. */
@@ -46,6 +66,13 @@ export class FieldRangeError extends RangeError {
   constructor(which: string, index: number) {
     super(`Pedersen input ${which}[${index}] is not below the field prime`);
   }
+}
+
+/** Validates one side's packed values; throws FieldRangeError naming the first bad one as `which`. */
+export function checkPackedValues(vs: Uint8Array, which: string): void {
+  if (vs.length % 32 !== 0)
+    throw new RangeError(`Pedersen inputs must be multiples of 32 bytes (${vs.length})`);
+  for (let i = 0; i < vs.length / 32; i++) if (!isBelowPrime(vs, i * 32)) throw new FieldRangeError(which, i);
 }
 
 /** Validates a packed input pair of n values each; throws FieldRangeError naming the first bad one. */

@@ -8,6 +8,8 @@ import type { HashEngine } from "./engine.js";
 export interface NativeAddon {
   /** Hashes n packed pairs into `out`; throws a RangeError naming the first input >= p. */
   hashMany(xs: Uint8Array, ys: Uint8Array, out: Uint8Array, kernel?: string): void;
+  /** One-sided pairs into `out` (HashEngine.hashConst); the same range checks. */
+  hashConst(vs: Uint8Array, c: Uint8Array, constantIsY: boolean, out: Uint8Array, kernel?: string): void;
   /** The range check alone (same errors as hashMany). */
   checkInputs(xs: Uint8Array, ys: Uint8Array): void;
   /** Kernels this CPU can run, fastest first. */
@@ -99,6 +101,12 @@ export class NativeEngine implements HashEngine {
   hashMany(xs: Uint8Array, ys: Uint8Array): Uint8Array {
     const out = new Uint8Array(xs.length);
     this.addon.hashMany(xs, ys, out, this.kernel);
+    return out;
+  }
+
+  hashConst(vs: Uint8Array, c: Uint8Array, constantIsY: boolean): Uint8Array {
+    const out = new Uint8Array(vs.length);
+    this.addon.hashConst(vs, c, constantIsY, out, this.kernel);
     return out;
   }
 

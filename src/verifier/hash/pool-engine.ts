@@ -1,6 +1,6 @@
 import os from "node:os";
 import { Worker } from "node:worker_threads";
-import type { HashEngine } from "./engine.js";
+import { checkPackedValues, isBelowPrime, type HashEngine } from "./engine.js";
 import {
   loadNativeAddon,
   nativeAddonPath,
@@ -18,11 +18,17 @@ export interface PoolEngineOptions {
   kernel?: string;
 }
 
+/**
+ * A slice for one worker, as offsets into the shared buffer: pairs (`x`, `y`), or one-sided pairs
+ * (`x` the values, `c` the constant's offset, `cIsY` its side; see HashEngine.hashConst).
+ */
 interface Job {
   id: number;
   sab: SharedArrayBuffer;
   x: number;
   y: number;
+  c?: number;
+  cIsY?: boolean;
   o: number;
   n: number;
   kernel: string;
@@ -85,15 +91,36 @@ export class PoolEngine implements HashEngine {
     if (n < this.threshold || this.threads < 2) return this.local.hashMany(xs, ys);
     // Validate here so the error names the index in the caller's arrays, not a worker's slice.
     this.addon.checkInputs(xs, ys);
-    return this.runPooled(xs, ys, n);
+    return this.runPooled([xs, ys], n, (start) => ({ x: start * 32, y: xs.length + start * 32 }));
   }
 
-  private async runPooled(xs: Uint8Array, ys: Uint8Array, n: number): Promise<Uint8Array> {
-    const bytes = n * 32;
-    const sab = this.acquire(bytes * 3);
+  hashConst(vs: Uint8Array, c: Uint8Array, constantIsY: boolean): Uint8Array | Promise<Uint8Array> {
+    if (this.closed) throw new Error("PoolEngine is closed");
+    const n = vs.length / 32;
+    if (n < this.threshold || this.threads < 2) return this.local.hashConst(vs, c, constantIsY);
+    checkPackedValues(vs, constantIsY ? "x" : "y");
+    if (c.length !== 32 || !isBelowPrime(c))
+      throw new RangeError("Pedersen constant input is not below the field prime");
+    return this.runPooled([vs, c], n, (start) => ({ x: start * 32, y: 0, c: n * 32, cIsY: constantIsY }));
+  }
+
+  /**
+   * Copies `inputs` back to back into a shared buffer, with room for n hashes after them, and has
+   * the workers hash contiguous slices: `slice(start)` gives a slice's input offsets.
+   */
+  private async runPooled(
+    inputs: readonly Uint8Array[],
+    n: number,
+    slice: (start: number) => Pick<Job, "x" | "y" | "c" | "cIsY">,
+  ): Promise<Uint8Array> {
+    let at = 0;
+    const outAt = inputs.reduce((sum, b) => sum + b.length, 0);
+    const sab = this.acquire(outAt + n * 32);
     const u8 = new Uint8Array(sab);
-    u8.set(xs, 0);
-    u8.set(ys, bytes);
+    for (const b of inputs) {
+      u8.set(b, at);
+      at += b.length;
+    }
     const parts = Math.min(this.threads, Math.ceil(n / Math.ceil(this.threshold / 2)));
     const per = Math.ceil(n / parts);
     const jobs: Promise<void>[] = [];
@@ -104,9 +131,8 @@ export class PoolEngine implements HashEngine {
           this.queue.push({
             id: this.nextId++,
             sab,
-            x: start * 32,
-            y: bytes + start * 32,
-            o: 2 * bytes + start * 32,
+            ...slice(start),
+            o: outAt + start * 32,
             n: count,
             kernel: this.kernel,
             resolve,
@@ -118,7 +144,7 @@ export class PoolEngine implements HashEngine {
     this.pump();
     try {
       await Promise.all(jobs);
-      return u8.slice(2 * bytes, 3 * bytes);
+      return u8.slice(outAt, outAt + n * 32);
     } finally {
       if (this.spare.length < MAX_SPARE) this.spare.push(sab);
     }
