@@ -16,7 +16,13 @@ parentPort.on("message", (job) => {
     if (job.c === undefined) {
       addon.hashMany(u8.subarray(job.x, job.x + bytes), u8.subarray(job.y, job.y + bytes), out, job.kernel);
     } else {
-      addon.hashConst(u8.subarray(job.x, job.x + bytes), u8.subarray(job.c, job.c + 32), job.cIsY, out, job.kernel);
+      addon.hashConst(
+        u8.subarray(job.x, job.x + bytes),
+        u8.subarray(job.c, job.c + 32),
+        job.cIsY,
+        out,
+        job.kernel,
+      );
     }
     parentPort.postMessage({ id: job.id });
   } catch (err) {
