@@ -23,6 +23,10 @@
 #endif
 #define PED_BITS 504
 #define PED_NW ((PED_BITS + PED_W - 1) / PED_W)
+/* When the windows split at bit 252, x's windows are 0..PED_NW_X-1 and y's the rest, so one input's
+ * share of a hash is a sum over its own windows (used by one-sided kernels). */
+#define PED_SPLIT_WINDOWS (252 % PED_W == 0)
+#define PED_NW_X (252 / PED_W)
 
 /* A table entry: an affine point, coordinates as 4x64-bit little-endian limbs in Montgomery form
  * (R = 2^256). 64 bytes, one cache line. */
@@ -65,6 +69,13 @@ typedef struct {
   ped_const_kernel_fn const_fn;
 } ped_kernel;
 
+#if PED_SPLIT_WINDOWS
+/* A constant input's share of every hash it is in: the sum of its windows' table entries (S
+ * included when it is x), affine in the tables' form. Returns 1, or 0 when that sum is the
+ * identity (then *out is untouched). */
+int ped_const_point(const uint8_t *c, int c_is_y, ped_point *out);
+#endif
+
 /* One-sided hashing with kernel k (its own one-sided kernel, or fn on the repeated constant). */
 int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 
@@ -78,6 +89,7 @@ int ped_hash_portable(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t
 #define PED_HAVE_X86 1
 int ped_hash_adx(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
 int ped_hash_ifma(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
+int ped_hash_ifma_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 int ped_cpu_has_adx(void);
 int ped_cpu_has_ifma(void);
 #endif

@@ -239,6 +239,28 @@ int ped_cpu_has_adx(void) {
 }
 #endif
 
+#if PED_SPLIT_WINDOWS
+int ped_const_point(const uint8_t *c, int c_is_y, ped_point *out) {
+  static const uint8_t zero[32];
+  uint32_t idx[PED_NW];
+  F(windows)(c_is_y ? zero : c, c_is_y ? c : zero, idx, 1);
+  F(jac) p;
+  memset(&p, 0, sizeof p); /* Z = 0: the identity */
+  const int first = c_is_y ? PED_NW_X : 0, end = c_is_y ? PED_NW : PED_NW_X;
+  for (int j = first; j < end; j++) {
+    if (idx[j] || j == 0) F(jadd_affine)(&p, &ped_tables[j][idx[j]]); /* entry 0 of window 0 is S */
+  }
+  if (F(is_zero)(p.Z)) return 0;
+  uint64_t zi[4], zi2[4], zi3[4];
+  F(inv)(zi, p.Z);
+  F(sqr)(zi2, zi);
+  F(mul)(zi3, zi2, zi);
+  F(mul)(out->x, p.X, zi2);
+  F(mul)(out->y, p.Y, zi3);
+  return 1;
+}
+#endif
+
 int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
   if (n == 0) return 0;
   if (k->const_fn) return k->const_fn(vs, c, c_is_y, out, n);
@@ -250,9 +272,15 @@ int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int
   return rc;
 }
 
+#if PED_SPLIT_WINDOWS
+#define PED_IFMA_CONST ped_hash_ifma_const
+#else
+#define PED_IFMA_CONST NULL
+#endif
+
 const ped_kernel ped_kernels[] = {
 #ifdef PED_HAVE_X86
-    {"ifma", ped_hash_ifma, ped_cpu_has_ifma, NULL},
+    {"ifma", ped_hash_ifma, ped_cpu_has_ifma, PED_IFMA_CONST},
     {"adx", ped_hash_adx, ped_cpu_has_adx, NULL},
 #endif
     {"portable", ped_hash_portable, always, NULL},

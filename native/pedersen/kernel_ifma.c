@@ -4,6 +4,7 @@
  * vpmadd52luq/vpmadd52huq. Same algorithm as the scalar kernel (fixed-base windows, affine
  * additions, one shared inversion per window per batch) and the same tables, converted to the
  * R = 2^260 domain as they are gathered. Only called when cpuid and the OS report AVX-512F and IFMA.
+ * One-sided pairs (core.h) run the same batches over half the windows plus one constant point.
  *
  * Hashes public data only: not constant-time, by design (see core.h).
  *
@@ -218,26 +219,33 @@ IINLINE void vfold(vfe *v) {
   vnorm(v->l);
 }
 
-/* 1/a by Fermat, a^(p-2), p - 2 = 2^251 + 2^196 + 2^192 - 1; same chain as the scalar kernel. */
+/* r^(2^k), k squarings. */
+IINLINE vfe vsqn(vfe r, int k) {
+  for (int i = 0; i < k; i++) r = vmul(&r, &r);
+  return r;
+}
+
+/* 1/a by Fermat, a^(p-2) with p - 2 = 2^251 + 2^196 + (2^192 - 1), left to right: the bits from 251
+ * down to 192 one at a time, then the 192 low ones as twelve 16-bit windows of a^(2^16 - 1). That is
+ * 266 squarings and 17 products: one chain of dependent products, so its latency is what it costs
+ * (a third of the kernel's time at one inversion per 1,024 hashes and window). */
 static IATTR vfe vinv(const vfe *a) {
-  vfe acc = *a, t, a64 = *a, u;
-  int k = 1;
-  while (k < 128) {
-    t = acc;
-    for (int i = 0; i < k; i++) t = vmul(&t, &t);
-    acc = vmul(&t, &acc);
-    k *= 2;
-    if (k == 64) a64 = acc;
+  vfe w = vsqn(*a, 1);
+  w = vmul(&w, a); /* a^(2^2 - 1) */
+  vfe t = vsqn(w, 2);
+  w = vmul(&t, &w); /* a^(2^4 - 1) */
+  t = vsqn(w, 4);
+  w = vmul(&t, &w); /* a^(2^8 - 1) */
+  t = vsqn(w, 8);
+  w = vmul(&t, &w); /* a^(2^16 - 1) */
+  vfe r = vsqn(*a, 55);
+  r = vmul(&r, a); /* a^(2^55 + 1): bits 251 and 196 */
+  r = vsqn(r, 4);  /* down to bit 192 */
+  for (int i = 0; i < 12; i++) {
+    r = vsqn(r, 16);
+    r = vmul(&r, &w);
   }
-  for (int i = 0; i < 64; i++) acc = vmul(&acc, &acc);
-  acc = vmul(&acc, &a64);
-  u = *a;
-  for (int i = 0; i < 4; i++) u = vmul(&u, &u);
-  t = u;
-  for (int i = 0; i < 55; i++) t = vmul(&t, &t);
-  u = vmul(&u, &t);
-  for (int i = 0; i < 192; i++) u = vmul(&u, &u);
-  return vmul(&u, &acc);
+  return r;
 }
 
 /* Gathers the x or y coordinate (word offset 0 or 4) of eight entries of the shared tables. An
@@ -309,26 +317,43 @@ static void windows16(const uint8_t *x, const uint8_t *y, uint16_t (*idx)[IBATCH
   }
 }
 
-/* One batch of n <= IBATCH pairs; returns 1 when a degenerate addition needs the scalar path. */
-static IATTR int ifma_batch(iscratch *sc, const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
+/* What a batch adds up: step s adds entry idx[rows[s]][lane] of table tabs[s] (entry 0 of any step
+ * but the first is the identity), the first step's entry being where each lane starts. A two-sided
+ * batch adds every window's table; a one-sided batch adds the windows of its varying input and
+ * the constant's share (ped_const_point) as a table of its own. */
+typedef struct {
+  const ped_point *tabs[PED_NW + 1];
+  int rows[PED_NW + 1];
+  int steps;
+} iplan;
+
+/* One batch of n <= IBATCH pairs (x_i at xs + xstride*i, y_i likewise: a stride of 0 repeats one
+ * value); returns 1 when a degenerate addition needs the scalar path. `fixed_row`, when not
+ * negative, is a row of idx set to 1 in every lane (a constant's one-entry step). */
+static IATTR int ifma_batch(iscratch *sc, const iplan *plan, int fixed_row, const uint8_t *xs, size_t xstride,
+                            const uint8_t *ys, size_t ystride, uint8_t *out, size_t n) {
   const size_t groups = ((n + 15) / 16) * 2;
-  for (size_t i = 0; i < n; i++) windows16(xs + 32 * i, ys + 32 * i, sc->idx, i);
+  for (size_t i = 0; i < n; i++) windows16(xs + xstride * i, ys + ystride * i, sc->idx, i);
   for (size_t i = n; i < groups * 8; i++)
-    for (int j = 0; j < PED_NW; j++) sc->idx[j][i] = 0; /* padding lanes: S, then nothing */
+    for (int j = 0; j < PED_NW; j++) sc->idx[j][i] = 0; /* padding lanes: the first entry, then nothing */
+  if (fixed_row >= 0)
+    for (size_t i = 0; i < groups * 8; i++) sc->idx[fixed_row][i] = 1;
   const vfe one = vconst(ONE260);
   for (size_t g = 0; g < groups; g++) {
-    const __m512i off = _mm512_slli_epi64(_mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)&sc->idx[0][8 * g])), 6);
-    sc->ax[g] = vgather(ped_tables[0], off, 0);
-    sc->ay[g] = vgather(ped_tables[0], off, 4);
+    const __m512i off =
+        _mm512_slli_epi64(_mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)&sc->idx[plan->rows[0]][8 * g])), 6);
+    sc->ax[g] = vgather(plan->tabs[0], off, 0);
+    sc->ay[g] = vgather(plan->tabs[0], off, 4);
     vfold(&sc->ax[g]);
     vfold(&sc->ay[g]);
   }
   /* groups is rounded up to even: the walk handles groups in pairs, with two product chains. */
-  for (int j = 1; j < PED_NW; j++) {
-    const ped_point *tab = ped_tables[j];
+  for (int step = 1; step < plan->steps; step++) {
+    const ped_point *tab = plan->tabs[step];
+    const uint16_t *row = sc->idx[plan->rows[step]];
     vfe prod[2] = {one, one};
     for (size_t g = 0; g < groups; g++) {
-      const __m512i vidx = _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)&sc->idx[j][8 * g]));
+      const __m512i vidx = _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)&row[8 * g]));
       const __mmask8 active = _mm512_cmpneq_epi64_mask(vidx, _mm512_setzero_si512());
       const __m512i off = _mm512_slli_epi64(vidx, 6);
       vfe qx = vgather(tab, off, 0);
@@ -357,16 +382,17 @@ static IATTR int ifma_batch(iscratch *sc, const uint8_t *xs, const uint8_t *ys, 
     const vfe inv_all = vinv(&all);
     vfe inv[2];
     vmul2(&inv[0], &inv_all, &prod[1], &inv[1], &inv_all, &prod[0]);
-    const ped_point *ntab = j + 1 < PED_NW ? ped_tables[j + 1] : NULL;
+    const ped_point *ntab = step + 1 < plan->steps ? plan->tabs[step + 1] : NULL;
+    const uint16_t *nrow = ntab ? sc->idx[plan->rows[step + 1]] : NULL;
     for (size_t g = groups; g > 0;) {
       g -= 2;
       if (ntab) {
-        for (int k = 0; k < 16; k++) __builtin_prefetch(&ntab[sc->idx[j + 1][8 * g + k]]);
+        for (int k = 0; k < 16; k++) __builtin_prefetch(&ntab[nrow[8 * g + k]]);
       }
       vfe di[2], qy[2], t[2], lam[2], lam2[2], x3[2], y3[2];
       __mmask8 active[2];
       for (int h = 0; h < 2; h++) {
-        const __m512i vidx = _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)&sc->idx[j][8 * (g + h)]));
+        const __m512i vidx = _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)&row[8 * (g + h)]));
         active[h] = _mm512_cmpneq_epi64_mask(vidx, _mm512_setzero_si512());
         qy[h] = vgather(tab, _mm512_slli_epi64(vidx, 6), 4);
       }
@@ -420,24 +446,96 @@ static IATTR int ifma_batch(iscratch *sc, const uint8_t *xs, const uint8_t *ys, 
 
 static void init_ifma(void) { build_ifma(); }
 
-int ped_hash_ifma(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
-  /* Small calls and degenerate batches go to the best scalar kernel. */
-  ped_kernel_fn scalar = ped_cpu_has_adx() ? ped_hash_adx : ped_hash_portable;
-  if (n < 64) return scalar(xs, ys, out, n);
-  pthread_once(&ifma_once, init_ifma);
-  if (ifma_failed) return scalar(xs, ys, out, n);
+static ped_kernel_fn scalar_kernel(void) { return ped_cpu_has_adx() ? ped_hash_adx : ped_hash_portable; }
+
+/* The pairs of a call: x_i at x + xstride*i, y_i likewise (a stride of 0 repeats one value). */
+typedef struct {
+  const uint8_t *x, *y;
+  size_t xstride, ystride;
+} ipairs;
+
+static int scalar_strided(ipairs p, uint8_t *out, size_t n);
+
+/* Runs `plan` over n pairs in batches, windows taken from `win`; a batch that meets a degenerate
+ * addition is redone by the scalar kernel on the same batch of `real` pairs. */
+static int ifma_run(const iplan *plan, int fixed_row, ipairs win, ipairs real, uint8_t *out, size_t n) {
   iscratch *sc = (iscratch *)aligned_alloc(64, (sizeof(iscratch) + 63) / 64 * 64);
   if (!sc) return -1;
   int rc = 0;
   for (size_t done = 0; done < n && rc == 0;) {
-    size_t m = n - done < IBATCH ? n - done : IBATCH;
-    if (ifma_batch(sc, xs + 32 * done, ys + 32 * done, out + 32 * done, m))
-      rc = scalar(xs + 32 * done, ys + 32 * done, out + 32 * done, m);
+    const size_t m = n - done < IBATCH ? n - done : IBATCH;
+    if (ifma_batch(sc, plan, fixed_row, win.x + win.xstride * done, win.xstride, win.y + win.ystride * done,
+                   win.ystride, out + 32 * done, m)) {
+      const ipairs part = {real.x + real.xstride * done, real.y + real.ystride * done, real.xstride, real.ystride};
+      rc = scalar_strided(part, out + 32 * done, m);
+    }
     done += m;
   }
   free(sc);
   return rc;
 }
+
+/* The scalar kernel on pairs given with strides: a repeated value is written out n times first. */
+static int scalar_strided(ipairs p, uint8_t *out, size_t n) {
+  if (p.xstride == 32 && p.ystride == 32) return scalar_kernel()(p.x, p.y, out, n);
+  uint8_t *rep = (uint8_t *)malloc(32 * n);
+  if (!rep) return -1;
+  const uint8_t *c = p.xstride ? p.y : p.x;
+  for (size_t i = 0; i < n; i++) memcpy(rep + 32 * i, c, 32);
+  const int rc = p.xstride ? scalar_kernel()(p.x, rep, out, n) : scalar_kernel()(rep, p.y, out, n);
+  free(rep);
+  return rc;
+}
+
+int ped_hash_ifma(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
+  /* Small calls and degenerate batches go to the best scalar kernel. */
+  if (n < 64) return scalar_kernel()(xs, ys, out, n);
+  pthread_once(&ifma_once, init_ifma);
+  if (ifma_failed) return scalar_kernel()(xs, ys, out, n);
+  iplan plan = {.steps = PED_NW};
+  for (int j = 0; j < PED_NW; j++) {
+    plan.tabs[j] = ped_tables[j];
+    plan.rows[j] = j;
+  }
+  const ipairs pairs = {xs, ys, 32, 32};
+  return ifma_run(&plan, -1, pairs, pairs, out, n);
+}
+
+#if PED_SPLIT_WINDOWS
+/* One-sided pairs (core.h): the varying input's PED_NW_X windows plus the constant's share C, a
+ * point computed once per call. With x constant each lane starts at C (which holds S); with y
+ * constant it starts at window 0's entry (S folded in) and adds C last, unless C is the identity. */
+int ped_hash_ifma_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
+  static const uint8_t zero[32];
+  const ipairs real = c_is_y ? (ipairs){vs, c, 32, 0} : (ipairs){c, vs, 0, 32};
+  if (n < 64) return scalar_strided(real, out, n);
+  pthread_once(&ifma_once, init_ifma);
+  if (ifma_failed) return scalar_strided(real, out, n);
+  ped_point ctab[2]; /* C at entry 1, so that a row of 1s selects it; entry 0 unused */
+  memset(ctab, 0, sizeof ctab);
+  const int has_c = ped_const_point(c, c_is_y, &ctab[1]);
+  iplan plan = {.steps = 0};
+  if (c_is_y) {
+    for (int j = 0; j < PED_NW_X; j++) {
+      plan.tabs[plan.steps] = ped_tables[j];
+      plan.rows[plan.steps++] = j;
+    }
+    if (has_c) {
+      plan.tabs[plan.steps] = ctab;
+      plan.rows[plan.steps++] = PED_NW_X; /* y's rows are all 0 here (the windows of (v, 0)), so free */
+    }
+    return ifma_run(&plan, has_c ? PED_NW_X : -1, (ipairs){vs, zero, 32, 0}, real, out, n);
+  }
+  /* C holds S, so it is never the identity: every lane starts there (row 0 of (0, v) is all 0s). */
+  plan.tabs[plan.steps] = ctab + 1;
+  plan.rows[plan.steps++] = 0;
+  for (int j = PED_NW_X; j < PED_NW; j++) {
+    plan.tabs[plan.steps] = ped_tables[j];
+    plan.rows[plan.steps++] = j;
+  }
+  return ifma_run(&plan, -1, (ipairs){zero, vs, 0, 32}, real, out, n);
+}
+#endif
 
 /* cpuid is slow under virtualisation (it traps to the hypervisor), so ask once. */
 static int probe_ifma(void);
