@@ -1,6 +1,6 @@
 import { DacdError } from "../errors.js";
 import { addSmall, bigintToBytes32, bitLength, bytesEqual, ZERO32 } from "../util/bytes.js";
-import type { HashEngine } from "./hash/engine.js";
+import { hashWithConstant, type HashEngine } from "./hash/engine.js";
 import {
   checkpointOffset,
   climbEdgeChains,
@@ -65,20 +65,25 @@ class SinkBuffer {
   }
 }
 
-async function hashChunked(
-  engine: HashEngine,
-  xs: Uint8Array,
-  ys: Uint8Array,
+/** n hashes in engine calls of at most `chunk` pairs: `hashRange(from, to)` hashes one call's pairs. */
+async function inChunks(
+  n: number,
   chunk: number,
+  hashRange: (from: number, to: number) => Uint8Array | Promise<Uint8Array>,
 ): Promise<Uint8Array> {
-  const n = xs.length / 32;
-  if (n <= chunk) return engine.hashMany(xs, ys);
-  const out = new Uint8Array(xs.length);
+  if (n <= chunk) return hashRange(0, n);
+  const out = new Uint8Array(n * 32);
   for (let i = 0; i < n; i += chunk) {
     const end = Math.min(n, i + chunk);
-    out.set(await engine.hashMany(xs.subarray(i * 32, end * 32), ys.subarray(i * 32, end * 32)), i * 32);
+    out.set(await hashRange(i, end), i * 32);
   }
   return out;
+}
+
+function hashChunked(engine: HashEngine, xs: Uint8Array, ys: Uint8Array, chunk: number): Promise<Uint8Array> {
+  return inChunks(xs.length / 32, chunk, (a, b) =>
+    engine.hashMany(xs.subarray(a * 32, b * 32), ys.subarray(a * 32, b * 32)),
+  );
 }
 
 function checkSorted(leaves: BulkLeaves, limit: bigint, what: string): void {
@@ -258,7 +263,10 @@ async function writeLeafEdges(
       leafOf.push(i);
     }
     await climbEdgeChains(
-      (xs, ys) => hashChunked(engine, xs, ys, engineChunk),
+      (vs, c, constantIsY) =>
+        inChunks(vs.length / 32, engineChunk, (a, b) =>
+          hashWithConstant(engine, vs.subarray(a * 32, b * 32), c, constantIsY),
+        ),
       empty,
       recs,
       (r, k, hash) => {

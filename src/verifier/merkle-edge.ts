@@ -1,5 +1,5 @@
 import { bigintToBytes32, bitAt, bytesEqual, bytesToBigint, copyLowBits } from "../util/bytes.js";
-import type { HashEngine } from "./hash/engine.js";
+import { hashWithConstant, type HashEngine } from "./hash/engine.js";
 
 /**
  * A Merkle subtree that holds exactly one non-empty leaf is stored as one "edge" record instead of
@@ -119,14 +119,23 @@ export function edgePathBit(rec: Uint8Array, k: number): number {
   return bitAt(rec, 32, k);
 }
 
+/** One-sided hashing (HashEngine.hashConst): H(v_i, c) when `constantIsY`, else H(c, v_i). */
+export type OneSidedHash = (
+  vs: Uint8Array,
+  c: Uint8Array,
+  constantIsY: boolean,
+) => Uint8Array | Promise<Uint8Array>;
+
 /**
  * Climbs the chains of edge records together from their leaf hashes and paths (the stored chains
- * are not read), one `hash` call per height over every edge still climbing: `visit(i, k, h)` gets
- * record i's ancestor at height k, for k = 1 up to the record's height (the last is its key).
- * `recs` must be well-formed edges (isMerkleEdge) of at most the tree's height; `empty` is E[0..].
+ * are not read), one height at a time over every edge still climbing: `visit(i, k, h)` gets record
+ * i's ancestor at height k, for k = 1 up to the record's height (the last is its key). Every step
+ * of a chain pairs it with E[k], so each height is two one-sided calls: the chains on the left of
+ * their parent, then those on the right. `recs` must be well-formed edges (isMerkleEdge) of at
+ * most the tree's height; `empty` is E[0..].
  */
 export async function climbEdgeChains(
-  hash: (xs: Uint8Array, ys: Uint8Array) => Uint8Array | Promise<Uint8Array>,
+  hash: OneSidedHash,
   empty: readonly Uint8Array[],
   recs: readonly Uint8Array[],
   visit: (i: number, k: number, h: Uint8Array) => void,
@@ -137,20 +146,27 @@ export async function climbEdgeChains(
   recs.forEach((rec, i) => cur.set(rec.subarray(0, 32), i * 32));
   for (let k = 0; active.length > 0; k++) {
     const a = active.length;
-    const xs = new Uint8Array(a * 32);
-    const ys = new Uint8Array(a * 32);
-    const e = empty[k]!;
+    // sides[s]: the chains with path bit k = s, packed; at[t]: chain t's place in its side's list.
+    const sides = [new Uint8Array(a * 32), new Uint8Array(a * 32)] as const;
+    const counts = [0, 0];
+    const bit = new Uint8Array(a);
+    const at = new Int32Array(a);
     active.forEach((i, t) => {
-      const h = cur.subarray(t * 32, t * 32 + 32);
-      const [x, y] = edgePathBit(recs[i]!, k) === 0 ? [xs, ys] : [ys, xs];
-      x.set(h, t * 32);
-      y.set(e, t * 32);
+      const b = edgePathBit(recs[i]!, k);
+      bit[t] = b;
+      at[t] = counts[b]!++;
+      sides[b]!.set(cur.subarray(t * 32, t * 32 + 32), at[t]! * 32);
     });
-    const up = await hash(xs, ys);
+    const e = empty[k]!;
+    const up = await Promise.all(
+      ([0, 1] as const).map((b) =>
+        counts[b]! > 0 ? hash(sides[b].subarray(0, counts[b]! * 32), e, b === 0) : new Uint8Array(0),
+      ),
+    );
     const next: number[] = [];
     const nextCur = new Uint8Array(a * 32);
     active.forEach((i, t) => {
-      const h = up.subarray(t * 32, t * 32 + 32);
+      const h = up[bit[t]!]!.subarray(at[t]! * 32, at[t]! * 32 + 32);
       visit(i, k + 1, h);
       if (k + 1 === recs[i]![64]) return;
       nextCur.set(h, next.length * 32);
@@ -182,7 +198,7 @@ export async function recomputeMerkleEdges(
     badChainAt: undefined,
   }));
   await climbEdgeChains(
-    (xs, ys) => engine.hashMany(xs, ys),
+    (vs, c, constantIsY) => hashWithConstant(engine, vs, c, constantIsY),
     empty,
     recs,
     (i, k, h) => {
