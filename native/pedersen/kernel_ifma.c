@@ -3,15 +3,27 @@
  * eight elements per zmm register), Montgomery form with R = 2^260, multiplications with
  * vpmadd52luq/vpmadd52huq. Same algorithm as the scalar kernel (fixed-base windows, affine
  * additions, one shared inversion per window per batch) and the same tables, converted to the
- * R = 2^260 domain as they are gathered. Only called when cpuid and the OS report AVX-512F and IFMA.
+ * R = 2^260 domain as they are loaded. Only called when cpuid and the OS report AVX-512F and IFMA.
  * One-sided pairs (core.h) run the same batches over half the windows plus one constant point.
+ *
+ * Per window step a batch of IBATCH pairs makes a forward pass (x of the table entries, the
+ * differences dx and IG running products of them), one inversion of those products, and a backward
+ * pass (the inverses of each dx, then the affine addition). The inversion multiplies its eight
+ * lanes together and inverts that one value in scalar code (safegcd), a few thousand cycles where a
+ * vector Fermat inversion was a chain of ~280 dependent products, a quarter of the kernel's time.
+ * Table entries are read with plain 256-bit loads and a transpose rather than vpgatherqq, and the
+ * next step's entries are prefetched throughout a step: the tables (36 MB at 14-bit windows) are
+ * mostly out of cache.
  *
  * Hashes public data only: not constant-time, by design (see core.h).
  *
- * Value bounds (all non-negative, limbs normalised to 52 bits before any multiplication):
- * gathered table values < 16p; a product of inputs below a*p and b*p with a*b <= 256 is below 2p (since
- * p < 2^252); vsub(a, b, K) = a + K*p - b needs b <= K*p; fold() maps any value < 2^260 below 3p.
- * Accumulators stay below 3p.
+ * Value bounds (all non-negative, limbs normalised to 52 bits before any multiplication): loaded
+ * table values < 16p; a product of inputs below a*p and b*p with a*b <= 256 is below 2p (since
+ * p < 2^252); vsub(a, b, K) = a + K*p - b needs b <= K*p; vfold() takes any non-negative value with
+ * limbs 0..3 in (-2^55, 2^55) and limb 4 in (-2^62, 2^62), normalised or not, below 3p.
+ * Accumulators (ax, ay) stay below 3p. In an addition: dx = qx + 3p - ax and t = qy + 3p - ay are
+ * below 19p, all products below 2p, x3 = lam^2 + 19p - ax - qx below 21p before its fold, and
+ * y3 = lam*(ax + 3p - x3) + 3p - ay below 5p before its fold.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,6 +40,10 @@
 #define M52 ((1ULL << 52) - 1)
 #define IBATCH 1024
 #define IGROUPS (IBATCH / 8)
+/* Groups of eight lanes handled together (and product chains): four give the out-of-order core
+ * independent chains to overlap, two were 4% slower and eight 10% (register spills). */
+#define IG_LOG 2
+#define IG (1 << IG_LOG)
 
 typedef struct {
   __m512i l[5];
@@ -38,8 +54,8 @@ static pthread_once_t ifma_once = PTHREAD_ONCE_INIT;
 
 /* p and small multiples, as 52-bit limbs. */
 static uint64_t KP[20][5];
-/* 2^260 mod p (Montgomery one) as 52-bit limbs. */
-static uint64_t ONE260[5];
+/* 2^260 mod p (Montgomery one) and 2^780 mod p as 52-bit limbs. */
+static uint64_t ONE260[5], R3_260[5];
 
 static void split52(uint64_t out[5], const uint64_t w[4]) {
   out[0] = w[0] & M52;
@@ -65,9 +81,12 @@ static void build_ifma(void) {
     }
     split52(KP[k], w);
   }
-  uint64_t one[4] = {1, 0, 0, 0}, one260[4];
+  uint64_t one[4] = {1, 0, 0, 0}, one260[4], r2[4], r3[4];
   ped_to_mont260(one260, one);
   split52(ONE260, one260);
+  ped_to_mont260(r2, one260);
+  ped_to_mont260(r3, r2);
+  split52(R3_260, r3);
 }
 
 IINLINE __m512i bc(uint64_t v) { return _mm512_set1_epi64((long long)v); }
@@ -208,63 +227,18 @@ IINLINE vfe vsub(const vfe *a, const vfe *b, int k) {
   return r;
 }
 
-/* Reduces a normalised non-negative value below 2^260 to below 3p: with h = v >> 252,
- * v = lo + h*2^252 and 2^252 = -(34*2^192 + 2) mod p, so v = lo + p - h*(34*2^192 + 2) mod p. */
+/* Reduces a non-negative value to below 3p and normalises it. The limbs need not be normalised:
+ * limbs 0..3 in (-2^55, 2^55), limb 4 in (-2^62, 2^62). With h = l4 >> 43 (arithmetic, |h| < 2^19),
+ * v = lo + h*2^251 where lo keeps l4 mod 2^43, in (-2^212, 2^251 + 2^212); as 2^251 = -(17*2^192 + 1)
+ * mod p, v = lo + p - h*(17*2^192 + 1) mod p, which lies in (p - 2^216, 2p + 2^216): positive and
+ * below 3p. Then one carry pass. */
 IINLINE void vfold(vfe *v) {
-  const __m512i h = _mm512_srli_epi64(v->l[4], 44);
-  v->l[4] = _mm512_add_epi64(_mm512_and_si512(v->l[4], bc((1ULL << 44) - 1)), bc(1ULL << 43));
-  v->l[0] = _mm512_sub_epi64(_mm512_add_epi64(v->l[0], bc(1)), _mm512_slli_epi64(h, 1));
+  const __m512i h = _mm512_srai_epi64(v->l[4], 43);
+  v->l[4] = _mm512_add_epi64(_mm512_and_si512(v->l[4], bc((1ULL << 43) - 1)), bc(1ULL << 43));
+  v->l[0] = _mm512_sub_epi64(_mm512_add_epi64(v->l[0], bc(1)), h);
   v->l[3] = _mm512_sub_epi64(_mm512_add_epi64(v->l[3], bc(17ULL << 36)),
-                             _mm512_add_epi64(_mm512_slli_epi64(h, 41), _mm512_slli_epi64(h, 37)));
+                             _mm512_add_epi64(_mm512_slli_epi64(h, 40), _mm512_slli_epi64(h, 36)));
   vnorm(v->l);
-}
-
-/* r^(2^k), k squarings. */
-IINLINE vfe vsqn(vfe r, int k) {
-  for (int i = 0; i < k; i++) r = vmul(&r, &r);
-  return r;
-}
-
-/* 1/a by Fermat, a^(p-2) with p - 2 = 2^251 + 2^196 + (2^192 - 1), left to right: the bits from 251
- * down to 192 one at a time, then the 192 low ones as twelve 16-bit windows of a^(2^16 - 1). That is
- * 266 squarings and 17 products: one chain of dependent products, so its latency is what it costs
- * (a third of the kernel's time at one inversion per 1,024 hashes and window). */
-static IATTR vfe vinv(const vfe *a) {
-  vfe w = vsqn(*a, 1);
-  w = vmul(&w, a); /* a^(2^2 - 1) */
-  vfe t = vsqn(w, 2);
-  w = vmul(&t, &w); /* a^(2^4 - 1) */
-  t = vsqn(w, 4);
-  w = vmul(&t, &w); /* a^(2^8 - 1) */
-  t = vsqn(w, 8);
-  w = vmul(&t, &w); /* a^(2^16 - 1) */
-  vfe r = vsqn(*a, 55);
-  r = vmul(&r, a); /* a^(2^55 + 1): bits 251 and 196 */
-  r = vsqn(r, 4);  /* down to bit 192 */
-  for (int i = 0; i < 12; i++) {
-    r = vsqn(r, 16);
-    r = vmul(&r, &w);
-  }
-  return r;
-}
-
-/* Gathers the x or y coordinate (word offset 0 or 4) of eight entries of the shared tables. An
- * entry holds e = v*2^256 mod p; 16e = v*2^260 (mod p) is the same value in this kernel's domain,
- * so the 256-bit e is split into 52-bit limbs shifted by four bits: a value below 16p. */
-IINLINE vfe vgather(const ped_point *tab, __m512i off, int word) {
-  const char *base = (const char *)tab + 8 * word;
-  const __m512i w0 = _mm512_i64gather_epi64(off, (const void *)base, 1);
-  const __m512i w1 = _mm512_i64gather_epi64(off, (const void *)(base + 8), 1);
-  const __m512i w2 = _mm512_i64gather_epi64(off, (const void *)(base + 16), 1);
-  const __m512i w3 = _mm512_i64gather_epi64(off, (const void *)(base + 24), 1);
-  const __m512i mask = bc(M52);
-  vfe r;
-  r.l[0] = _mm512_and_si512(_mm512_slli_epi64(w0, 4), mask);
-  r.l[1] = _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(w0, 48), _mm512_slli_epi64(w1, 16)), mask);
-  r.l[2] = _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(w1, 36), _mm512_slli_epi64(w2, 28)), mask);
-  r.l[3] = _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(w2, 24), _mm512_slli_epi64(w3, 40)), mask);
-  r.l[4] = _mm512_srli_epi64(w3, 12);
-  return r;
 }
 
 /* Fully reduces lane values < 2^253 (below 2p) to 4x64 limbs below p. */
@@ -285,35 +259,279 @@ static void lane_to_u64(uint64_t w[4], const uint64_t l[5]) {
   }
 }
 
+/* Variable-time modular inversion by Bernstein and Yang's safegcd, following libsecp256k1's
+ * secp256k1_modinv64_var (src/modinv64_impl.h, MIT licence: LICENSE-libsecp256k1.txt here; the
+ * method is in its doc/safegcd_implementation.md): batches of 62
+ * divsteps on the low 64 bits of f and g, each batch then applied to the full values as a 2x2
+ * matrix. Values as five signed 62-bit limbs. About 1.2 us on Zen 5, once per window step. */
+#define S62 ((uint64_t)-1 >> 2)
+/* p = 2^251 + 17*2^192 + 1 in signed-62 limbs: 1, 0, 0, 17*2^6, 2^3; and 1/p = 1 mod 2^62. */
+static const int64_t SP[5] = {1, 0, 0, 17 << 6, 8};
+
+typedef struct {
+  int64_t u, v, q, r;
+} smat;
+
+/* 62 divsteps on the low bits of f (odd) and g; returns the new eta. The matrix t maps
+ * (f, g) to (f', g')*2^62. */
+static int64_t divsteps62(int64_t eta, uint64_t f, uint64_t g, smat *t) {
+  uint64_t u = 1, v = 0, q = 0, r = 1;
+  int i = 62;
+  for (;;) {
+    /* g's zero bits (a sentinel bit stops the count at i): each just halves g. */
+    const int zeros = __builtin_ctzll(g | (UINT64_MAX << i));
+    g >>= zeros;
+    u <<= zeros;
+    v <<= zeros;
+    eta -= zeros;
+    i -= zeros;
+    if (i == 0) break;
+    uint64_t w, m;
+    int limit;
+    if (eta < 0) {
+      uint64_t tmp;
+      eta = -eta;
+      tmp = f, f = g, g = -tmp;
+      tmp = u, u = q, q = -tmp;
+      tmp = v, v = r, r = -tmp;
+      /* cancel up to 6 bits of g at once (no more than i, nor eta + 1) */
+      limit = ((int)eta + 1) > i ? i : ((int)eta + 1);
+      m = (UINT64_MAX >> (64 - limit)) & 63U;
+      w = (f * g * (f * f - 2)) & m;
+    } else {
+      limit = ((int)eta + 1) > i ? i : ((int)eta + 1);
+      m = (UINT64_MAX >> (64 - limit)) & 15U;
+      w = f + (((f + 1) & 4) << 1);
+      w = (-w * g) & m;
+    }
+    g += f * w;
+    q += u * w;
+    r += v * w;
+  }
+  t->u = (int64_t)u;
+  t->v = (int64_t)v;
+  t->q = (int64_t)q;
+  t->r = (int64_t)r;
+  return eta;
+}
+
+/* (d, e) = t*(d, e)/2^62 mod p, keeping both in (-2p, p). */
+static void update_de(int64_t d[5], int64_t e[5], const smat *t) {
+  const int64_t u = t->u, v = t->v, q = t->q, r = t->r;
+  const int64_t sd = d[4] >> 63, se = e[4] >> 63;
+  int64_t md = (u & sd) + (v & se), me = (q & sd) + (r & se);
+  __int128 cd = (__int128)u * d[0] + (__int128)v * e[0];
+  __int128 ce = (__int128)q * d[0] + (__int128)r * e[0];
+  /* md, me such that t*(d, e) + p*(md, me) has 62 zero low bits (1/p = 1 mod 2^62) */
+  md -= ((uint64_t)cd + md) & S62;
+  me -= ((uint64_t)ce + me) & S62;
+  cd += (__int128)SP[0] * md;
+  ce += (__int128)SP[0] * me;
+  cd >>= 62;
+  ce >>= 62;
+  for (int i = 1; i < 5; i++) {
+    cd += (__int128)u * d[i] + (__int128)v * e[i];
+    ce += (__int128)q * d[i] + (__int128)r * e[i];
+    if (SP[i]) {
+      cd += (__int128)SP[i] * md;
+      ce += (__int128)SP[i] * me;
+    }
+    d[i - 1] = (int64_t)((uint64_t)cd & S62);
+    e[i - 1] = (int64_t)((uint64_t)ce & S62);
+    cd >>= 62;
+    ce >>= 62;
+  }
+  d[4] = (int64_t)cd;
+  e[4] = (int64_t)ce;
+}
+
+/* (f, g) = t*(f, g)/2^62 over their len low limbs. */
+static void update_fg(int len, int64_t f[5], int64_t g[5], const smat *t) {
+  const int64_t u = t->u, v = t->v, q = t->q, r = t->r;
+  __int128 cf = (__int128)u * f[0] + (__int128)v * g[0];
+  __int128 cg = (__int128)q * f[0] + (__int128)r * g[0];
+  cf >>= 62;
+  cg >>= 62;
+  for (int i = 1; i < len; i++) {
+    cf += (__int128)u * f[i] + (__int128)v * g[i];
+    cg += (__int128)q * f[i] + (__int128)r * g[i];
+    f[i - 1] = (int64_t)((uint64_t)cf & S62);
+    g[i - 1] = (int64_t)((uint64_t)cg & S62);
+    cf >>= 62;
+    cg >>= 62;
+  }
+  f[len - 1] = (int64_t)cf;
+  g[len - 1] = (int64_t)cg;
+}
+
+/* r = 1/a mod p for 0 < a < p (4x64 limbs); returns 0, or -1 when a = 0 mod p. */
+static int sinv(uint64_t r[4], const uint64_t a[4]) {
+  int64_t d[5] = {0, 0, 0, 0, 0}, e[5] = {1, 0, 0, 0, 0}, f[5], g[5];
+  memcpy(f, SP, sizeof f);
+  g[0] = (int64_t)(a[0] & S62);
+  g[1] = (int64_t)(((a[0] >> 62) | (a[1] << 2)) & S62);
+  g[2] = (int64_t)(((a[1] >> 60) | (a[2] << 4)) & S62);
+  g[3] = (int64_t)(((a[2] >> 58) | (a[3] << 6)) & S62);
+  g[4] = (int64_t)(a[3] >> 56);
+  if ((g[0] | g[1] | g[2] | g[3] | g[4]) == 0) return -1;
+  int64_t eta = -1;
+  int len = 5;
+  for (;;) {
+    smat t;
+    eta = divsteps62(eta, (uint64_t)f[0], (uint64_t)g[0], &t);
+    update_de(d, e, &t);
+    update_fg(len, f, g, &t);
+    if (g[0] == 0) {
+      int64_t any = 0;
+      for (int j = 1; j < len; j++) any |= g[j];
+      if (any == 0) break;
+    }
+    /* Shorten f and g when both top limbs are 0 or -1. */
+    const int64_t fn = f[len - 1], gn = g[len - 1];
+    if (len > 1 && (fn ^ (fn >> 63)) == 0 && (gn ^ (gn >> 63)) == 0) {
+      f[len - 2] = (int64_t)((uint64_t)f[len - 2] | ((uint64_t)fn << 62));
+      g[len - 2] = (int64_t)((uint64_t)g[len - 2] | ((uint64_t)gn << 62));
+      len--;
+    }
+  }
+  /* f = +-1 now (p is prime); d/f is the inverse, d in (-2p, p). */
+  const int64_t neg = f[len - 1] >> 63;
+  int64_t add = d[4] >> 63;
+  for (int i = 0; i < 5; i++) d[i] += SP[i] & add;
+  for (int i = 0; i < 5; i++) d[i] = (d[i] ^ neg) - neg;
+  for (int i = 0; i < 4; i++) {
+    d[i + 1] += d[i] >> 62;
+    d[i] &= (int64_t)S62;
+  }
+  add = d[4] >> 63;
+  for (int i = 0; i < 5; i++) d[i] += SP[i] & add;
+  for (int i = 0; i < 4; i++) {
+    d[i + 1] += d[i] >> 62;
+    d[i] &= (int64_t)S62;
+  }
+  r[0] = (uint64_t)d[0] | ((uint64_t)d[1] << 62);
+  r[1] = ((uint64_t)d[1] >> 2) | ((uint64_t)d[2] << 60);
+  r[2] = ((uint64_t)d[2] >> 4) | ((uint64_t)d[3] << 58);
+  r[3] = ((uint64_t)d[3] >> 6) | ((uint64_t)d[4] << 56);
+  return 0;
+}
+
+/* Swaps lanes i and i ^ k (k = 1, 2 or 4) of every limb. */
+IINLINE vfe vswap(const vfe *a, int k) {
+  vfe r;
+  for (int i = 0; i < 5; i++)
+    r.l[i] = k == 1   ? _mm512_permutex_epi64(a->l[i], _MM_SHUFFLE(2, 3, 0, 1))
+             : k == 2 ? _mm512_permutex_epi64(a->l[i], _MM_SHUFFLE(1, 0, 3, 2))
+                      : _mm512_shuffle_i64x2(a->l[i], a->l[i], _MM_SHUFFLE(1, 0, 3, 2));
+  return r;
+}
+
+/* The eight lanes' inverses (Montgomery form in and out): the lanes are multiplied together in a
+ * tree of lane swaps (b = a0a1.., c = a0a1a2a3.., d = a0..a7 in every lane), that product inverted
+ * once by sinv and the tree walked back down (1/c = (1/d)*c', and so on, c' being c with its halves
+ * swapped). Seven dependent products plus a scalar safegcd: a few thousand cycles, where a vector
+ * Fermat inversion was ~280 dependent products. Returns 1 when some lane is 0 mod p. */
+static IATTR int vinv(vfe *r, const vfe *a) {
+  vfe s = vswap(a, 1);
+  const vfe b = vmul(a, &s);
+  s = vswap(&b, 2);
+  const vfe c = vmul(&b, &s);
+  s = vswap(&c, 4);
+  const vfe d = vmul(&c, &s);
+  uint64_t l[5], w[4], z[4];
+  for (int i = 0; i < 5; i++) l[i] = (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(d.l[i]));
+  lane_to_u64(w, l); /* d = D*2^260 mod p for the product D */
+  if (sinv(z, w)) return 1;
+  /* z = 1/(D*2^260), so z*2^780/2^260 = 2^260/D, 1/D in Montgomery form */
+  split52(l, z);
+  vfe e = vconst(l);
+  const vfe r3 = vconst(R3_260);
+  e = vmul(&e, &r3);
+  s = vswap(&c, 4);
+  e = vmul(&e, &s);
+  s = vswap(&b, 2);
+  e = vmul(&e, &s);
+  s = vswap(a, 1);
+  *r = vmul(&e, &s);
+  return 0;
+}
+
+/* Loads the x or y coordinate (word offset 0 or 4) of the eight entries idx[0..7] of a shared table.
+ * An entry holds e = v*2^256 mod p; 16e = v*2^260 (mod p) is the same value in this kernel's domain,
+ * so the 256-bit e is split into 52-bit limbs shifted by four bits: a value below 16p.
+ * Eight 256-bit loads and a 4x64 by 8 transpose: far cheaper than four vpgatherqq (one load each
+ * per lane) on Zen 5, where the gathers cost a sixth of the kernel's time. */
+IINLINE vfe vgather(const ped_point *tab, const uint16_t *idx, int word) {
+  __m512i r[4];
+  for (int j = 0; j < 4; j++) {
+    /* r[j] = the four words of lane j, then those of lane j + 4 */
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)((const uint64_t *)&tab[idx[j]] + word));
+    const __m256i hi = _mm256_loadu_si256((const __m256i *)((const uint64_t *)&tab[idx[j + 4]] + word));
+    r[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+  /* u0 = a0 b0 a2 b2 | e0 f0 e2 f2, u1 = a1 b1 a3 b3 | e1 f1 e3 f3 (lanes a..h, words 0..3), and
+   * u2, u3 likewise for lanes c, d, g, h; then word k of all lanes from 128-bit pieces of two u. */
+  const __m512i u0 = _mm512_unpacklo_epi64(r[0], r[1]), u1 = _mm512_unpackhi_epi64(r[0], r[1]);
+  const __m512i u2 = _mm512_unpacklo_epi64(r[2], r[3]), u3 = _mm512_unpackhi_epi64(r[2], r[3]);
+  const __m512i even = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0), odd = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+  const __m512i w0 = _mm512_permutex2var_epi64(u0, even, u2), w2 = _mm512_permutex2var_epi64(u0, odd, u2);
+  const __m512i w1 = _mm512_permutex2var_epi64(u1, even, u3), w3 = _mm512_permutex2var_epi64(u1, odd, u3);
+  const __m512i mask = bc(M52);
+  vfe v;
+  v.l[0] = _mm512_and_si512(_mm512_slli_epi64(w0, 4), mask);
+  v.l[1] = _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(w0, 48), _mm512_slli_epi64(w1, 16)), mask);
+  v.l[2] = _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(w1, 36), _mm512_slli_epi64(w2, 28)), mask);
+  v.l[3] = _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(w2, 24), _mm512_slli_epi64(w3, 40)), mask);
+  v.l[4] = _mm512_srli_epi64(w3, 12);
+  return v;
+}
+
 typedef struct {
   vfe ax[IGROUPS], ay[IGROUPS], pre[IGROUPS], dx[IGROUPS], qx[IGROUPS];
   uint16_t idx[PED_NW][IBATCH];
 } iscratch;
 
-static void windows16(const uint8_t *x, const uint8_t *y, uint16_t (*idx)[IBATCH], size_t i) {
-  uint64_t s[8], xv[4], yv[4];
-  for (int k = 0; k < 4; k++) {
-    uint64_t a = 0, b = 0;
-    for (int j = 0; j < 8; j++) {
-      a = (a << 8) | x[8 * (3 - k) + j];
-      b = (b << 8) | y[8 * (3 - k) + j];
+/* Big-endian 64-bit word at b. */
+static inline uint64_t load_be64(const uint8_t *b) {
+  uint64_t v;
+  memcpy(&v, b, 8);
+  return __builtin_bswap64(v);
+}
+
+/* The window indices of pairs i0..i0+7 (x_i at xs + xstride*i, y_i likewise), pairs from n on
+ * padding with all windows 0. The 504-bit scalars x | y << 252 are put together in scalar code as
+ * eight 64-bit limbs per pair, then cut into windows eight pairs at a time: the loop over windows
+ * is unrolled, so every window's limb and shifts are constants. */
+static IATTR void windows8(const uint8_t *xs, size_t xstride, const uint8_t *ys, size_t ystride, size_t n,
+                           uint16_t (*idx)[IBATCH], size_t i0) {
+  uint64_t s[8][8] __attribute__((aligned(64))); /* s[limb][pair] */
+  for (size_t k = 0; k < 8; k++) {
+    uint64_t xv[4] = {0, 0, 0, 0}, yv[4] = {0, 0, 0, 0};
+    if (i0 + k < n) {
+      const uint8_t *x = xs + xstride * (i0 + k), *y = ys + ystride * (i0 + k);
+      for (int q = 0; q < 4; q++) {
+        xv[q] = load_be64(x + 8 * (3 - q));
+        yv[q] = load_be64(y + 8 * (3 - q));
+      }
     }
-    xv[k] = a;
-    yv[k] = b;
+    s[0][k] = xv[0];
+    s[1][k] = xv[1];
+    s[2][k] = xv[2];
+    s[3][k] = xv[3] | (yv[0] << 60);
+    s[4][k] = (yv[0] >> 4) | (yv[1] << 60);
+    s[5][k] = (yv[1] >> 4) | (yv[2] << 60);
+    s[6][k] = (yv[2] >> 4) | (yv[3] << 60);
+    s[7][k] = yv[3] >> 4;
   }
-  s[0] = xv[0];
-  s[1] = xv[1];
-  s[2] = xv[2];
-  s[3] = xv[3] | (yv[0] << 60);
-  s[4] = (yv[0] >> 4) | (yv[1] << 60);
-  s[5] = (yv[1] >> 4) | (yv[2] << 60);
-  s[6] = (yv[2] >> 4) | (yv[3] << 60);
-  s[7] = yv[3] >> 4;
+  __m512i v[8];
+  for (int l = 0; l < 8; l++) v[l] = _mm512_load_si512((const void *)s[l]);
+  const __m512i wmask = bc((1u << PED_W) - 1);
+#pragma GCC unroll 64
   for (int j = 0; j < PED_NW; j++) {
     const unsigned pos = (unsigned)j * PED_W, limb = pos >> 6, off = pos & 63;
-    uint64_t v = s[limb] >> off;
-    if (off + PED_W > 64 && limb < 7) v |= s[limb + 1] << (64 - off);
-    idx[j][i] = (uint16_t)(v & ((1u << PED_W) - 1));
+    __m512i w = _mm512_srli_epi64(v[limb], off);
+    if (off + PED_W > 64 && limb < 7) w = _mm512_or_si512(w, _mm512_slli_epi64(v[limb + 1], 64 - off));
+    _mm_storeu_si128((__m128i *)&idx[j][i0], _mm512_cvtepi64_epi16(_mm512_and_si512(w, wmask)));
   }
 }
 
@@ -332,86 +550,100 @@ typedef struct {
  * negative, is a row of idx set to 1 in every lane (a constant's one-entry step). */
 static IATTR int ifma_batch(iscratch *sc, const iplan *plan, int fixed_row, const uint8_t *xs, size_t xstride,
                             const uint8_t *ys, size_t ystride, uint8_t *out, size_t n) {
-  const size_t groups = ((n + 15) / 16) * 2;
-  for (size_t i = 0; i < n; i++) windows16(xs + xstride * i, ys + ystride * i, sc->idx, i);
-  for (size_t i = n; i < groups * 8; i++)
-    for (int j = 0; j < PED_NW; j++) sc->idx[j][i] = 0; /* padding lanes: the first entry, then nothing */
+  const size_t groups = ((n + 8 * IG - 1) / (8 * IG)) * IG;
+  /* padding lanes (from n on) have all windows 0: the first entry, then nothing */
+  for (size_t g = 0; g < groups; g++) windows8(xs, xstride, ys, ystride, n, sc->idx, 8 * g);
   if (fixed_row >= 0)
     for (size_t i = 0; i < groups * 8; i++) sc->idx[fixed_row][i] = 1;
   const vfe one = vconst(ONE260);
+  /* Starting points, and prefetches of the first step's entries. */
   for (size_t g = 0; g < groups; g++) {
-    const __m512i off =
-        _mm512_slli_epi64(_mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)&sc->idx[plan->rows[0]][8 * g])), 6);
-    sc->ax[g] = vgather(plan->tabs[0], off, 0);
-    sc->ay[g] = vgather(plan->tabs[0], off, 4);
+    if (plan->steps > 1)
+      for (int k = 0; k < 8; k++) __builtin_prefetch(&plan->tabs[1][sc->idx[plan->rows[1]][8 * g + k]]);
+    sc->ax[g] = vgather(plan->tabs[0], &sc->idx[plan->rows[0]][8 * g], 0);
+    sc->ay[g] = vgather(plan->tabs[0], &sc->idx[plan->rows[0]][8 * g], 4);
     vfold(&sc->ax[g]);
     vfold(&sc->ay[g]);
   }
-  /* groups is rounded up to even: the walk handles groups in pairs, with two product chains. */
+  /* groups is rounded up to a multiple of IG: the backward pass handles IG groups at a time, the
+   * forward pass keeps IG product chains (group g in chain g % IG). */
   for (int step = 1; step < plan->steps; step++) {
     const ped_point *tab = plan->tabs[step];
     const uint16_t *row = sc->idx[plan->rows[step]];
-    vfe prod[2] = {one, one};
+    /* The next step's entries are prefetched over this whole step, a quarter during the forward
+     * pass (two per group) and the rest during the backward pass (6*IG per IG groups), so as not to
+     * have more misses outstanding than the core can track. */
+    const ped_point *ntab = step + 1 < plan->steps ? plan->tabs[step + 1] : NULL;
+    const uint16_t *nrow = ntab ? sc->idx[plan->rows[step + 1]] : NULL;
+    size_t pf = 0;
+    vfe prod[IG];
+    for (int h = 0; h < IG; h++) prod[h] = one;
     for (size_t g = 0; g < groups; g++) {
+      if (ntab) {
+        __builtin_prefetch(&ntab[nrow[pf]]);
+        __builtin_prefetch(&ntab[nrow[pf + 1]]);
+        pf += 2;
+      }
       const __m512i vidx = _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)&row[8 * g]));
       const __mmask8 active = _mm512_cmpneq_epi64_mask(vidx, _mm512_setzero_si512());
-      const __m512i off = _mm512_slli_epi64(vidx, 6);
-      vfe qx = vgather(tab, off, 0);
+      vfe qx = vgather(tab, &row[8 * g], 0);
       vfe dx = vsub(&qx, &sc->ax[g], 3);
       for (int i = 0; i < 5; i++) dx.l[i] = _mm512_mask_blend_epi64(active, one.l[i], dx.l[i]);
       sc->qx[g] = qx;
       sc->dx[g] = dx;
-      sc->pre[g] = prod[g & 1];
-      if (g & 1) vmul2(&prod[0], &prod[0], &sc->dx[g - 1], &prod[1], &prod[1], &dx);
+      sc->pre[g] = prod[g % IG];
+      if (g % 2) vmul2(&prod[(g - 1) % IG], &prod[(g - 1) % IG], &sc->dx[g - 1], &prod[g % IG], &prod[g % IG], &dx);
     }
-    vfe all = vmul(&prod[0], &prod[1]);
+    /* The inverses of the IG chains' products, by Montgomery's trick over a binary tree: tr[k] holds
+     * the IG >> k products of level k, then is overwritten top-down by their inverses. */
+    vfe tr[IG_LOG + 1][IG];
+    for (int h = 0; h < IG; h++) tr[0][h] = prod[h];
+    for (int k = 1; k <= IG_LOG; k++)
+      for (int h = 0; h < IG >> k; h++) tr[k][h] = vmul(&tr[k - 1][2 * h], &tr[k - 1][2 * h + 1]);
     /* A zero difference (doubling or cancellation) makes a lane's product zero. */
-    {
-      uint64_t l[8][5] __attribute__((aligned(64)));
-      uint64_t tmp[8] __attribute__((aligned(64)));
-      for (int i = 0; i < 5; i++) {
-        _mm512_store_si512((void *)tmp, all.l[i]);
-        for (int k = 0; k < 8; k++) l[k][i] = tmp[k];
+    vfe all = tr[IG_LOG][0];
+    if (vinv(&tr[IG_LOG][0], &all)) return 1;
+    for (int k = IG_LOG; k > 0; k--)
+      for (int h = 0; h < IG >> k; h++) {
+        const vfe left = tr[k - 1][2 * h];
+        tr[k - 1][2 * h] = vmul(&tr[k][h], &tr[k - 1][2 * h + 1]);
+        tr[k - 1][2 * h + 1] = vmul(&tr[k][h], &left);
       }
-      for (int k = 0; k < 8; k++) {
-        uint64_t w[4];
-        lane_to_u64(w, l[k]);
-        if ((w[0] | w[1] | w[2] | w[3]) == 0) return 1;
-      }
-    }
-    const vfe inv_all = vinv(&all);
-    vfe inv[2];
-    vmul2(&inv[0], &inv_all, &prod[1], &inv[1], &inv_all, &prod[0]);
-    const ped_point *ntab = step + 1 < plan->steps ? plan->tabs[step + 1] : NULL;
-    const uint16_t *nrow = ntab ? sc->idx[plan->rows[step + 1]] : NULL;
+    vfe inv[IG];
+    for (int h = 0; h < IG; h++) inv[h] = tr[0][h];
     for (size_t g = groups; g > 0;) {
-      g -= 2;
+      g -= IG;
       if (ntab) {
-        for (int k = 0; k < 16; k++) __builtin_prefetch(&ntab[nrow[8 * g + k]]);
+        for (int k = 0; k < 6 * IG; k++) __builtin_prefetch(&ntab[nrow[pf + k]]);
+        pf += 6 * IG;
       }
-      vfe di[2], qy[2], t[2], lam[2], lam2[2], x3[2], y3[2];
-      __mmask8 active[2];
-      for (int h = 0; h < 2; h++) {
+      vfe di[IG], qy[IG], t[IG], lam[IG], lam2[IG], x3[IG], y3[IG];
+      __mmask8 active[IG];
+      for (int h = 0; h < IG; h++) {
         const __m512i vidx = _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *)&row[8 * (g + h)]));
         active[h] = _mm512_cmpneq_epi64_mask(vidx, _mm512_setzero_si512());
-        qy[h] = vgather(tab, _mm512_slli_epi64(vidx, 6), 4);
+        qy[h] = vgather(tab, &row[8 * (g + h)], 4);
       }
-      vmul2(&di[0], &inv[0], &sc->pre[g], &di[1], &inv[1], &sc->pre[g + 1]);
-      vmul2(&inv[0], &inv[0], &sc->dx[g], &inv[1], &inv[1], &sc->dx[g + 1]);
-      for (int h = 0; h < 2; h++) t[h] = vsub(&qy[h], &sc->ay[g + h], 3);
-      vmul2(&lam[0], &t[0], &di[0], &lam[1], &t[1], &di[1]);
-      vmul2(&lam2[0], &lam[0], &lam[0], &lam2[1], &lam[1], &lam[1]);
-      for (int h = 0; h < 2; h++) {
+      for (int h = 0; h < IG; h += 2) {
+        vmul2(&di[h], &inv[h], &sc->pre[g + h], &di[h + 1], &inv[h + 1], &sc->pre[g + h + 1]);
+        vmul2(&inv[h], &inv[h], &sc->dx[g + h], &inv[h + 1], &inv[h + 1], &sc->dx[g + h + 1]);
+      }
+      for (int h = 0; h < IG; h++) t[h] = vsub(&qy[h], &sc->ay[g + h], 3);
+      for (int h = 0; h < IG; h += 2) vmul2(&lam[h], &t[h], &di[h], &lam[h + 1], &t[h + 1], &di[h + 1]);
+      for (int h = 0; h < IG; h += 2) vmul2(&lam2[h], &lam[h], &lam[h], &lam2[h + 1], &lam[h + 1], &lam[h + 1]);
+      for (int h = 0; h < IG; h++) {
+        /* lam2 + 19p - ax - qx, folded straight from limbs in (-2^53, 2^53): no carry pass before */
         for (int i = 0; i < 5; i++)
           x3[h].l[i] = _mm512_sub_epi64(_mm512_add_epi64(lam2[h].l[i], bc(KP[19][i])),
                                         _mm512_add_epi64(sc->ax[g + h].l[i], sc->qx[g + h].l[i]));
-        vnorm(x3[h].l);
         vfold(&x3[h]);
         t[h] = vsub(&sc->ax[g + h], &x3[h], 3);
       }
-      vmul2(&y3[0], &lam[0], &t[0], &y3[1], &lam[1], &t[1]);
-      for (int h = 0; h < 2; h++) {
-        y3[h] = vsub(&y3[h], &sc->ay[g + h], 3);
+      for (int h = 0; h < IG; h += 2) vmul2(&y3[h], &lam[h], &t[h], &y3[h + 1], &lam[h + 1], &t[h + 1]);
+      for (int h = 0; h < IG; h++) {
+        /* y3 + 3p - ay, likewise from limbs in (-2^52, 2^53) */
+        for (int i = 0; i < 5; i++)
+          y3[h].l[i] = _mm512_sub_epi64(_mm512_add_epi64(y3[h].l[i], bc(KP[3][i])), sc->ay[g + h].l[i]);
         vfold(&y3[h]);
         for (int i = 0; i < 5; i++) {
           sc->ax[g + h].l[i] = _mm512_mask_blend_epi64(active[h], sc->ax[g + h].l[i], x3[h].l[i]);
