@@ -307,7 +307,7 @@ export async function runWorkload(
     profile?: { kind: "cpu" | "heap"; path: string };
     log: (s: string) => void;
     /** Told when the workload enters each phase (for the RSS report). */
-    phase?: (name: "bulk load" | "cache warm-up" | "batches") => void;
+    phase?: (name: "bulk load" | "cache warm-up" | "batches" | "wasm batches") => void;
   },
 ): Promise<WorkloadResult> {
   const full = kind === "spot" ? W_SPOT : W_PERP;
@@ -440,13 +440,17 @@ export async function runWorkload(
       prevId = nativeId;
       prevRoots = stated.roots;
     }
+    // Collected now, before the WASM pipeline builds its own (the bench runs node with --expose-gc),
+    // so that the peak RSS is what one pipeline holds, as in a daemon.
     nativeCache = undefined;
+    (globalThis as { gc?: () => void }).gc?.();
 
     // The same verifications with the WASM engine: each update again, as a sibling of its native
     // batch on the same previous state (the store keeps every batch's nodes), with a cache warmed
     // from the same bulk-loaded state.
     const wasmTimes: number[] = [];
     if (siblings.length > 0) {
+      opts.phase?.("wasm batches");
       const wasmCache = await warmedCache(0);
       for (const [i, { id, update }] of siblings.entries()) {
         const t = performance.now();
