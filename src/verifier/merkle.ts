@@ -120,7 +120,7 @@ function indexAt(paths: Paths, leaf: number, h: number): number {
  * Replaces leaves of a fixed-height Merkle tree and returns the new root and the records it
  * created. It reads only the nodes on the changed paths — one batched lookup per level, top-down,
  * and none below an edge record (merkle-edge.ts), which already describes its whole subtree — and
- * then hashes bottom-up, one engine call per level with the level's pairs packed into two buffers.
+ * then hashes bottom-up a level at a time, each kind of pair packed for one engine call (LevelPairs).
  * Subtrees whose hash is E[k] are known to be empty and are never looked up, so the empty tree
  * needs no stored nodes at all.
  *
@@ -180,7 +180,8 @@ interface ChildSlot {
 }
 
 /**
- * Bottom-up: new hashes of every path node, one engine call per level. A hash is referred to as
+ * Bottom-up: new hashes of every path node, a level at a time: the binary nodes' pairs in one engine
+ * call, and the lone chains (a child and E[h − 1]) in two one-sided calls. A hash is referred to as
  * (buffer, offset) and copied 32 bytes at a time, and a lone leaf's chain is not collected as it
  * climbs: each level notes which child a lone chain came from, and the edge record is assembled
  * from the levels' hash buffers once, where the chain ends. A batch of 10,000 new positions climbs
@@ -353,9 +354,9 @@ async function buildNewPaths(
     }
     const eHere = empty[h]!;
     const [pairHashes, leftHashes, rightHashes] = await Promise.all([
-      pairs.count > 0 ? engine.hashMany(pairs.side(0), pairs.side(1)) : pairs.none,
-      loneLeft.count > 0 ? hashWithConstant(engine, loneLeft.side(0), eBelow, true) : pairs.none,
-      loneRight.count > 0 ? hashWithConstant(engine, loneRight.side(0), eBelow, false) : pairs.none,
+      pairs.count > 0 ? engine.hashMany(pairs.side(0), pairs.side(1)) : NO_HASHES,
+      loneLeft.count > 0 ? hashWithConstant(engine, loneLeft.side(0), eBelow, true) : NO_HASHES,
+      loneRight.count > 0 ? hashWithConstant(engine, loneRight.side(0), eBelow, false) : NO_HASHES,
     ]);
     // Empty nodes are E[h]; the others are scattered back into node order.
     const hashes = new Uint8Array(n * 32);
@@ -482,6 +483,8 @@ async function climbToSplits(
   splits.at.forEach(([level, j], i) => level.split.set(j, found[i]!));
 }
 
+const NO_HASHES = new Uint8Array(0);
+
 /**
  * One kind of a level's pairs, packed for the engine: for each, the node's index in its level and
  * one or two 32-byte inputs (a one-sided pair's constant is not stored).
@@ -490,7 +493,6 @@ class LevelPairs {
   count = 0;
   readonly nodes: Int32Array;
   private readonly inputs: Uint8Array[];
-  readonly none = new Uint8Array(0);
 
   constructor(capacity: number, sides: 1 | 2) {
     this.nodes = new Int32Array(capacity);
