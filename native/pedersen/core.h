@@ -76,6 +76,9 @@ typedef struct {
 int ped_const_point(const uint8_t *c, int c_is_y, ped_point *out);
 #endif
 
+/* One-sided pairs through a two-sided kernel: the constant written out n times, then fn. */
+int ped_hash_repeated(ped_kernel_fn fn, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
+
 /* One-sided hashing with kernel k (its own one-sided kernel, or fn on the repeated constant). */
 int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 

@@ -261,15 +261,20 @@ int ped_const_point(const uint8_t *c, int c_is_y, ped_point *out) {
 }
 #endif
 
-int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
+int ped_hash_repeated(ped_kernel_fn fn, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
   if (n == 0) return 0;
-  if (k->const_fn) return k->const_fn(vs, c, c_is_y, out, n);
   uint8_t *rep = (uint8_t *)malloc(32 * n);
   if (!rep) return -1;
   for (size_t i = 0; i < n; i++) memcpy(rep + 32 * i, c, 32);
-  const int rc = c_is_y ? k->fn(vs, rep, out, n) : k->fn(rep, vs, out, n);
+  const int rc = c_is_y ? fn(vs, rep, out, n) : fn(rep, vs, out, n);
   free(rep);
   return rc;
+}
+
+int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
+  if (n == 0) return 0;
+  if (k->const_fn) return k->const_fn(vs, c, c_is_y, out, n);
+  return ped_hash_repeated(k->fn, vs, c, c_is_y, out, n);
 }
 
 #if PED_SPLIT_WINDOWS

@@ -710,13 +710,8 @@ static int ifma_run(const iplan *plan, int fixed_row, ipairs win, ipairs real, u
 /* The scalar kernel on pairs given with strides: a repeated value is written out n times first. */
 static int scalar_strided(ipairs p, uint8_t *out, size_t n) {
   if (p.xstride == 32 && p.ystride == 32) return scalar_kernel()(p.x, p.y, out, n);
-  uint8_t *rep = (uint8_t *)malloc(32 * n);
-  if (!rep) return -1;
-  const uint8_t *c = p.xstride ? p.y : p.x;
-  for (size_t i = 0; i < n; i++) memcpy(rep + 32 * i, c, 32);
-  const int rc = p.xstride ? scalar_kernel()(p.x, rep, out, n) : scalar_kernel()(rep, p.y, out, n);
-  free(rep);
-  return rc;
+  return p.xstride ? ped_hash_repeated(scalar_kernel(), p.x, p.y, 1, out, n)
+                   : ped_hash_repeated(scalar_kernel(), p.y, p.x, 0, out, n);
 }
 
 int ped_hash_ifma(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
