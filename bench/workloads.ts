@@ -10,7 +10,14 @@ import { toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/bulk-build.js";
 import { computeRoots, emptyRoots, type Roots } from "../src/verifier/compute-roots.js";
-import { hashWithConstant, type HashEngine } from "../src/verifier/hash/engine.js";
+import {
+  chainHashes,
+  climbChains,
+  hashWithConstant,
+  type ChainClimb,
+  type ClimbedChains,
+  type HashEngine,
+} from "../src/verifier/hash/engine.js";
 import { encodeLeafRecord, hashLeaves } from "../src/verifier/leaves.js";
 import {
   keptTrees,
@@ -120,6 +127,10 @@ class CountingEngine implements HashEngine {
   async hashConst(vs: Uint8Array, c: Uint8Array, constantIsY: boolean): Promise<Uint8Array> {
     this.hashes += vs.length / 32;
     return this.busy.time(async () => hashWithConstant(this.inner, vs, c, constantIsY));
+  }
+  async climbChains(job: ChainClimb): Promise<ClimbedChains> {
+    this.hashes += chainHashes(job);
+    return this.busy.time(async () => climbChains(this.inner, job));
   }
 }
 

@@ -1,19 +1,39 @@
 // Worker thread for the native Pedersen pool engine (src/verifier/hash/pool-engine.ts). Plain
 // JavaScript next to the addon sources so the same file serves the TS sources under vitest and the
 // compiled output under dist/. Each message names a slice of a SharedArrayBuffer: xs and ys (or the
-// values and one constant, for one-sided pairs) and the place for the hashes; the addon (loaded
-// once per process, its tables shared by all threads) writes the hashes in place.
+// values and one constant, for one-sided pairs, or a slice of chains to climb) and the place for the
+// results; the addon (loaded once per process, its tables shared by all threads) writes them in place.
 import { createRequire } from "node:module";
 import { parentPort, workerData } from "node:worker_threads";
 
 const addon = createRequire(import.meta.url)(workerData.addonPath);
+
+/** A slice of a chain climb (ClimbSlice in pool-engine.ts): job.n chains from the offsets given. */
+function climb(u8, job) {
+  const c = job.climb;
+  const n = job.n;
+  addon.climbChains(
+    u8.subarray(c.starts, c.starts + n * 32),
+    u8.subarray(c.paths, c.paths + n * 32),
+    u8.subarray(c.from, c.from + n),
+    u8.subarray(c.to, c.to + n),
+    u8.subarray(c.empty, c.empty + c.emptyBytes),
+    c.step,
+    c.slots,
+    u8.subarray(c.tops, c.tops + n * 32),
+    u8.subarray(c.marks, c.marks + n * c.slots * 32),
+    job.kernel,
+  );
+}
 
 parentPort.on("message", (job) => {
   try {
     const bytes = job.n * 32;
     const u8 = new Uint8Array(job.sab);
     const out = u8.subarray(job.o, job.o + bytes);
-    if (job.c === undefined) {
+    if (job.climb !== undefined) {
+      climb(u8, job);
+    } else if (job.c === undefined) {
       addon.hashMany(u8.subarray(job.x, job.x + bytes), u8.subarray(job.y, job.y + bytes), out, job.kernel);
     } else {
       addon.hashConst(

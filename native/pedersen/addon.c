@@ -7,6 +7,12 @@
  *   hashConst(vs, c, cIsY, out, kernel?)
  *                                   one-sided pairs: H(v_i, c) when cIsY, else H(c, v_i), with c a
  *                                   single 32-byte value (core.h); same range checks and errors.
+ *   climbChains(starts, paths, from, to, empty, step, slots, tops, marks, kernel?)
+ *                                   n chains of one-sided pairs climbed to their ends in one call
+ *                                   (ped_climb_chains in core.h): starts and paths n*32 bytes, from
+ *                                   and to n heights (Uint8Array), empty E[0..] packed; the value at
+ *                                   each chain's end into tops (n*32), those at multiples of step
+ *                                   on the way into marks (slots per chain). Range checks as above.
  *   checkInputs(xs, ys)             the range check alone.
  *   kernels()                       names of the kernels this CPU can run, fastest first.
  *   bestKernel                      the kernel used when none is named.
@@ -180,6 +186,64 @@ static napi_value hash_const(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+static int throw_range(napi_env env, const char *code, const char *msg) {
+  napi_throw_range_error(env, code, msg);
+  return -1;
+}
+
+/* The shapes climbChains needs: every chain within the empties given and its marks within marks. */
+static int check_chains(napi_env env, size_t n, const uint8_t *from, const uint8_t *to, size_t empties,
+                        uint32_t step, uint32_t slots, size_t marks_len) {
+  char msg[128];
+  if (step == 0) return throw_range(env, "ERR_PEDERSEN_INPUT_LENGTH", "climbChains needs a step of at least 1");
+  for (size_t i = 0; i < n; i++) {
+    if (from[i] > to[i] || (from[i] < to[i] && to[i] > empties)) {
+      snprintf(msg, sizeof msg, "chain %zu climbs from height %u to %u with E[0..%zu)", i, from[i], to[i], empties);
+      return throw_range(env, "ERR_PEDERSEN_INPUT_LENGTH", msg);
+    }
+    const size_t marked = to[i] > 0 ? (size_t)(to[i] - 1) / step : 0; /* marks below to[i] */
+    if (marked > 0 && (marked > slots || marks_len < 32 * ((i * slots) + marked))) {
+      snprintf(msg, sizeof msg, "marks has no room for chain %zu's values up to height %u", i, to[i]);
+      return throw_range(env, "ERR_PEDERSEN_INPUT_LENGTH", msg);
+    }
+  }
+  return 0;
+}
+
+static napi_value climb_chains(napi_env env, napi_callback_info info) {
+  size_t argc = 10;
+  napi_value argv[10];
+  CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 9) {
+    napi_throw_type_error(env, NULL,
+                          "climbChains(starts, paths, from, to, empty, step, slots, tops, marks, kernel?) needs nine arguments");
+    return NULL;
+  }
+  uint8_t *starts, *paths, *from, *to, *empty, *tops, *marks;
+  size_t sl, pl, fl, tl, el, ol, ml;
+  uint32_t step, slots;
+  if (get_bytes(env, argv[0], &starts, &sl, "starts") || get_bytes(env, argv[1], &paths, &pl, "paths") ||
+      get_bytes(env, argv[2], &from, &fl, "from") || get_bytes(env, argv[3], &to, &tl, "to") ||
+      get_bytes(env, argv[4], &empty, &el, "empty") || get_bytes(env, argv[7], &tops, &ol, "tops") ||
+      get_bytes(env, argv[8], &marks, &ml, "marks"))
+    return NULL;
+  CALL(env, napi_get_value_uint32(env, argv[5], &step));
+  CALL(env, napi_get_value_uint32(env, argv[6], &slots));
+  const ped_kernel *k = kernel_arg(env, argv[9], argc >= 10);
+  if (!k) return NULL;
+  const size_t n = sl / 32;
+  if (sl % 32 != 0 || pl != sl || fl != n || tl != n || el % 32 != 0) {
+    napi_throw_range_error(env, "ERR_PEDERSEN_INPUT_LENGTH",
+                           "climbChains needs n*32 bytes of starts and paths, n heights each in from and to");
+    return NULL;
+  }
+  if (check_chains(env, n, from, to, el / 32, step, slots, ml) || check_inputs_one(env, starts, sl, "starts") ||
+      check_inputs_one(env, empty, el, "empty") || ready_to_hash(env, ol, sl))
+    return NULL;
+  if (ped_climb_chains(k, starts, paths, from, to, empty, n, step, slots, tops, marks) != 0) throw_kernel_failed(env);
+  return NULL;
+}
+
 static napi_value check_inputs_js(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -217,6 +281,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       napi_set_named_property(env, exports, "hashMany", fn) != napi_ok ||
       napi_create_function(env, "hashConst", NAPI_AUTO_LENGTH, hash_const, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "hashConst", fn) != napi_ok ||
+      napi_create_function(env, "climbChains", NAPI_AUTO_LENGTH, climb_chains, NULL, &fn) != napi_ok ||
+      napi_set_named_property(env, exports, "climbChains", fn) != napi_ok ||
       napi_create_function(env, "checkInputs", NAPI_AUTO_LENGTH, check_inputs_js, NULL, &fn) != napi_ok ||
       napi_set_named_property(env, exports, "checkInputs", fn) != napi_ok ||
       napi_create_function(env, "kernels", NAPI_AUTO_LENGTH, kernels_js, NULL, &fn) != napi_ok ||

@@ -82,6 +82,18 @@ int ped_hash_repeated(ped_kernel_fn fn, const uint8_t *vs, const uint8_t *c, int
 /* One-sided hashing with kernel k (its own one-sided kernel, or fn on the repeated constant). */
 int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 
+/* Climbs n chains of one-sided pairs, as a tree's lone leaves climb to where their chains end.
+ * Chain i starts with the value starts[i] (32 bytes) at height from[i] and ends at height to[i]
+ * (from[i] <= to[i] < 256); at each height k on the way it is paired with empty[k] (32 bytes each,
+ * E[0..]): H(v, E[k]) when bit k of paths[i] (32 bytes, big-endian) is 0, else H(E[k], v). Writes
+ * the value at to[i] into tops[i], and the value at each height k with from[i] < k < to[i] and
+ * k % step == 0 into marks at (i * slots + k / step - 1) * 32. All chains at one height go to the
+ * kernel in two one-sided calls. Inputs are range-checked already; the caller checks that empty
+ * holds every E[k] needed and that the marks fit. Returns 0, or -1 as the kernels do. */
+int ped_climb_chains(const ped_kernel *k, const uint8_t *starts, const uint8_t *paths, const uint8_t *from,
+                     const uint8_t *to, const uint8_t *empty, size_t n, unsigned step, size_t slots, uint8_t *tops,
+                     uint8_t *marks);
+
 /* Kernels compiled into this build, fastest first; supported() says whether this CPU runs them. */
 extern const ped_kernel ped_kernels[];
 extern const size_t ped_kernel_count;

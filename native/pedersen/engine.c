@@ -277,6 +277,51 @@ int ped_hash_const(const ped_kernel *k, const uint8_t *vs, const uint8_t *c, int
   return ped_hash_repeated(k->fn, vs, c, c_is_y, out, n);
 }
 
+static int path_bit(const uint8_t *path, unsigned k) { return (path[31 - k / 8] >> (k % 8)) & 1; }
+
+int ped_climb_chains(const ped_kernel *k, const uint8_t *starts, const uint8_t *paths, const uint8_t *from,
+                     const uint8_t *to, const uint8_t *empty, size_t n, unsigned step, size_t slots, uint8_t *tops,
+                     uint8_t *marks) {
+  if (n == 0) return 0;
+  unsigned lo = 255, hi = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (from[i] < to[i] && from[i] < lo) lo = from[i];
+    if (to[i] > hi) hi = to[i];
+  }
+  /* cur: each chain's value; side lists of chain indices and their packed inputs and outputs. */
+  uint8_t *cur = (uint8_t *)malloc(32 * n), *in = (uint8_t *)malloc(32 * n), *up = (uint8_t *)malloc(32 * n);
+  uint32_t *idx = (uint32_t *)malloc(sizeof(uint32_t) * n);
+  int rc = (cur && in && up && idx) ? 0 : -1;
+  if (rc == 0) memcpy(cur, starts, 32 * n);
+  for (unsigned h = lo; rc == 0 && h < hi; h++) {
+    /* Side 0 (the chain on the left, E[h] as y), then side 1. */
+    for (int side = 0; rc == 0 && side < 2; side++) {
+      size_t m = 0;
+      for (size_t i = 0; i < n; i++) {
+        if (from[i] <= h && h < to[i] && path_bit(paths + 32 * i, h) == side) {
+          idx[m] = (uint32_t)i;
+          memcpy(in + 32 * m, cur + 32 * i, 32);
+          m++;
+        }
+      }
+      if (m == 0) continue;
+      rc = ped_hash_const(k, in, empty + 32 * (size_t)h, side == 0, up, m);
+      for (size_t j = 0; rc == 0 && j < m; j++) {
+        const size_t i = idx[j];
+        memcpy(cur + 32 * i, up + 32 * j, 32);
+        const unsigned at = h + 1;
+        if (at < to[i] && at % step == 0) memcpy(marks + 32 * (i * slots + at / step - 1), up + 32 * j, 32);
+      }
+    }
+  }
+  if (rc == 0) memcpy(tops, cur, 32 * n);
+  free(cur);
+  free(in);
+  free(up);
+  free(idx);
+  return rc;
+}
+
 #if PED_SPLIT_WINDOWS
 #define PED_IFMA_CONST ped_hash_ifma_const
 #else

@@ -17,7 +17,7 @@ import type { DacdError } from "../errors.js";
 import type { MemberEvents } from "../poller/member.js";
 import type { RequestOutcome } from "../poller/http.js";
 import type { BatchRecord } from "../storage/batch-record.js";
-import { hashWithConstant, type HashEngine } from "../verifier/hash/engine.js";
+import { chainHashes, climbChains, hashWithConstant, type HashEngine } from "../verifier/hash/engine.js";
 import type { VerifyDetail } from "../verifier/verify-batch.js";
 
 /** Reasons a batch is refused (DacdError codes the run loop treats as "the batch is unacceptable"). */
@@ -319,6 +319,10 @@ export class DacdMetrics {
       hashConst(vs, c, constantIsY) {
         hashes.inc(vs.length / 32);
         return hashWithConstant(engine, vs, c, constantIsY);
+      },
+      climbChains(job) {
+        hashes.inc(chainHashes(job));
+        return climbChains(engine, job);
       },
     };
     if (engine.close) wrapped.close = () => engine.close!();

@@ -1,12 +1,12 @@
 import { DacdError } from "../errors.js";
 import { bytesEqual, copyLowBits } from "../util/bytes.js";
-import { hashWithConstant, type HashEngine } from "./hash/engine.js";
+import { climbChains, type ChainClimb, type HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
 import {
   ancestorsAt,
+  CHECKPOINT_STEP,
   checkpointOffset,
   edgePathBit,
-  isCheckpoint,
   isMerkleEdge,
   merkleEdgeLength,
   newMerkleEdge,
@@ -14,9 +14,6 @@ import {
 } from "./merkle-edge.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
 import { PackedIds } from "./packed-ids.js";
-
-/** In a level's lone-chain links: the chain starts in an old edge record, not a path node. */
-const DERIVED = -2;
 
 const byIndex = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -120,7 +117,8 @@ function indexAt(paths: Paths, leaf: number, h: number): number {
  * Replaces leaves of a fixed-height Merkle tree and returns the new root and the records it
  * created. It reads only the nodes on the changed paths — one batched lookup per level, top-down,
  * and none below an edge record (merkle-edge.ts), which already describes its whole subtree — and
- * then hashes bottom-up a level at a time, each kind of pair packed for one engine call (LevelPairs).
+ * then hashes bottom-up (buildNewPaths): every lone leaf's chain in one engine call, then the binary
+ * nodes a level at a time, each level's pairs in one call.
  * Subtrees whose hash is E[k] are known to be empty and are never looked up, so the empty tree
  * needs no stored nodes at all.
  *
@@ -156,7 +154,10 @@ export async function updateMerkle(
   return buildNewPaths(engine, nodes, empty, leafHashes, paths, old, treeName);
 }
 
-/** A lone leaf's chain that starts outside the changed paths (see `Derived` in buildNewPaths). */
+/**
+ * A lone leaf's chain that starts outside the changed paths: at an untouched leaf beside a changed
+ * one, or at an old edge's ancestor where a new leaf splits the edge.
+ */
 interface Derived {
   /** The old edge record holding the chain below, or undefined for a bare leaf. */
   readonly rec: Uint8Array | undefined;
@@ -180,12 +181,20 @@ interface ChildSlot {
 }
 
 /**
- * Bottom-up: new hashes of every path node, a level at a time: the binary nodes' pairs in one engine
- * call, and the lone chains (a child and E[h − 1]) in two one-sided calls. A hash is referred to as
- * (buffer, offset) and copied 32 bytes at a time, and a lone leaf's chain is not collected as it
- * climbs: each level notes which child a lone chain came from, and the edge record is assembled
- * from the levels' hash buffers once, where the chain ends. A batch of 10,000 new positions climbs
- * ~45 levels each, so this loop runs about a million times per batch.
+ * Bottom-up: new hashes of every path node, in three passes.
+ *
+ * 1. Structure, without hashing: each path node's kind (empty, one lone leaf's chain, or stored),
+ *    and which children every binary node pairs. A lone leaf's chain starts at a leaf (or at an old
+ *    edge's ancestor, `Derived`) and climbs while its sibling is empty; the pass notes where each
+ *    chain starts and ends. Empty nodes get E[h] at once.
+ * 2. All of the tree's chains climb to their ends in one engine call (climbChains), which also
+ *    gives the checkpoints their edge records keep. A chain's top is the path node where it ends.
+ * 3. The binary nodes, a level at a time (each level's pairs in one engine call): their children
+ *    are binary nodes of the level below, chain tops, empty nodes or untouched siblings, all known.
+ *
+ * A hash is referred to as (buffer, offset) and copied 32 bytes at a time. W-perp's 20,000 new
+ * positions and orders climb ~45 levels each: the chains are most of a batch's hashes, and one call
+ * for them all spares ~45 rounds of engine calls and the JavaScript around them.
  */
 async function buildNewPaths(
   engine: HashEngine,
@@ -209,13 +218,14 @@ async function buildNewPaths(
     nodes.remember!(treeName, height - h, index, hash, record);
   };
 
-  // Per level: the new hashes (packed), each node's kind, and for a lone chain the child it came
-  // from (its index one level down, or DERIVED with the chain's start in `derivedAt`).
+  // Per level: the new hashes (packed, filled as they become known), each node's kind, the chain
+  // through each lone node (−1: none), and the binary nodes' children.
   const n0 = ids.length;
   const hashesAt: Uint8Array[] = [leafHashes];
   const kindAt: Uint8Array[] = [new Uint8Array(n0)];
-  const loneAt: Int32Array[] = [new Int32Array(0)];
-  const derivedAt: Map<number, Derived>[] = [new Map()];
+  const chainAt: Int32Array[] = [new Int32Array(n0).fill(-1)];
+  const binaryAt: BinaryPairs[] = [new BinaryPairs(0)];
+  const chains = new Chains();
   for (let i = 0; i < n0; i++)
     kindAt[0]![i] = equal32(leafHashes, i * 32, empty[0]!) ? New.Empty : New.Single;
 
@@ -228,34 +238,7 @@ async function buildNewPaths(
     setEdgePath(rec, d.pathBuf, d.pathOff);
   };
 
-  /** The edge record of the lone chain ending at node `idx` of level `top`, assembled downward. */
-  const writeEdge = (top: number, idx: number): void => {
-    const rec = newMerkleEdge(top);
-    for (let k = top, i = idx; k > 0; k--) {
-      const from = loneAt[k]![i]!;
-      if (from === DERIVED) {
-        fillDerived(rec, derivedAt[k]!.get(i)!, k);
-        break;
-      }
-      if (k - 1 === 0) {
-        copy32(rec, 0, hashesAt[0]!, from * 32);
-        setEdgePath(rec, ids.bytes, from * 32);
-      } else if (isCheckpoint(k - 1)) copy32(rec, checkpointOffset(k - 1), hashesAt[k - 1]!, from * 32);
-      i = from;
-    }
-    write(top, starts[top]![idx]!, -1, hashesAt[top]!.subarray(idx * 32, idx * 32 + 32), rec);
-  };
-
-  /**
-   * The edge record of a lone chain that starts in an old edge record and ends at height t, on
-   * `side` below the path node at height t + 1 whose first leaf is `first`; `hash` is its top.
-   */
-  const writeDerivedEdge = (t: number, d: Derived, first: number, side: number, hash: Uint8Array): void => {
-    const rec = newMerkleEdge(t);
-    fillDerived(rec, d, t);
-    write(t, first, side, hash, rec);
-  };
-
+  // Pass 1: structure.
   const L: ChildSlot = { kind: New.Empty, buf: empty[0]!, off: 0, path: -1, derived: undefined };
   const R: ChildSlot = { ...L };
   for (let h = 1; h <= height; h++) {
@@ -263,17 +246,15 @@ async function buildNewPaths(
     const children = starts[h - 1]!;
     const belowHashes = hashesAt[h - 1]!;
     const belowKind = kindAt[h - 1]!;
+    const belowChain = chainAt[h - 1]!;
     const was = old[h]!;
     const n = parents.length;
+    const hashes = new Uint8Array(n * 32);
     const kind = new Uint8Array(n);
-    const lone = new Int32Array(n).fill(-1);
-    const derived = new Map<number, Derived>();
+    const chain = new Int32Array(n).fill(-1);
+    const binary = new BinaryPairs(n);
     const eBelow = empty[h - 1]!;
-    // The level's hashes in three engine calls: binary nodes' pairs, and the one-sided pairs of
-    // lone chains going up (their other child is E[h − 1]) with the chain on the left or right.
-    const pairs = new LevelPairs(n, 2);
-    const loneLeft = new LevelPairs(n, 1);
-    const loneRight = new LevelPairs(n, 1);
+    const eHere = empty[h]!;
     // Fills `slot` with path child c (its new state).
     const pathChild = (slot: ChildSlot, c: number): void => {
       slot.derived = undefined;
@@ -317,12 +298,15 @@ async function buildNewPaths(
       slot.buf = eBelow;
       slot.off = 0;
     };
-    /** A child of a binary node that is a lone chain (above a leaf) ends there: its edge is written. */
+    /** A child of a binary node that is a lone chain (above a leaf) ends there as an edge record. */
     const endChain = (slot: ChildSlot, j: number, side: number): void => {
       if (slot.kind !== New.Single || h - 1 === 0) return;
-      if (slot.derived)
-        writeDerivedEdge(h - 1, slot.derived, parents[j]!, side, slot.buf.subarray(slot.off, slot.off + 32));
-      else writeEdge(h - 1, slot.path);
+      if (slot.derived) {
+        // An old edge's ancestor that climbs no further: its record now, from the old one.
+        const rec = newMerkleEdge(h - 1);
+        fillDerived(rec, slot.derived, h - 1);
+        write(h - 1, parents[j]!, side, slot.buf.subarray(slot.off, slot.off + 32), rec);
+      } else chains.end(belowChain[slot.path]!, h - 1, slot.path);
     };
     for (let j = 0, c = 0; j < n; j++) {
       // The parent's path children: child c (which starts at the same leaf) and maybe child c + 1.
@@ -341,41 +325,68 @@ async function buildNewPaths(
       const only = L.kind === New.Empty ? R : R.kind === New.Empty ? L : undefined;
       if (only === undefined || only.kind === New.Stored) {
         kind[j] = New.Stored;
-        pairs.add(j, L.buf, L.off, R.buf, R.off);
+        binary.add(j, L.buf, L.off, R.buf, R.off);
         endChain(L, j, 0);
         endChain(R, j, 1);
       } else if (only.kind === New.Single) {
-        // One lone leaf's chain going on up.
+        // One lone leaf's chain going on up: it starts here from a leaf or an old edge's ancestor,
+        // or it goes on from the level below.
         kind[j] = New.Single;
-        lone[j] = only.derived ? DERIVED : only.path;
-        if (only.derived) derived.set(j, only.derived);
-        (only === L ? loneLeft : loneRight).add(j, only.buf, only.off);
-      } else kind[j] = New.Empty;
+        const d = only.derived;
+        if (d) chain[j] = chains.start(only.buf, only.off, h - 1, d.pathBuf, d.pathOff, -1, d);
+        else if (h - 1 === 0)
+          chain[j] = chains.start(leafHashes, only.path * 32, 0, ids.bytes, only.path * 32, only.path);
+        else chain[j] = belowChain[only.path]!;
+      } else {
+        kind[j] = New.Empty;
+        copy32(hashes, j * 32, eHere, 0);
+      }
     }
-    const eHere = empty[h]!;
-    const [pairHashes, leftHashes, rightHashes] = await Promise.all([
-      pairs.count > 0 ? engine.hashMany(pairs.side(0), pairs.side(1)) : NO_HASHES,
-      loneLeft.count > 0 ? hashWithConstant(engine, loneLeft.side(0), eBelow, true) : NO_HASHES,
-      loneRight.count > 0 ? hashWithConstant(engine, loneRight.side(0), eBelow, false) : NO_HASHES,
-    ]);
-    // Empty nodes are E[h]; the others are scattered back into node order.
-    const hashes = new Uint8Array(n * 32);
-    for (let j = 0; j < n; j++) if (kind[j] === New.Empty) copy32(hashes, j * 32, eHere, 0);
-    pairs.scatter(pairHashes, hashes);
-    loneLeft.scatter(leftHashes, hashes);
-    loneRight.scatter(rightHashes, hashes);
     hashesAt.push(hashes);
     kindAt.push(kind);
-    loneAt.push(lone);
-    derivedAt.push(derived);
-    // A lone chain ends below each binary node: it becomes an edge record (leaves need none).
-    const records = pairs.records();
-    for (let b = 0; b < pairs.count; b++) {
-      const j = pairs.nodes[b]!;
+    chainAt.push(chain);
+    binaryAt.push(binary);
+  }
+  if (kindAt[height]![0] === New.Single) chains.end(chainAt[height]![0]!, height, 0);
+
+  // Pass 2: every chain climbs to its top in one engine call; each becomes an edge record there.
+  if (chains.count > 0) {
+    const job = chains.job(empty);
+    const { tops, marks } = await climbChains(engine, job);
+    for (let i = 0; i < chains.count; i++) {
+      const top = chains.top[i]!;
+      const at = chains.topIndex[i]! * 32;
+      const hashes = hashesAt[top]!;
+      copy32(hashes, at, tops, i * 32);
+      const rec = newMerkleEdge(top);
+      const d = chains.derived[i];
+      const from = job.from[i]!;
+      if (d) fillDerived(rec, d, from + 1);
+      else {
+        copy32(rec, 0, leafHashes, chains.leaf[i]! * 32);
+        setEdgePath(rec, ids.bytes, chains.leaf[i]! * 32);
+      }
+      for (let k = from + CHECKPOINT_STEP - (from % CHECKPOINT_STEP); k < top; k += CHECKPOINT_STEP)
+        copy32(rec, checkpointOffset(k), marks, (i * job.slots + k / CHECKPOINT_STEP - 1) * 32);
+      write(top, starts[top]![chains.topIndex[i]!]!, -1, hashes.subarray(at, at + 32), rec);
+    }
+  }
+
+  // Pass 3: the binary nodes, bottom-up, a level's pairs per engine call.
+  for (let h = 1; h <= height; h++) {
+    const binary = binaryAt[h]!;
+    if (binary.count === 0) continue;
+    const { xs, ys } = binary.inputs();
+    const up = await engine.hashMany(xs, ys);
+    const hashes = hashesAt[h]!;
+    const parents = starts[h]!;
+    const records = binary.records(xs, ys);
+    for (let b = 0; b < binary.count; b++) {
+      const j = binary.nodes[b]!;
+      copy32(hashes, j * 32, up, b * 32);
       write(h, parents[j]!, -1, hashes.subarray(j * 32, j * 32 + 32), records.subarray(b * 64, b * 64 + 64));
     }
   }
-  if (kindAt[height]![0] === New.Single) writeEdge(height, 0);
   return { root: hashesAt[height]!.subarray(0, 32), newNodes };
 }
 
@@ -483,48 +494,134 @@ async function climbToSplits(
   splits.at.forEach(([level, j], i) => level.split.set(j, found[i]!));
 }
 
-const NO_HASHES = new Uint8Array(0);
-
 /**
- * One kind of a level's pairs, packed for the engine: for each, the node's index in its level and
- * one or two 32-byte inputs (a one-sided pair's constant is not stored).
+ * A level's binary nodes, in node order: each node's index in its level and where its children's
+ * hashes will be (buffer and offset: the level below's hashes are filled in later passes).
  */
-class LevelPairs {
+class BinaryPairs {
   count = 0;
   readonly nodes: Int32Array;
-  private readonly inputs: Uint8Array[];
+  private readonly bufs: Uint8Array[] = [];
+  private readonly offs: Int32Array;
 
-  constructor(capacity: number, sides: 1 | 2) {
+  constructor(capacity: number) {
     this.nodes = new Int32Array(capacity);
-    this.inputs = Array.from({ length: sides }, () => new Uint8Array(capacity * 32));
+    this.offs = new Int32Array(capacity * 2);
   }
 
-  add(node: number, a: Uint8Array, aOff: number, b?: Uint8Array, bOff = 0): void {
+  add(node: number, l: Uint8Array, lOff: number, r: Uint8Array, rOff: number): void {
     const at = this.count++;
     this.nodes[at] = node;
-    copy32(this.inputs[0]!, at * 32, a, aOff);
-    if (b) copy32(this.inputs[1]!, at * 32, b, bOff);
+    this.bufs.push(l, r);
+    this.offs[2 * at] = lOff;
+    this.offs[2 * at + 1] = rOff;
   }
 
-  /** The packed inputs of one side. */
-  side(s: 0 | 1): Uint8Array {
-    return this.inputs[s]!.subarray(0, this.count * 32);
+  /** The children's hashes, packed for the engine (they must all be known by now). */
+  inputs(): { xs: Uint8Array; ys: Uint8Array } {
+    const xs = new Uint8Array(this.count * 32);
+    const ys = new Uint8Array(this.count * 32);
+    for (let b = 0; b < this.count; b++) {
+      copy32(xs, b * 32, this.bufs[2 * b]!, this.offs[2 * b]!);
+      copy32(ys, b * 32, this.bufs[2 * b + 1]!, this.offs[2 * b + 1]!);
+    }
+    return { xs, ys };
   }
 
-  /** Copies the i-th result to its node's place in `hashes`. */
-  scatter(results: Uint8Array, hashes: Uint8Array): void {
-    for (let i = 0; i < this.count; i++) copy32(hashes, this.nodes[i]! * 32, results, i * 32);
-  }
-
-  /** Binary records, left ‖ right, one per two-sided pair. */
-  records(): Uint8Array {
+  /** Binary records, left ‖ right, from the packed inputs. */
+  records(xs: Uint8Array, ys: Uint8Array): Uint8Array {
     const out = new Uint8Array(this.count * 64);
-    for (let i = 0; i < this.count; i++) {
-      copy32(out, i * 64, this.inputs[0]!, i * 32);
-      copy32(out, i * 64 + 32, this.inputs[1]!, i * 32);
+    for (let b = 0; b < this.count; b++) {
+      copy32(out, b * 64, xs, b * 32);
+      copy32(out, b * 64 + 32, ys, b * 32);
     }
     return out;
   }
+}
+
+/**
+ * A tree update's lone chains: where each starts (its hash, height and leaf id), and where it ends
+ * (the path node at its top, by height and index in that level).
+ */
+class Chains {
+  count = 0;
+  private readonly startBuf: Uint8Array[] = [];
+  private readonly startOff: number[] = [];
+  private readonly from: number[] = [];
+  private readonly pathBuf: Uint8Array[] = [];
+  private readonly pathOff: number[] = [];
+  /** The leaf a chain starts at (its index among the changed leaves), or −1 for a derived start. */
+  readonly leaf: number[] = [];
+  readonly derived: (Derived | undefined)[] = [];
+  readonly top: number[] = [];
+  readonly topIndex: number[] = [];
+
+  /** A new chain from the hash at (buf, off) at height `from`; returns its number. */
+  start(
+    buf: Uint8Array,
+    off: number,
+    from: number,
+    pathBuf: Uint8Array,
+    pathOff: number,
+    leaf: number,
+    derived?: Derived,
+  ): number {
+    this.startBuf.push(buf);
+    this.startOff.push(off);
+    this.from.push(from);
+    this.pathBuf.push(pathBuf);
+    this.pathOff.push(pathOff);
+    this.leaf.push(leaf);
+    this.derived.push(derived);
+    this.top.push(-1);
+    this.topIndex.push(-1);
+    return this.count++;
+  }
+
+  /** Chain c ends at the path node at height `top`, index `index` in its level. */
+  end(c: number, top: number, index: number): void {
+    this.top[c] = top;
+    this.topIndex[c] = index;
+  }
+
+  /** The climb of every chain, for climbChains; checkpoints are the marks. */
+  job(empty: readonly Uint8Array[]): ChainClimb {
+    const n = this.count;
+    const starts = new Uint8Array(n * 32);
+    const paths = new Uint8Array(n * 32);
+    const from = new Uint8Array(n);
+    const to = new Uint8Array(n);
+    for (let i = 0; i < n; i++) {
+      if (this.top[i]! < 0) throw new Error(`internal: a lone chain from height ${this.from[i]} has no end`);
+      copy32(starts, i * 32, this.startBuf[i]!, this.startOff[i]!);
+      copy32(paths, i * 32, this.pathBuf[i]!, this.pathOff[i]!);
+      from[i] = this.from[i]!;
+      to[i] = this.top[i]!;
+    }
+    const height = empty.length - 1;
+    return {
+      starts,
+      paths,
+      from,
+      to,
+      empty: packedEmpties(empty),
+      step: CHECKPOINT_STEP,
+      slots: Math.max(0, Math.floor((height - 1) / CHECKPOINT_STEP)),
+    };
+  }
+}
+
+const packedCache = new WeakMap<readonly Uint8Array[], Uint8Array>();
+
+/** E[0..height] packed back to back (once per array: emptyRoots keeps one per tree shape). */
+function packedEmpties(empty: readonly Uint8Array[]): Uint8Array {
+  let packed = packedCache.get(empty);
+  if (!packed) {
+    packed = new Uint8Array(empty.length * 32);
+    empty.forEach((e, k) => packed!.set(e, k * 32));
+    packedCache.set(empty, packed);
+  }
+  return packed;
 }
 
 function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {

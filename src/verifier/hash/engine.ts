@@ -21,6 +21,11 @@ export interface HashEngine {
    * instead of per pair. Optional: `hashWithConstant` falls back to `hashMany`.
    */
   hashConst?(vs: Uint8Array, c: Uint8Array, constantIsY: boolean): Uint8Array | Promise<Uint8Array>;
+  /**
+   * Climbs chains of one-sided pairs to their ends in one call (see ChainClimb). Optional:
+   * `climbChains` falls back to one `hashWithConstant` call per height and side.
+   */
+  climbChains?(job: ChainClimb): ClimbedChains | Promise<ClimbedChains>;
   /** Releases threads or native resources; optional. */
   close?(): Promise<void> | void;
 }
@@ -36,6 +41,94 @@ export function hashWithConstant(
   const repeated = new Uint8Array(vs.length);
   for (let off = 0; off < vs.length; off += 32) repeated.set(c, off);
   return constantIsY ? engine.hashMany(vs, repeated) : engine.hashMany(repeated, vs);
+}
+
+/**
+ * n chains of one-sided pairs, as a tree's lone leaves climb to where their chains end: chain i
+ * starts with the value `starts[i]` at height `from[i]` and ends at `to[i]` (≥ from[i]); at each
+ * height k on the way it is paired with E[k] (`empty`, packed E[0..]), on the left when bit k of
+ * `paths[i]` (32 bytes, big-endian) is 0: H(v, E[k]), else H(E[k], v).
+ */
+export interface ChainClimb {
+  readonly starts: Uint8Array;
+  readonly paths: Uint8Array;
+  readonly from: Uint8Array;
+  readonly to: Uint8Array;
+  readonly empty: Uint8Array;
+  /** The values at heights that are multiples of `step` (strictly between from and to) are kept… */
+  readonly step: number;
+  /** …in `slots` places per chain: the value at height k in place k / step − 1. */
+  readonly slots: number;
+}
+
+export interface ClimbedChains {
+  /** Each chain's value at its end (its start when from = to), n × 32 bytes. */
+  readonly tops: Uint8Array;
+  /** The values at multiples of step: chain i's at height k at (i · slots + k / step − 1) · 32. */
+  readonly marks: Uint8Array;
+}
+
+/** How many hashes a climb takes: every chain's height gain. */
+export function chainHashes(job: ChainClimb): number {
+  let n = 0;
+  for (let i = 0; i < job.from.length; i++) n += Math.max(0, job.to[i]! - job.from[i]!);
+  return n;
+}
+
+/**
+ * Throws a RangeError unless the job is well formed: the shapes the native addon checks (climbChains
+ * in addon.c), with the same messages, and every start and every E[k] below the field prime.
+ */
+export function checkChainClimb(job: ChainClimb): void {
+  const { starts, paths, from, to, empty, step, slots } = job;
+  const n = from.length;
+  if (starts.length !== n * 32 || paths.length !== n * 32 || to.length !== n || empty.length % 32 !== 0)
+    throw new RangeError("climbChains needs n*32 bytes of starts and paths, n heights each in from and to");
+  if (!(step >= 1)) throw new RangeError("climbChains needs a step of at least 1");
+  const empties = empty.length / 32;
+  for (let i = 0; i < n; i++) {
+    if (from[i]! > to[i]! || (from[i]! < to[i]! && to[i]! > empties))
+      throw new RangeError(`chain ${i} climbs from height ${from[i]} to ${to[i]} with E[0..${empties})`);
+    if (Math.floor((to[i]! - 1) / step) > slots)
+      throw new RangeError(`marks has no room for chain ${i}'s values up to height ${to[i]}`);
+  }
+  checkPackedValues(starts, "starts");
+  checkPackedValues(empty, "empty");
+}
+
+/** Climbs chains (see ChainClimb) with the engine's own climb, or a height at a time through it. */
+export async function climbChains(engine: HashEngine, job: ChainClimb): Promise<ClimbedChains> {
+  if (engine.climbChains) return engine.climbChains(job);
+  checkChainClimb(job);
+  const { starts, paths, from, to, empty, step, slots } = job;
+  const n = from.length;
+  const tops = starts.slice();
+  const marks = new Uint8Array(n * slots * 32);
+  let lo = 255;
+  let hi = 0;
+  for (let i = 0; i < n; i++) {
+    if (from[i]! < to[i]! && from[i]! < lo) lo = from[i]!;
+    hi = Math.max(hi, to[i]!);
+  }
+  for (let h = lo; h < hi; h++) {
+    for (const side of [0, 1]) {
+      const climbing: number[] = [];
+      for (let i = 0; i < n; i++)
+        if (from[i]! <= h && h < to[i]! && ((paths[i * 32 + 31 - (h >> 3)]! >> (h & 7)) & 1) === side)
+          climbing.push(i);
+      if (climbing.length === 0) continue;
+      const vs = new Uint8Array(climbing.length * 32);
+      climbing.forEach((i, t) => vs.set(tops.subarray(i * 32, i * 32 + 32), t * 32));
+      const up = await hashWithConstant(engine, vs, empty.subarray(h * 32, h * 32 + 32), side === 0);
+      climbing.forEach((i, t) => {
+        const v = up.subarray(t * 32, t * 32 + 32);
+        tops.set(v, i * 32);
+        const at = h + 1;
+        if (at < to[i]! && at % step === 0) marks.set(v, (i * slots + at / step - 1) * 32);
+      });
+    }
+  }
+  return { tops, marks };
 }
 
 /** The STARK field prime p = 2^251 + 17·2^192 + 1. */

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { HashEngine } from "./engine.js";
+import type { ChainClimb, ClimbedChains, HashEngine } from "./engine.js";
 
 /** What the C addon (native/pedersen/addon.c) exports. */
 export interface NativeAddon {
@@ -10,6 +10,19 @@ export interface NativeAddon {
   hashMany(xs: Uint8Array, ys: Uint8Array, out: Uint8Array, kernel?: string): void;
   /** One-sided pairs into `out` (HashEngine.hashConst); the same range checks. */
   hashConst(vs: Uint8Array, c: Uint8Array, constantIsY: boolean, out: Uint8Array, kernel?: string): void;
+  /** Chains of one-sided pairs climbed in one call (HashEngine.climbChains); the same range checks. */
+  climbChains(
+    starts: Uint8Array,
+    paths: Uint8Array,
+    from: Uint8Array,
+    to: Uint8Array,
+    empty: Uint8Array,
+    step: number,
+    slots: number,
+    tops: Uint8Array,
+    marks: Uint8Array,
+    kernel?: string,
+  ): void;
   /** The range check alone (same errors as hashMany). */
   checkInputs(xs: Uint8Array, ys: Uint8Array): void;
   /** Kernels this CPU can run, fastest first. */
@@ -108,6 +121,15 @@ export class NativeEngine implements HashEngine {
     const out = new Uint8Array(vs.length);
     this.addon.hashConst(vs, c, constantIsY, out, this.kernel);
     return out;
+  }
+
+  climbChains(job: ChainClimb): ClimbedChains {
+    const n = job.from.length;
+    const tops = new Uint8Array(n * 32);
+    const marks = new Uint8Array(n * job.slots * 32);
+    const { starts, paths, from, to, empty, step, slots } = job;
+    this.addon.climbChains(starts, paths, from, to, empty, step, slots, tops, marks, this.kernel);
+    return { tops, marks };
   }
 
   /** Hashes into a caller-provided buffer (n*32 bytes), saving an allocation per call. */

@@ -1,6 +1,14 @@
 import os from "node:os";
 import { Worker } from "node:worker_threads";
-import { checkPackedValues, isBelowPrime, type HashEngine } from "./engine.js";
+import {
+  chainHashes,
+  checkChainClimb,
+  checkPackedValues,
+  isBelowPrime,
+  type ChainClimb,
+  type ClimbedChains,
+  type HashEngine,
+} from "./engine.js";
 import {
   loadNativeAddon,
   nativeAddonPath,
@@ -31,9 +39,28 @@ interface Job {
   cIsY?: boolean;
   o: number;
   n: number;
+  /** A slice of a chain climb instead (HashEngine.climbChains): where its parts are. */
+  climb?: ClimbSlice;
   kernel: string;
   resolve(): void;
   reject(err: Error): void;
+}
+
+/**
+ * Offsets in the shared buffer of a slice of chains: starts and paths (32 bytes per chain), from and
+ * to (1 byte), tops (32) and marks (32 · slots), each at the slice's first chain; E[0..] at `empty`.
+ */
+interface ClimbSlice {
+  starts: number;
+  paths: number;
+  from: number;
+  to: number;
+  empty: number;
+  emptyBytes: number;
+  step: number;
+  slots: number;
+  tops: number;
+  marks: number;
 }
 
 /** Concurrent calls (one per tree) each hold a buffer; a few spares cover them. */
@@ -105,6 +132,63 @@ export class PoolEngine implements HashEngine {
   }
 
   /**
+   * Climbs a large set of chains (HashEngine.climbChains) in contiguous slices of chains, one per
+   * worker, each slice whole: chains are independent, so a call is one round trip per worker.
+   */
+  climbChains(job: ChainClimb): ClimbedChains | Promise<ClimbedChains> {
+    if (this.closed) throw new Error("PoolEngine is closed");
+    const n = job.from.length;
+    if (chainHashes(job) < this.threshold || this.threads < 2 || n < 2) return this.local.climbChains(job);
+    // Checked whole here, so that errors name chains and values as the caller numbers them.
+    checkChainClimb(job);
+    return this.climbPooled(job, n);
+  }
+
+  private async climbPooled(job: ChainClimb, n: number): Promise<ClimbedChains> {
+    const { starts, paths, from, to, empty, step, slots } = job;
+    const markBytes = n * slots * 32;
+    const sab = this.acquire(starts.length + paths.length + 2 * n + empty.length + n * 32 + markBytes);
+    const u8 = new Uint8Array(sab);
+    let at = 0;
+    const place = (b: Uint8Array): number => {
+      u8.set(b, at);
+      at += b.length;
+      return at - b.length;
+    };
+    const offsets = {
+      starts: place(starts),
+      paths: place(paths),
+      from: place(from),
+      to: place(to),
+      empty: place(empty),
+      tops: at,
+      marks: at + n * 32,
+    };
+    u8.fill(0, offsets.marks, offsets.marks + markBytes);
+    await this.runSlices(sab, n, (start) => ({
+      x: 0,
+      y: 0,
+      o: 0,
+      climb: {
+        starts: offsets.starts + start * 32,
+        paths: offsets.paths + start * 32,
+        from: offsets.from + start,
+        to: offsets.to + start,
+        empty: offsets.empty,
+        emptyBytes: empty.length,
+        step,
+        slots,
+        tops: offsets.tops + start * 32,
+        marks: offsets.marks + start * slots * 32,
+      },
+    }));
+    return {
+      tops: u8.slice(offsets.tops, offsets.tops + n * 32),
+      marks: u8.slice(offsets.marks, offsets.marks + markBytes),
+    };
+  }
+
+  /**
    * Copies `inputs` back to back into a shared buffer, with room for n hashes after them, and has
    * the workers hash contiguous slices: `slice(start)` gives a slice's input offsets.
    */
@@ -121,6 +205,19 @@ export class PoolEngine implements HashEngine {
       u8.set(b, at);
       at += b.length;
     }
+    await this.runSlices(sab, n, (start) => ({ ...slice(start), o: outAt + start * 32 }));
+    return u8.slice(outAt, outAt + n * 32);
+  }
+
+  /**
+   * Has the workers process n items of `sab` in contiguous slices (`slice(start)` gives a slice's
+   * offsets), then keeps the buffer for later calls.
+   */
+  private async runSlices(
+    sab: SharedArrayBuffer,
+    n: number,
+    slice: (start: number) => Pick<Job, "x" | "y" | "c" | "cIsY" | "o" | "climb">,
+  ): Promise<void> {
     const parts = Math.min(this.threads, Math.ceil(n / Math.ceil(this.threshold / 2)));
     const per = Math.ceil(n / parts);
     const jobs: Promise<void>[] = [];
@@ -132,7 +229,6 @@ export class PoolEngine implements HashEngine {
             id: this.nextId++,
             sab,
             ...slice(start),
-            o: outAt + start * 32,
             n: count,
             kernel: this.kernel,
             resolve,
@@ -144,7 +240,6 @@ export class PoolEngine implements HashEngine {
     this.pump();
     try {
       await Promise.all(jobs);
-      return u8.slice(outAt, outAt + n * 32);
     } finally {
       if (this.spare.length < MAX_SPARE) this.spare.push(sab);
     }
