@@ -1,13 +1,7 @@
 import { DacdError } from "../errors.js";
 import { addSmall, bigintToBytes32, bitLength, bytesEqual, ZERO32 } from "../util/bytes.js";
-import { hashWithConstant, type HashEngine } from "./hash/engine.js";
-import {
-  checkpointOffset,
-  climbEdgeChains,
-  isCheckpoint,
-  merkleEdgeLength,
-  newMerkleEdge,
-} from "./merkle-edge.js";
+import type { HashEngine } from "./hash/engine.js";
+import { checkpointOffset, climbEdgeChains, merkleEdgeLength, newMerkleEdge } from "./merkle-edge.js";
 import type { NodeWrite } from "./node-source.js";
 
 /**
@@ -232,7 +226,7 @@ export async function buildMerkle(
 
 /**
  * The edge records of the leaves' single-leaf subtrees (merkle-edge.ts), a chunk of leaves at a
- * time (climbEdgeChains: all of a chunk's chains climb one height per engine call); each subtree's
+ * time (climbEdgeChains: all of a chunk's chains climb in one engine call); each subtree's
  * hash is left in `tops` for the binary levels above.
  */
 async function writeLeafEdges(
@@ -262,20 +256,11 @@ async function writeLeafEdges(
       recs.push(rec);
       leafOf.push(i);
     }
-    await climbEdgeChains(
-      (vs, c, constantIsY) =>
-        inChunks(vs.length / 32, engineChunk, (a, b) =>
-          hashWithConstant(engine, vs.subarray(a * 32, b * 32), c, constantIsY),
-        ),
-      empty,
-      recs,
-      (r, k, hash) => {
-        const rec = recs[r]!;
-        if (k < rec[64]!) {
-          if (isCheckpoint(k)) rec.set(hash, checkpointOffset(k));
-        } else tops.set(hash, leafOf[r]! * 32);
-      },
-    );
+    await climbEdgeChains(engine, empty, recs, (r, k, hash) => {
+      const rec = recs[r]!;
+      if (k < rec[64]!) rec.set(hash, checkpointOffset(k));
+      else tops.set(hash, leafOf[r]! * 32);
+    });
     for (let r = 0; r < recs.length; r++) {
       const i = leafOf[r]!;
       await out.push({ hash: tops.slice(i * 32, i * 32 + 32), record: recs[r]! });

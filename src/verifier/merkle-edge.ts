@@ -1,5 +1,5 @@
 import { bigintToBytes32, bitAt, bytesEqual, bytesToBigint, copyLowBits } from "../util/bytes.js";
-import { hashWithConstant, type HashEngine } from "./hash/engine.js";
+import { climbChains, type HashEngine } from "./hash/engine.js";
 
 /**
  * A Merkle subtree that holds exactly one non-empty leaf is stored as one "edge" record instead of
@@ -70,6 +70,22 @@ export function newMerkleEdge(height: number, leaf?: bigint): Uint8Array {
   return rec;
 }
 
+/**
+ * New edge records for subtrees of these heights, as views of one buffer: a batch makes tens of
+ * thousands, and one allocation each would cost more than filling them.
+ */
+export function newMerkleEdges(heights: readonly number[]): Uint8Array[] {
+  let total = 0;
+  for (const h of heights) total += merkleEdgeLength(h);
+  const buf = new Uint8Array(total);
+  let at = 0;
+  return heights.map((h) => {
+    const rec = buf.subarray(at, (at += merkleEdgeLength(h)));
+    rec[64] = h;
+    return rec;
+  });
+}
+
 /** Writes the path: the low bits (as many as the record's height) of 32 big-endian bytes of `src`. */
 export function setEdgePath(rec: Uint8Array, src: Uint8Array, offset: number): void {
   rec.fill(0, 32, 64);
@@ -119,62 +135,60 @@ export function edgePathBit(rec: Uint8Array, k: number): number {
   return bitAt(rec, 32, k);
 }
 
-/** One-sided hashing (HashEngine.hashConst): H(v_i, c) when `constantIsY`, else H(c, v_i). */
-export type OneSidedHash = (
-  vs: Uint8Array,
-  c: Uint8Array,
-  constantIsY: boolean,
-) => Uint8Array | Promise<Uint8Array>;
-
 /**
- * Climbs the chains of edge records together from their leaf hashes and paths (the stored chains
- * are not read), one height at a time over every edge still climbing: `visit(i, k, h)` gets record
- * i's ancestor at height k, for k = 1 up to the record's height (the last is its key). Every step
- * of a chain pairs it with E[k], so each height is two one-sided calls: the chains on the left of
- * their parent, then those on the right. `recs` must be well-formed edges (isMerkleEdge) of at
- * most the tree's height; `empty` is E[0..].
+ * Climbs the chains of edge records from their leaf hashes and paths (the stored checkpoints are not
+ * read), all of them in one climbChains call: `visit(i, k, h)` gets record i's ancestor at each
+ * checkpoint height k below the record's height, bottom-up, then at its height (the record's key).
+ * `recs` must be well-formed edges (isMerkleEdge) of at most the tree's height; `empty` is E[0..].
  */
 export async function climbEdgeChains(
-  hash: OneSidedHash,
+  engine: HashEngine,
   empty: readonly Uint8Array[],
   recs: readonly Uint8Array[],
   visit: (i: number, k: number, h: Uint8Array) => void,
 ): Promise<void> {
-  // The edges still climbing, and their current hashes packed in the same order.
-  let active = recs.map((_, i) => i);
-  let cur = new Uint8Array(recs.length * 32);
-  recs.forEach((rec, i) => cur.set(rec.subarray(0, 32), i * 32));
-  for (let k = 0; active.length > 0; k++) {
-    const a = active.length;
-    // sides[s]: the chains with path bit k = s, packed; at[t]: chain t's place in its side's list.
-    const sides = [new Uint8Array(a * 32), new Uint8Array(a * 32)] as const;
-    const counts = [0, 0];
-    const bit = new Uint8Array(a);
-    const at = new Int32Array(a);
-    active.forEach((i, t) => {
-      const b = edgePathBit(recs[i]!, k);
-      bit[t] = b;
-      at[t] = counts[b]!++;
-      sides[b]!.set(cur.subarray(t * 32, t * 32 + 32), at[t]! * 32);
-    });
-    const e = empty[k]!;
-    const up = await Promise.all(
-      ([0, 1] as const).map((b) =>
-        counts[b]! > 0 ? hash(sides[b].subarray(0, counts[b]! * 32), e, b === 0) : new Uint8Array(0),
-      ),
-    );
-    const next: number[] = [];
-    const nextCur = new Uint8Array(a * 32);
-    active.forEach((i, t) => {
-      const h = up[bit[t]!]!.subarray(at[t]! * 32, at[t]! * 32 + 32);
-      visit(i, k + 1, h);
-      if (k + 1 === recs[i]![64]) return;
-      nextCur.set(h, next.length * 32);
-      next.push(i);
-    });
-    active = next;
-    cur = nextCur;
+  const n = recs.length;
+  if (n === 0) return;
+  const starts = new Uint8Array(n * 32);
+  const paths = new Uint8Array(n * 32);
+  const to = new Uint8Array(n);
+  let tallest = 0;
+  recs.forEach((rec, i) => {
+    starts.set(rec.subarray(0, 32), i * 32);
+    paths.set(rec.subarray(32, 64), i * 32);
+    to[i] = rec[64]!;
+    tallest = Math.max(tallest, to[i]);
+  });
+  const slots = checkpointCount(tallest);
+  const { tops, marks } = await climbChains(engine, {
+    starts,
+    paths,
+    from: new Uint8Array(n),
+    to,
+    empty: packedEmpties(empty),
+    step: CHECKPOINT_STEP,
+    slots,
+  });
+  for (let i = 0; i < n; i++) {
+    for (let k = CHECKPOINT_STEP; k < to[i]!; k += CHECKPOINT_STEP) {
+      const at = (i * slots + k / CHECKPOINT_STEP - 1) * 32;
+      visit(i, k, marks.subarray(at, at + 32));
+    }
+    visit(i, to[i]!, tops.subarray(i * 32, i * 32 + 32));
   }
+}
+
+const packedCache = new WeakMap<readonly Uint8Array[], Uint8Array>();
+
+/** E[0..] packed back to back, for climbChains (once per array: emptyRoots keeps one per tree shape). */
+export function packedEmpties(empty: readonly Uint8Array[]): Uint8Array {
+  let packed = packedCache.get(empty);
+  if (!packed) {
+    packed = new Uint8Array(empty.length * 32);
+    empty.forEach((e, k) => packed!.set(e, k * 32));
+    packedCache.set(empty, packed);
+  }
+  return packed;
 }
 
 /**
@@ -197,17 +211,11 @@ export async function recomputeMerkleEdges(
     top: new Uint8Array(32),
     badChainAt: undefined,
   }));
-  await climbEdgeChains(
-    (vs, c, constantIsY) => hashWithConstant(engine, vs, c, constantIsY),
-    empty,
-    recs,
-    (i, k, h) => {
-      const o = out[i]!;
-      if (k === recs[i]![64]) o.top = h.slice();
-      else if (o.badChainAt === undefined && isCheckpoint(k) && !bytesEqual(h, edgeCheckpointAt(recs[i]!, k)))
-        o.badChainAt = k;
-    },
-  );
+  await climbEdgeChains(engine, empty, recs, (i, k, h) => {
+    const o = out[i]!;
+    if (k === recs[i]![64]) o.top = h.slice();
+    else if (o.badChainAt === undefined && !bytesEqual(h, edgeCheckpointAt(recs[i]!, k))) o.badChainAt = k;
+  });
   return out;
 }
 

@@ -10,6 +10,8 @@ import {
   isMerkleEdge,
   merkleEdgeLength,
   newMerkleEdge,
+  newMerkleEdges,
+  packedEmpties,
   setEdgePath,
 } from "./merkle-edge.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
@@ -353,12 +355,13 @@ async function buildNewPaths(
   if (chains.count > 0) {
     const job = chains.job(empty);
     const { tops, marks } = await climbChains(engine, job);
+    const recs = newMerkleEdges(chains.top);
     for (let i = 0; i < chains.count; i++) {
       const top = chains.top[i]!;
       const at = chains.topIndex[i]! * 32;
       const hashes = hashesAt[top]!;
       copy32(hashes, at, tops, i * 32);
-      const rec = newMerkleEdge(top);
+      const rec = recs[i]!;
       const d = chains.derived[i];
       const from = job.from[i]!;
       if (d) fillDerived(rec, d, from + 1);
@@ -609,19 +612,6 @@ class Chains {
       slots: Math.max(0, Math.floor((height - 1) / CHECKPOINT_STEP)),
     };
   }
-}
-
-const packedCache = new WeakMap<readonly Uint8Array[], Uint8Array>();
-
-/** E[0..height] packed back to back (once per array: emptyRoots keeps one per tree shape). */
-function packedEmpties(empty: readonly Uint8Array[]): Uint8Array {
-  let packed = packedCache.get(empty);
-  if (!packed) {
-    packed = new Uint8Array(empty.length * 32);
-    empty.forEach((e, k) => packed!.set(e, k * 32));
-    packedCache.set(empty, packed);
-  }
-  return packed;
 }
 
 function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {

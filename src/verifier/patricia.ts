@@ -1,7 +1,6 @@
 import { DacdError } from "../errors.js";
-import { addSmall, bigintToBytes32, bitLength, bytesToBigint, concatBytes, ZERO32 } from "../util/bytes.js";
+import { addSmall, bitLength, bytesToBigint, writeBigint32, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
-import { hashPairs } from "./leaves.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
 
 /**
@@ -306,18 +305,30 @@ async function hashNewNodes(
   const writes: NodeWrite[] = [];
   for (const group of byRank) {
     if (!group) continue;
-    const xs = group.map(({ node: n }) => (n.t === "binary" ? hashOf(n.left) : hashOf(n.bottom)));
-    const ys = group.map(({ node: n }) => (n.t === "binary" ? hashOf(n.right) : bigintToBytes32(n.path)));
-    const hashes = await hashPairs(engine, xs, ys);
-    group.forEach(({ node: n, h, index }, i) => {
-      if (n.t === "binary") {
-        n.hash = hashes[i]!;
-        writes.push({ hash: n.hash, record: concatBytes(xs[i]!, ys[i]!) });
-      } else {
-        n.hash = addSmall(hashes[i]!, n.length);
-        writes.push({ hash: n.hash, record: concatBytes(xs[i]!, ys[i]!, Uint8Array.of(n.length)) });
+    // A rank's records side by side in one buffer (binary: left ‖ right; edge: bottom ‖ path ‖
+    // length), and its pairs packed for one engine call.
+    const at = new Int32Array(group.length + 1);
+    group.forEach(({ node: n }, i) => (at[i + 1] = at[i]! + (n.t === "binary" ? 64 : 65)));
+    const records = new Uint8Array(at[group.length]!);
+    const xs = new Uint8Array(group.length * 32);
+    const ys = new Uint8Array(group.length * 32);
+    group.forEach(({ node: n }, i) => {
+      records.set(n.t === "binary" ? hashOf(n.left) : hashOf(n.bottom), at[i]!);
+      if (n.t === "binary") records.set(hashOf(n.right), at[i]! + 32);
+      else {
+        writeBigint32(n.path, records, at[i]! + 32);
+        records[at[i]! + 64] = n.length;
       }
-      onWrite(h, index, writes[writes.length - 1]!);
+      xs.set(records.subarray(at[i]!, at[i]! + 32), i * 32);
+      ys.set(records.subarray(at[i]! + 32, at[i]! + 64), i * 32);
+    });
+    const hashes = await engine.hashMany(xs, ys);
+    group.forEach(({ node: n, h, index }, i) => {
+      const hash = hashes.subarray(i * 32, i * 32 + 32);
+      n.hash = n.t === "binary" ? hash : addSmall(hash, n.length);
+      const write = { hash: n.hash, record: records.subarray(at[i]!, at[i + 1]!) };
+      writes.push(write);
+      onWrite(h, index, write);
     });
   }
   return writes;
