@@ -2,7 +2,7 @@ import { Level } from "level";
 import { DacdError } from "../errors.js";
 import type { NodeSource, NodeWrite } from "../verifier/node-source.js";
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
-import { batchIdFromKey, batchKey, metaKey, Prefix, prefixed } from "./keys.js";
+import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from "./keys.js";
 
 type Db = Level<Uint8Array, Uint8Array>;
 
@@ -103,14 +103,23 @@ export class LevelStore implements NodeSource {
    * two threads look up at once (about 1.3× faster for 10k random keys on 2 cores; bench/).
    */
   async getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
-    const keys = hashes.map((h) => prefixed(Prefix.node, h));
-    if (keys.length < PARALLEL_READ_MIN) return keys.length === 0 ? [] : this.db.getMany(keys);
-    const half = keys.length >> 1;
-    const [a, b] = await Promise.all([
-      this.db.getMany(keys.slice(0, half)),
-      this.db.getMany(keys.slice(half)),
-    ]);
-    return a.concat(b);
+    if (hashes.length === 0) return [];
+    // Looked up in key order (keyOrder), the results put back in the caller's order.
+    const order = keyOrder(hashes);
+    const keys = Array.from(order, (i) => prefixed(Prefix.node, hashes[i]!));
+    let found: (Uint8Array | undefined)[];
+    if (keys.length < PARALLEL_READ_MIN) found = await this.db.getMany(keys);
+    else {
+      const half = keys.length >> 1;
+      const [a, b] = await Promise.all([
+        this.db.getMany(keys.slice(0, half)),
+        this.db.getMany(keys.slice(half)),
+      ]);
+      found = a.concat(b);
+    }
+    const out = new Array<Uint8Array | undefined>(hashes.length);
+    for (let k = 0; k < order.length; k++) out[order[k]!] = found[k];
+    return out;
   }
 
   async getLeafRecords(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
@@ -186,9 +195,23 @@ export class LevelStore implements NodeSource {
     leaves: readonly NodeWrite[],
   ): Promise<void> {
     // A chained batch: about 3x faster than an array of operations for 100k nodes (bench/).
+    // In key order (keyOrder): LevelDB inserts each write into its memtable, a skip list. One key
+    // buffer serves every put: the batch copies key and value into its own buffer at put() (this
+    // store registers no 'write' listeners, the one case where abstract-level keeps a reference).
     const batch = this.db.batch();
-    for (const n of nodes) batch.put(prefixed(Prefix.node, n.hash), n.record);
-    for (const l of leaves) batch.put(prefixed(Prefix.leaf, l.hash), l.record);
+    const key = new Uint8Array(33);
+    for (const [prefix, writes] of [
+      [Prefix.node, nodes],
+      [Prefix.leaf, leaves],
+    ] as const) {
+      const hashes = writes.map((w) => w.hash);
+      key[0] = prefix;
+      for (const i of keyOrder(hashes)) {
+        if (hashes[i]!.length !== 32) throw new RangeError(`a record's hash has ${hashes[i]!.length} bytes`);
+        key.set(hashes[i]!, 1);
+        batch.put(key, writes[i]!.record);
+      }
+    }
     batch.put(batchKey(record.batch_id), json(record));
     await this.withWriteLock(async () => {
       for (const listener of this.commitListeners) listener(record, nodes, leaves);

@@ -1,0 +1,34 @@
+import { randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { keyOrder } from "../../src/storage/keys.js";
+
+describe("keyOrder", () => {
+  it("orders hashes by their first 24 bits, ties in the given order", () => {
+    const hashes = [
+      Uint8Array.of(0xff, 0, 0, 1),
+      Uint8Array.of(0x00, 0x00, 0x01, 9),
+      Uint8Array.of(0x00, 0x00, 0x00, 7),
+      Uint8Array.of(0xff, 0, 0, 0), // ties with the first: stays after it
+      Uint8Array.of(0x80, 0xff, 0xff, 0),
+    ];
+    expect([...keyOrder(hashes)]).toEqual([2, 1, 4, 0, 3]);
+  });
+
+  it("is a permutation that sorts 100,000 random hashes", () => {
+    const hashes = Array.from({ length: 100_000 }, () => new Uint8Array(randomBytes(32)));
+    const order = keyOrder(hashes);
+    expect(new Set(order).size).toBe(hashes.length);
+    const prefix = (h: Uint8Array): number => h[0]! * 65536 + h[1]! * 256 + h[2]!;
+    let outOfOrder = 0;
+    for (let k = 1; k < order.length; k++) {
+      const a = prefix(hashes[order[k - 1]!]!);
+      const b = prefix(hashes[order[k]!]!);
+      if (!(a < b || (a === b && order[k - 1]! < order[k]!))) outOfOrder++;
+    }
+    expect(outOfOrder).toBe(0);
+  });
+
+  it("handles no hashes", () => {
+    expect(keyOrder([]).length).toBe(0);
+  });
+});
