@@ -17,6 +17,7 @@ export interface LevelTuning {
   /** The size at which compaction starts a new table file. */
   readonly maxFileSize?: number;
   readonly blockSize?: number;
+  /** Snappy per block; off by default (hashes do not compress). */
   readonly compression?: boolean;
 }
 
@@ -56,6 +57,10 @@ export class LevelStore implements NodeSource {
     const db: Db = new Level<Uint8Array, Uint8Array>(dir, {
       keyEncoding: "view",
       valueEncoding: "view",
+      // Nodes and leaves are hashes: Snappy cannot shrink them and only costs compaction CPU
+      // (W-spot batches 1.74 and 1.83 s without it, 2.19 and 1.94 s with it, back to back). Tables
+      // written with compression stay readable: LevelDB marks each block.
+      compression: false,
       ...opts,
     });
     try {
