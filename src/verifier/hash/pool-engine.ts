@@ -65,6 +65,11 @@ interface ClimbSlice {
 
 /** Concurrent calls (one per tree) each hold a buffer; a few spares cover them. */
 const MAX_SPARE = 4;
+/**
+ * Larger buffers are not kept: a bulk load's chain climbs take buffers of 32 MiB, which would
+ * otherwise stay resident for the life of the process (a batch's calls need a few MiB).
+ */
+const MAX_SPARE_BYTES = 8 << 20;
 
 interface Slot {
   worker: Worker;
@@ -241,7 +246,7 @@ export class PoolEngine implements HashEngine {
     try {
       await Promise.all(jobs);
     } finally {
-      if (this.spare.length < MAX_SPARE) this.spare.push(sab);
+      if (this.spare.length < MAX_SPARE && sab.byteLength <= MAX_SPARE_BYTES) this.spare.push(sab);
     }
   }
 
