@@ -36,6 +36,7 @@ export interface BulkOptions {
 
 /** Edge record bytes held at once while their chains are hashed (bounds the leaves per chunk). */
 const EDGE_CHUNK_BYTES = 32 << 20;
+const CLIMB_CHUNK_BYTES = 6 << 20;
 
 class SinkBuffer {
   private buf: NodeWrite[] = [];
@@ -240,9 +241,16 @@ async function writeLeafEdges(
 ): Promise<void> {
   const height = empty.length - 1;
   const n = ids.length;
+  // A chunk's climb (starts, paths, heights, tops: 98 bytes a chain, and its checkpoints) stays
+  // within the pool's reusable buffers (8 MiB), rather than a fresh 32 MiB one per chunk.
+  const climbBytes = 98 + (merkleEdgeLength(height) - 65);
   const leafChunk = Math.max(
     1,
-    Math.min(engineChunk, Math.floor(EDGE_CHUNK_BYTES / merkleEdgeLength(height))),
+    Math.min(
+      engineChunk,
+      Math.floor(EDGE_CHUNK_BYTES / merkleEdgeLength(height)),
+      Math.floor(CLIMB_CHUNK_BYTES / climbBytes),
+    ),
   );
   for (let s = 0; s < n; s += leafChunk) {
     const end = Math.min(n, s + leafChunk);
