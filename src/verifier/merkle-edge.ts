@@ -25,7 +25,7 @@ import { climbChains, type HashEngine } from "./hash/engine.js";
 export const CHECKPOINT_STEP = 8;
 
 /** How many checkpoints an edge of this height keeps (those strictly below it). */
-function checkpointCount(height: number): number {
+export function checkpointCount(height: number): number {
   return Math.floor((height - 1) / CHECKPOINT_STEP);
 }
 

@@ -5,6 +5,7 @@ import { hashPairs } from "./leaves.js";
 import {
   ancestorsAt,
   CHECKPOINT_STEP,
+  checkpointCount,
   checkpointOffset,
   edgePathBit,
   isMerkleEdge,
@@ -609,7 +610,7 @@ class Chains {
       to,
       empty: packedEmpties(empty),
       step: CHECKPOINT_STEP,
-      slots: Math.max(0, Math.floor((height - 1) / CHECKPOINT_STEP)),
+      slots: checkpointCount(height),
     };
   }
 }

@@ -1,3 +1,5 @@
+import { bitAt } from "../../util/bytes.js";
+
 /**
  * The seam between the trees and whatever computes StarkWare's Pedersen hash.
  *
@@ -114,8 +116,7 @@ export async function climbChains(engine: HashEngine, job: ChainClimb): Promise<
     for (const side of [0, 1]) {
       const climbing: number[] = [];
       for (let i = 0; i < n; i++)
-        if (from[i]! <= h && h < to[i]! && ((paths[i * 32 + 31 - (h >> 3)]! >> (h & 7)) & 1) === side)
-          climbing.push(i);
+        if (from[i]! <= h && h < to[i]! && bitAt(paths, i * 32, h) === side) climbing.push(i);
       if (climbing.length === 0) continue;
       const vs = new Uint8Array(climbing.length * 32);
       climbing.forEach((i, t) => vs.set(tops.subarray(i * 32, i * 32 + 32), t * 32));
