@@ -31,7 +31,7 @@ const MAX_RECORD = SLOT - 33;
  * lines: node bytes in a slab of fixed-size slots; per tree and depth, an array from index to slot
  * (2^depth entries, allocated when first used); and an open-addressing table from 32 bits of the
  * hash to slot. A table cell whose slot has since been given to another node is stale: lookups
- * pass over it, inserts reuse it, and the table is rebuilt from the slots when it fills up.
+ * pass over it, inserts too, and the table is rebuilt from the slots when it fills up.
  */
 export class TopNodeCache {
   private slab = new Uint8Array(0);
@@ -86,11 +86,10 @@ export class TopNodeCache {
       slot = this.allocate();
       level[index] = slot + 1;
     }
-    const slab = this.slab;
     const base = slot * SLOT;
-    for (let i = 0; i < 32; i++) slab[base + i] = hash[i]!;
-    slab[base + 32] = record.length;
-    for (let i = 0; i < record.length; i++) slab[base + 33 + i] = record[i]!;
+    this.slab.set(hash, base);
+    this.slab[base + 32] = record.length;
+    this.slab.set(record, base + 33);
     this.insert(slot);
   }
 
@@ -118,20 +117,20 @@ export class TopNodeCache {
     return true;
   }
 
-  /** Puts a slot's node in the table, in the first empty or stale cell of its probe sequence. */
+  /**
+   * Puts a slot's node in the table, in the first empty cell of its probe sequence. Stale cells are
+   * passed over rather than reused: telling one apart means reading its slot (a cache miss in a
+   * slab of tens of MiB) for every cell probed; the rebuild drops them all at once instead.
+   */
   private insert(slot: number): void {
     if ((this.filled + 1) * 4 > this.table.length * 3) this.rebuild();
     const mask = this.table.length - 1;
     const key = hashKey(this.slab, slot * SLOT);
-    for (let cell = key & mask; ; cell = (cell + 1) & mask) {
-      const entry = this.table[cell]!;
-      if (entry === 0) this.filled++;
-      // A stale cell: its slot has been given to a node with another key since.
-      else if (this.keys[cell] === hashKey(this.slab, (entry - 1) * SLOT)) continue;
-      this.table[cell] = slot + 1;
-      this.keys[cell] = key;
-      return;
-    }
+    let cell = key & mask;
+    while (this.table[cell] !== 0) cell = (cell + 1) & mask;
+    this.table[cell] = slot + 1;
+    this.keys[cell] = key;
+    this.filled++;
   }
 
   /** A table of twice the live slots' size, from the slots alone. */

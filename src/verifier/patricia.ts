@@ -32,6 +32,24 @@ interface Edge {
 
 const EMPTY: PNode = { t: "empty" };
 
+/**
+ * Positions (index among the nodes of a height) are tracked only where `remember` keeps nodes: at
+ * depths below `remembered`, where an index is a small exact number. Deeper down it is NONE and
+ * never computed (it would be a BigInt of up to 251 bits per node).
+ */
+const NONE = -1;
+
+/** The index of the node `levels` below the node at `index` along `path`, at depth `depth`. */
+function childIndex(
+  index: number,
+  depth: number,
+  remembered: number,
+  levels: number,
+  path: number | bigint,
+): number {
+  return index !== NONE && depth < remembered ? index * 2 ** levels + Number(path) : NONE;
+}
+
 /** BigInt(k) and 2^k − 1 for every shift a 251-high tree needs: made once, not per step. */
 const BIG = Array.from({ length: 257 }, (_, k) => BigInt(k));
 const MASK = BIG.map((k) => (1n << k) - 1n);
@@ -109,14 +127,18 @@ export async function updatePatricia(
    * other lookups of this round. The walk stays synchronous (no promise per step) while the cache
    * answers, which is most of the way down.
    */
-  const load = (node: { hash: Uint8Array }, h: number, index: bigint): Maybe<PNode> => {
+  const indexBelow = (index: number, h: number, levels: number, path: number | bigint): number =>
+    childIndex(index, height - (h - levels), remembered, levels, path);
+  const indexOf = (id: bigint, h: number): number => (height - h < remembered ? Number(id >> BIG[h]!) : NONE);
+
+  const load = (node: { hash: Uint8Array }, h: number, index: number): Maybe<PNode> => {
     const cached = nodes.getCached?.(node.hash);
     if (cached) return decode(node.hash, cached, h, index);
     return reader.get(node.hash).then((rec) => decode(node.hash, rec, h, index));
   };
-  const decode = (hash: Uint8Array, rec: Uint8Array | undefined, h: number, index: bigint): PNode => {
-    if ((rec?.length === 64 || rec?.length === 65) && height - h < remembered)
-      nodes.remember!(treeName, height - h, Number(index), hash, rec);
+  const decode = (hash: Uint8Array, rec: Uint8Array | undefined, h: number, index: number): PNode => {
+    if ((rec?.length === 64 || rec?.length === 65) && index !== NONE)
+      nodes.remember!(treeName, height - h, index, hash, rec);
     if (rec?.length === 64) {
       return {
         t: "binary",
@@ -173,11 +195,11 @@ export async function updatePatricia(
    * A subtree at height h whose only non-empty descendant is `child`, `length` levels down along
    * `path`: nothing (child empty), an edge, or — when the child is itself an edge — a longer edge.
    */
-  const wrap = (path: bigint, length: number, child: PNode, h: number, index: bigint): Maybe<PNode> => {
+  const wrap = (path: bigint, length: number, child: PNode, h: number, index: number): Maybe<PNode> => {
     if (child.t === "empty") return EMPTY;
     // An untouched stored child may itself be an edge, which must be extended rather than wrapped.
     if (child.t === "stored" && h - length > 0) {
-      return then(load(child, h - length, (index << BIG[length]!) | path), (loaded) =>
+      return then(load(child, h - length, indexBelow(index, h, length, path)), (loaded) =>
         extend(path, length, loaded.t === "edge" ? loaded : child),
       );
     }
@@ -194,7 +216,7 @@ export async function updatePatricia(
       : { t: "edge", path, length, bottom: child };
 
   /** A parent at height h from its children. */
-  const combine = (left: PNode, right: PNode, h: number, index: bigint): Maybe<PNode> => {
+  const combine = (left: PNode, right: PNode, h: number, index: number): Maybe<PNode> => {
     if (left.t !== "empty" && right.t !== "empty") return { t: "binary", left, right };
     return left.t === "empty" ? wrap(1n, 1, right, h, index) : wrap(0n, 1, left, h, index);
   };
@@ -208,13 +230,13 @@ export async function updatePatricia(
    * once instead of descending one level at a time: a 251-high tree costs about log2(changes)
    * steps per change, not 251.
    */
-  const walk = (node: PNode, h: number, index: bigint, lo: number, hi: number): Maybe<PNode> => {
+  const walk = (node: PNode, h: number, index: number, lo: number, hi: number): Maybe<PNode> => {
     if (lo === hi) return node;
     if (h === 0) return fromHash(sorted[hi - 1]![1], 0);
     if (node.t === "stored") return then(load(node, h, index), (n) => walkLoaded(n, h, index, lo, hi));
     return walkLoaded(node, h, index, lo, hi);
   };
-  const walkLoaded = (node: PNode, h: number, index: bigint, lo: number, hi: number): Maybe<PNode> => {
+  const walkLoaded = (node: PNode, h: number, index: number, lo: number, hi: number): Maybe<PNode> => {
     const first = sorted[lo]![0];
     // Levels all changes agree on, below height h.
     let shared = h - bitLength((first ^ sorted[hi - 1]![0]) & MASK[h]!);
@@ -231,19 +253,19 @@ export async function updatePatricia(
                 length: node.length - shared,
                 bottom: node.bottom,
               };
-        return then(walk(rest, h - shared, first >> BIG[h - shared]!, lo, hi), (below) =>
+        return then(walk(rest, h - shared, indexOf(first, h - shared), lo, hi), (below) =>
           wrap(node.path >> BIG[node.length - shared]!, shared, below, h, index),
         );
       }
     } else if (node.t === "empty" && shared > 0) {
-      return then(walk(EMPTY, h - shared, first >> BIG[h - shared]!, lo, hi), (below) =>
+      return then(walk(EMPTY, h - shared, indexOf(first, h - shared), lo, hi), (below) =>
         wrap((first >> BIG[h - shared]!) & MASK[shared]!, shared, below, h, index),
       );
     }
     const [l, r] = expand(node);
     const split = firstWithBit(lo, hi, h - 1);
-    const nl = walk(l, h - 1, 2n * index, lo, split);
-    const nr = walk(r, h - 1, 2n * index + 1n, split, hi);
+    const nl = walk(l, h - 1, indexBelow(index, h, 1, 0), lo, split);
+    const nr = walk(r, h - 1, indexBelow(index, h, 1, 1), split, hi);
     if (nl instanceof Promise || nr instanceof Promise) {
       return Promise.all([nl, nr]).then(([a, b]) => combine(a, b, h, index));
     }
@@ -261,10 +283,10 @@ export async function updatePatricia(
     return lo;
   };
 
-  const root = await walk(fromHash(oldRoot, height), height, 0n, 0, sorted.length);
-  const newNodes = await hashNewNodes(engine, root, height, (h, index, w) => {
-    if (height - h < remembered) nodes.remember!(treeName, height - h, Number(index), w.hash, w.record);
-  });
+  const root = await walk(fromHash(oldRoot, height), height, remembered > 0 ? 0 : NONE, 0, sorted.length);
+  const newNodes = await hashNewNodes(engine, root, height, remembered, (h, index, w) =>
+    nodes.remember!(treeName, height - h, index, w.hash, w.record),
+  );
   return { root: hashOf(root), newNodes };
 }
 
@@ -281,27 +303,36 @@ function hashOf(node: PNode): Uint8Array {
   }
 }
 
-/** Hashes every node the walk created, deepest first, one engine call per rank. */
+/**
+ * Hashes every node the walk created, deepest first, one engine call per rank; tells `onWrite`
+ * about each new node less than `remembered` levels below the root, with its index in its level.
+ */
 async function hashNewNodes(
   engine: HashEngine,
   root: PNode,
   height: number,
-  onWrite: (h: number, index: bigint, write: NodeWrite) => void,
+  remembered: number,
+  onWrite: (h: number, index: number, write: NodeWrite) => void,
 ): Promise<NodeWrite[]> {
   type New = Edge | Extract<PNode, { t: "binary" }>;
-  // Each new node with where it sits (height, index), found on the way down from the root.
-  const byRank: { node: New; h: number; index: bigint }[][] = [];
-  const rank = (node: PNode, h: number, index: bigint): number => {
+  // Each new node with where it sits (height, and index where remembered), found from the root down.
+  const byRank: { node: New; h: number; index: number }[][] = [];
+  const below = (index: number, h: number, levels: number, path: number | bigint): number =>
+    childIndex(index, height - (h - levels), remembered, levels, path);
+  const rank = (node: PNode, h: number, index: number): number => {
     if (node.t === "empty" || node.t === "leaf" || node.t === "stored" || node.hash) return 0;
     const r =
       1 +
       (node.t === "binary"
-        ? Math.max(rank(node.left, h - 1, 2n * index), rank(node.right, h - 1, 2n * index + 1n))
-        : rank(node.bottom, h - node.length, (index << BIG[node.length]!) | node.path));
+        ? Math.max(
+            rank(node.left, h - 1, below(index, h, 1, 0)),
+            rank(node.right, h - 1, below(index, h, 1, 1)),
+          )
+        : rank(node.bottom, h - node.length, below(index, h, node.length, node.path)));
     (byRank[r] ??= []).push({ node, h, index });
     return r;
   };
-  rank(root, height, 0n);
+  rank(root, height, remembered > 0 ? 0 : NONE);
   const writes: NodeWrite[] = [];
   for (const group of byRank) {
     if (!group) continue;
@@ -328,7 +359,7 @@ async function hashNewNodes(
       n.hash = n.t === "binary" ? hash : addSmall(hash, n.length);
       const write = { hash: n.hash, record: records.subarray(at[i]!, at[i + 1]!) };
       writes.push(write);
-      onWrite(h, index, write);
+      if (index !== NONE) onWrite(h, index, write);
     });
   }
   return writes;
