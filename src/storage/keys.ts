@@ -36,17 +36,18 @@ export function metaKey(name: string): Uint8Array {
  * The order of these hashes by their first 24 bits (ties in the given order): the order of their
  * keys in LevelDB, near enough. LevelDB's memtable is a skip list, and inserting or looking up random
  * keys one after another misses the CPU caches at almost every step; in key order, each step starts
- * next to the one before (bench/: see README, Performance).
+ * next to the one before (bench/: see README, Performance). `hashes` is a list of 32-byte hashes, or
+ * one buffer of them packed end to end.
  */
-export function keyOrder(hashes: readonly Uint8Array[]): Uint32Array {
-  const n = hashes.length;
+export function keyOrder(hashes: readonly Uint8Array[] | Uint8Array): Uint32Array {
+  const packed = hashes instanceof Uint8Array;
+  const n = packed ? hashes.length / 32 : hashes.length;
   if (n >= 2 ** 29) throw new RangeError(`keyOrder takes fewer than 2^29 hashes, not ${n}`);
   // 24 bits of hash and 29 of index in one exact double: a typed-array sort, no comparator calls.
   const keys = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const h = hashes[i]!;
-    keys[i] = (h[0]! * 65536 + h[1]! * 256 + h[2]!) * 2 ** 29 + i;
-  }
+  const prefix = (h: Uint8Array, at: number): number => h[at]! * 65536 + h[at + 1]! * 256 + h[at + 2]!;
+  if (packed) for (let i = 0; i < n; i++) keys[i] = prefix(hashes, i * 32) * 2 ** 29 + i;
+  else for (let i = 0; i < n; i++) keys[i] = prefix(hashes[i]!, 0) * 2 ** 29 + i;
   keys.sort();
   const order = new Uint32Array(n);
   for (let k = 0; k < n; k++) order[k] = keys[k]! % 2 ** 29;

@@ -42,6 +42,26 @@ function rawPut(batch: ReturnType<Db["batch"]>): (key: Uint8Array, value: Uint8A
   return (key, value) => impl._put!(key, value, options);
 }
 
+/** Writes' hashes packed end to end, and their records packed, record i at [at[i], at[i + 1]). */
+function packWrites(writes: readonly NodeWrite[]): {
+  hashes: Uint8Array;
+  records: Uint8Array;
+  at: Uint32Array;
+} {
+  const n = writes.length;
+  const hashes = new Uint8Array(n * 32);
+  const at = new Uint32Array(n + 1);
+  for (let i = 0; i < n; i++) {
+    const { hash, record } = writes[i]!;
+    if (hash.length !== 32) throw new RangeError(`a record's hash has ${hash.length} bytes`);
+    hashes.set(hash, i * 32);
+    at[i + 1] = at[i]! + record.length;
+  }
+  const records = new Uint8Array(at[n]!);
+  for (let i = 0; i < n; i++) records.set(writes[i]!.record, at[i]!);
+  return { hashes, records, at };
+}
+
 /** Lookups in one getNodes from which two getMany calls run side by side. */
 const PARALLEL_READ_MIN = 2048;
 
@@ -215,9 +235,10 @@ export class LevelStore implements NodeSource {
     leaves: readonly NodeWrite[],
   ): Promise<void> {
     // A chained batch: about 3x faster than an array of operations for 100k nodes (bench/).
-    // In key order (keyOrder): LevelDB inserts each write into its memtable, a skip list. One key
-    // buffer serves every put: the batch copies key and value into its own buffer at put() (this
-    // store registers no 'write' listeners, the one case where abstract-level keeps a reference).
+    // In key order (keyOrder): LevelDB inserts each write into its memtable, a skip list. The
+    // hashes and records are first copied, in the order the trees made them, into two flat buffers:
+    // visiting 170k write objects in key order instead would jump all over the heap (several cache
+    // misses per put). One key buffer serves every put: the batch copies key and value at put().
     const batch = this.db.batch();
     const put = rawPut(batch);
     const key = new Uint8Array(33);
@@ -225,12 +246,11 @@ export class LevelStore implements NodeSource {
       [Prefix.node, nodes],
       [Prefix.leaf, leaves],
     ] as const) {
-      const hashes = writes.map((w) => w.hash);
+      const { hashes, records, at } = packWrites(writes);
       key[0] = prefix;
       for (const i of keyOrder(hashes)) {
-        if (hashes[i]!.length !== 32) throw new RangeError(`a record's hash has ${hashes[i]!.length} bytes`);
-        key.set(hashes[i]!, 1);
-        put(key, writes[i]!.record);
+        for (let b = 0; b < 32; b++) key[1 + b] = hashes[i * 32 + b]!;
+        put(key, records.subarray(at[i]!, at[i + 1]!));
       }
     }
     // The public put: it also counts the batch's length, which `write` needs to be non-zero (rawPut).

@@ -28,6 +28,17 @@ describe("keyOrder", () => {
     expect(outOfOrder).toBe(0);
   });
 
+  it("orders hashes packed end to end in one buffer as it orders the same hashes apart", () => {
+    const hashes = Array.from({ length: 5_000 }, (_, i) =>
+      // Few distinct prefixes, so that ties (kept in the given order) are common.
+      Uint8Array.from(randomBytes(32), (b, k) => (k < 3 ? (i * 7) % 5 : b)),
+    );
+    const packed = new Uint8Array(hashes.length * 32);
+    hashes.forEach((h, i) => packed.set(h, i * 32));
+    expect([...keyOrder(packed)]).toEqual([...keyOrder(hashes)]);
+    expect(keyOrder(packed)[0]).toBe(0);
+  });
+
   it("handles no hashes", () => {
     expect(keyOrder([]).length).toBe(0);
   });
