@@ -1,5 +1,6 @@
 import { Level } from "level";
 import { DacdError } from "../errors.js";
+import { copy32 } from "../util/bytes.js";
 import type { NodeSource, NodeWrite } from "../verifier/node-source.js";
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from "./keys.js";
@@ -249,7 +250,7 @@ export class LevelStore implements NodeSource {
       const { hashes, records, at } = packWrites(writes);
       key[0] = prefix;
       for (const i of keyOrder(hashes)) {
-        for (let b = 0; b < 32; b++) key[1 + b] = hashes[i * 32 + b]!;
+        copy32(key, 1, hashes, i * 32);
         put(key, records.subarray(at[i]!, at[i + 1]!));
       }
     }

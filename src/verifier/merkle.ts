@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { bytesEqual, copyLowBits } from "../util/bytes.js";
+import { bytesEqual, copy32, copyLowBits } from "../util/bytes.js";
 import { climbChains, type ChainClimb, type HashEngine } from "./hash/engine.js";
 import { hashPairs } from "./leaves.js";
 import {
@@ -613,10 +613,6 @@ class Chains {
       slots: checkpointCount(height),
     };
   }
-}
-
-function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {
-  for (let i = 0; i < 32; i++) dst[dstOff + i] = src[srcOff + i]!;
 }
 
 function equal32(a: Uint8Array, aOff: number, b: Uint8Array): boolean {

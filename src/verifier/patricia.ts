@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { addSmall, bitLength, bytesToBigint, writeBigint32, ZERO32 } from "../util/bytes.js";
+import { addSmall, bitLength, bytesToBigint, copy32, writeBigint32, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
 import type { NodeSource, NodeWrite } from "./node-source.js";
 
@@ -343,16 +343,20 @@ async function hashNewNodes(
     const records = new Uint8Array(at[group.length]!);
     const xs = new Uint8Array(group.length * 32);
     const ys = new Uint8Array(group.length * 32);
-    group.forEach(({ node: n }, i) => {
-      records.set(n.t === "binary" ? hashOf(n.left) : hashOf(n.bottom), at[i]!);
-      if (n.t === "binary") records.set(hashOf(n.right), at[i]! + 32);
-      else {
-        writeBigint32(n.path, records, at[i]! + 32);
-        records[at[i]! + 64] = n.length;
+    for (let i = 0; i < group.length; i++) {
+      const n = group[i]!.node;
+      const o = at[i]!;
+      if (n.t === "binary") {
+        copy32(records, o, hashOf(n.left), 0);
+        copy32(records, o + 32, hashOf(n.right), 0);
+      } else {
+        copy32(records, o, hashOf(n.bottom), 0);
+        writeBigint32(n.path, records, o + 32);
+        records[o + 64] = n.length;
       }
-      xs.set(records.subarray(at[i]!, at[i]! + 32), i * 32);
-      ys.set(records.subarray(at[i]! + 32, at[i]! + 64), i * 32);
-    });
+      copy32(xs, i * 32, records, o);
+      copy32(ys, i * 32, records, o + 32);
+    }
     const hashes = await engine.hashMany(xs, ys);
     group.forEach(({ node: n, h, index }, i) => {
       const hash = hashes.subarray(i * 32, i * 32 + 32);
