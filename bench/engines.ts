@@ -56,7 +56,8 @@ async function measure(
 
 /**
  * Measures every Pedersen engine in one run: JS (small sample), WASM, each native kernel on one
- * thread (large batches, and one pair per call), and the native worker pool on all cores.
+ * thread (large batches, one pair per call, and one-sided pairs), and the native worker pool on
+ * all cores.
  */
 export async function benchEngines(opts: { quick: boolean }): Promise<EngineBenchRow[]> {
   const q = opts.quick;
@@ -97,6 +98,11 @@ export async function benchEngines(opts: { quick: boolean }): Promise<EngineBenc
       const nOne = q ? 2_000 : 10_000;
       const t = await measure(e, xs.subarray(0, nOne * 32), ys.subarray(0, nOne * 32), reps, 1);
       rows.push(row("native (1 pair/call)", kernel, 1, t, nOne));
+      // A lone leaf's chain: H(v, E[k]), one side constant (most of W-perp's hashes).
+      const c = ys.subarray(0, 32);
+      e.hashConst(xs.subarray(0, 64 * 32), c, true); // warm up
+      const one = await best(reps, () => e.hashConst(xs, c, true));
+      rows.push(row("native (one-sided)", kernel, 1, one, nNative));
     }
     const threads = os.availableParallelism();
     const pool = PoolEngine.create({ threads });

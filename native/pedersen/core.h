@@ -100,9 +100,11 @@ extern const size_t ped_kernel_count;
 
 /* Kernel entry points. */
 int ped_hash_portable(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
+int ped_hash_portable_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PED_NO_X86)
 #define PED_HAVE_X86 1
 int ped_hash_adx(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
+int ped_hash_adx_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 int ped_hash_ifma(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
 int ped_hash_ifma_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 int ped_cpu_has_adx(void);

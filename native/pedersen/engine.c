@@ -21,6 +21,12 @@ int ped_hash_portable(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t
   return F(hash)(xs, ys, out, n);
 }
 
+#if PED_SPLIT_WINDOWS
+int ped_hash_portable_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
+  return F(hash_const)(vs, c, c_is_y, out, n);
+}
+#endif
+
 const uint64_t PED_P[4] = {1, 0, 0, 0x0800000000000011ULL};
 
 /* StarkWare's Pedersen constant points (shift point S, then P0..P3), affine, 4x64-bit little-endian
@@ -324,15 +330,19 @@ int ped_climb_chains(const ped_kernel *k, const uint8_t *starts, const uint8_t *
 
 #if PED_SPLIT_WINDOWS
 #define PED_IFMA_CONST ped_hash_ifma_const
+#define PED_ADX_CONST ped_hash_adx_const
+#define PED_PORTABLE_CONST ped_hash_portable_const
 #else
 #define PED_IFMA_CONST NULL
+#define PED_ADX_CONST NULL
+#define PED_PORTABLE_CONST NULL
 #endif
 
 const ped_kernel ped_kernels[] = {
 #ifdef PED_HAVE_X86
     {"ifma", ped_hash_ifma, ped_cpu_has_ifma, PED_IFMA_CONST},
-    {"adx", ped_hash_adx, ped_cpu_has_adx, NULL},
+    {"adx", ped_hash_adx, ped_cpu_has_adx, PED_ADX_CONST},
 #endif
-    {"portable", ped_hash_portable, always, NULL},
+    {"portable", ped_hash_portable, always, PED_PORTABLE_CONST},
 };
 const size_t ped_kernel_count = sizeof(ped_kernels) / sizeof(ped_kernels[0]);

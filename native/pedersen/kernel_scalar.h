@@ -453,15 +453,22 @@ KATTR PED_INLINE void KN(store_x)(uint8_t *out, const uint64_t xm[4]) {
   ped_store_be64(out + 24, x[0]);
 }
 
+/* A call's pairs: pair i is (xs + xstep * i, ys + ystep * i); a step of 0 repeats one value (the
+ * constant of a one-sided call). */
+typedef struct {
+  const uint8_t *xs, *ys;
+  size_t xstep, ystep;
+} KN(pairs);
+
 /* The complete path: Jacobian additions, then one inversion per hash batched across n (<= PED_SMALL)
  * pairs. Always correct; used for small calls and whenever the fast path meets a degenerate
  * addition. */
-KATTR static int KN(hash_small)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
+KATTR static int KN(hash_small)(KN(pairs) in, uint8_t *out, size_t n) {
   KN(jac) acc[PED_SMALL];
   uint64_t pre[PED_SMALL][4];
   uint32_t idx[PED_NW];
   for (size_t i = 0; i < n; i++) {
-    KN(windows)(xs + 32 * i, ys + 32 * i, idx, 1);
+    KN(windows)(in.xs + in.xstep * i, in.ys + in.ystep * i, idx, 1);
     KN(jac) *p = &acc[i];
     const ped_point *q = &ped_tables[0][idx[0]];
     memcpy(p->X, q->x, 32);
@@ -502,26 +509,37 @@ typedef struct {
   uint8_t bad[PED_BATCH];
 } KN(scratch);
 
-KATTR static int KN(hash_batch)(KN(scratch) * sc, const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
-  for (size_t i = 0; i < n; i++) KN(windows)(xs + 32 * i, ys + 32 * i, &sc->idx[0][i], PED_BATCH);
+/* Which windows a batch adds, and where its accumulators start: with `start` NULL, at window 0's
+ * entry (S folded in), adding windows 1..end-1; otherwise at *start, adding windows first..end-1
+ * (window 0's entry even where its index is 0: that entry is S). A one-sided call starts at the
+ * constant's share (ped_const_point) and adds only the other input's windows: half the additions. */
+typedef struct {
+  const ped_point *start;
+  int first, end;
+} KN(walk);
+
+KATTR static int KN(hash_batch)(KN(scratch) * sc, KN(pairs) in, KN(walk) w, uint8_t *out, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    KN(windows)(in.xs + in.xstep * i, in.ys + in.ystep * i, &sc->idx[0][i], PED_BATCH);
   memset(sc->bad, 0, n);
-  const ped_point *t0 = ped_tables[0];
   for (size_t i = 0; i < n; i++) {
-    const ped_point *q = &t0[sc->idx[0][i]];
+    const ped_point *q = w.start ? w.start : &ped_tables[0][sc->idx[0][i]];
     memcpy(sc->ax[i], q->x, 32);
     memcpy(sc->ay[i], q->y, 32);
   }
   int any_bad = 0;
-  for (int j = 1; j < PED_NW; j++) {
+  for (int j = w.first; j < w.end; j++) {
     const ped_point *tab = ped_tables[j];
     const uint32_t *idx = sc->idx[j];
+    /* Index 0 is the identity, skipped, except in window 0, whose entry 0 is S. */
+    const uint32_t skip = j == 0 ? UINT32_MAX : 0;
     uint64_t prod[4];
     memcpy(prod, KN(ONE), 32);
     int live = 0;
     for (size_t i = 0; i < n; i++) {
       if (i + 8 < n) __builtin_prefetch(&tab[idx[i + 8]]);
       const uint32_t k = idx[i];
-      if (k == 0 || sc->bad[i]) continue;
+      if (k == skip || sc->bad[i]) continue;
       KN(sub)(sc->dx[i], tab[k].x, sc->ax[i]);
       if (KN(is_zero)(sc->dx[i])) {
         /* Doubling or cancellation: leave it to the complete path. */
@@ -536,12 +554,12 @@ KATTR static int KN(hash_batch)(KN(scratch) * sc, const uint8_t *xs, const uint8
     if (!live) continue;
     uint64_t inv[4];
     KN(inv)(inv, prod);
-    const uint32_t *nidx = j + 1 < PED_NW ? sc->idx[j + 1] : NULL;
-    const ped_point *ntab = j + 1 < PED_NW ? ped_tables[j + 1] : NULL;
+    const uint32_t *nidx = j + 1 < w.end ? sc->idx[j + 1] : NULL;
+    const ped_point *ntab = j + 1 < w.end ? ped_tables[j + 1] : NULL;
     for (size_t i = n; i-- > 0;) {
       if (nidx) __builtin_prefetch(&ntab[nidx[i]]);
       const uint32_t k = idx[i];
-      if (k == 0 || sc->bad[i]) continue;
+      if (k == skip || sc->bad[i]) continue;
       const ped_point *q = &tab[k];
       uint64_t di[4], lam[4], x3[4], t[4];
       KN(mul)(di, inv, sc->pre[i]);
@@ -562,14 +580,16 @@ KATTR static int KN(hash_batch)(KN(scratch) * sc, const uint8_t *xs, const uint8
   }
   if (any_bad) {
     for (size_t i = 0; i < n; i++) {
-      if (sc->bad[i] && KN(hash_small)(xs + 32 * i, ys + 32 * i, out + 32 * i, 1) != 0) return -1;
+      const KN(pairs) one = {in.xs + in.xstep * i, in.ys + in.ystep * i, 0, 0};
+      if (sc->bad[i] && KN(hash_small)(one, out + 32 * i, 1) != 0) return -1;
     }
   }
   return 0;
 }
 
-KATTR int KN(hash)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
-  if (n < PED_SMALL) return n ? KN(hash_small)(xs, ys, out, n) : 0;
+/* n pairs in batches of PED_BATCH (the complete path for a call or a remainder below PED_SMALL). */
+KATTR static int KN(hash_walk)(KN(pairs) in, KN(walk) w, uint8_t *out, size_t n) {
+  if (n < PED_SMALL) return n ? KN(hash_small)(in, out, n) : 0;
   KN(scratch) *sc = (KN(scratch) *)malloc(sizeof(KN(scratch)));
   if (!sc) return -1;
   int rc = 0;
@@ -580,10 +600,29 @@ KATTR int KN(hash)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n)
       /* Keep the last batch at least PED_SMALL pairs, or split the remainder evenly. */
       m = (m < PED_BATCH + PED_SMALL) ? m / 2 : PED_BATCH;
     }
-    rc = m < PED_SMALL ? KN(hash_small)(xs + 32 * done, ys + 32 * done, out + 32 * done, m)
-                       : KN(hash_batch)(sc, xs + 32 * done, ys + 32 * done, out + 32 * done, m);
+    const KN(pairs) part = {in.xs + in.xstep * done, in.ys + in.ystep * done, in.xstep, in.ystep};
+    rc = m < PED_SMALL ? KN(hash_small)(part, out + 32 * done, m) : KN(hash_batch)(sc, part, w, out + 32 * done, m);
     done += m;
   }
   free(sc);
   return rc;
 }
+
+KATTR int KN(hash)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
+  const KN(pairs) in = {xs, ys, 32, 32};
+  const KN(walk) w = {NULL, 1, PED_NW};
+  return KN(hash_walk)(in, w, out, n);
+}
+
+#if PED_SPLIT_WINDOWS
+/* One-sided pairs (ped_const_kernel_fn): H(v_i, c) when c_is_y, else H(c, v_i). The accumulators
+ * start at the constant's share and add only v's 21 windows instead of all 42. */
+KATTR int KN(hash_const)(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
+  const KN(pairs) in = c_is_y ? (KN(pairs)){vs, c, 32, 0} : (KN(pairs)){c, vs, 0, 32};
+  ped_point start;
+  /* A constant whose share is the identity (c = 0 as y) has nothing to start from: all windows. */
+  if (n < PED_SMALL || !ped_const_point(c, c_is_y, &start)) return KN(hash_walk)(in, (KN(walk)){NULL, 1, PED_NW}, out, n);
+  const KN(walk) w = c_is_y ? (KN(walk)){&start, 0, PED_NW_X} : (KN(walk)){&start, PED_NW_X, PED_NW};
+  return KN(hash_walk)(in, w, out, n);
+}
+#endif
