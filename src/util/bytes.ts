@@ -102,12 +102,12 @@ export function copyLowBits(
   }
 }
 
-/** Bit k (0: the least significant) of the 32 big-endian bytes at b[off..]. */
 /** Copies 32 bytes: a plain loop, which for 32 bytes beats TypedArray.set and needs no subarray. */
 export function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {
   for (let i = 0; i < 32; i++) dst[dstOff + i] = src[srcOff + i]!;
 }
 
+/** Bit k (0: the least significant) of the 32 big-endian bytes at b[off..]. */
 export function bitAt(b: Uint8Array, off: number, k: number): number {
   return (b[off + 31 - (k >> 3)]! >> (k & 7)) & 1;
 }
