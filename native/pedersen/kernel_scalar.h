@@ -616,12 +616,14 @@ KATTR int KN(hash)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n)
 
 #if PED_SPLIT_WINDOWS
 /* One-sided pairs (ped_const_kernel_fn): H(v_i, c) when c_is_y, else H(c, v_i). The accumulators
- * start at the constant's share and add only v's 21 windows instead of all 42. */
+ * start at the constant's share and add only v's windows (half of PED_NW: 18 of 36 at 14 bits). */
 KATTR int KN(hash_const)(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
   const KN(pairs) in = c_is_y ? (KN(pairs)){vs, c, 32, 0} : (KN(pairs)){c, vs, 0, 32};
+  const KN(walk) all = {NULL, 1, PED_NW};
   ped_point start;
-  /* A constant whose share is the identity (c = 0 as y) has nothing to start from: all windows. */
-  if (n < PED_SMALL || !ped_const_point(c, c_is_y, &start)) return KN(hash_walk)(in, (KN(walk)){NULL, 1, PED_NW}, out, n);
+  /* Small calls take the complete path anyway; a constant whose share is the identity (c = 0 as
+   * y) has no point to start from: both take every window. */
+  if (n < PED_SMALL || !ped_const_point(c, c_is_y, &start)) return KN(hash_walk)(in, all, out, n);
   const KN(walk) w = c_is_y ? (KN(walk)){&start, 0, PED_NW_X} : (KN(walk)){&start, PED_NW_X, PED_NW};
   return KN(hash_walk)(in, w, out, n);
 }
