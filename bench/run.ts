@@ -10,6 +10,7 @@ import { runWorkload, type WorkloadResult } from "./workloads.js";
 /**
  * `npm run bench [-- --quick] [-- --json FILE] [-- --wasm-runs N] [-- --cache-levels N]`: engine speeds and the W-spot and
  * W-perp workloads, printed as a table. Figures from one run on one machine; compare the ratios.
+ * `--native-runs N` sets the native batches (default 5; 0 with `--wasm-runs 0` times the bulk load alone).
  * `--compact-after-load` compacts the whole store once after each bulk load (timed apart).
  * `--max-open-files N` caps LevelDB's open table files (each is memory-mapped, so they count in RSS).
  * `--pool-threshold N`: engine calls of fewer pairs stay on the calling thread (default 4096).
@@ -27,6 +28,7 @@ function arg(name: string): string | undefined {
 const quick = process.argv.includes("--quick");
 const jsonPath = arg("--json");
 const wasmRuns = Number(arg("--wasm-runs") ?? 3);
+const nativeRuns = Number(arg("--native-runs") ?? 5);
 const cacheLevels = Number(arg("--cache-levels") ?? DEFAULT_CACHE_LEVELS);
 const onlyArg = arg("--only");
 if (onlyArg !== undefined && onlyArg !== "spot" && onlyArg !== "perp")
@@ -95,7 +97,7 @@ for (const kind of only ? [only] : (["spot", "perp"] as const)) {
     quick,
     native,
     wasm,
-    nativeRuns: 5,
+    nativeRuns,
     wasmRuns,
     cacheLevels,
     level,

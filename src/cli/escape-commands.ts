@@ -74,6 +74,12 @@ const print = (v: unknown): void => {
   process.stdout.write(JSON.stringify(v, null, 2) + "\n");
 };
 
+const LOAD_PHASES = {
+  leaves: "leaves",
+  tree: "nodes",
+  writing: "records, writing them in key order",
+} as const;
+
 /** A one-line progress display on stderr, only when it is a terminal. */
 function progressLine(): { update: (text: string) => void; done: () => void } {
   if (!process.stderr.isTTY) return { update: () => undefined, done: () => undefined };
@@ -170,8 +176,7 @@ export function registerEscapeCommands(program: Command): void {
       loadDump(store, engine, {
         fromDir: opts.from,
         expectProfile: profile,
-        progress: (tree, phase, n) =>
-          bar.update(`load ${tree}: ${n} ${phase === "leaves" ? "leaves" : "nodes"}`),
+        progress: (tree, phase, n) => bar.update(`load ${tree}: ${n} ${LOAD_PHASES[phase]}`),
       }),
     );
     bar.done();

@@ -6,12 +6,14 @@ import { createInterface } from "node:readline";
 import { DacdError } from "../errors.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { Cursor, StoreIdentity } from "../storage/batch-record.js";
-import { batchKey, metaKey, Prefix, prefixed } from "../storage/keys.js";
+import { BULK_SPILL_DIR, BulkWriter } from "../storage/bulk-writer.js";
+import { batchKey, metaKey, Prefix } from "../storage/keys.js";
 import { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../verifier/bulk-build.js";
 import { emptyRoots, type Roots } from "../verifier/compute-roots.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
+import type { NodeWrite } from "../verifier/node-source.js";
 import { encodeLeafRecord, hashLeaves } from "../verifier/leaves.js";
 import { isProfileName, keptTrees, makeProfile, type TreeName, type TreeSpec } from "../verifier/profile.js";
 import type { Leaf } from "../wire/types.js";
@@ -31,7 +33,8 @@ export interface LoadOptions {
   readonly expectProfile?: string;
   /** Leaves hashed per engine round (default 65536). */
   readonly block?: number;
-  readonly progress?: (tree: string, phase: "leaves" | "tree", count: number) => void;
+  /** Progress: leaves read and nodes built per tree, then ("all trees", "writing") the records stored. */
+  readonly progress?: (tree: string, phase: "leaves" | "tree" | "writing", count: number) => void;
 }
 
 export interface LoadResult {
@@ -47,8 +50,9 @@ const utf8 = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify
 
 /**
  * Builds a fresh store from a dump: files checked against the manifest first, then every tree
- * built bottom-up and its root compared, then identity, a batch record marked loaded_from_dump and
- * the cursor (continue at batch_id + 1). On any refusal the store is left empty again.
+ * built bottom-up and its root compared (the records spilled to files meanwhile, BulkWriter), then
+ * the records written in key order, then identity, a batch record marked loaded_from_dump and the
+ * cursor (continue at batch_id + 1). On any refusal the store is left empty again.
  */
 export async function loadDump(
   store: LevelStore,
@@ -73,6 +77,7 @@ export async function loadDump(
   let nodesWritten = 0;
   const leafCounts: Record<string, number> = {};
   const roots: Roots = {};
+  const writer = new BulkWriter(store.raw, join(store.dir, BULK_SPILL_DIR));
   try {
     for (const spec of trees) {
       const entry = manifest.trees[spec.name]!;
@@ -82,7 +87,7 @@ export async function loadDump(
         continue;
       }
       const { ids, hashes } = await readLeaves(
-        store,
+        writer,
         engine,
         spec,
         join(opts.fromDir, entry.file),
@@ -97,9 +102,7 @@ export async function loadDump(
       }
       leafCounts[spec.name] = ids.length;
       const sink: NodeSink = async (nodes) => {
-        await store.raw.batch(
-          nodes.map((n) => ({ type: "put" as const, key: prefixed(Prefix.node, n.hash), value: n.record })),
-        );
+        await writer.put(Prefix.node, nodes);
         nodesWritten += nodes.length;
         opts.progress?.(spec.name, "tree", nodesWritten);
       };
@@ -123,6 +126,9 @@ export async function loadDump(
       }
       roots[spec.name] = root;
     }
+    // Every tree checked: the records go to LevelDB, in key order, before the batch record.
+    opts.progress?.("all trees", "writing", writer.taken);
+    await writer.finish();
     const claim = toHex0x(computeClaimHash(profile, roots, manifest.sequence_number));
     if (claim !== manifest.claim_hash) {
       throw new DacdError(
@@ -164,6 +170,7 @@ export async function loadDump(
       claim_hash: claim,
     };
   } catch (err) {
+    await writer.abandon();
     await store.raw.clear(); // it was empty: leave nothing half-built behind
     throw err;
   }
@@ -263,7 +270,7 @@ class Packed {
 
 /** Parses a dump file, hashes its leaves in large engine calls and writes their leaf records. */
 async function readLeaves(
-  store: LevelStore,
+  writer: BulkWriter,
   engine: HashEngine,
   spec: TreeSpec,
   path: string,
@@ -278,12 +285,12 @@ async function readLeaves(
   const flush = async (): Promise<void> => {
     if (pending.length === 0) return;
     const hs = await hashLeaves(engine, spec.leaf, pending);
-    const ops = [];
+    const records: NodeWrite[] = [];
     for (let i = 0; i < pending.length; i++) {
-      const rec = encodeLeafRecord(spec.leaf, pending[i]!);
-      if (rec) ops.push({ type: "put" as const, key: prefixed(Prefix.leaf, hs[i]!), value: rec });
+      const record = encodeLeafRecord(spec.leaf, pending[i]!);
+      if (record) records.push({ hash: hs[i]!, record });
     }
-    if (ops.length > 0) await store.raw.batch(ops);
+    await writer.put(Prefix.leaf, records);
     hashes.push(hs);
     pending = [];
     opts.progress?.(spec.name, "leaves", ids.length);

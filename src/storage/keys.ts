@@ -53,3 +53,42 @@ export function keyOrder(hashes: readonly Uint8Array[] | Uint8Array): Uint32Arra
   for (let k = 0; k < n; k++) order[k] = keys[k]! % 2 ** 29;
   return order;
 }
+
+/**
+ * The exact order of packed 32-byte hashes (ties between equal hashes in the given order): keyOrder,
+ * then each run of equal 24-bit prefixes (a few hashes at most, for random hashes) put in order by
+ * the bytes after them. A bulk load writes LevelDB's keys in this order, so that no table it flushes
+ * overlaps another (bulk-writer.ts).
+ */
+export function exactKeyOrder(packed: Uint8Array): Uint32Array {
+  const order = keyOrder(packed);
+  const n = order.length;
+  const samePrefix = (i: number, j: number): boolean =>
+    packed[i * 32] === packed[j * 32] &&
+    packed[i * 32 + 1] === packed[j * 32 + 1] &&
+    packed[i * 32 + 2] === packed[j * 32 + 2];
+  // Bytes 3.. of hash i against hash j: negative, zero or positive.
+  const compareRest = (i: number, j: number): number => {
+    for (let b = 3; b < 32; b++) {
+      const d = packed[i * 32 + b]! - packed[j * 32 + b]!;
+      if (d !== 0) return d;
+    }
+    return i - j;
+  };
+  for (let start = 0; start < n;) {
+    let end = start + 1;
+    while (end < n && samePrefix(order[start]!, order[end]!)) end++;
+    // Insertion sort of the run [start, end).
+    for (let k = start + 1; k < end; k++) {
+      const v = order[k]!;
+      let m = k - 1;
+      while (m >= start && compareRest(order[m]!, v) > 0) {
+        order[m + 1] = order[m]!;
+        m--;
+      }
+      order[m + 1] = v;
+    }
+    start = end;
+  }
+  return order;
+}

@@ -1,9 +1,9 @@
 import { Level } from "level";
 import { DacdError } from "../errors.js";
-import { copy32 } from "../util/bytes.js";
 import type { NodeSource, NodeWrite } from "../verifier/node-source.js";
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from "./keys.js";
+import { putSorted } from "./sorted-puts.js";
 
 type Db = Level<Uint8Array, Uint8Array>;
 
@@ -27,41 +27,6 @@ export interface LevelTuning {
  * every ancestor (merkle-edge.ts). A store of another format is refused, never misread.
  */
 export const NODE_FORMAT = 2;
-
-/**
- * The put of a chained batch without abstract-level's per-call wrapper, which builds an operation
- * object and looks up encodings on every put (about 90 bytes and a fifth of a microsecond each, for
- * 170k puts a batch). `_put` is abstract-level's implementation interface; it is safe here because
- * this store uses neither hooks nor sublevels, its keys and values are already bytes (the `view`
- * encoding), and the batch's own `put` of the batch record (always made) keeps its length non-zero
- * so that `write` commits the whole batch. Where an implementation has no `_put`, the public put.
- */
-function rawPut(batch: ReturnType<Db["batch"]>): (key: Uint8Array, value: Uint8Array) => void {
-  const impl = batch as unknown as { _put?: (key: Uint8Array, value: Uint8Array, options: object) => void };
-  if (typeof impl._put !== "function") return (key, value) => void batch.put(key, value);
-  const options = {};
-  return (key, value) => impl._put!(key, value, options);
-}
-
-/** Writes' hashes packed end to end, and their records packed, record i at [at[i], at[i + 1]). */
-function packWrites(writes: readonly NodeWrite[]): {
-  hashes: Uint8Array;
-  records: Uint8Array;
-  at: Uint32Array;
-} {
-  const n = writes.length;
-  const hashes = new Uint8Array(n * 32);
-  const at = new Uint32Array(n + 1);
-  for (let i = 0; i < n; i++) {
-    const { hash, record } = writes[i]!;
-    if (hash.length !== 32) throw new RangeError(`a record's hash has ${hash.length} bytes`);
-    hashes.set(hash, i * 32);
-    at[i + 1] = at[i]! + record.length;
-  }
-  const records = new Uint8Array(at[n]!);
-  for (let i = 0; i < n; i++) records.set(writes[i]!.record, at[i]!);
-  return { hashes, records, at };
-}
 
 /** Lookups in one getNodes from which two getMany calls run side by side. */
 const PARALLEL_READ_MIN = 2048;
@@ -236,25 +201,9 @@ export class LevelStore implements NodeSource {
     leaves: readonly NodeWrite[],
   ): Promise<void> {
     // A chained batch: about 3x faster than an array of operations for 100k nodes (bench/).
-    // In key order (keyOrder): LevelDB inserts each write into its memtable, a skip list. The
-    // hashes and records are first copied, in the order the trees made them, into two flat buffers:
-    // visiting 170k write objects in key order instead would jump all over the heap (several cache
-    // misses per put). One key buffer serves every put: the batch copies key and value at put().
     const batch = this.db.batch();
-    const put = rawPut(batch);
-    const key = new Uint8Array(33);
-    for (const [prefix, writes] of [
-      [Prefix.node, nodes],
-      [Prefix.leaf, leaves],
-    ] as const) {
-      const { hashes, records, at } = packWrites(writes);
-      key[0] = prefix;
-      for (const i of keyOrder(hashes)) {
-        copy32(key, 1, hashes, i * 32);
-        put(key, records.subarray(at[i]!, at[i + 1]!));
-      }
-    }
-    // The public put: it also counts the batch's length, which `write` needs to be non-zero (rawPut).
+    putSorted(batch, Prefix.node, nodes);
+    putSorted(batch, Prefix.leaf, leaves);
     batch.put(batchKey(record.batch_id), json(record));
     await this.withWriteLock(async () => {
       for (const listener of this.commitListeners) listener(record, nodes, leaves);

@@ -1,7 +1,13 @@
 import { DacdError } from "../errors.js";
-import { addSmall, bigintToBytes32, bitLength, bytesEqual, ZERO32 } from "../util/bytes.js";
+import { addSmall, bitLength, bytesEqual, copy32, writeBigint32, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
-import { checkpointOffset, climbEdgeChains, merkleEdgeLength, newMerkleEdge } from "./merkle-edge.js";
+import {
+  checkpointOffset,
+  climbEdgeChains,
+  merkleEdgeLength,
+  newMerkleEdges,
+  setEdgePath,
+} from "./merkle-edge.js";
 import type { NodeWrite } from "./node-source.js";
 
 /**
@@ -210,13 +216,15 @@ export async function buildMerkle(
     const rs = rights.subarray(0, pn * 32);
     const up = await hashChunked(engine, ls, rs, engineChunk);
     const eUp = empty[h + 1]!;
+    // The level's records in one buffer, and views for hashes and records: an allocation each
+    // would cost more than the copies (millions of nodes in a load).
+    const records = new Uint8Array(pn * 64);
     for (let i = 0; i < pn; i++) {
       const hash = up.subarray(i * 32, i * 32 + 32);
       if (bytesEqual(hash, eUp)) continue;
-      const record = new Uint8Array(64);
-      record.set(ls.subarray(i * 32, i * 32 + 32), 0);
-      record.set(rs.subarray(i * 32, i * 32 + 32), 32);
-      await out.push({ hash: hash.slice(), record });
+      copy32(records, i * 64, ls, i * 32);
+      copy32(records, i * 64 + 32, rs, i * 32);
+      await out.push({ hash, record: records.subarray(i * 64, i * 64 + 64) });
     }
     curIds = parents;
     curHashes = up;
@@ -255,15 +263,20 @@ async function writeLeafEdges(
   for (let s = 0; s < n; s += leafChunk) {
     const end = Math.min(n, s + leafChunk);
     const leafOf: number[] = [];
-    const recs: Uint8Array[] = [];
+    const heights: number[] = [];
     for (let i = s; i < end; i++) {
-      const h = topH[i]!;
-      if (h === 0) continue;
-      const rec = newMerkleEdge(h, ids[i]!);
-      rec.set(tops.subarray(i * 32, i * 32 + 32), 0);
-      recs.push(rec);
+      if (topH[i]! === 0) continue;
       leafOf.push(i);
+      heights.push(topH[i]!);
     }
+    const recs = newMerkleEdges(heights);
+    const id32 = new Uint8Array(32);
+    recs.forEach((rec, r) => {
+      const i = leafOf[r]!;
+      writeBigint32(ids[i]!, id32, 0);
+      setEdgePath(rec, id32, 0);
+      copy32(rec, 0, tops, i * 32);
+    });
     await climbEdgeChains(engine, empty, recs, (r, k, hash) => {
       const rec = recs[r]!;
       if (k < rec[64]!) rec.set(hash, checkpointOffset(k));
@@ -271,7 +284,8 @@ async function writeLeafEdges(
     });
     for (let r = 0; r < recs.length; r++) {
       const i = leafOf[r]!;
-      await out.push({ hash: tops.slice(i * 32, i * 32 + 32), record: recs[r]! });
+      // A view: a leaf's entry in `tops` is final once its chain has climbed.
+      await out.push({ hash: tops.subarray(i * 32, i * 32 + 32), record: recs[r]! });
     }
   }
 }
@@ -332,14 +346,16 @@ export async function buildPatricia(
   ): Promise<Uint8Array> => {
     const raw = await hashChunked(engine, bottoms, paths, engineChunk);
     const res = new Uint8Array(raw.length);
+    const records = new Uint8Array(lengths.length * 65);
     for (let k = 0; k < lengths.length; k++) {
-      const hash = addSmall(raw.subarray(k * 32, k * 32 + 32), lengths[k]!);
-      res.set(hash, k * 32);
-      const record = new Uint8Array(65);
-      record.set(bottoms.subarray(k * 32, k * 32 + 32), 0);
-      record.set(paths.subarray(k * 32, k * 32 + 32), 32);
-      record[64] = lengths[k]!;
-      await out.push({ hash, record });
+      res.set(addSmall(raw.subarray(k * 32, k * 32 + 32), lengths[k]!), k * 32);
+      copy32(records, k * 65, bottoms, k * 32);
+      copy32(records, k * 65 + 32, paths, k * 32);
+      records[k * 65 + 64] = lengths[k]!;
+      await out.push({
+        hash: res.subarray(k * 32, k * 32 + 32),
+        record: records.subarray(k * 65, k * 65 + 65),
+      });
     }
     return res;
   };
@@ -363,7 +379,7 @@ export async function buildPatricia(
       const from = topH[start]!;
       const length = to - from;
       bottoms.set(tops.subarray(start * 32, start * 32 + 32), j * 32);
-      paths.set(bigintToBytes32((ids[start]! >> BigInt(from)) & ((1n << BigInt(length)) - 1n)), j * 32);
+      writeBigint32((ids[start]! >> BigInt(from)) & ((1n << BigInt(length)) - 1n), paths, j * 32);
       lengths.push(length);
     });
     const hashed = await hashEdges(bottoms, paths, lengths);
@@ -390,15 +406,15 @@ export async function buildPatricia(
       rs.set(children.subarray((2 * j + 1) * 32, (2 * j + 2) * 32), j * 32);
     }
     const parents = await hashChunked(engine, ls, rs, engineChunk);
+    const records = new Uint8Array(k * 64);
     for (let j = 0; j < k; j++) {
       const i = pairs[j]!;
       const left = startOfEnd[i]!;
       const rightEnd = endOfStart[i + 1]!;
-      const hash = parents.slice(j * 32, j * 32 + 32);
-      const record = new Uint8Array(64);
-      record.set(ls.subarray(j * 32, j * 32 + 32), 0);
-      record.set(rs.subarray(j * 32, j * 32 + 32), 32);
-      await out.push({ hash, record });
+      const hash = parents.subarray(j * 32, j * 32 + 32);
+      copy32(records, j * 64, ls, j * 32);
+      copy32(records, j * 64 + 32, rs, j * 32);
+      await out.push({ hash, record: records.subarray(j * 64, j * 64 + 64) });
       tops.set(hash, left * 32);
       topH[left] = m;
       endOfStart[left] = rightEnd;

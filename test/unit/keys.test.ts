@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { keyOrder } from "../../src/storage/keys.js";
+import { exactKeyOrder, keyOrder } from "../../src/storage/keys.js";
 
 describe("keyOrder", () => {
   it("orders hashes by their first 24 bits, ties in the given order", () => {
@@ -41,5 +41,31 @@ describe("keyOrder", () => {
 
   it("handles no hashes", () => {
     expect(keyOrder([]).length).toBe(0);
+  });
+});
+
+describe("exactKeyOrder", () => {
+  const compare = (a: Uint8Array, b: Uint8Array): number => Buffer.compare(a, b);
+
+  it("sorts packed hashes byte for byte, also where their first 24 bits tie", () => {
+    const n = 6_000;
+    const packed = new Uint8Array(randomBytes(n * 32));
+    // Few distinct 24-bit prefixes, so most hashes tie with others on keyOrder's part of the key.
+    for (let i = 0; i < n; i++) packed.set([i % 7, 0, (i * 13) % 3], i * 32);
+    // Some hashes equal in full: their order is the given one.
+    packed.copyWithin(32 * 5, 32 * 9, 32 * 10);
+    const order = exactKeyOrder(packed);
+    expect(new Set(order).size).toBe(n);
+    const at = (i: number): Uint8Array => packed.subarray(i * 32, i * 32 + 32);
+    for (let k = 1; k < n; k++) {
+      const c = compare(at(order[k - 1]!), at(order[k]!));
+      expect(c < 0 || (c === 0 && order[k - 1]! < order[k]!)).toBe(true);
+    }
+    expect(order.indexOf(5)).toBe(order.indexOf(9) - 1);
+  });
+
+  it("handles no hashes and one", () => {
+    expect(exactKeyOrder(new Uint8Array(0)).length).toBe(0);
+    expect([...exactKeyOrder(new Uint8Array(32))]).toEqual([0]);
   });
 });

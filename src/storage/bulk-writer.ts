@@ -1,0 +1,212 @@
+import { mkdir, open, rm, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import type { Level } from "level";
+import type { NodeWrite } from "../verifier/node-source.js";
+import { copy32 } from "../util/bytes.js";
+import { exactKeyOrder } from "./keys.js";
+import { rawPut } from "./sorted-puts.js";
+
+type Db = Level<Uint8Array, Uint8Array>;
+
+export interface BulkWriterOptions {
+  /** Records per LevelDB write (default 65536). */
+  readonly batchOps?: number;
+  /** Bytes of spilled records buffered per partition before they go to its file (default 256 KiB). */
+  readonly spillBuffer?: number;
+}
+
+/** The spill directory's name inside a store's directory (LevelDB ignores what it did not write). */
+export const BULK_SPILL_DIR = ".bulk-load";
+
+/** Partitions per key prefix, by the top bits of the hash: bounds the memory of one sort. */
+const PARTITION_BITS = 5;
+const PARTITIONS = 1 << PARTITION_BITS;
+
+/** One spill file: records whose keys share a prefix byte and the hash's top PARTITION_BITS bits. */
+class Partition {
+  private file: FileHandle | undefined;
+  private buf: Uint8Array;
+  private used = 0;
+  count = 0;
+
+  constructor(
+    readonly path: string,
+    size: number,
+  ) {
+    this.buf = new Uint8Array(size);
+  }
+
+  /** Whether a record of `length` bytes fits the buffer (else drain first). */
+  fits(length: number): boolean {
+    return this.used + 36 + length <= this.buf.length;
+  }
+
+  /** Appends hash ‖ u32 length ‖ record. */
+  add(hash: Uint8Array, record: Uint8Array): void {
+    const need = 36 + record.length;
+    if (this.used + need > this.buf.length) {
+      if (this.used > 0) throw new Error("a spill buffer must be drained before it overflows");
+      this.buf = new Uint8Array(need);
+    }
+    this.buf.set(hash, this.used);
+    new DataView(this.buf.buffer).setUint32(this.used + 32, record.length);
+    this.buf.set(record, this.used + 36);
+    this.used += need;
+    this.count++;
+  }
+
+  async drain(): Promise<void> {
+    if (this.used === 0) return;
+    this.file ??= await open(this.path, "a");
+    await this.file.write(this.buf, 0, this.used);
+    this.used = 0;
+  }
+
+  async close(): Promise<void> {
+    await this.drain();
+    await this.file?.close();
+    this.file = undefined;
+  }
+}
+
+/**
+ * Writes the millions of records of a bulk load (escape load, the bench's initial states) in
+ * LevelDB's key order. Records are keyed by their hash, so a tree hands them over in random key
+ * order, and LevelDB, fed random keys, flushes tables that overlap one another and then merges
+ * them again and again (compaction: 26 of the 138 CPU-seconds of W-spot's load, and a backlog that
+ * the first batches after the load pay for; bench/, README Performance). Here records are
+ * first spilled to files, one per prefix byte and top bits of the hash; `finish` sorts each file
+ * in turn and writes it in order, so every table LevelDB flushes follows the one before, and
+ * compaction only moves tables down. Memory: one partition (a 32nd of a prefix's records) at a
+ * time. Writes are not synced one by one: the loader's final record goes with `sync`, which makes
+ * everything before it durable too, and a store whose load did not finish has no such record.
+ */
+export class BulkWriter {
+  private readonly partitions = new Map<number, Partition[]>();
+  private readonly batchOps: number;
+  private readonly spillBuffer: number;
+  private dirMade = false;
+  private readBuf = Buffer.alloc(0);
+  /** Records taken so far. */
+  taken = 0;
+
+  /** `spillDir` is made afresh at the first put and removed by finish or abandon. */
+  constructor(
+    private readonly db: Db,
+    private readonly spillDir: string,
+    opts: BulkWriterOptions = {},
+  ) {
+    this.batchOps = opts.batchOps ?? 65536;
+    this.spillBuffer = opts.spillBuffer ?? 256 << 10;
+  }
+
+  /** Takes records to be stored under `prefix ‖ hash`. */
+  async put(prefix: number, writes: readonly NodeWrite[]): Promise<void> {
+    if (!this.dirMade) {
+      // Files left by a load that was killed would otherwise be appended to.
+      await rm(this.spillDir, { recursive: true, force: true });
+      await mkdir(this.spillDir, { recursive: true });
+      this.dirMade = true;
+    }
+    let parts = this.partitions.get(prefix);
+    if (!parts) {
+      parts = Array.from(
+        { length: PARTITIONS },
+        (_, p) => new Partition(join(this.spillDir, `${prefix}-${p}`), this.spillBuffer),
+      );
+      this.partitions.set(prefix, parts);
+    }
+    for (const { hash, record } of writes) {
+      if (hash.length !== 32) throw new RangeError(`a record's hash has ${hash.length} bytes`);
+      const part = parts[hash[0]! >> (8 - PARTITION_BITS)]!;
+      if (!part.fits(record.length)) await part.drain();
+      part.add(hash, record);
+    }
+    this.taken += writes.length;
+  }
+
+  /** Writes every record taken to LevelDB, in key order, and removes the spill files. */
+  async finish(): Promise<void> {
+    const key = new Uint8Array(33);
+    let inFlight: Promise<void> | undefined;
+    try {
+      for (const prefix of [...this.partitions.keys()].sort((a, b) => a - b)) {
+        key[0] = prefix;
+        for (const part of this.partitions.get(prefix)!) {
+          await part.close();
+          if (part.count === 0) continue;
+          // The batch copies keys and values at put, so the read buffer is free again for the
+          // next file while this one's last write is in flight.
+          const spill = await this.readSpill(part.path);
+          await rm(part.path);
+          const { hashes, recordAt } = indexSpill(spill, part.count);
+          const order = exactKeyOrder(hashes);
+          for (let k = 0; k < order.length; k += this.batchOps) {
+            const batch = this.db.batch();
+            const put = rawPut(batch);
+            const end = Math.min(order.length, k + this.batchOps);
+            for (let j = k; j < end; j++) {
+              const i = order[j]!;
+              copy32(key, 1, hashes, i * 32);
+              const from = recordAt[i]! + 4;
+              const record = spill.subarray(from, from + spill.readUInt32BE(from - 4));
+              if (j + 1 < end) put(key, record);
+              else batch.put(key, record); // counted: the batch's length is then non-zero (rawPut)
+            }
+            // One write in flight while the next batch is filled.
+            await inFlight;
+            inFlight = batch.write();
+            inFlight.catch(() => undefined); // observed at the next await
+          }
+        }
+      }
+      await inFlight;
+    } finally {
+      await inFlight?.catch(() => undefined);
+      await this.abandon();
+    }
+  }
+
+  /**
+   * A spill file's bytes, in a buffer reused from one file to the next: a fresh one per file would
+   * leave hundreds of MiB of dead buffers between garbage collections.
+   */
+  private async readSpill(path: string): Promise<Buffer> {
+    const file = await open(path, "r");
+    try {
+      const { size } = await file.stat();
+      if (this.readBuf.length < size)
+        this.readBuf = Buffer.allocUnsafe(Math.max(size, 2 * this.readBuf.length));
+      const { bytesRead } = await file.read(this.readBuf, 0, size, 0);
+      if (bytesRead !== size)
+        throw new Error(`a bulk-load spill file was cut short: ${bytesRead} of ${size} bytes`);
+      return this.readBuf.subarray(0, size);
+    } finally {
+      await file.close();
+    }
+  }
+
+  /** Drops the records not yet written and removes the spill files. */
+  async abandon(): Promise<void> {
+    for (const parts of this.partitions.values())
+      for (const p of parts) await p.close().catch(() => undefined);
+    this.partitions.clear();
+    if (this.dirMade) await rm(this.spillDir, { recursive: true, force: true });
+    this.dirMade = false;
+  }
+}
+
+/** A spill file's hashes, packed, and where each record's u32 length and bytes start. */
+function indexSpill(spill: Buffer, count: number): { hashes: Uint8Array; recordAt: Uint32Array } {
+  const hashes = new Uint8Array(count * 32);
+  const recordAt = new Uint32Array(count);
+  let off = 0;
+  for (let i = 0; i < count; i++) {
+    copy32(hashes, i * 32, spill, off);
+    recordAt[i] = off + 32;
+    off += 36 + spill.readUInt32BE(off + 32);
+  }
+  if (off !== spill.length)
+    throw new Error(`a bulk-load spill file holds ${spill.length - off} bytes too many`);
+  return { hashes, recordAt };
+}

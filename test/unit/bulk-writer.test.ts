@@ -1,0 +1,90 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { BULK_SPILL_DIR, BulkWriter } from "../../src/storage/bulk-writer.js";
+import { Prefix, prefixed } from "../../src/storage/keys.js";
+import { LevelStore } from "../../src/storage/level-store.js";
+import type { NodeWrite } from "../../src/verifier/node-source.js";
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function freshStore(): Promise<LevelStore> {
+  const dir = await mkdtemp(join(tmpdir(), "dacd-bulk-writer-"));
+  dirs.push(dir);
+  return LevelStore.open(dir);
+}
+
+function randomWrites(n: number): NodeWrite[] {
+  // Records of the lengths the trees write: binary nodes, Patricia edges, Merkle edges, leaves.
+  const lengths = [64, 65, 161, 96, 1];
+  return Array.from({ length: n }, (_, i) => ({
+    hash: new Uint8Array(randomBytes(32)),
+    record: new Uint8Array(randomBytes(lengths[i % lengths.length]!)),
+  }));
+}
+
+const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
+
+describe("BulkWriter", () => {
+  it("stores every record under prefix ‖ hash, in several LevelDB writes, and removes its spill files", async () => {
+    const store = await freshStore();
+    try {
+      const spill = join(store.dir, BULK_SPILL_DIR);
+      // Small batches and spill buffers, so that files are drained and batches follow each other.
+      const writer = new BulkWriter(store.raw, spill, { batchOps: 97, spillBuffer: 4096 });
+      const nodes = randomWrites(3000);
+      const leaves = randomWrites(700);
+      for (let i = 0; i < nodes.length; i += 256) await writer.put(Prefix.node, nodes.slice(i, i + 256));
+      await writer.put(Prefix.leaf, leaves);
+      expect(writer.taken).toBe(3700);
+      expect((await readdir(spill)).length).toBeGreaterThan(0);
+      // Nothing reaches LevelDB before finish.
+      expect(await store.raw.keys({ limit: 1 }).all()).toEqual([]);
+      await writer.finish();
+      expect(existsSync(spill)).toBe(false);
+
+      const stored = new Map<string, string>();
+      for await (const [k, v] of store.raw.iterator()) stored.set(hex(k), hex(v));
+      expect(stored.size).toBe(3700);
+      for (const [prefix, list] of [
+        [Prefix.node, nodes],
+        [Prefix.leaf, leaves],
+      ] as const) {
+        for (const w of list) expect(stored.get(hex(prefixed(prefix, w.hash)))).toBe(hex(w.record));
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("abandon writes nothing and removes the spill files; a new writer starts from an empty spill", async () => {
+    const store = await freshStore();
+    try {
+      const spill = join(store.dir, BULK_SPILL_DIR);
+      const first = new BulkWriter(store.raw, spill, { spillBuffer: 1024 });
+      await first.put(Prefix.node, randomWrites(500));
+      await first.abandon();
+      expect(existsSync(spill)).toBe(false);
+      expect(await store.raw.keys({ limit: 1 }).all()).toEqual([]);
+
+      // A killed load's files must not be appended to by the next one.
+      const killed = new BulkWriter(store.raw, spill, { spillBuffer: 1024 });
+      await killed.put(Prefix.node, randomWrites(300));
+      const next = new BulkWriter(store.raw, spill);
+      const writes = randomWrites(10);
+      await next.put(Prefix.node, writes);
+      await next.finish();
+      await killed.abandon(); // closes its files (the directory is already gone)
+      const keys = await store.raw.keys().all();
+      expect(keys.map(hex).sort()).toEqual(writes.map((w) => hex(prefixed(Prefix.node, w.hash))).sort());
+    } finally {
+      await store.close();
+    }
+  });
+});
