@@ -19,6 +19,7 @@ import { dumpStore } from "../src/escape/dump.js";
 import { CSV_HEADERS, DUMP_FORMAT, type Manifest } from "../src/escape/formats.js";
 import { loadDump } from "../src/escape/load.js";
 import { computeClaimHash } from "../src/signer/claim.js";
+import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore } from "../src/storage/level-store.js";
 import { bigintToBytes32, toHex0x, toHex64 } from "../src/util/bytes.js";
 import { buildMerkle } from "../src/verifier/bulk-build.js";
@@ -182,7 +183,10 @@ async function child(mode: string, a: string, b: string): Promise<void> {
   const stop = sampleRss();
   const started = performance.now();
   const engine = createEngine("auto", mode === "load" ? { threads: "auto" } : {});
-  const store = await LevelStore.open(mode === "load" ? a : b, mode === "load" ? {} : { maxOpenFiles: 20 });
+  const store = await LevelStore.open(
+    mode === "load" ? a : b,
+    mode === "load" ? { writeBufferSize: BULK_LOAD_WRITE_BUFFER } : { maxOpenFiles: 20 },
+  );
   try {
     if (mode === "load") await loadDump(store, engine, { fromDir: b });
     else await dumpStore(store, engine, { outDir: a });

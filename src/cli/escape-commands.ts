@@ -7,7 +7,8 @@ import { dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
 import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
 import { pruneStore } from "../escape/prune.js";
-import { LevelStore } from "../storage/level-store.js";
+import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
+import { LevelStore, type LevelTuning } from "../storage/level-store.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
 
@@ -54,7 +55,7 @@ async function run<T>(
   opts: StoreOptions,
   engineOpts: CreateEngineOptions,
   fn: (store: LevelStore, engine: HashEngine, profile: string | undefined) => Promise<T>,
-  storeOpts: { maxOpenFiles?: number } = {},
+  storeOpts: LevelTuning = {},
 ): Promise<T> {
   const { dir, profile } = storeDir(opts);
   const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
@@ -172,12 +173,16 @@ export function registerEscapeCommands(program: Command): void {
   ).action(async (opts: StoreOptions & { from: string }) => {
     const bar = progressLine();
     const started = Date.now();
-    const result = await run(opts, { threads: "auto" }, (store, engine, profile) =>
-      loadDump(store, engine, {
-        fromDir: opts.from,
-        expectProfile: profile,
-        progress: (tree, phase, n) => bar.update(`load ${tree}: ${n} ${LOAD_PHASES[phase]}`),
-      }),
+    const result = await run(
+      opts,
+      { threads: "auto" },
+      (store, engine, profile) =>
+        loadDump(store, engine, {
+          fromDir: opts.from,
+          expectProfile: profile,
+          progress: (tree, phase, n) => bar.update(`load ${tree}: ${n} ${LOAD_PHASES[phase]}`),
+        }),
+      { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
     );
     bar.done();
     print({ ...result, duration_ms: Date.now() - started });

@@ -9,14 +9,26 @@ import { rawPut } from "./sorted-puts.js";
 type Db = Level<Uint8Array, Uint8Array>;
 
 export interface BulkWriterOptions {
-  /** Records per LevelDB write (default 65536). */
+  /** Records per LevelDB write at most (default 65536). */
   readonly batchOps?: number;
+  /** Key and value bytes per LevelDB write at most, besides `batchOps` (default 1 MiB). */
+  readonly batchBytes?: number;
   /** Bytes of spilled records buffered per partition before they go to its file (default 256 KiB). */
   readonly spillBuffer?: number;
 }
 
 /** The spill directory's name inside a store's directory (LevelDB ignores what it did not write). */
 export const BULK_SPILL_DIR = ".bulk-load";
+
+/**
+ * The memtable size (LevelDB's `writeBufferSize`) to open a store with for a load. Written in key
+ * order, each table LevelDB flushes stays as it is (compaction only moves it), so its size is the
+ * memtable's plus one write, ~3 MiB here, near the 2 MiB tables compaction writes. A later dump
+ * memory-maps the tables it keeps open, so their size bounds its RSS: 1M vaults dumped at 414 MiB
+ * peak RSS from a store loaded this way, at 545 MiB after a load with LevelDB's default 4 MiB
+ * memtable and 9 MiB writes (bench/dump-rss.ts; a 1 MiB memtable: 360 MiB, but the dump 1.8x slower).
+ */
+export const BULK_LOAD_WRITE_BUFFER = 2 << 20;
 
 /** Partitions per key prefix, by the top bits of the hash: bounds the memory of one sort. */
 const PARTITION_BITS = 5;
@@ -84,6 +96,7 @@ class Partition {
 export class BulkWriter {
   private readonly partitions = new Map<number, Partition[]>();
   private readonly batchOps: number;
+  private readonly batchBytes: number;
   private readonly spillBuffer: number;
   private dirMade = false;
   private readBuf = Buffer.alloc(0);
@@ -97,6 +110,7 @@ export class BulkWriter {
     opts: BulkWriterOptions = {},
   ) {
     this.batchOps = opts.batchOps ?? 65536;
+    this.batchBytes = opts.batchBytes ?? 1 << 20;
     this.spillBuffer = opts.spillBuffer ?? 256 << 10;
   }
 
@@ -141,17 +155,22 @@ export class BulkWriter {
           await rm(part.path);
           const { hashes, recordAt } = indexSpill(spill, part.count);
           const order = exactKeyOrder(hashes);
-          for (let k = 0; k < order.length; k += this.batchOps) {
+          for (let k = 0; k < order.length;) {
             const batch = this.db.batch();
             const put = rawPut(batch);
-            const end = Math.min(order.length, k + this.batchOps);
-            for (let j = k; j < end; j++) {
-              const i = order[j]!;
+            const last = Math.min(order.length, k + this.batchOps) - 1;
+            for (let bytes = 0; k <= last; k++) {
+              const i = order[k]!;
               copy32(key, 1, hashes, i * 32);
               const from = recordAt[i]! + 4;
               const record = spill.subarray(from, from + spill.readUInt32BE(from - 4));
-              if (j + 1 < end) put(key, record);
-              else batch.put(key, record); // counted: the batch's length is then non-zero (rawPut)
+              bytes += 33 + record.length;
+              if (k < last && bytes < this.batchBytes) put(key, record);
+              else {
+                batch.put(key, record); // counted: the batch's length is then non-zero (rawPut)
+                k++;
+                break;
+              }
             }
             // One write in flight while the next batch is filled.
             await inFlight;

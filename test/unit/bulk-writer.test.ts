@@ -36,8 +36,13 @@ describe("BulkWriter", () => {
     const store = await freshStore();
     try {
       const spill = join(store.dir, BULK_SPILL_DIR);
-      // Small batches and spill buffers, so that files are drained and batches follow each other.
-      const writer = new BulkWriter(store.raw, spill, { batchOps: 97, spillBuffer: 4096 });
+      // Small batches (by count and by bytes) and spill buffers, so that files are drained and
+      // batches follow each other.
+      const writer = new BulkWriter(store.raw, spill, {
+        batchOps: 97,
+        batchBytes: 12_000,
+        spillBuffer: 4096,
+      });
       const nodes = randomWrites(3000);
       const leaves = randomWrites(700);
       for (let i = 0; i < nodes.length; i += 256) await writer.put(Prefix.node, nodes.slice(i, i + 256));
