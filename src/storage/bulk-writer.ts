@@ -61,7 +61,11 @@ class Partition {
       this.buf = new Uint8Array(need);
     }
     this.buf.set(hash, this.used);
-    new DataView(this.buf.buffer).setUint32(this.used + 32, record.length);
+    // Big-endian, as indexSpill reads it back (Buffer.readUInt32BE).
+    this.buf[this.used + 32] = record.length >>> 24;
+    this.buf[this.used + 33] = (record.length >>> 16) & 0xff;
+    this.buf[this.used + 34] = (record.length >>> 8) & 0xff;
+    this.buf[this.used + 35] = record.length & 0xff;
     this.buf.set(record, this.used + 36);
     this.used += need;
     this.count++;
