@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { computeClaimHash } from "../src/signer/claim.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
-import { BULK_SPILL_DIR, BulkWriter } from "../src/storage/bulk-writer.js";
+import { BULK_LOAD_WRITE_BUFFER, BULK_SPILL_DIR, BulkWriter } from "../src/storage/bulk-writer.js";
 import { Prefix } from "../src/storage/keys.js";
 import { LevelStore, type LevelTuning } from "../src/storage/level-store.js";
 import { toHex0x, toHex64 } from "../src/util/bytes.js";
@@ -349,13 +349,16 @@ export async function runWorkload(
   const validateRollup = profile.rollup ? true : undefined;
   const trees = keptTrees(profile, validateRollup);
   const dir = await mkdtemp(join(tmpdir(), `dacd-bench-${kind}-`));
-  const store = await LevelStore.open(dir, opts.level ?? {});
+  // Loaded as `dacd escape load` loads (its memtable size), then reopened as the daemon opens it.
+  let store = await LevelStore.open(dir, { writeBufferSize: BULK_LOAD_WRITE_BUFFER, ...opts.level });
   const rng = new Rng(kind === "spot" ? 1 : 2);
   try {
     opts.phase?.("bulk load");
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
     const loaded = await bulkLoad(store, opts.native, profile, trees, size, rng);
+    await store.close();
+    store = await LevelStore.open(dir, opts.level ?? {});
     const { roots: initialRoots, ids } = loaded;
     const bulkLoadS = (performance.now() - t0) / 1000 - loaded.generatingS;
     const cpu = process.cpuUsage(cpu0);
