@@ -162,19 +162,14 @@ export class BulkWriter {
           for (let k = 0; k < order.length;) {
             const batch = this.db.batch();
             const put = rawPut(batch);
-            const last = Math.min(order.length, k + this.batchOps) - 1;
-            for (let bytes = 0; k <= last; k++) {
+            const end = Math.min(order.length, k + this.batchOps);
+            for (let bytes = 0; k < end && bytes < this.batchBytes; k++) {
               const i = order[k]!;
               copy32(key, 1, hashes, i * 32);
               const from = recordAt[i]! + 4;
               const record = spill.subarray(from, from + spill.readUInt32BE(from - 4));
               bytes += 33 + record.length;
-              if (k < last && bytes < this.batchBytes) put(key, record);
-              else {
-                batch.put(key, record); // counted: the batch's length is then non-zero (rawPut)
-                k++;
-                break;
-              }
+              put(key, record);
             }
             // One write in flight while the next batch is filled.
             await inFlight;

@@ -11,14 +11,21 @@ type ChainedBatch = ReturnType<Level<Uint8Array, Uint8Array>["batch"]>;
  * 170k puts a batch). `_put` is abstract-level's implementation interface; it is safe here because
  * the store uses neither hooks nor sublevels and its keys and values are already bytes (the `view`
  * encoding). `_put` does not count in the batch's length, and abstract-level's `write` skips a batch
- * whose length is 0: callers make a batch's last put through the public put. Where an implementation
- * has no `_put`, the public put throughout.
+ * whose length is 0, so the first put goes through the public put: a batch filled this way is never
+ * taken for empty. Where an implementation has no `_put`, the public put throughout.
  */
 export function rawPut(batch: ChainedBatch): (key: Uint8Array, value: Uint8Array) => void {
   const impl = batch as unknown as { _put?: (key: Uint8Array, value: Uint8Array, options: object) => void };
   if (typeof impl._put !== "function") return (key, value) => void batch.put(key, value);
   const options = {};
-  return (key, value) => impl._put!(key, value, options);
+  let counted = false;
+  return (key, value) => {
+    if (counted) impl._put!(key, value, options);
+    else {
+      batch.put(key, value);
+      counted = true;
+    }
+  };
 }
 
 /** Writes' hashes packed end to end, and their records packed, record i at [at[i], at[i + 1]). */
@@ -47,20 +54,14 @@ function packWrites(writes: readonly NodeWrite[]): {
  * before. The hashes and records are first copied, in the order they were made, into two flat
  * buffers: visiting 170k write objects in key order instead would jump all over the heap (several
  * cache misses per put). One key buffer serves every put: the batch copies key and value at put().
- * Returns the bytes put (keys and values).
  */
-export function putSorted(batch: ChainedBatch, prefix: number, writes: readonly NodeWrite[]): number {
+export function putSorted(batch: ChainedBatch, prefix: number, writes: readonly NodeWrite[]): void {
   const put = rawPut(batch);
   const { hashes, records, at } = packWrites(writes);
   const key = new Uint8Array(33);
   key[0] = prefix;
-  const order = keyOrder(hashes);
-  for (let k = 0; k < order.length; k++) {
-    const i = order[k]!;
+  for (const i of keyOrder(hashes)) {
     copy32(key, 1, hashes, i * 32);
-    const record = records.subarray(at[i]!, at[i + 1]!);
-    if (k + 1 < order.length) put(key, record);
-    else batch.put(key, record); // counted: the batch's length is then non-zero (rawPut)
+    put(key, records.subarray(at[i]!, at[i + 1]!));
   }
-  return writes.length * 33 + records.length;
 }
