@@ -78,7 +78,7 @@ const print = (v: unknown): void => {
 const LOAD_PHASES = {
   leaves: "leaves",
   tree: "nodes",
-  writing: "records, writing them in key order",
+  writing: "records written in key order",
 } as const;
 
 /** A one-line progress display on stderr, only when it is a terminal. */
@@ -180,7 +180,10 @@ export function registerEscapeCommands(program: Command): void {
         loadDump(store, engine, {
           fromDir: opts.from,
           expectProfile: profile,
-          progress: (tree, phase, n) => bar.update(`load ${tree}: ${n} ${LOAD_PHASES[phase]}`),
+          progress: (tree, phase, n, total) =>
+            bar.update(
+              `load ${tree}: ${n}${total === undefined ? "" : ` of ${total}`} ${LOAD_PHASES[phase]}`,
+            ),
         }),
       { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
     );

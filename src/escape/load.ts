@@ -33,8 +33,16 @@ export interface LoadOptions {
   readonly expectProfile?: string;
   /** Leaves hashed per engine round (default 65536). */
   readonly block?: number;
-  /** Progress: leaves read and nodes built per tree, then ("all trees", "writing") the records stored. */
-  readonly progress?: (tree: string, phase: "leaves" | "tree" | "writing", count: number) => void;
+  /**
+   * Progress: leaves read and nodes built per tree, then ("all trees", "writing") the records
+   * written so far, of `total`.
+   */
+  readonly progress?: (
+    tree: string,
+    phase: "leaves" | "tree" | "writing",
+    count: number,
+    total?: number,
+  ) => void;
 }
 
 export interface LoadResult {
@@ -127,8 +135,9 @@ export async function loadDump(
       roots[spec.name] = root;
     }
     // Every tree checked: the records go to LevelDB, in key order, before the batch record.
-    opts.progress?.("all trees", "writing", writer.taken);
-    await writer.finish();
+    const total = writer.taken;
+    opts.progress?.("all trees", "writing", 0, total);
+    await writer.finish((written) => opts.progress?.("all trees", "writing", written, total));
     const claim = toHex0x(computeClaimHash(profile, roots, manifest.sequence_number));
     if (claim !== manifest.claim_hash) {
       throw new DacdError(

@@ -143,10 +143,14 @@ export class BulkWriter {
     this.taken += writes.length;
   }
 
-  /** Writes every record taken to LevelDB, in key order, and removes the spill files. */
-  async finish(): Promise<void> {
+  /**
+   * Writes every record taken to LevelDB, in key order, and removes the spill files. `onWritten`
+   * hears how many records have been handed to LevelDB so far, after each write batch.
+   */
+  async finish(onWritten?: (written: number) => void): Promise<void> {
     const key = new Uint8Array(33);
     let inFlight: Promise<void> | undefined;
+    let written = 0;
     try {
       for (const prefix of [...this.partitions.keys()].sort((a, b) => a - b)) {
         key[0] = prefix;
@@ -163,6 +167,7 @@ export class BulkWriter {
             const batch = this.db.batch();
             const put = rawPut(batch);
             const end = Math.min(order.length, k + this.batchOps);
+            const first = k;
             for (let bytes = 0; k < end && bytes < this.batchBytes; k++) {
               const i = order[k]!;
               copy32(key, 1, hashes, i * 32);
@@ -175,6 +180,8 @@ export class BulkWriter {
             await inFlight;
             inFlight = batch.write();
             inFlight.catch(() => undefined); // observed at the next await
+            written += k - first;
+            onWritten?.(written);
           }
         }
       }

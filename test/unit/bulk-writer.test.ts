@@ -51,8 +51,13 @@ describe("BulkWriter", () => {
       expect((await readdir(spill)).length).toBeGreaterThan(0);
       // Nothing reaches LevelDB before finish.
       expect(await store.raw.keys({ limit: 1 }).all()).toEqual([]);
-      await writer.finish();
+      const heard: number[] = [];
+      await writer.finish((written) => heard.push(written));
       expect(existsSync(spill)).toBe(false);
+      // Told after every write batch: rising, ending at every record; 97 per batch at most.
+      expect(heard.at(-1)).toBe(3700);
+      expect(heard.length).toBeGreaterThanOrEqual(Math.ceil(3700 / 97));
+      heard.forEach((n, i) => expect(n).toBeGreaterThan(heard[i - 1] ?? 0));
 
       const stored = new Map<string, string>();
       for await (const [k, v] of store.raw.iterator()) stored.set(hex(k), hex(v));
