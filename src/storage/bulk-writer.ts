@@ -4,7 +4,7 @@ import type { Level } from "level";
 import type { NodeWrite } from "../verifier/node-source.js";
 import { copy32 } from "../util/bytes.js";
 import { exactKeyOrder } from "./keys.js";
-import { rawPut } from "./sorted-puts.js";
+import { putInOrder, rawPut, type PackedRecords } from "./sorted-puts.js";
 
 type Db = Level<Uint8Array, Uint8Array>;
 
@@ -61,7 +61,7 @@ class Partition {
       this.buf = new Uint8Array(need);
     }
     this.buf.set(hash, this.used);
-    // Big-endian, as indexSpill reads it back (Buffer.readUInt32BE).
+    // Big-endian, as indexSpill reads it back.
     this.buf[this.used + 32] = record.length >>> 24;
     this.buf[this.used + 33] = (record.length >>> 16) & 0xff;
     this.buf[this.used + 34] = (record.length >>> 8) & 0xff;
@@ -103,7 +103,7 @@ export class BulkWriter {
   private readonly batchBytes: number;
   private readonly spillBuffer: number;
   private dirMade = false;
-  private readBuf = Buffer.alloc(0);
+  private readBuf = new Uint8Array(0);
   /** Records taken so far. */
   taken = 0;
 
@@ -161,21 +161,20 @@ export class BulkWriter {
           // next file while this one's last write is in flight.
           const spill = await this.readSpill(part.path);
           await rm(part.path);
-          const { hashes, recordAt } = indexSpill(spill, part.count);
-          const order = exactKeyOrder(hashes);
+          const packed = indexSpill(spill, part.count);
+          const order = exactKeyOrder(packed.hashes);
           for (let k = 0; k < order.length;) {
             const batch = this.db.batch();
-            const put = rawPut(batch);
-            const end = Math.min(order.length, k + this.batchOps);
             const first = k;
-            for (let bytes = 0; k < end && bytes < this.batchBytes; k++) {
-              const i = order[k]!;
-              copy32(key, 1, hashes, i * 32);
-              const from = recordAt[i]! + 4;
-              const record = spill.subarray(from, from + spill.readUInt32BE(from - 4));
-              bytes += 33 + record.length;
-              put(key, record);
-            }
+            k = putInOrder(
+              rawPut(batch),
+              key,
+              packed,
+              order,
+              k,
+              Math.min(order.length, k + this.batchOps),
+              this.batchBytes,
+            );
             // One write in flight while the next batch is filled.
             await inFlight;
             inFlight = batch.write();
@@ -196,12 +195,11 @@ export class BulkWriter {
    * A spill file's bytes, in a buffer reused from one file to the next: a fresh one per file would
    * leave hundreds of MiB of dead buffers between garbage collections.
    */
-  private async readSpill(path: string): Promise<Buffer> {
+  private async readSpill(path: string): Promise<Uint8Array> {
     const file = await open(path, "r");
     try {
       const { size } = await file.stat();
-      if (this.readBuf.length < size)
-        this.readBuf = Buffer.allocUnsafe(Math.max(size, 2 * this.readBuf.length));
+      if (this.readBuf.length < size) this.readBuf = new Uint8Array(Math.max(size, 2 * this.readBuf.length));
       const { bytesRead } = await file.read(this.readBuf, 0, size, 0);
       if (bytesRead !== size)
         throw new Error(`a bulk-load spill file was cut short: ${bytesRead} of ${size} bytes`);
@@ -221,17 +219,21 @@ export class BulkWriter {
   }
 }
 
-/** A spill file's hashes, packed, and where each record's u32 length and bytes start. */
-function indexSpill(spill: Buffer, count: number): { hashes: Uint8Array; recordAt: Uint32Array } {
+/** A spill file's records: their hashes packed, and where each record's bytes are in the file. */
+function indexSpill(spill: Uint8Array, count: number): PackedRecords {
   const hashes = new Uint8Array(count * 32);
-  const recordAt = new Uint32Array(count);
+  const from = new Uint32Array(count);
+  const to = new Uint32Array(count);
   let off = 0;
   for (let i = 0; i < count; i++) {
     copy32(hashes, i * 32, spill, off);
-    recordAt[i] = off + 32;
-    off += 36 + spill.readUInt32BE(off + 32);
+    const length =
+      spill[off + 32]! * 2 ** 24 + ((spill[off + 33]! << 16) | (spill[off + 34]! << 8) | spill[off + 35]!);
+    from[i] = off + 36;
+    to[i] = off + 36 + length;
+    off = to[i]!;
   }
   if (off !== spill.length)
     throw new Error(`a bulk-load spill file holds ${spill.length - off} bytes too many`);
-  return { hashes, recordAt };
+  return { hashes, records: spill, from, to };
 }

@@ -28,12 +28,20 @@ export function rawPut(batch: ChainedBatch): (key: Uint8Array, value: Uint8Array
   };
 }
 
-/** Writes' hashes packed end to end, and their records packed, record i at [at[i], at[i + 1]). */
-function packWrites(writes: readonly NodeWrite[]): {
-  hashes: Uint8Array;
-  records: Uint8Array;
-  at: Uint32Array;
-} {
+/**
+ * Records laid out flat: record i is `records[from[i], to[i])`, stored under the hash at
+ * `hashes[32i, 32i + 32)`.
+ */
+export interface PackedRecords {
+  readonly hashes: Uint8Array;
+  /** A plain Uint8Array: a Buffer's subarray would construct a Buffer per record. */
+  readonly records: Uint8Array;
+  readonly from: Uint32Array;
+  readonly to: Uint32Array;
+}
+
+/** Writes' hashes packed end to end, and their records packed back to back. */
+function packWrites(writes: readonly NodeWrite[]): PackedRecords {
   const n = writes.length;
   const hashes = new Uint8Array(n * 32);
   const at = new Uint32Array(n + 1);
@@ -45,7 +53,32 @@ function packWrites(writes: readonly NodeWrite[]): {
   }
   const records = new Uint8Array(at[n]!);
   for (let i = 0; i < n; i++) records.set(writes[i]!.record, at[i]!);
-  return { hashes, records, at };
+  return { hashes, records, from: at, to: at.subarray(1) };
+}
+
+/**
+ * Puts records `order[k]`, `order[k + 1]`, … under `key[0] ‖ hash` until `order[end]` or until
+ * `maxBytes` of keys and values have been put; returns where it stopped. The batch copies key and
+ * value at put(), so one key buffer serves every put.
+ */
+export function putInOrder(
+  put: (key: Uint8Array, value: Uint8Array) => void,
+  key: Uint8Array,
+  packed: PackedRecords,
+  order: Uint32Array,
+  k: number,
+  end = order.length,
+  maxBytes = Infinity,
+): number {
+  const { hashes, records, from, to } = packed;
+  for (let bytes = 0; k < end && bytes < maxBytes; k++) {
+    const i = order[k]!;
+    copy32(key, 1, hashes, i * 32);
+    const record = records.subarray(from[i]!, to[i]!);
+    bytes += 33 + record.length;
+    put(key, record);
+  }
+  return k;
 }
 
 /**
@@ -53,15 +86,11 @@ function packWrites(writes: readonly NodeWrite[]): {
  * each write into its memtable, a skip list, and in key order each insert starts next to the one
  * before. The hashes and records are first copied, in the order they were made, into two flat
  * buffers: visiting 170k write objects in key order instead would jump all over the heap (several
- * cache misses per put). One key buffer serves every put: the batch copies key and value at put().
+ * cache misses per put).
  */
 export function putSorted(batch: ChainedBatch, prefix: number, writes: readonly NodeWrite[]): void {
-  const put = rawPut(batch);
-  const { hashes, records, at } = packWrites(writes);
+  const packed = packWrites(writes);
   const key = new Uint8Array(33);
   key[0] = prefix;
-  for (const i of keyOrder(hashes)) {
-    copy32(key, 1, hashes, i * 32);
-    put(key, records.subarray(at[i]!, at[i + 1]!));
-  }
+  putInOrder(rawPut(batch), key, packed, keyOrder(packed.hashes), 0);
 }
