@@ -1,8 +1,11 @@
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import { Level } from "level";
 import { DacdError } from "../errors.js";
 import type { NodeSource, NodeWrite } from "../verifier/node-source.js";
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from "./keys.js";
+import { BULK_SPILL_DIR } from "./bulk-writer.js";
 import { putSorted } from "./sorted-puts.js";
 
 type Db = Level<Uint8Array, Uint8Array>;
@@ -79,6 +82,9 @@ export class LevelStore implements NodeSource {
     }
     const store = new LevelStore(db, dir);
     try {
+      // Spill files of a load that was killed (they can take gigabytes): LevelDB's lock is held
+      // now, so no load is running in this store.
+      await rm(join(dir, BULK_SPILL_DIR), { recursive: true, force: true });
       await store.checkFormat();
     } catch (err) {
       await db.close();

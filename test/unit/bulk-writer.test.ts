@@ -97,4 +97,21 @@ describe("BulkWriter", () => {
       await store.close();
     }
   });
+
+  it("a killed load's spill files are removed when the store is next opened", async () => {
+    const store = await freshStore();
+    const spill = join(store.dir, BULK_SPILL_DIR);
+    const killed = new BulkWriter(store.raw, spill, { spillBuffer: 1024 });
+    await killed.put(Prefix.node, randomWrites(300));
+    expect((await readdir(spill)).length).toBeGreaterThan(0);
+    await store.close(); // as if the process died: the writer never finishes
+    const reopened = await LevelStore.open(store.dir);
+    try {
+      expect(existsSync(spill)).toBe(false);
+      expect(await reopened.raw.keys({ limit: 1 }).all()).toEqual([]);
+    } finally {
+      await reopened.close();
+      await killed.abandon(); // closes the dead writer's file handles
+    }
+  });
 });
