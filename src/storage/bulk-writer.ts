@@ -121,7 +121,8 @@ export class BulkWriter {
   /** Takes records to be stored under `prefix ‖ hash`. */
   async put(prefix: number, writes: readonly NodeWrite[]): Promise<void> {
     if (!this.dirMade) {
-      // Files left by a load that was killed would otherwise be appended to.
+      // Files of an earlier writer that neither finished nor abandoned would otherwise be appended
+      // to (a killed load's are already gone: opening the store removes them, LevelStore.open).
       await rm(this.spillDir, { recursive: true, force: true });
       await mkdir(this.spillDir, { recursive: true });
       this.dirMade = true;
