@@ -12,6 +12,8 @@ export const DEFAULT_CACHE_LEVELS = 18;
  */
 const SLOT = 98;
 const MAX_RECORD = SLOT - 33;
+/** The chunk that cache hits are copied into (copyOut). */
+const COPY_CHUNK = 64 * 1024;
 
 /**
  * The top levels of each tree, kept in memory from one batch to the next. Every batch changes
@@ -40,6 +42,9 @@ export class TopNodeCache {
   private table = new Int32Array(1 << 16);
   private keys = new Int32Array(1 << 16);
   private filled = 0;
+  /** The chunk that copies of cached records are carved from (copyOut), and how much of it is used. */
+  private copies = new Uint8Array(0);
+  private copiesUsed = 0;
   /** tree → depth → index → slot + 1 (0: none). */
   private readonly byPosition = new Map<string, Int32Array[]>();
 
@@ -64,7 +69,7 @@ export class TopNodeCache {
       if (this.keys[cell] === key && this.holds(entry - 1, hash)) {
         const at = (entry - 1) * SLOT;
         // A copy: the slot may be overwritten by a newer node at its position, and the slab regrown.
-        return this.slab.slice(at + 33, at + 33 + this.slab[at + 32]!);
+        return this.copyOut(at + 33, this.slab[at + 32]!);
       }
     }
   }
@@ -109,6 +114,23 @@ export class TopNodeCache {
       rememberedLevels: this.levels,
       remember: (tree, depth, index, hash, record) => this.remember(tree, depth, index, hash, record),
     };
+  }
+
+  /**
+   * A copy of `length` slab bytes from `at`, carved from a chunk of copies: a cache hit then costs
+   * one view rather than an ArrayBuffer of its own (a batch keeps ~150k hits alive while its trees
+   * update, and the garbage collector copies each survivor and its buffer). A chunk is never
+   * written again once carved, and is freed when its last copy is.
+   */
+  private copyOut(at: number, length: number): Uint8Array {
+    if (this.copiesUsed + length > this.copies.length) {
+      this.copies = new Uint8Array(COPY_CHUNK);
+      this.copiesUsed = 0;
+    }
+    const out = this.copies.subarray(this.copiesUsed, this.copiesUsed + length);
+    for (let i = 0; i < length; i++) out[i] = this.slab[at + i]!;
+    this.copiesUsed += length;
+    return out;
   }
 
   private holds(slot: number, hash: Uint8Array): boolean {

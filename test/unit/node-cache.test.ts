@@ -36,6 +36,22 @@ describe("TopNodeCache", () => {
     expect(cache.size).toBe(3);
   });
 
+  it("hands out copies that keep their bytes when the slot is reused and the slab regrows", () => {
+    const cache = new TopNodeCache(12);
+    cache.remember("vault", 1, 0, h(1), h(11));
+    const first = cache.get(h(1))!;
+    const firstAgain = cache.get(h(1))!;
+    // The same position gets a newer node (its slot is rewritten), then thousands more grow the slab.
+    cache.remember("vault", 1, 0, h(2), h(12));
+    for (let i = 0; i < 3000; i++) cache.remember("vault", 11, i, h(100 + (i % 100)), h(i % 250));
+    expect(first).toEqual(h(11));
+    expect(firstAgain).toEqual(h(11));
+    expect(cache.get(h(2))).toEqual(h(12));
+    // Two hits are two copies: writing into one does not change the other or the cache.
+    first[0] = 0;
+    expect(firstAgain).toEqual(h(11));
+  });
+
   it("agrees with a plain map of positions over many replacements (stale cells, table rebuilds)", () => {
     const cache = new TopNodeCache(14);
     const rand = prng(3);
