@@ -29,6 +29,7 @@ import {
 } from "../src/verifier/profile.js";
 import { TopNodeCache } from "../src/verifier/node-cache.js";
 import type { NodeWrite } from "../src/verifier/node-source.js";
+import { NodeWrites } from "../src/verifier/node-writes.js";
 import { PackedIds } from "../src/verifier/packed-ids.js";
 import { warmTopNodes } from "../src/verifier/warm-cache.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
@@ -259,8 +260,8 @@ async function bulkLoad(
       member_key: "",
       verified_at: new Date().toISOString(),
     },
-    [],
-    [],
+    new NodeWrites(),
+    new NodeWrites(),
   );
   const detail = `hashing ${(counting.busy.ms / 1000).toFixed(1)} s (${counting.hashes} hashes), spilling ${(spilledMs / 1000).toFixed(1)} s, writing in key order ${((writeWait.ms - spilledMs) / 1000).toFixed(1)} s`;
   return { roots, ids, generatingS: generatingMs / 1000, detail };
@@ -394,11 +395,10 @@ export async function runWorkload(
           };
         }
         if (prop === "commitBatch") {
-          return (record: never, nodes: readonly unknown[], leaves: readonly unknown[]) => {
+          return (record: never, nodes: NodeWrites, leaves: NodeWrites) => {
             writes += nodes.length + leaves.length + 1;
-            for (const list of [nodes, leaves] as { record: Uint8Array }[][])
-              for (const w of list) writtenBytes += 33 + w.record.length;
-            return commitClock.time(() => target.commitBatch(record, nodes as never, leaves as never));
+            for (const list of [nodes, leaves]) writtenBytes += 33 * list.length + list.recordBytes;
+            return commitClock.time(() => target.commitBatch(record, nodes, leaves));
           };
         }
         const v = Reflect.get(target, prop, receiver) as unknown;

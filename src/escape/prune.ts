@@ -4,7 +4,7 @@ import type { BatchRecord } from "../storage/batch-record.js";
 import { batchIdFromKey, batchKey, metaKey, Prefix } from "../storage/keys.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { bytesEqual, hexToBytes32 } from "../util/bytes.js";
-import type { NodeWrite } from "../verifier/node-source.js";
+import type { NodeWrites } from "../verifier/node-writes.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { WasmEngine } from "../verifier/hash/wasm-engine.js";
 import { getPruneInfo, isPruned, type PruneInfo } from "./common.js";
@@ -127,9 +127,9 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
   // 1. Protect whatever commits write from now on.
   const protectedKeys = new Set<string>();
   const committed: { id: number; prev: number }[] = [];
-  const listener = (record: BatchRecord, nodes: readonly NodeWrite[], leaves: readonly NodeWrite[]): void => {
-    for (const n of nodes) protectedKeys.add("01" + keyHex(n.hash));
-    for (const l of leaves) protectedKeys.add("02" + keyHex(l.hash));
+  const listener = (record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites): void => {
+    for (let i = 0; i < nodes.length; i++) protectedKeys.add("01" + keyHex(nodes.hash(i)));
+    for (let i = 0; i < leaves.length; i++) protectedKeys.add("02" + keyHex(leaves.hash(i)));
     committed.push({ id: record.batch_id, prev: record.prev_batch_id });
   };
   store.commitListeners.add(listener);

@@ -2,7 +2,8 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Level } from "level";
 import { DacdError } from "../errors.js";
-import type { NodeSource, NodeWrite } from "../verifier/node-source.js";
+import type { NodeSource } from "../verifier/node-source.js";
+import type { NodeWrites } from "../verifier/node-writes.js";
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from "./keys.js";
 import { BULK_SPILL_DIR } from "./bulk-writer.js";
@@ -43,9 +44,7 @@ const parse = <T>(b: Uint8Array): T => JSON.parse(new TextDecoder().decode(b)) a
  */
 export class LevelStore implements NodeSource {
   /** Called inside the write lock, before each commitBatch write (the pruner protects these keys). */
-  readonly commitListeners = new Set<
-    (record: BatchRecord, nodes: readonly NodeWrite[], leaves: readonly NodeWrite[]) => void
-  >();
+  readonly commitListeners = new Set<(record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites) => void>();
   private writeLock: Promise<unknown> = Promise.resolve();
 
   private constructor(
@@ -201,11 +200,7 @@ export class LevelStore implements NodeSource {
   }
 
   /** Stores a verified batch with its nodes and leaves: one atomic write, fsynced before returning. */
-  async commitBatch(
-    record: BatchRecord,
-    nodes: readonly NodeWrite[],
-    leaves: readonly NodeWrite[],
-  ): Promise<void> {
+  async commitBatch(record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites): Promise<void> {
     // A chained batch: about 3x faster than an array of operations for 100k nodes (bench/).
     const batch = this.db.batch();
     putSorted(batch, Prefix.node, nodes);

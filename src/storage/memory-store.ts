@@ -11,7 +11,7 @@ export class MemoryNodeStore implements NodeSource {
     return Promise.resolve(hashes.map((h) => this.nodes.get(Buffer.from(h).toString("hex"))));
   }
 
-  putNodes(writes: readonly NodeWrite[]): void {
+  putNodes(writes: Iterable<NodeWrite>): void {
     for (const w of writes) this.nodes.set(Buffer.from(w.hash).toString("hex"), w.record);
   }
 

@@ -2,7 +2,8 @@ import type { Leaf, LeafChanges } from "../wire/types.js";
 import type { HashEngine } from "./hash/engine.js";
 import { emptyLeaf, encodeLeafRecord, hashLeaves } from "./leaves.js";
 import { emptySubtreeRoots, updateMerkle } from "./merkle.js";
-import type { NodeSource, NodeWrite } from "./node-source.js";
+import type { NodeSource } from "./node-source.js";
+import { NodeWrites } from "./node-writes.js";
 import { updatePatricia } from "./patricia.js";
 import type { LeafKind, TreeName, TreeSpec } from "./profile.js";
 
@@ -11,9 +12,9 @@ export type Roots = Partial<Record<TreeName, Uint8Array>>;
 export interface ComputedRoots {
   readonly roots: Roots;
   /** Inner nodes created by this update, to be stored under their hashes. */
-  readonly newNodes: NodeWrite[];
+  readonly newNodes: NodeWrites;
   /** Leaf records (vaults, positions) to be stored under their leaf hashes. */
-  readonly newLeaves: NodeWrite[];
+  readonly newLeaves: NodeWrites;
 }
 
 // E[k] depends only on the engine's arithmetic, the leaf kind and the height; compute it once.
@@ -58,11 +59,10 @@ export async function computeRoots(
   );
   const roots: Roots = {};
   for (const r of results) roots[r.spec.name] = r.root;
-  // concat, not push(...): a large batch has more nodes than a call may take arguments.
   return {
     roots,
-    newNodes: ([] as NodeWrite[]).concat(...results.map((r) => r.newNodes)),
-    newLeaves: ([] as NodeWrite[]).concat(...results.map((r) => r.newLeaves)),
+    newNodes: NodeWrites.concat(results.map((r) => r.newNodes)),
+    newLeaves: NodeWrites.concat(results.map((r) => r.newLeaves)),
   };
 }
 
@@ -72,15 +72,15 @@ async function updateTree(
   spec: TreeSpec,
   oldRoot: Uint8Array,
   changes: LeafChanges,
-): Promise<{ root: Uint8Array; newNodes: NodeWrite[]; newLeaves: NodeWrite[] }> {
+): Promise<{ root: Uint8Array; newNodes: NodeWrites; newLeaves: NodeWrites }> {
   const ids = [...changes.keys()];
   const values = ids.map((id) => changes.get(id)!);
   const hashes = await hashLeaves(engine, spec.leaf, values);
   const leafHashes = new Map(ids.map((id, i) => [id, hashes[i]!]));
-  const newLeaves: NodeWrite[] = [];
+  const newLeaves = new NodeWrites();
   values.forEach((leaf, i) => {
     const record = encodeLeafRecord(spec.leaf, leaf);
-    if (record) newLeaves.push({ hash: hashes[i]!, record });
+    if (record) newLeaves.add(hashes[i]!, 0, record, 0, record.length);
   });
   const updated =
     spec.kind === "merkle"

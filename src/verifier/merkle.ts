@@ -15,7 +15,8 @@ import {
   packedEmpties,
   setEdgePath,
 } from "./merkle-edge.js";
-import type { NodeSource, NodeWrite } from "./node-source.js";
+import type { NodeSource } from "./node-source.js";
+import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
 
 const byIndex = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -36,7 +37,7 @@ export async function emptySubtreeRoots(
 
 export interface MerkleUpdate {
   readonly root: Uint8Array;
-  readonly newNodes: NodeWrite[];
+  readonly newNodes: NodeWrites;
 }
 
 /** What a path node was before the update, as read from the store (or implied by an edge above). */
@@ -144,7 +145,7 @@ export async function updateMerkle(
   treeName: string,
 ): Promise<MerkleUpdate> {
   const height = empty.length - 1;
-  if (leaves.size === 0) return { root: oldRoot, newNodes: [] };
+  if (leaves.size === 0) return { root: oldRoot, newNodes: new NodeWrites() };
   const leafIds = [...leaves.keys()].sort(byIndex);
   const remembered = nodes.remember ? Math.min(nodes.rememberedLevels ?? 0, height + 1) : 0;
   const paths = changedPaths(leafIds, height, remembered);
@@ -209,16 +210,27 @@ async function buildNewPaths(
   treeName: string,
 ): Promise<MerkleUpdate> {
   const { ids, starts, height, remembered } = paths;
-  const newNodes: NodeWrite[] = [];
+  const newNodes = new NodeWrites();
   /**
    * Records a new node at height h: the path node there whose first leaf is `first` (side −1), or
-   * the child on `side` of the path node at height h + 1 whose first leaf is `first`.
+   * the child on `side` of the path node at height h + 1 whose first leaf is `first`. Its hash is
+   * 32 bytes of `hashBuf` from `hashOff`, its record `rec[recOff, recOff + recLength)`.
    */
-  const write = (h: number, first: number, side: number, hash: Uint8Array, record: Uint8Array): void => {
-    newNodes.push({ hash, record });
+  const write = (
+    h: number,
+    first: number,
+    side: number,
+    hashBuf: Uint8Array,
+    hashOff: number,
+    rec: Uint8Array,
+    recOff = 0,
+    recLength = rec.length,
+  ): void => {
+    newNodes.add(hashBuf, hashOff, rec, recOff, recLength);
     if (height - h >= remembered) return;
     const index = side < 0 ? indexAt(paths, first, h) : indexAt(paths, first, h + 1) * 2 + side;
-    nodes.remember!(treeName, height - h, index, hash, record);
+    const hash = hashBuf.subarray(hashOff, hashOff + 32);
+    nodes.remember!(treeName, height - h, index, hash, rec.subarray(recOff, recOff + recLength));
   };
 
   // Per level: the new hashes (packed, filled as they become known), each node's kind, the chain
@@ -308,7 +320,7 @@ async function buildNewPaths(
         // An old edge's ancestor that climbs no further: its record now, from the old one.
         const rec = newMerkleEdge(h - 1);
         fillDerived(rec, slot.derived, h - 1);
-        write(h - 1, parents[j]!, side, slot.buf.subarray(slot.off, slot.off + 32), rec);
+        write(h - 1, parents[j]!, side, slot.buf, slot.off, rec);
       } else chains.end(belowChain[slot.path]!, h - 1, slot.path);
     };
     for (let j = 0, c = 0; j < n; j++) {
@@ -372,7 +384,7 @@ async function buildNewPaths(
       }
       for (let k = from + CHECKPOINT_STEP - (from % CHECKPOINT_STEP); k < top; k += CHECKPOINT_STEP)
         copy32(rec, checkpointOffset(k), marks, (i * job.slots + k / CHECKPOINT_STEP - 1) * 32);
-      write(top, starts[top]![chains.topIndex[i]!]!, -1, hashes.subarray(at, at + 32), rec);
+      write(top, starts[top]![chains.topIndex[i]!]!, -1, hashes, at, rec);
     }
   }
 
@@ -388,7 +400,7 @@ async function buildNewPaths(
     for (let b = 0; b < binary.count; b++) {
       const j = binary.nodes[b]!;
       copy32(hashes, j * 32, up, b * 32);
-      write(h, parents[j]!, -1, hashes.subarray(j * 32, j * 32 + 32), records.subarray(b * 64, b * 64 + 64));
+      write(h, parents[j]!, -1, hashes, j * 32, records, b * 64, 64);
     }
   }
   return { root: hashesAt[height]!.subarray(0, 32), newNodes };

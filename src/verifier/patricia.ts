@@ -1,7 +1,8 @@
 import { DacdError } from "../errors.js";
 import { addSmall, bitLength, bytesToBigint, copy32, writeBigint32, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "./hash/engine.js";
-import type { NodeSource, NodeWrite } from "./node-source.js";
+import type { NodeSource } from "./node-source.js";
+import { NodeWrites } from "./node-writes.js";
 
 /**
  * Patricia-Merkle tree (committee-algorithms §3): empty subtrees are 0, a node with two non-empty
@@ -99,7 +100,7 @@ class BatchedReader {
 
 export interface PatriciaUpdate {
   readonly root: Uint8Array;
-  readonly newNodes: NodeWrite[];
+  readonly newNodes: NodeWrites;
 }
 
 /** A value now, or later when a node had to be read from the store. */
@@ -118,7 +119,7 @@ export async function updatePatricia(
   leaves: ReadonlyMap<bigint, Uint8Array>,
   treeName: string,
 ): Promise<PatriciaUpdate> {
-  if (leaves.size === 0) return { root: oldRoot, newNodes: [] };
+  if (leaves.size === 0) return { root: oldRoot, newNodes: new NodeWrites() };
   const reader = new BatchedReader(nodes);
   const remembered = nodes.remember ? (nodes.rememberedLevels ?? 0) : 0;
 
@@ -284,8 +285,8 @@ export async function updatePatricia(
   };
 
   const root = await walk(fromHash(oldRoot, height), height, remembered > 0 ? 0 : NONE, 0, sorted.length);
-  const newNodes = await hashNewNodes(engine, root, height, remembered, (h, index, w) =>
-    nodes.remember!(treeName, height - h, index, w.hash, w.record),
+  const newNodes = await hashNewNodes(engine, root, height, remembered, (h, index, hash, record) =>
+    nodes.remember!(treeName, height - h, index, hash, record),
   );
   return { root: hashOf(root), newNodes };
 }
@@ -312,8 +313,8 @@ async function hashNewNodes(
   root: PNode,
   height: number,
   remembered: number,
-  onWrite: (h: number, index: number, write: NodeWrite) => void,
-): Promise<NodeWrite[]> {
+  onWrite: (h: number, index: number, hash: Uint8Array, record: Uint8Array) => void,
+): Promise<NodeWrites> {
   type New = Edge | Extract<PNode, { t: "binary" }>;
   // Each new node with where it sits (height, and index where remembered), found from the root down.
   const byRank: { node: New; h: number; index: number }[][] = [];
@@ -333,7 +334,7 @@ async function hashNewNodes(
     return r;
   };
   rank(root, height, remembered > 0 ? 0 : NONE);
-  const writes: NodeWrite[] = [];
+  const writes = new NodeWrites();
   for (const group of byRank) {
     if (!group) continue;
     // A rank's records side by side in one buffer (binary: left ‖ right; edge: bottom ‖ path ‖
@@ -361,9 +362,8 @@ async function hashNewNodes(
     group.forEach(({ node: n, h, index }, i) => {
       const hash = hashes.subarray(i * 32, i * 32 + 32);
       n.hash = n.t === "binary" ? hash : addSmall(hash, n.length);
-      const write = { hash: n.hash, record: records.subarray(at[i]!, at[i + 1]!) };
-      writes.push(write);
-      if (index !== NONE) onWrite(h, index, write);
+      writes.add(n.hash, 0, records, at[i]!, at[i + 1]! - at[i]!);
+      if (index !== NONE) onWrite(h, index, n.hash, records.subarray(at[i]!, at[i + 1]!));
     });
   }
   return writes;

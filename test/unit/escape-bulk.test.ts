@@ -58,7 +58,7 @@ describe("bulk Merkle build", () => {
       "t",
     );
     expect(toHex64(inc.root)).toBe(toHex64(root));
-    expect(new Set(inc.newNodes.map((w) => toHex64(w.hash)))).toEqual(new Set(nodes.map.keys()));
+    expect(new Set([...inc.newNodes].map((w) => toHex64(w.hash)))).toEqual(new Set(nodes.map.keys()));
     // The stored nodes carry further incremental updates.
     if (n > 0) {
       const change = new Map([[[...leaves.keys()][0]!, bigintToBytes32(77n)]]);
@@ -97,7 +97,7 @@ describe("bulk Patricia build", () => {
         "t",
       );
       expect(toHex64(inc.root)).toBe(toHex64(root));
-      expect(new Set(inc.newNodes.map((w) => toHex64(w.hash)))).toEqual(new Set(nodes.map.keys()));
+      expect(new Set([...inc.newNodes].map((w) => toHex64(w.hash)))).toEqual(new Set(nodes.map.keys()));
       if (n > 0) {
         const [first] = [...leaves.keys()];
         const change = new Map([

@@ -10,6 +10,7 @@ import { computeRoots, type Roots } from "../../src/verifier/compute-roots.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { TopNodeCache } from "../../src/verifier/node-cache.js";
 import type { NodeSource } from "../../src/verifier/node-source.js";
+import { NodeWrites } from "../../src/verifier/node-writes.js";
 import type { TreeSpec } from "../../src/verifier/profile.js";
 import { prng } from "../../src/util/prng.js";
 import type { LeafChanges } from "../../src/wire/types.js";
@@ -171,7 +172,7 @@ describe("TopNodeCache", () => {
           verified_at: "",
         },
         first.newNodes,
-        [],
+        new NodeWrites(),
       );
       const next = changesOf();
       const readsWith = async (cache: TopNodeCache): Promise<number> => {

@@ -1,0 +1,103 @@
+import type { NodeWrite } from "./node-source.js";
+
+/**
+ * Records to be stored under their hashes, packed in the order they were added: hash i is
+ * `hashes[32i, 32i + 32)`, record i is `records[ends[i], ends[i + 1])`.
+ *
+ * A W-spot batch makes ~170k node records and keeps them all until its commit. As `{hash, record}`
+ * objects, each with two views, they were half a million small objects living through the whole
+ * batch, which every young-generation collection copied and then promoted; packed, they are three
+ * growing buffers, and the commit puts straight from them.
+ */
+export class NodeWrites implements Iterable<NodeWrite> {
+  private hashBuf = new Uint8Array(32 * 16);
+  private recordBuf = new Uint8Array(64 * 16);
+  private ends = new Uint32Array(17);
+  private count = 0;
+
+  get length(): number {
+    return this.count;
+  }
+
+  /** Bytes of all records together. */
+  get recordBytes(): number {
+    return this.ends[this.count]!;
+  }
+
+  /** Adds the record `record[recordOff, recordOff + recordLength)` under the hash at `hash[hashOff]`. */
+  add(hash: Uint8Array, hashOff: number, record: Uint8Array, recordOff: number, recordLength: number): void {
+    if (hashOff + 32 > hash.length) throw new RangeError("a record's hash must have 32 bytes");
+    const n = this.count;
+    const at = this.ends[n]!;
+    this.reserve(n + 1, at + recordLength);
+    const hb = this.hashBuf;
+    for (let i = 0; i < 32; i++) hb[n * 32 + i] = hash[hashOff + i]!;
+    const rb = this.recordBuf;
+    for (let i = 0; i < recordLength; i++) rb[at + i] = record[recordOff + i]!;
+    this.ends[n + 1] = at + recordLength;
+    this.count = n + 1;
+  }
+
+  /** Adds every record of `other`. */
+  append(other: NodeWrites): void {
+    const n = this.count;
+    const at = this.ends[n]!;
+    this.reserve(n + other.count, at + other.recordBytes);
+    this.hashBuf.set(other.hashBuf.subarray(0, other.count * 32), n * 32);
+    this.recordBuf.set(other.recordBuf.subarray(0, other.recordBytes), at);
+    for (let i = 1; i <= other.count; i++) this.ends[n + i] = at + other.ends[i]!;
+    this.count = n + other.count;
+  }
+
+  /** The records of several lists in one. */
+  static concat(lists: readonly NodeWrites[]): NodeWrites {
+    const out = new NodeWrites();
+    for (const list of lists) out.append(list);
+    return out;
+  }
+
+  /** Hash i, as a view (valid for as long as the list is). */
+  hash(i: number): Uint8Array {
+    return this.hashBuf.subarray(i * 32, i * 32 + 32);
+  }
+
+  /** Record i, as a view. */
+  record(i: number): Uint8Array {
+    return this.recordBuf.subarray(this.ends[i]!, this.ends[i + 1]!);
+  }
+
+  *[Symbol.iterator](): Iterator<NodeWrite> {
+    for (let i = 0; i < this.count; i++) yield { hash: this.hash(i), record: this.record(i) };
+  }
+
+  /** The flat layout the store's put loop reads (sorted-puts.ts): views, no copy. */
+  packed(): { hashes: Uint8Array; records: Uint8Array; from: Uint32Array; to: Uint32Array } {
+    const n = this.count;
+    return {
+      hashes: this.hashBuf.subarray(0, n * 32),
+      records: this.recordBuf.subarray(0, this.ends[n]!),
+      from: this.ends.subarray(0, n),
+      to: this.ends.subarray(1, n + 1),
+    };
+  }
+
+  /**
+   * Room for `count` records of `recordBytes` in all, growing each buffer to twice what it needs.
+   * Views handed out earlier keep the old buffers, which are never written again.
+   */
+  private reserve(count: number, recordBytes: number): void {
+    if (count * 32 > this.hashBuf.length) this.hashBuf = grown(this.hashBuf, count * 64);
+    if (recordBytes > this.recordBuf.length) this.recordBuf = grown(this.recordBuf, recordBytes * 2);
+    if (count + 1 > this.ends.length) {
+      const ends = new Uint32Array(count * 2 + 1);
+      ends.set(this.ends);
+      this.ends = ends;
+    }
+  }
+}
+
+function grown(buf: Uint8Array, size: number): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(size);
+  out.set(buf);
+  return out;
+}
