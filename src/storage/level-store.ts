@@ -115,9 +115,16 @@ export class LevelStore implements NodeSource {
    */
   async getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
     if (hashes.length === 0) return [];
-    // Looked up in key order (keyOrder), the results put back in the caller's order.
+    // Looked up in key order (keyOrder), the results put back in the caller's order. The keys are
+    // views of one buffer (classic-level copies each key when called), not an ArrayBuffer each.
     const order = keyOrder(hashes);
-    const keys = Array.from(order, (i) => prefixed(Prefix.node, hashes[i]!));
+    const keyBytes = new Uint8Array(order.length * 33);
+    const keys = Array.from(order, (i, k) => {
+      const key = keyBytes.subarray(k * 33, k * 33 + 33);
+      key[0] = Prefix.node;
+      key.set(hashes[i]!, 1);
+      return key;
+    });
     let found: (Uint8Array | undefined)[];
     if (keys.length < PARALLEL_READ_MIN) found = await this.db.getMany(keys);
     else {

@@ -50,21 +50,22 @@ export async function computeRoots(
   prevRoots: Roots | null,
   changes: Partial<Record<TreeName, LeafChanges>>,
 ): Promise<ComputedRoots> {
+  // Every tree adds its records to the same two lists, in whatever order they interleave: the
+  // commit puts them in key order anyway.
+  const out: Written = { newNodes: new NodeWrites(), newLeaves: new NodeWrites() };
   const results = await Promise.all(
     trees.map(async (spec) => {
       const start = prevRoots?.[spec.name] ?? (await emptyRoot(engine, spec));
       const leaves = changes[spec.name] ?? new Map<bigint, Leaf>();
-      return { spec, ...(await updateTree(engine, nodes, spec, start, leaves)) };
+      return { spec, root: await updateTree(engine, nodes, spec, start, leaves, out) };
     }),
   );
   const roots: Roots = {};
   for (const r of results) roots[r.spec.name] = r.root;
-  return {
-    roots,
-    newNodes: NodeWrites.concat(results.map((r) => r.newNodes)),
-    newLeaves: NodeWrites.concat(results.map((r) => r.newLeaves)),
-  };
+  return { roots, ...out };
 }
+
+type Written = Pick<ComputedRoots, "newNodes" | "newLeaves">;
 
 async function updateTree(
   engine: HashEngine,
@@ -72,15 +73,15 @@ async function updateTree(
   spec: TreeSpec,
   oldRoot: Uint8Array,
   changes: LeafChanges,
-): Promise<{ root: Uint8Array; newNodes: NodeWrites; newLeaves: NodeWrites }> {
+  out: Written,
+): Promise<Uint8Array> {
   const ids = [...changes.keys()];
   const values = ids.map((id) => changes.get(id)!);
   const hashes = await hashLeaves(engine, spec.leaf, values);
   const leafHashes = new Map(ids.map((id, i) => [id, hashes[i]!]));
-  const newLeaves = new NodeWrites();
   values.forEach((leaf, i) => {
     const record = encodeLeafRecord(spec.leaf, leaf);
-    if (record) newLeaves.add(hashes[i]!, 0, record, 0, record.length);
+    if (record) out.newLeaves.add(hashes[i]!, 0, record, 0, record.length);
   });
   const updated =
     spec.kind === "merkle"
@@ -91,7 +92,8 @@ async function updateTree(
           oldRoot,
           leafHashes,
           spec.name,
+          out.newNodes,
         )
-      : await updatePatricia(engine, nodes, spec.height, oldRoot, leafHashes, spec.name);
-  return { root: updated.root, newNodes: updated.newNodes, newLeaves };
+      : await updatePatricia(engine, nodes, spec.height, oldRoot, leafHashes, spec.name, out.newNodes);
+  return updated.root;
 }

@@ -37,6 +37,7 @@ export async function emptySubtreeRoots(
 
 export interface MerkleUpdate {
   readonly root: Uint8Array;
+  /** The list the update added its new records to (`out`; other trees' may be there too). */
   readonly newNodes: NodeWrites;
 }
 
@@ -143,9 +144,10 @@ export async function updateMerkle(
   oldRoot: Uint8Array,
   leaves: ReadonlyMap<bigint, Uint8Array>,
   treeName: string,
+  out = new NodeWrites(),
 ): Promise<MerkleUpdate> {
   const height = empty.length - 1;
-  if (leaves.size === 0) return { root: oldRoot, newNodes: new NodeWrites() };
+  if (leaves.size === 0) return { root: oldRoot, newNodes: out };
   const leafIds = [...leaves.keys()].sort(byIndex);
   const remembered = nodes.remember ? Math.min(nodes.rememberedLevels ?? 0, height + 1) : 0;
   const paths = changedPaths(leafIds, height, remembered);
@@ -155,7 +157,7 @@ export async function updateMerkle(
   const { old, splits } = await readOldPaths(nodes, empty, oldRoot, paths, treeName);
   await climbToSplits(engine, empty, splits);
 
-  return buildNewPaths(engine, nodes, empty, leafHashes, paths, old, treeName);
+  return buildNewPaths(engine, nodes, empty, leafHashes, paths, old, treeName, out);
 }
 
 /**
@@ -208,9 +210,9 @@ async function buildNewPaths(
   paths: Paths,
   old: readonly OldLevel[],
   treeName: string,
+  newNodes: NodeWrites,
 ): Promise<MerkleUpdate> {
   const { ids, starts, height, remembered } = paths;
-  const newNodes = new NodeWrites();
   /**
    * Records a new node at height h: the path node there whose first leaf is `first` (side −1), or
    * the child on `side` of the path node at height h + 1 whose first leaf is `first`. Its hash is

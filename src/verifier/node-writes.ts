@@ -38,24 +38,6 @@ export class NodeWrites implements Iterable<NodeWrite> {
     this.count = n + 1;
   }
 
-  /** Adds every record of `other`. */
-  append(other: NodeWrites): void {
-    const n = this.count;
-    const at = this.ends[n]!;
-    this.reserve(n + other.count, at + other.recordBytes);
-    this.hashBuf.set(other.hashBuf.subarray(0, other.count * 32), n * 32);
-    this.recordBuf.set(other.recordBuf.subarray(0, other.recordBytes), at);
-    for (let i = 1; i <= other.count; i++) this.ends[n + i] = at + other.ends[i]!;
-    this.count = n + other.count;
-  }
-
-  /** The records of several lists in one. */
-  static concat(lists: readonly NodeWrites[]): NodeWrites {
-    const out = new NodeWrites();
-    for (const list of lists) out.append(list);
-    return out;
-  }
-
   /** Hash i, as a view (valid for as long as the list is). */
   hash(i: number): Uint8Array {
     return this.hashBuf.subarray(i * 32, i * 32 + 32);

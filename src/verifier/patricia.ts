@@ -100,6 +100,7 @@ class BatchedReader {
 
 export interface PatriciaUpdate {
   readonly root: Uint8Array;
+  /** The list the update added its new records to (`out`; other trees' may be there too). */
   readonly newNodes: NodeWrites;
 }
 
@@ -118,8 +119,9 @@ export async function updatePatricia(
   oldRoot: Uint8Array,
   leaves: ReadonlyMap<bigint, Uint8Array>,
   treeName: string,
+  out = new NodeWrites(),
 ): Promise<PatriciaUpdate> {
-  if (leaves.size === 0) return { root: oldRoot, newNodes: new NodeWrites() };
+  if (leaves.size === 0) return { root: oldRoot, newNodes: out };
   const reader = new BatchedReader(nodes);
   const remembered = nodes.remember ? (nodes.rememberedLevels ?? 0) : 0;
 
@@ -285,7 +287,7 @@ export async function updatePatricia(
   };
 
   const root = await walk(fromHash(oldRoot, height), height, remembered > 0 ? 0 : NONE, 0, sorted.length);
-  const newNodes = await hashNewNodes(engine, root, height, remembered, (h, index, hash, record) =>
+  const newNodes = await hashNewNodes(engine, root, height, remembered, out, (h, index, hash, record) =>
     nodes.remember!(treeName, height - h, index, hash, record),
   );
   return { root: hashOf(root), newNodes };
@@ -305,14 +307,16 @@ function hashOf(node: PNode): Uint8Array {
 }
 
 /**
- * Hashes every node the walk created, deepest first, one engine call per rank; tells `onWrite`
- * about each new node less than `remembered` levels below the root, with its index in its level.
+ * Hashes every node the walk created, deepest first, one engine call per rank, and adds their
+ * records to `writes`; tells `onWrite` about each new node less than `remembered` levels below the
+ * root, with its index in its level.
  */
 async function hashNewNodes(
   engine: HashEngine,
   root: PNode,
   height: number,
   remembered: number,
+  writes: NodeWrites,
   onWrite: (h: number, index: number, hash: Uint8Array, record: Uint8Array) => void,
 ): Promise<NodeWrites> {
   type New = Edge | Extract<PNode, { t: "binary" }>;
@@ -334,7 +338,6 @@ async function hashNewNodes(
     return r;
   };
   rank(root, height, remembered > 0 ? 0 : NONE);
-  const writes = new NodeWrites();
   for (const group of byRank) {
     if (!group) continue;
     // A rank's records side by side in one buffer (binary: left ‖ right; edge: bottom ‖ path ‖

@@ -45,22 +45,6 @@ describe("NodeWrites", () => {
     );
   });
 
-  it("concatenates lists in order, empty ones included", () => {
-    const parts = [randomRecords(300, 2), [], randomRecords(1, 3), randomRecords(77, 4)];
-    const lists = parts.map((part) => {
-      const w = new NodeWrites();
-      for (const { hash, record } of part) w.add(hash, 0, record, 0, record.length);
-      return w;
-    });
-    const all = NodeWrites.concat(lists);
-    const expected = parts.flat();
-    expect(all.length).toBe(expected.length);
-    expect([...all].map((w) => hex(w.hash) + hex(w.record))).toEqual(
-      expected.map((w) => hex(w.hash) + hex(w.record)),
-    );
-    expect(NodeWrites.concat([]).length).toBe(0);
-  });
-
   it("refuses a hash that does not have 32 bytes where it is read", () => {
     const writes = new NodeWrites();
     expect(() => writes.add(new Uint8Array(31), 0, new Uint8Array(64), 0, 64)).toThrow(RangeError);
