@@ -115,8 +115,8 @@ export class LevelStore implements NodeSource {
    */
   async getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
     if (hashes.length === 0) return [];
-    // Looked up in key order (keyOrder), the results put back in the caller's order. The keys are
-    // views of one buffer (classic-level copies each key when called), not an ArrayBuffer each.
+    // Looked up in key order (keyOrder). The keys are views of one buffer (classic-level copies
+    // each key when called), not an ArrayBuffer each.
     const order = keyOrder(hashes);
     const keyBytes = new Uint8Array(order.length * 33);
     const keys = Array.from(order, (i, k) => {
@@ -135,8 +135,19 @@ export class LevelStore implements NodeSource {
       ]);
       found = a.concat(b);
     }
+    // The records are put back in the caller's order, copied into one buffer, one view each:
+    // classic-level makes a Buffer with an ArrayBuffer of its own per record, which the trees
+    // would keep until their update ends (W-spot: ~35 ms less scavenging per batch).
     const out = new Array<Uint8Array | undefined>(hashes.length);
-    for (let k = 0; k < order.length; k++) out[order[k]!] = found[k];
+    let bytes = 0;
+    for (const record of found) if (record) bytes += record.length;
+    const records = new Uint8Array(bytes);
+    for (let k = 0, at = 0; k < order.length; k++) {
+      const record = found[k];
+      if (!record) continue;
+      records.set(record, at);
+      out[order[k]!] = records.subarray(at, (at += record.length));
+    }
     return out;
   }
 
