@@ -1,3 +1,5 @@
+import type { PackedRecords } from "../storage/sorted-puts.js";
+import { copy32 } from "../util/bytes.js";
 import type { NodeWrite } from "./node-source.js";
 
 /**
@@ -31,8 +33,7 @@ export class NodeWrites implements Iterable<NodeWrite> {
     const n = this.count;
     const at = this.ends[n]!;
     this.reserve(n + 1, at + recordLength);
-    const hb = this.hashBuf;
-    for (let i = 0; i < 32; i++) hb[n * 32 + i] = hash[hashOff + i]!;
+    copy32(this.hashBuf, n * 32, hash, hashOff);
     const rb = this.recordBuf;
     for (let i = 0; i < recordLength; i++) rb[at + i] = record[recordOff + i]!;
     this.ends[n + 1] = at + recordLength;
@@ -54,7 +55,7 @@ export class NodeWrites implements Iterable<NodeWrite> {
   }
 
   /** The flat layout the store's put loop reads (sorted-puts.ts): views, no copy. */
-  packed(): { hashes: Uint8Array; records: Uint8Array; from: Uint32Array; to: Uint32Array } {
+  packed(): PackedRecords {
     const n = this.count;
     return {
       hashes: this.hashBuf.subarray(0, n * 32),
