@@ -146,17 +146,49 @@ export async function updateMerkle(
   treeName: string,
   out = new NodeWrites(),
 ): Promise<MerkleUpdate> {
+  const ids = [...leaves.keys()];
+  return updateMerkleWhileHashing(
+    engine,
+    nodes,
+    empty,
+    oldRoot,
+    ids,
+    ids.map((id) => leaves.get(id)!),
+    treeName,
+    out,
+  );
+}
+
+/**
+ * updateMerkle for leaves whose hashes may still be on their way: `hashes[i]` is the hash of leaf
+ * `ids[i]`. The old paths are read (and old edges split) while the leaves are hashed, since only
+ * the new paths need their hashes: the leaf hashing no longer delays the tree's first read.
+ */
+export async function updateMerkleWhileHashing(
+  engine: HashEngine,
+  nodes: NodeSource,
+  empty: readonly Uint8Array[],
+  oldRoot: Uint8Array,
+  ids: readonly bigint[],
+  hashes: readonly Uint8Array[] | Promise<readonly Uint8Array[]>,
+  treeName: string,
+  out = new NodeWrites(),
+): Promise<MerkleUpdate> {
+  // Handled now, awaited after the reads: a failed hashing must not go unhandled meanwhile.
+  if (hashes instanceof Promise) void hashes.catch(() => undefined);
   const height = empty.length - 1;
-  if (leaves.size === 0) return { root: oldRoot, newNodes: out };
-  const leafIds = [...leaves.keys()].sort(byIndex);
+  if (ids.length === 0) return { root: oldRoot, newNodes: out };
+  const order = Array.from(ids, (_, i) => i).sort((a, b) => byIndex(ids[a]!, ids[b]!));
   const remembered = nodes.remember ? Math.min(nodes.rememberedLevels ?? 0, height + 1) : 0;
-  const paths = changedPaths(leafIds, height, remembered);
-  const leafHashes = new Uint8Array(leafIds.length * 32);
-  leafIds.forEach((id, i) => leafHashes.set(leaves.get(id)!, i * 32));
+  const sortedIds = order.map((i) => ids[i]!);
+  const paths = changedPaths(sortedIds, height, remembered);
 
   const { old, splits } = await readOldPaths(nodes, empty, oldRoot, paths, treeName);
   await climbToSplits(engine, empty, splits);
 
+  const hashed = await hashes;
+  const leafHashes = new Uint8Array(order.length * 32);
+  order.forEach((i, k) => leafHashes.set(hashed[i]!, k * 32));
   return buildNewPaths(engine, nodes, empty, leafHashes, paths, old, treeName, out);
 }
 
