@@ -101,7 +101,7 @@ describe("climbChains", () => {
   });
 
   it.skipIf(!addon)("the pool spreads chains over its workers and equals one thread", async () => {
-    const pool = PoolEngine.create({ threads: 2, threshold: 64 })!;
+    const pool = PoolEngine.create({ threads: 2, climbThreshold: 64 })!;
     pools.push(pool);
     const job = randomJob(5000, 64, 6);
     const want = new NativeEngine(addon!).climbChains(job);
@@ -118,7 +118,7 @@ describe("climbChains", () => {
       expect(() => new NativeEngine(addon!).climbChains(job)).toThrow(
         /starts\[2500\] is not below the field prime/,
       );
-      const pool = PoolEngine.create({ threads: 2, threshold: 64 })!;
+      const pool = PoolEngine.create({ threads: 2, climbThreshold: 64 })!;
       pools.push(pool);
       expect(() => pool.climbChains(job)).toThrow(/starts\[2500\] is not below the field prime/);
       await expect(climbChains(generic, job)).rejects.toThrow(/starts\[2500\]/);
