@@ -67,7 +67,7 @@ describe("loadConfig", () => {
       logLevel: "info",
       schedule: {},
       backupKeep: 3,
-      nodeCacheLevels: 18,
+      nodeCacheLevels: 19,
       storeMaxOpenFiles: 1000,
     });
     expect(cfg.validateRollup).toBeUndefined();

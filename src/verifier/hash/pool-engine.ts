@@ -67,7 +67,7 @@ interface ClimbSlice {
 
 /**
  * A call is cut into at most one slice per worker, and into no slices smaller than this (pairs or
- * chains): below it, a second worker's round trip costs more than its half of the hashing saves.
+ * chains): the split as it was measured when calls below 4096 pairs stayed on the calling thread.
  */
 const MIN_SLICE = 2048;
 
@@ -117,7 +117,8 @@ export class PoolEngine implements HashEngine {
     // Calls of 512–4095 pairs used to run on the calling thread. Since the trees read while they
     // hash (compute-roots.ts), that thread has other work meanwhile, so one worker takes them (W-spot,
     // 14 batches alternated in one process: medians 2.20 against 2.27 s; W-perp, 12: 3.57 against
-    // 3.94 s). Chain climbs keep 4096: at 1024 W-perp batches took more CPU (README, Performance).
+    // 3.94 s). Chain climbs keep 4096 hashes: a threshold of 1024 for every kind of call once made
+    // W-perp batches slower (README, Performance), and climbs were not measured apart.
     this.threshold = Math.max(1, Math.floor(opts.threshold ?? 512));
     this.climbThreshold = Math.max(1, Math.floor(opts.climbThreshold ?? 4096));
   }
