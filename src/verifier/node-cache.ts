@@ -1,10 +1,10 @@
 import type { NodeSource } from "./node-source.js";
 
 /**
- * 19 levels: up to 2^19 positions per tree, at most ~55 MiB per tree (about 100 bytes a node). For
- * the benchmark's million-vault tree that leaves ~1.5 store reads per changed leaf instead of ~8.
+ * 19 levels: up to 2^19 positions per tree, at most ~55 MiB per tree (about 100 bytes a node). A
+ * W-spot batch (17k changed leaves, a million-vault tree) then reads 37.9k nodes from the store.
  * 19 rather than 18 since the trees read while they hash (compute-roots.ts) and the reads hold up the
- * main thread: W-spot batches 0.86× as long (reads −28%), W-perp 0.90× (reads −29%), for ~45 MiB
+ * main thread: W-spot batches 0.85× as long (reads −28%), W-perp 0.90× (reads −29%), for ~45 MiB
  * more RSS and a warm-up ~3 s longer (README, Performance).
  */
 export const DEFAULT_CACHE_LEVELS = 19;
