@@ -77,24 +77,26 @@ async function updateTree(
 ): Promise<Uint8Array> {
   const ids = [...changes.keys()];
   const values = ids.map((id) => changes.get(id)!);
-  const hashing = hashLeaves(engine, spec.leaf, values).then((hashes) => {
-    values.forEach((leaf, i) => {
-      const record = encodeLeafRecord(spec.leaf, leaf);
-      if (record) out.newLeaves.add(hashes[i]!, 0, record, 0, record.length);
+  // The leaves' hashes, their records added to the batch's list as soon as they are known.
+  const hashAndRecord = () =>
+    hashLeaves(engine, spec.leaf, values).then((hashes) => {
+      values.forEach((leaf, i) => {
+        const record = encodeLeafRecord(spec.leaf, leaf);
+        if (record) out.newLeaves.add(hashes[i]!, 0, record, 0, record.length);
+      });
+      return hashes;
     });
-    return hashes;
-  });
-  // Handled at once: a Merkle update awaits it only after its reads.
-  void hashing.catch(() => undefined);
   if (spec.kind === "merkle") {
     // The leaves are hashed while the tree reads its old paths (W-spot: the vault tree's two
-    // rounds of 10,000 hashes used to hold back its first read by ~0.3 s).
+    // rounds of 10,000 hashes used to hold back its first read by ~0.3 s). The update takes the
+    // promise at once, so a failed hashing is never left unhandled.
     const empty = await emptyRoots(engine, spec.leaf, spec.height);
+    const hashing = hashAndRecord();
     return (
       await updateMerkleWhileHashing(engine, nodes, empty, oldRoot, ids, hashing, spec.name, out.newNodes)
     ).root;
   }
-  const hashes = await hashing;
+  const hashes = await hashAndRecord();
   const leafHashes = new Map(ids.map((id, i) => [id, hashes[i]!]));
   return (await updatePatricia(engine, nodes, spec.height, oldRoot, leafHashes, spec.name, out.newNodes))
     .root;

@@ -70,8 +70,8 @@ describe("updateMerkleWhileHashing", () => {
     const { root } = await update;
     expect(toHex64(root)).not.toBe(toHex64(base.root));
 
-    // The same leaves given at once (updateMerkle, checked against a naive recomputation in
-    // trees.test.ts) give the same root.
+    // The same leaves with their hashes given up front (updateMerkle) give the same root; the
+    // trees' differential tests (trees.test.ts) check that path against a naive recomputation.
     const direct = await updateMerkle(
       engine,
       memory,
