@@ -65,37 +65,56 @@ static const uint64_t KN(ONE)[4] = {0xffffffffffffffe1ULL, 0xffffffffffffffffULL
                                     0x07fffffffffffdf0ULL};
 
 /* Montgomery reduction of the 512-bit t (t < p^2): r = t/2^256 mod p, fully reduced.
- * Specialised for p = 2^251 + 17*2^192 + 1 = 1 + P3*2^192: the Montgomery factor -1/p mod 2^64 is
- * -1, so round i takes m = -t_i (t_i + m only carries), and m*p adds m*P3 at limb i+3: one
- * multiplication per round instead of four. */
-KATTR PED_INLINE void KN(redc)(uint64_t r[4], uint64_t t[8]) {
-  for (int i = 0; i < 4; i++) {
-    const uint64_t m = (uint64_t)0 - t[i];
-    unsigned char c = t[i] != 0;
-    for (int j = i + 1; j < 8; j++) PED_ADDC(c, t[j], 0, t[j]);
-    const ped_u128 q = (ped_u128)m * PED_P3;
-    c = 0;
-    PED_ADDC(c, t[i + 3], (uint64_t)q, t[i + 3]);
-    PED_ADDC(c, t[i + 4], (uint64_t)(q >> 64), t[i + 4]);
-    for (int j = i + 5; j < 8; j++) PED_ADDC(c, t[j], 0, t[j]);
-  }
+ * Specialised for p = 1 + P3*2^192, whose inverse mod 2^256 is 1 - P3*2^192 (the square of P3*2^192
+ * vanishes), so the whole Montgomery factor m = -t_low/p mod 2^256 is -t_low + (t_0*P3)*2^192: one
+ * negation and one product. Then r = (t + m*p)/2^256 = t_high + (m*P3 >> 64) + k, where k, the
+ * carry out of t_low + m + (m*P3 mod 2^64)*2^192 (a multiple of 2^256), is
+ *   [t_low != 0] - [the top limb of m overflowed] + [t_0 != 0]
+ * (m*P3's low limb is -t_0*P3, so adding it to t_0*P3 carries exactly when t_0 != 0).
+ * r < (p^2 + 2^256 p)/2^256 < 2p: one conditional subtraction. */
+KATTR PED_INLINE void KN(redc)(uint64_t r[4], const uint64_t t[8]) {
+  uint64_t m0, m1, m2, m3, x = t[0] * PED_P3;
+  unsigned char c = 0, o = 0;
+  PED_SUBB(c, 0, t[0], m0);
+  PED_SUBB(c, 0, t[1], m1);
+  PED_SUBB(c, 0, t[2], m2);
+  PED_SUBB(c, 0, t[3], m3);
+  PED_ADDC(o, m3, x, m3);
+  const uint64_t k = (uint64_t)c - o + (t[0] != 0);
+  const ped_u128 q0 = (ped_u128)m0 * PED_P3, q1 = (ped_u128)m1 * PED_P3, q2 = (ped_u128)m2 * PED_P3,
+                 q3 = (ped_u128)m3 * PED_P3;
+  uint64_t M1, M2, M3, M4, r0, r1, r2, r3;
+  c = 0;
+  PED_ADDC(c, (uint64_t)(q0 >> 64), (uint64_t)q1, M1);
+  PED_ADDC(c, (uint64_t)(q1 >> 64), (uint64_t)q2, M2);
+  PED_ADDC(c, (uint64_t)(q2 >> 64), (uint64_t)q3, M3);
+  M4 = (uint64_t)(q3 >> 64) + c;
+  c = 0;
+  PED_ADDC(c, t[4], M1, r0);
+  PED_ADDC(c, t[5], M2, r1);
+  PED_ADDC(c, t[6], M3, r2);
+  PED_ADDC(c, t[7], M4, r3);
+  c = 0;
+  PED_ADDC(c, r0, k, r0);
+  PED_ADDC(c, r1, 0, r1);
+  PED_ADDC(c, r2, 0, r2);
+  PED_ADDC(c, r3, 0, r3);
   uint64_t s0, s1, s2, s3;
-  unsigned char c = 0;
-  PED_SUBB(c, t[4], 1, s0);
-  PED_SUBB(c, t[5], 0, s1);
-  PED_SUBB(c, t[6], 0, s2);
-  PED_SUBB(c, t[7], PED_P3, s3);
+  c = 0;
+  PED_SUBB(c, r0, 1, s0);
+  PED_SUBB(c, r1, 0, s1);
+  PED_SUBB(c, r2, 0, s2);
+  PED_SUBB(c, r3, PED_P3, s3);
   const uint64_t keep = (uint64_t)0 - (uint64_t)c;
-  r[0] = (t[4] & keep) | (s0 & ~keep);
-  r[1] = (t[5] & keep) | (s1 & ~keep);
-  r[2] = (t[6] & keep) | (s2 & ~keep);
-  r[3] = (t[7] & keep) | (s3 & ~keep);
+  r[0] = (r0 & keep) | (s0 & ~keep);
+  r[1] = (r1 & keep) | (s1 & ~keep);
+  r[2] = (r2 & keep) | (s2 & ~keep);
+  r[3] = (r3 & keep) | (s3 & ~keep);
 }
 
 #ifdef PED_ADX_ASM
 /* x86-64 BMI2 + ADX: the 512-bit product with mulx and the two carry chains of adcx/adox, then
- * the same four specialised Montgomery rounds as redc, then one branch-free conditional
- * subtraction. */
+ * redc's reduction (one negation, five products), then one branch-free conditional subtraction. */
 static const uint64_t KN(P3)[1] = {PED_P3};
 KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
   uint64_t t0, t1, t2, t3, t4, t5, t6, t7, lo, hi;
@@ -158,54 +177,41 @@ KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t
       "movl $0, %k[lo]\n\t"
       "adoxq %[lo], %[t7]\n\t"
       "adcxq %[lo], %[t7]\n\t"
-      "negq %[t0]\n\t"
-      "movq %[t0], %%rdx\n\t"
+      /* redc's reduction: m = -t_low + (t0*P3)*2^192 in a, b, t0, t1 and k in hi. */
+      "movq %[t0], %[lo]\n\t"
+      "imulq %[p3], %[lo]\n\t"
+      "xorl %k[a], %k[a]\n\t"
+      "subq %[t0], %[a]\n\t"
+      "movl $0, %k[b]\n\t"
+      "sbbq %[t1], %[b]\n\t"
+      "movl $0, %k[t0]\n\t"
+      "sbbq %[t2], %[t0]\n\t"
+      "movl $0, %k[t1]\n\t"
+      "sbbq %[t3], %[t1]\n\t"
+      "sbbq %[hi], %[hi]\n\t"
+      "addq %[lo], %[t1]\n\t"
+      "adcq $0, %[hi]\n\t"
+      "negq %[lo]\n\t"
+      "sbbq $0, %[hi]\n\t"
+      "negq %[hi]\n\t"
+      /* t_high += (m*P3 >> 64) + k */
+      "movq %[p3], %%rdx\n\t"
+      "mulxq %[a], %[lo], %[a]\n\t"
+      "mulxq %[b], %[lo], %[b]\n\t"
+      "addq %[lo], %[a]\n\t"
+      "mulxq %[t0], %[lo], %[t0]\n\t"
+      "adcq %[lo], %[b]\n\t"
+      "mulxq %[t1], %[lo], %[t1]\n\t"
+      "adcq %[lo], %[t0]\n\t"
       "adcq $0, %[t1]\n\t"
-      "adcq $0, %[t2]\n\t"
-      "adcq $0, %[t3]\n\t"
-      "adcq $0, %[t4]\n\t"
+      "addq %[a], %[t4]\n\t"
+      "adcq %[b], %[t5]\n\t"
+      "adcq %[t0], %[t6]\n\t"
+      "adcq %[t1], %[t7]\n\t"
+      "addq %[hi], %[t4]\n\t"
       "adcq $0, %[t5]\n\t"
       "adcq $0, %[t6]\n\t"
       "adcq $0, %[t7]\n\t"
-      "mulxq %[p3], %[lo], %[hi]\n\t"
-      "addq %[lo], %[t3]\n\t"
-      "adcq %[hi], %[t4]\n\t"
-      "adcq $0, %[t5]\n\t"
-      "adcq $0, %[t6]\n\t"
-      "adcq $0, %[t7]\n\t"
-      "negq %[t1]\n\t"
-      "movq %[t1], %%rdx\n\t"
-      "adcq $0, %[t2]\n\t"
-      "adcq $0, %[t3]\n\t"
-      "adcq $0, %[t4]\n\t"
-      "adcq $0, %[t5]\n\t"
-      "adcq $0, %[t6]\n\t"
-      "adcq $0, %[t7]\n\t"
-      "mulxq %[p3], %[lo], %[hi]\n\t"
-      "addq %[lo], %[t4]\n\t"
-      "adcq %[hi], %[t5]\n\t"
-      "adcq $0, %[t6]\n\t"
-      "adcq $0, %[t7]\n\t"
-      "negq %[t2]\n\t"
-      "movq %[t2], %%rdx\n\t"
-      "adcq $0, %[t3]\n\t"
-      "adcq $0, %[t4]\n\t"
-      "adcq $0, %[t5]\n\t"
-      "adcq $0, %[t6]\n\t"
-      "adcq $0, %[t7]\n\t"
-      "mulxq %[p3], %[lo], %[hi]\n\t"
-      "addq %[lo], %[t5]\n\t"
-      "adcq %[hi], %[t6]\n\t"
-      "adcq $0, %[t7]\n\t"
-      "negq %[t3]\n\t"
-      "movq %[t3], %%rdx\n\t"
-      "adcq $0, %[t4]\n\t"
-      "adcq $0, %[t5]\n\t"
-      "adcq $0, %[t6]\n\t"
-      "adcq $0, %[t7]\n\t"
-      "mulxq %[p3], %[lo], %[hi]\n\t"
-      "addq %[lo], %[t6]\n\t"
-      "adcq %[hi], %[t7]\n\t"
       "movq %[t4], %[lo]\n\t"
       "subq $1, %[lo]\n\t"
       "movq %[t5], %[hi]\n\t"
@@ -507,7 +513,53 @@ typedef struct {
   uint64_t dx[PED_BATCH][4];
   uint32_t idx[PED_NW][PED_BATCH];
   uint8_t bad[PED_BATCH];
+  uint8_t dead[PED_BATCH]; /* in this window: nothing to add (index skipped, or bad) */
 } KN(scratch);
+
+/* Accumulator i += q, given inv = 1/(product of the x-differences up to and including i's in its
+ * chain); inv becomes the same for the chain's previous element. */
+KATTR PED_INLINE void KN(add_one)(KN(scratch) * sc, const ped_point *q, uint64_t inv[4], size_t i) {
+  uint64_t di[4], lam[4], x3[4], t[4];
+  KN(mul)(di, inv, sc->pre[i]);
+  KN(mul)(inv, inv, sc->dx[i]);
+  KN(sub)(t, q->y, sc->ay[i]);
+  KN(mul)(lam, t, di);
+  KN(sqr)(x3, lam);
+  KN(sub)(x3, x3, sc->ax[i]);
+  KN(sub)(x3, x3, q->x);
+  KN(sub)(t, sc->ax[i], x3);
+  KN(mul)(t, lam, t);
+  KN(sub)(sc->ay[i], t, sc->ay[i]);
+  memcpy(sc->ax[i], x3, 32);
+}
+
+/* add_one for two accumulators of different chains, step by step in turn. */
+KATTR PED_INLINE void KN(add_pair)(KN(scratch) * sc, const ped_point *q, const ped_point *r, uint64_t inv_q[4],
+                                   uint64_t inv_r[4], size_t i, size_t k) {
+  uint64_t di[4], dk[4], lam[4], lak[4], x3[4], xk[4], t[4], u[4];
+  KN(mul)(di, inv_q, sc->pre[i]);
+  KN(mul)(dk, inv_r, sc->pre[k]);
+  KN(mul)(inv_q, inv_q, sc->dx[i]);
+  KN(mul)(inv_r, inv_r, sc->dx[k]);
+  KN(sub)(t, q->y, sc->ay[i]);
+  KN(sub)(u, r->y, sc->ay[k]);
+  KN(mul)(lam, t, di);
+  KN(mul)(lak, u, dk);
+  KN(sqr)(x3, lam);
+  KN(sqr)(xk, lak);
+  KN(sub)(x3, x3, sc->ax[i]);
+  KN(sub)(xk, xk, sc->ax[k]);
+  KN(sub)(x3, x3, q->x);
+  KN(sub)(xk, xk, r->x);
+  KN(sub)(t, sc->ax[i], x3);
+  KN(sub)(u, sc->ax[k], xk);
+  KN(mul)(t, lam, t);
+  KN(mul)(u, lak, u);
+  KN(sub)(sc->ay[i], t, sc->ay[i]);
+  KN(sub)(sc->ay[k], u, sc->ay[k]);
+  memcpy(sc->ax[i], x3, 32);
+  memcpy(sc->ax[k], xk, 32);
+}
 
 /* Which windows a batch adds, and where its accumulators start: with `start` NULL, at window 0's
  * entry (S folded in), adding windows 1..end-1; otherwise at *start, adding windows first..end-1
@@ -533,46 +585,48 @@ KATTR static int KN(hash_batch)(KN(scratch) * sc, KN(pairs) in, KN(walk) w, uint
     const uint32_t *idx = sc->idx[j];
     /* Index 0 is the identity, skipped, except in window 0, whose entry 0 is S. */
     const uint32_t skip = j == 0 ? UINT32_MAX : 0;
-    uint64_t prod[4];
-    memcpy(prod, KN(ONE), 32);
+    /* Two product chains (even and odd i), so that consecutive products do not wait for each
+     * other: a product's latency is ~1.6 times its throughput cost. */
+    uint64_t prod[2][4];
+    memcpy(prod[0], KN(ONE), 32);
+    memcpy(prod[1], KN(ONE), 32);
     int live = 0;
     for (size_t i = 0; i < n; i++) {
       if (i + 8 < n) __builtin_prefetch(&tab[idx[i + 8]]);
       const uint32_t k = idx[i];
-      if (k == skip || sc->bad[i]) continue;
+      sc->dead[i] = k == skip || sc->bad[i];
+      if (sc->dead[i]) continue;
       KN(sub)(sc->dx[i], tab[k].x, sc->ax[i]);
       if (KN(is_zero)(sc->dx[i])) {
         /* Doubling or cancellation: leave it to the complete path. */
-        sc->bad[i] = 1;
+        sc->bad[i] = sc->dead[i] = 1;
         any_bad = 1;
         continue;
       }
-      memcpy(sc->pre[i], prod, 32);
-      KN(mul)(prod, prod, sc->dx[i]);
+      memcpy(sc->pre[i], prod[i & 1], 32);
+      KN(mul)(prod[i & 1], prod[i & 1], sc->dx[i]);
       live = 1;
     }
     if (!live) continue;
-    uint64_t inv[4];
-    KN(inv)(inv, prod);
+    /* One inversion for both chains: 1/prod0 = prod1/(prod0 prod1) and the other way round. */
+    uint64_t both[4], inv_both[4], inv[2][4];
+    KN(mul)(both, prod[0], prod[1]);
+    KN(inv)(inv_both, both);
+    KN(mul)(inv[0], inv_both, prod[1]);
+    KN(mul)(inv[1], inv_both, prod[0]);
     const uint32_t *nidx = j + 1 < w.end ? sc->idx[j + 1] : NULL;
     const ped_point *ntab = j + 1 < w.end ? ped_tables[j + 1] : NULL;
+    /* Backwards in pairs (one element of each chain), the two additions' steps interleaved so
+     * that each waits on its own previous step while the other's runs. */
     for (size_t i = n; i-- > 0;) {
       if (nidx) __builtin_prefetch(&ntab[nidx[i]]);
-      const uint32_t k = idx[i];
-      if (k == skip || sc->bad[i]) continue;
-      const ped_point *q = &tab[k];
-      uint64_t di[4], lam[4], x3[4], t[4];
-      KN(mul)(di, inv, sc->pre[i]);
-      KN(mul)(inv, inv, sc->dx[i]);
-      KN(sub)(t, q->y, sc->ay[i]);
-      KN(mul)(lam, t, di);
-      KN(sqr)(x3, lam);
-      KN(sub)(x3, x3, sc->ax[i]);
-      KN(sub)(x3, x3, q->x);
-      KN(sub)(t, sc->ax[i], x3);
-      KN(mul)(t, lam, t);
-      KN(sub)(sc->ay[i], t, sc->ay[i]);
-      memcpy(sc->ax[i], x3, 32);
+      if (i > 0 && !sc->dead[i] && !sc->dead[i - 1]) {
+        if (nidx) __builtin_prefetch(&ntab[nidx[i - 1]]);
+        KN(add_pair)(sc, &tab[idx[i]], &tab[idx[i - 1]], inv[i & 1], inv[(i - 1) & 1], i, i - 1);
+        i--;
+      } else if (!sc->dead[i]) {
+        KN(add_one)(sc, &tab[idx[i]], inv[i & 1], i);
+      }
     }
   }
   for (size_t i = 0; i < n; i++) {
