@@ -6,7 +6,8 @@
         "pedersen/addon.c",
         "pedersen/engine.c",
         "pedersen/kernel_adx.c",
-        "pedersen/kernel_ifma.c"
+        "pedersen/kernel_ifma.c",
+        "pedersen/safegcd.c"
       ],
       "defines": ["PED_W=14"],
       "cflags": ["-O3", "-std=gnu11", "-fno-strict-aliasing"],

@@ -42,6 +42,10 @@ extern uint32_t ped_table_size[PED_NW];
 /* Field constants shared by kernels. */
 extern const uint64_t PED_P[4];
 
+/* r = 1/a mod p for a < p as four 64-bit limbs, least significant first (safegcd.c); returns 0,
+ * or -1 when a = 0. */
+int ped_inv_safegcd(uint64_t r[4], const uint64_t a[4]);
+
 /* Builds the tables once per process (thread-safe). Returns 0 on success. */
 int ped_init(void);
 /* A message describing why ped_init failed, or NULL. */
