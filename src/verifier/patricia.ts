@@ -20,15 +20,18 @@ type PNode =
   | { readonly t: "leaf"; readonly hash: Uint8Array }
   // A non-empty subtree of height > 0 known only by its hash (loaded when the walk enters it).
   | { readonly t: "stored"; readonly hash: Uint8Array }
-  | { readonly t: "binary"; readonly left: PNode; readonly right: PNode; hash?: Uint8Array }
+  | { readonly t: "binary"; readonly left: PNode; readonly right: PNode; hash: Uint8Array | undefined }
   | Edge;
 
+// New binary nodes and edges are made with `hash: undefined` (set once hashed), so that every node
+// of a kind has the same properties in the same order: one object shape per kind keeps V8's
+// property lookups on `t`, `hash` and the children fast across the walk.
 interface Edge {
   readonly t: "edge";
   readonly path: bigint;
   readonly length: number;
   readonly bottom: PNode;
-  hash?: Uint8Array;
+  hash: Uint8Array | undefined;
 }
 
 const EMPTY: PNode = { t: "empty" };
@@ -186,6 +189,7 @@ export async function updatePatricia(
                 path: node.path & MASK[node.length - 1]!,
                 length: node.length - 1,
                 bottom: node.bottom,
+                hash: undefined,
               };
         return bit === 0n ? [rest, EMPTY] : [EMPTY, rest];
       }
@@ -215,12 +219,13 @@ export async function updatePatricia(
           path: (path << BIG[child.length]!) | child.path,
           length: length + child.length,
           bottom: child.bottom,
+          hash: undefined,
         }
-      : { t: "edge", path, length, bottom: child };
+      : { t: "edge", path, length, bottom: child, hash: undefined };
 
   /** A parent at height h from its children. */
   const combine = (left: PNode, right: PNode, h: number, index: number): Maybe<PNode> => {
-    if (left.t !== "empty" && right.t !== "empty") return { t: "binary", left, right };
+    if (left.t !== "empty" && right.t !== "empty") return { t: "binary", left, right, hash: undefined };
     return left.t === "empty" ? wrap(1n, 1, right, h, index) : wrap(0n, 1, left, h, index);
   };
 
@@ -255,6 +260,7 @@ export async function updatePatricia(
                 path: node.path & MASK[node.length - shared]!,
                 length: node.length - shared,
                 bottom: node.bottom,
+                hash: undefined,
               };
         return then(walk(rest, h - shared, indexOf(first, h - shared), lo, hi), (below) =>
           wrap(node.path >> BIG[node.length - shared]!, shared, below, h, index),
