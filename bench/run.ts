@@ -13,7 +13,7 @@ import { runWorkload, type WorkloadResult } from "./workloads.js";
  * `--native-runs N` sets the native batches (default 5; 0 with `--wasm-runs 0` times the bulk load alone).
  * `--compact-after-load` compacts the whole store once after each bulk load (timed apart).
  * `--max-open-files N` caps LevelDB's open table files (each is memory-mapped, so they count in RSS).
- * `--pool-threshold N`: hashMany/hashConst calls of fewer pairs stay on the calling thread (default 512).
+ * `--pool-threshold N`: hashMany/hashConst calls of fewer pairs stay on the calling thread (default 256).
  * `--level JSON` sets any of LevelDB's tunables (LevelTuning), e.g. `'{"writeBufferSize":67108864}'`.
  * For profiling: `--only spot|perp` runs one workload and no engine table; `--cpu-profile PREFIX`
  * writes a CPU profile of the third native batch to PREFIX-<workload>.cpuprofile, `--heap-profile

@@ -20,9 +20,9 @@ import {
 export interface PoolEngineOptions {
   /** Worker threads; default os.availableParallelism(). */
   threads?: number;
-  /** hashMany and hashConst calls with fewer pairs than this stay on the calling thread; default 512. */
+  /** hashMany and hashConst calls with fewer pairs than this stay on the calling thread; default 256. */
   threshold?: number;
-  /** Chain climbs of fewer hashes than this stay on the calling thread; default 4096. */
+  /** Chain climbs of fewer hashes than this stay on the calling thread; default 2048. */
   climbThreshold?: number;
   /** Force a native kernel (default: the best this CPU runs). */
   kernel?: string;
@@ -117,10 +117,12 @@ export class PoolEngine implements HashEngine {
     // Calls of 512–4095 pairs used to run on the calling thread. Since the trees read while they
     // hash (compute-roots.ts), that thread has other work meanwhile, so one worker takes them (W-spot,
     // 14 batches alternated in one process: medians 2.20 against 2.27 s; W-perp, 12: 3.57 against
-    // 3.94 s). Chain climbs keep 4096 hashes: a threshold of 1024 for every kind of call once made
-    // W-perp batches slower (README, Performance), and climbs were not measured apart.
-    this.threshold = Math.max(1, Math.floor(opts.threshold ?? 512));
-    this.climbThreshold = Math.max(1, Math.floor(opts.climbThreshold ?? 4096));
+    // 3.94 s). With the faster scalar kernels, 256 pairs and climbs of 2048 hashes (were 512 and
+    // 4096) again: W-spot 1.59 against 1.68 s (14 batches alternated, 6 of 7 pairs faster), W-perp
+    // 2.44 against 2.47 s (12 batches, 3 of 6). A threshold of 1024 for every kind of call once made
+    // W-perp batches slower, with the slower kernels (README, Performance).
+    this.threshold = Math.max(1, Math.floor(opts.threshold ?? 256));
+    this.climbThreshold = Math.max(1, Math.floor(opts.climbThreshold ?? 2048));
   }
 
   /** A pool engine, or null when the native addon is not available. */
