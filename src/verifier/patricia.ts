@@ -23,9 +23,6 @@ type PNode =
   | { readonly t: "binary"; readonly left: PNode; readonly right: PNode; hash: Uint8Array | undefined }
   | Edge;
 
-// New binary nodes and edges are made with `hash: undefined` (set once hashed), so that every node
-// of a kind has the same properties in the same order: one object shape per kind keeps V8's
-// property lookups on `t`, `hash` and the children fast across the walk.
 interface Edge {
   readonly t: "edge";
   readonly path: bigint;
@@ -35,6 +32,23 @@ interface Edge {
 }
 
 const EMPTY: PNode = { t: "empty" };
+
+// Binary nodes and edges are made only by these two, new ones with `hash: undefined` (set once
+// hashed), so that every node of a kind has the same properties in the same order: one object shape
+// per kind keeps V8's property lookups on `t`, `hash` and the children fast across the walk.
+function binaryNode(left: PNode, right: PNode, hash?: Uint8Array): PNode {
+  return { t: "binary", left, right, hash };
+}
+function edgeNode(path: bigint, length: number, bottom: PNode, hash?: Uint8Array): Edge {
+  return { t: "edge", path, length, bottom, hash };
+}
+
+/** What an edge leads to below its top k levels: the rest of the edge, or its bottom. */
+function belowTop(edge: Edge, k: number): PNode {
+  return k === edge.length
+    ? edge.bottom
+    : edgeNode(edge.path & MASK[edge.length - k]!, edge.length - k, edge.bottom);
+}
 
 /**
  * Positions (index among the nodes of a height) are tracked only where `remember` keeps nodes: at
@@ -146,23 +160,12 @@ export async function updatePatricia(
     if ((rec?.length === 64 || rec?.length === 65) && index !== NONE)
       nodes.remember!(treeName, height - h, index, hash, rec);
     if (rec?.length === 64) {
-      return {
-        t: "binary",
-        left: fromHash(rec.subarray(0, 32), h - 1),
-        right: fromHash(rec.subarray(32), h - 1),
-        hash,
-      };
+      return binaryNode(fromHash(rec.subarray(0, 32), h - 1), fromHash(rec.subarray(32), h - 1), hash);
     }
     if (rec?.length === 65) {
       const length = rec[64]!;
       if (length < 1 || length > h) throw corrupt(hash, h, `edge length ${length}`);
-      return {
-        t: "edge",
-        path: bytesToBigint(rec, 32),
-        length,
-        bottom: fromHash(rec.subarray(0, 32), h - length),
-        hash,
-      };
+      return edgeNode(bytesToBigint(rec, 32), length, fromHash(rec.subarray(0, 32), h - length), hash);
     }
     throw corrupt(hash, h, rec === undefined ? "missing" : `record of ${rec.length} bytes`);
   };
@@ -181,16 +184,7 @@ export async function updatePatricia(
         return [node.left, node.right];
       case "edge": {
         const bit = (node.path >> BIG[node.length - 1]!) & 1n;
-        const rest: PNode =
-          node.length === 1
-            ? node.bottom
-            : {
-                t: "edge",
-                path: node.path & MASK[node.length - 1]!,
-                length: node.length - 1,
-                bottom: node.bottom,
-                hash: undefined,
-              };
+        const rest = belowTop(node, 1);
         return bit === 0n ? [rest, EMPTY] : [EMPTY, rest];
       }
       default:
@@ -214,18 +208,12 @@ export async function updatePatricia(
   };
   const extend = (path: bigint, length: number, child: PNode): PNode =>
     child.t === "edge"
-      ? {
-          t: "edge",
-          path: (path << BIG[child.length]!) | child.path,
-          length: length + child.length,
-          bottom: child.bottom,
-          hash: undefined,
-        }
-      : { t: "edge", path, length, bottom: child, hash: undefined };
+      ? edgeNode((path << BIG[child.length]!) | child.path, length + child.length, child.bottom)
+      : edgeNode(path, length, child);
 
   /** A parent at height h from its children. */
   const combine = (left: PNode, right: PNode, h: number, index: number): Maybe<PNode> => {
-    if (left.t !== "empty" && right.t !== "empty") return { t: "binary", left, right, hash: undefined };
+    if (left.t !== "empty" && right.t !== "empty") return binaryNode(left, right);
     return left.t === "empty" ? wrap(1n, 1, right, h, index) : wrap(0n, 1, left, h, index);
   };
 
@@ -252,16 +240,7 @@ export async function updatePatricia(
       const top = (first >> BIG[h - node.length]!) & MASK[node.length]!;
       shared = Math.min(shared, node.length - bitLength(top ^ node.path));
       if (shared > 0) {
-        const rest: PNode =
-          shared === node.length
-            ? node.bottom
-            : {
-                t: "edge",
-                path: node.path & MASK[node.length - shared]!,
-                length: node.length - shared,
-                bottom: node.bottom,
-                hash: undefined,
-              };
+        const rest = belowTop(node, shared);
         return then(walk(rest, h - shared, indexOf(first, h - shared), lo, hi), (below) =>
           wrap(node.path >> BIG[node.length - shared]!, shared, below, h, index),
         );
