@@ -9,7 +9,7 @@
         "pedersen/kernel_ifma.c",
         "pedersen/safegcd.c"
       ],
-      "defines": ["PED_W=14"],
+      "defines": ["PED_W=16"],
       "cflags": ["-O3", "-std=gnu11", "-fno-strict-aliasing"],
       "cflags!": ["-O2"],
       "xcode_settings": { "OTHER_CFLAGS": ["-O3", "-std=gnu11"] },

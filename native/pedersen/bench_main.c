@@ -1,5 +1,5 @@
 /* Standalone test/benchmark driver for the C engine, not part of the addon:
- *   gcc -O3 -DPED_W=14 -o /tmp/pedbench engine.c kernel_adx.c kernel_ifma.c safegcd.c bench_main.c -lpthread
+ *   gcc -O3 -DPED_W=16 -o /tmp/pedbench engine.c kernel_adx.c kernel_ifma.c safegcd.c bench_main.c -lpthread
  *   /tmp/pedbench [n]   times every supported kernel (KERNEL=name: only that one; REV=1: reverse order)
  *   /tmp/pedbench check  compares every kernel (and its one-sided form) with the portable kernel */
 #include <stdio.h>

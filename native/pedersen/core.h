@@ -8,9 +8,12 @@
  * The hash is computed as a fixed-base multi-scalar multiplication. The 504-bit scalar is the
  * concatenation x (bits 0..251) | y (bits 252..503); bit i multiplies the point B[i], where
  * B[i] = 2^i P0 (i < 248), 2^(i-248) P1 (248 <= i < 252), 2^(i-252) P2 (252 <= i < 500) and
- * 2^(i-500) P3. The scalar is cut into PED_W-bit windows; window j has a table holding every
- * subset sum of its bases, and the shift point S is folded into every entry of window 0.
- * The hash is then S + sum_j T_j[window_j], i.e. NW-1 point additions per hash.
+ * 2^(i-500) P3. Each input's 252 bits are cut into PED_NW_X windows of PED_W bits, the last
+ * taking what is left (12 bits at 16-bit windows), so that x's windows (0..PED_NW_X-1) and y's
+ * (the rest) never share one: one input's share of a hash is a sum over its own windows (used by
+ * the one-sided kernels). Window j has a table holding every subset sum of its bases, and the
+ * shift point S is folded into every entry of window 0. The hash is then S + sum_j T_j[window_j],
+ * i.e. PED_NW-1 point additions per hash.
  */
 #ifndef DACD_PEDERSEN_CORE_H
 #define DACD_PEDERSEN_CORE_H
@@ -19,14 +22,17 @@
 #include <stdint.h>
 
 #ifndef PED_W
-#define PED_W 12
+#define PED_W 16
+#endif
+#if PED_W < 2 || PED_W > 16
+#error "PED_W must be 2..16 (window indices are kept in 16 bits by the IFMA kernel)"
 #endif
 #define PED_BITS 504
-#define PED_NW ((PED_BITS + PED_W - 1) / PED_W)
-/* When the windows split at bit 252, x's windows are 0..PED_NW_X-1 and y's the rest, so one input's
- * share of a hash is a sum over its own windows (used by one-sided kernels). */
-#define PED_SPLIT_WINDOWS (252 % PED_W == 0)
-#define PED_NW_X (252 / PED_W)
+#define PED_NW_X ((252 + PED_W - 1) / PED_W)
+#define PED_NW (2 * PED_NW_X)
+/* Window j's first bit in x | y << 252, and its width. */
+#define PED_WINDOW_START(j) ((j) < PED_NW_X ? (j) * PED_W : 252 + ((j) - PED_NW_X) * PED_W)
+#define PED_WINDOW_BITS(j) ((j) % PED_NW_X == PED_NW_X - 1 ? 252 - (PED_NW_X - 1) * PED_W : PED_W)
 
 /* A table entry: an affine point, coordinates as 4x64-bit little-endian limbs in Montgomery form
  * (R = 2^256). 64 bytes, one cache line. */
@@ -73,12 +79,10 @@ typedef struct {
   ped_const_kernel_fn const_fn;
 } ped_kernel;
 
-#if PED_SPLIT_WINDOWS
 /* A constant input's share of every hash it is in: the sum of its windows' table entries (S
  * included when it is x), affine in the tables' form. Returns 1, or 0 when that sum is the
  * identity (then *out is untouched). */
 int ped_const_point(const uint8_t *c, int c_is_y, ped_point *out);
-#endif
 
 /* One-sided pairs through a two-sided kernel: the constant written out n times, then fn. */
 int ped_hash_repeated(ped_kernel_fn fn, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);

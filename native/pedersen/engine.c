@@ -21,11 +21,9 @@ int ped_hash_portable(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t
   return F(hash)(xs, ys, out, n);
 }
 
-#if PED_SPLIT_WINDOWS
 int ped_hash_portable_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
   return F(hash_const)(vs, c, c_is_y, out, n);
 }
-#endif
 
 const uint64_t PED_P[4] = {1, 0, 0, 0x0800000000000011ULL};
 
@@ -159,9 +157,7 @@ static void build_tables(void) {
   }
   size_t total = 0;
   for (int j = 0; j < PED_NW; j++) {
-    int nb = PED_BITS - j * PED_W;
-    if (nb > PED_W) nb = PED_W;
-    ped_table_size[j] = 1u << nb;
+    ped_table_size[j] = 1u << PED_WINDOW_BITS(j);
     total += ped_table_size[j];
   }
   ped_point *block = (ped_point *)aligned_alloc(64, total * sizeof(ped_point));
@@ -183,7 +179,7 @@ static void build_tables(void) {
     /* Entry 0 is S in window 0 and unused (the identity) elsewhere. */
     if (j == 0) t[0] = pts[0];
     for (int b = 0; b < nb; b++) {
-      const ped_point *base = &bases[j * PED_W + b];
+      const ped_point *base = &bases[PED_WINDOW_START(j) + b];
       const size_t half = (size_t)1 << b;
       if (j == 0) {
         if (batch_add_fixed(t + half, t, base, half, tmp)) ped_error = "degenerate Pedersen table";
@@ -245,7 +241,6 @@ int ped_cpu_has_adx(void) {
 }
 #endif
 
-#if PED_SPLIT_WINDOWS
 int ped_const_point(const uint8_t *c, int c_is_y, ped_point *out) {
   static const uint8_t zero[32];
   uint32_t idx[PED_NW];
@@ -265,7 +260,6 @@ int ped_const_point(const uint8_t *c, int c_is_y, ped_point *out) {
   F(mul)(out->y, p.Y, zi3);
   return 1;
 }
-#endif
 
 int ped_hash_repeated(ped_kernel_fn fn, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
   if (n == 0) return 0;
@@ -328,21 +322,11 @@ int ped_climb_chains(const ped_kernel *k, const uint8_t *starts, const uint8_t *
   return rc;
 }
 
-#if PED_SPLIT_WINDOWS
-#define PED_IFMA_CONST ped_hash_ifma_const
-#define PED_ADX_CONST ped_hash_adx_const
-#define PED_PORTABLE_CONST ped_hash_portable_const
-#else
-#define PED_IFMA_CONST NULL
-#define PED_ADX_CONST NULL
-#define PED_PORTABLE_CONST NULL
-#endif
-
 const ped_kernel ped_kernels[] = {
 #ifdef PED_HAVE_X86
-    {"ifma", ped_hash_ifma, ped_cpu_has_ifma, PED_IFMA_CONST},
-    {"adx", ped_hash_adx, ped_cpu_has_adx, PED_ADX_CONST},
+    {"ifma", ped_hash_ifma, ped_cpu_has_ifma, ped_hash_ifma_const},
+    {"adx", ped_hash_adx, ped_cpu_has_adx, ped_hash_adx_const},
 #endif
-    {"portable", ped_hash_portable, always, PED_PORTABLE_CONST},
+    {"portable", ped_hash_portable, always, ped_hash_portable_const},
 };
 const size_t ped_kernel_count = sizeof(ped_kernels) / sizeof(ped_kernels[0]);

@@ -11,9 +11,7 @@
 #include "kernel_scalar.h"
 
 int ped_hash_adx(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) { return ped_adx_hash(xs, ys, out, n); }
-#if PED_SPLIT_WINDOWS
 int ped_hash_adx_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
   return ped_adx_hash_const(vs, c, c_is_y, out, n);
 }
-#endif
 #endif

@@ -12,7 +12,7 @@
  * lanes together and inverts that one value in scalar code (safegcd), a few thousand cycles where a
  * vector Fermat inversion was a chain of ~280 dependent products, a quarter of the kernel's time.
  * Table entries are read with plain 256-bit loads and a transpose rather than vpgatherqq, and the
- * next step's entries are prefetched throughout a step: the tables (36 MB at 14-bit windows) are
+ * next step's entries are prefetched throughout a step: the tables (120 MiB at 16-bit windows) are
  * mostly out of cache.
  *
  * Hashes public data only: not constant-time, by design (see core.h).
@@ -368,13 +368,12 @@ static IATTR void windows8(const uint8_t *xs, size_t xstride, const uint8_t *ys,
   }
   __m512i v[8];
   for (int l = 0; l < 8; l++) v[l] = _mm512_load_si512((const void *)s[l]);
-  const __m512i wmask = bc((1u << PED_W) - 1);
 #pragma GCC unroll 64
   for (int j = 0; j < PED_NW; j++) {
-    const unsigned pos = (unsigned)j * PED_W, limb = pos >> 6, off = pos & 63;
+    const unsigned pos = PED_WINDOW_START(j), bits = PED_WINDOW_BITS(j), limb = pos >> 6, off = pos & 63;
     __m512i w = _mm512_srli_epi64(v[limb], off);
-    if (off + PED_W > 64 && limb < 7) w = _mm512_or_si512(w, _mm512_slli_epi64(v[limb + 1], 64 - off));
-    _mm_storeu_si128((__m128i *)&idx[j][i0], _mm512_cvtepi64_epi16(_mm512_and_si512(w, wmask)));
+    if (off + bits > 64 && limb < 7) w = _mm512_or_si512(w, _mm512_slli_epi64(v[limb + 1], 64 - off));
+    _mm_storeu_si128((__m128i *)&idx[j][i0], _mm512_cvtepi64_epi16(_mm512_and_si512(w, bc((1u << bits) - 1))));
   }
 }
 
@@ -571,7 +570,6 @@ int ped_hash_ifma(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) 
   return ifma_run(&plan, -1, pairs, pairs, out, n);
 }
 
-#if PED_SPLIT_WINDOWS
 /* One-sided pairs (core.h): the varying input's PED_NW_X windows plus the constant's share C, a
  * point computed once per call. With x constant each lane starts at C (which holds S); with y
  * constant it starts at window 0's entry (S folded in) and adds C last, unless C is the identity. */
@@ -605,7 +603,6 @@ int ped_hash_ifma_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t
   }
   return ifma_run(&plan, -1, (ipairs){zero, vs, 0, 32}, real, out, n);
 }
-#endif
 
 /* cpuid is slow under virtualisation (it traps to the hypervisor), so ask once. */
 static int probe_ifma(void);

@@ -432,11 +432,11 @@ KATTR PED_INLINE void KN(windows)(const uint8_t *x, const uint8_t *y, uint32_t *
   s[6] = (y2 >> 4) | (y3 << 60);
   s[7] = y3 >> 4;
   for (int j = 0; j < PED_NW; j++) {
-    const unsigned pos = (unsigned)j * PED_W;
+    const unsigned pos = PED_WINDOW_START(j), bits = PED_WINDOW_BITS(j);
     const unsigned limb = pos >> 6, off = pos & 63;
     uint64_t v = s[limb] >> off;
-    if (off + PED_W > 64 && limb < 7) v |= s[limb + 1] << (64 - off);
-    idx[(size_t)j * stride] = (uint32_t)(v & ((1u << PED_W) - 1));
+    if (off + bits > 64 && limb < 7) v |= s[limb + 1] << (64 - off);
+    idx[(size_t)j * stride] = (uint32_t)(v & ((1u << bits) - 1));
   }
 }
 
@@ -659,9 +659,8 @@ KATTR int KN(hash)(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n)
   return KN(hash_walk)(in, w, out, n);
 }
 
-#if PED_SPLIT_WINDOWS
 /* One-sided pairs (ped_const_kernel_fn): H(v_i, c) when c_is_y, else H(c, v_i). The accumulators
- * start at the constant's share and add only v's windows (half of PED_NW: 18 of 36 at 14 bits). */
+ * start at the constant's share and add only v's windows (half of PED_NW: 16 of 32 at 16 bits). */
 KATTR int KN(hash_const)(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
   const KN(pairs) in = c_is_y ? (KN(pairs)){vs, c, 32, 0} : (KN(pairs)){c, vs, 0, 32};
   const KN(walk) all = {NULL, 1, PED_NW};
@@ -672,4 +671,3 @@ KATTR int KN(hash_const)(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_
   const KN(walk) w = c_is_y ? (KN(walk)){&start, 0, PED_NW_X} : (KN(walk)){&start, PED_NW_X, PED_NW};
   return KN(hash_walk)(in, w, out, n);
 }
-#endif
