@@ -64,15 +64,31 @@ typedef uint64_t KN(fe)[4];
 static const uint64_t KN(ONE)[4] = {0xffffffffffffffe1ULL, 0xffffffffffffffffULL, 0xffffffffffffffffULL,
                                     0x07fffffffffffdf0ULL};
 
-/* Montgomery reduction of the 512-bit t (t < p^2): r = t/2^256 mod p, fully reduced.
+/* r = a mod p for a < 2p: one conditional subtraction, branch-free. */
+KATTR PED_INLINE void KN(reduce)(uint64_t r[4], const uint64_t a[4]) {
+  uint64_t s0, s1, s2, s3;
+  unsigned char c = 0;
+  PED_SUBB(c, a[0], 1, s0);
+  PED_SUBB(c, a[1], 0, s1);
+  PED_SUBB(c, a[2], 0, s2);
+  PED_SUBB(c, a[3], PED_P3, s3);
+  const uint64_t keep = (uint64_t)0 - (uint64_t)c; /* borrow: a was already below p */
+  r[0] = (a[0] & keep) | (s0 & ~keep);
+  r[1] = (a[1] & keep) | (s1 & ~keep);
+  r[2] = (a[2] & keep) | (s2 & ~keep);
+  r[3] = (a[3] & keep) | (s3 & ~keep);
+}
+
+/* Montgomery reduction of the 512-bit t (t < 4p^2): r = t/2^256 mod p, in [0, 2p) (not fully
+ * reduced: see mul_lazy).
  * Specialised for p = 1 + P3*2^192, whose inverse mod 2^256 is 1 - P3*2^192 (the square of P3*2^192
  * vanishes), so the whole Montgomery factor m = -t_low/p mod 2^256 is -t_low + (t_0*P3)*2^192: one
  * negation and one product. Then r = (t + m*p)/2^256 = t_high + (m*P3 >> 64) + k, where k, the
  * carry out of t_low + m + (m*P3 mod 2^64)*2^192 (a multiple of 2^256), is
  *   [t_low != 0] - [the top limb of m overflowed] + [t_0 != 0]
  * (m*P3's low limb is -t_0*P3, so adding it to t_0*P3 carries exactly when t_0 != 0).
- * r < (p^2 + 2^256 p)/2^256 < 2p: one conditional subtraction. */
-KATTR PED_INLINE void KN(redc)(uint64_t r[4], const uint64_t t[8]) {
+ * r < (4p^2 + 2^256 p)/2^256 < 2p, since 4p < 2^256. */
+KATTR PED_INLINE void KN(redc_lazy)(uint64_t r[4], const uint64_t t[8]) {
   uint64_t m0, m1, m2, m3, x = t[0] * PED_P3;
   unsigned char c = 0, o = 0;
   PED_SUBB(c, 0, t[0], m0);
@@ -99,24 +115,14 @@ KATTR PED_INLINE void KN(redc)(uint64_t r[4], const uint64_t t[8]) {
   PED_ADDC(c, r1, 0, r1);
   PED_ADDC(c, r2, 0, r2);
   PED_ADDC(c, r3, 0, r3);
-  uint64_t s0, s1, s2, s3;
-  c = 0;
-  PED_SUBB(c, r0, 1, s0);
-  PED_SUBB(c, r1, 0, s1);
-  PED_SUBB(c, r2, 0, s2);
-  PED_SUBB(c, r3, PED_P3, s3);
-  const uint64_t keep = (uint64_t)0 - (uint64_t)c;
-  r[0] = (r0 & keep) | (s0 & ~keep);
-  r[1] = (r1 & keep) | (s1 & ~keep);
-  r[2] = (r2 & keep) | (s2 & ~keep);
-  r[3] = (r3 & keep) | (s3 & ~keep);
+  r[0] = r0, r[1] = r1, r[2] = r2, r[3] = r3;
 }
 
 #ifdef PED_ADX_ASM
 /* x86-64 BMI2 + ADX: the 512-bit product with mulx and the two carry chains of adcx/adox, then
- * redc's reduction (one negation, five products), then one branch-free conditional subtraction. */
+ * redc_lazy's reduction (one negation, five products). */
 static const uint64_t KN(P3)[1] = {PED_P3};
-KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+KATTR PED_INLINE void KN(mul_lazy)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
   uint64_t t0, t1, t2, t3, t4, t5, t6, t7, lo, hi;
   const uint64_t *pa = a, *pb = b;
   __asm__(
@@ -212,18 +218,6 @@ KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t
       "adcq $0, %[t5]\n\t"
       "adcq $0, %[t6]\n\t"
       "adcq $0, %[t7]\n\t"
-      "movq %[t4], %[lo]\n\t"
-      "subq $1, %[lo]\n\t"
-      "movq %[t5], %[hi]\n\t"
-      "sbbq $0, %[hi]\n\t"
-      "movq %[t6], %[a]\n\t"
-      "sbbq $0, %[a]\n\t"
-      "movq %[t7], %[b]\n\t"
-      "sbbq %[p3], %[b]\n\t"
-      "cmovncq %[lo], %[t4]\n\t"
-      "cmovncq %[hi], %[t5]\n\t"
-      "cmovncq %[a], %[t6]\n\t"
-      "cmovncq %[b], %[t7]\n\t"
       : [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5),
         [t6] "=&r"(t6), [t7] "=&r"(t7), [lo] "=&r"(lo), [hi] "=&r"(hi), [a] "+&r"(pa), [b] "+&r"(pb)
       : [p3] "m"(KN(P3)[0])
@@ -231,13 +225,11 @@ KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t
   (void)t0, (void)t1, (void)t2, (void)t3;
   r[0] = t4, r[1] = t5, r[2] = t6, r[3] = t7;
 }
-KATTR PED_INLINE void KN(sqr)(uint64_t r[4], const uint64_t a[4]) { KN(mul)(r, a, a); }
 #else
-/* r = a*b/2^256 mod p, fully reduced; a, b < p. Row by row: four 64x64->128 products, their low
- * halves and high halves added in two carry chains. Not inlined: inlined into hash_batch's large
- * loops, gcc spilled and vectorised it into a slower whole (portable 5.98 against 5.28 us/hash,
- * two-sided). */
-KATTR static __attribute__((noinline)) void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+/* mul_lazy in C, row by row: four 64x64->128 products, their low halves and high halves added in
+ * two carry chains. Not inlined: inlined into hash_batch's large loops, gcc spilled and vectorised
+ * it into a slower whole (portable 5.98 against 5.28 us/hash, two-sided). */
+KATTR static __attribute__((noinline)) void KN(mul_lazy)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
   uint64_t t[8];
   unsigned char c;
   const uint64_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
@@ -267,31 +259,32 @@ KATTR static __attribute__((noinline)) void KN(mul)(uint64_t r[4], const uint64_
     PED_ADDC(c, t[i + 3], (uint64_t)(p2 >> 64), t[i + 3]);
     t[i + 4] = h + c;
   }
-  KN(redc)(r, t);
+  KN(redc_lazy)(r, t);
+}
+#endif
+
+/* r = a*b/2^256 mod p in [0, 2p), for a, b < 2p. The batch walk keeps its accumulators and
+ * differences in [0, 2p) (mul_lazy, sub_lazy), which spares every product its final conditional
+ * subtraction (~5% of the kernel); the rest of the code works fully reduced (mul, add, sub). */
+KATTR PED_INLINE void KN(sqr_lazy)(uint64_t r[4], const uint64_t a[4]) { KN(mul_lazy)(r, a, a); }
+
+/* r = a*b/2^256 mod p, fully reduced; a, b < 2p. */
+KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+  KN(mul_lazy)(r, a, b);
+  KN(reduce)(r, r);
 }
 
 KATTR PED_INLINE void KN(sqr)(uint64_t r[4], const uint64_t a[4]) { KN(mul)(r, a, a); }
 
-#endif
-
 /* r = a + b mod p (a, b < p < 2^252, so the sum fits in 256 bits); branch-free. */
 KATTR PED_INLINE void KN(add)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
-  uint64_t t0, t1, t2, t3, s0, s1, s2, s3;
+  uint64_t t[4];
   unsigned char c = 0;
-  PED_ADDC(c, a[0], b[0], t0);
-  PED_ADDC(c, a[1], b[1], t1);
-  PED_ADDC(c, a[2], b[2], t2);
-  PED_ADDC(c, a[3], b[3], t3);
-  c = 0;
-  PED_SUBB(c, t0, 1, s0);
-  PED_SUBB(c, t1, 0, s1);
-  PED_SUBB(c, t2, 0, s2);
-  PED_SUBB(c, t3, PED_P3, s3);
-  const uint64_t keep = (uint64_t)0 - (uint64_t)c; /* borrow: the sum was already below p */
-  r[0] = (t0 & keep) | (s0 & ~keep);
-  r[1] = (t1 & keep) | (s1 & ~keep);
-  r[2] = (t2 & keep) | (s2 & ~keep);
-  r[3] = (t3 & keep) | (s3 & ~keep);
+  PED_ADDC(c, a[0], b[0], t[0]);
+  PED_ADDC(c, a[1], b[1], t[1]);
+  PED_ADDC(c, a[2], b[2], t[2]);
+  PED_ADDC(c, a[3], b[3], t[3]);
+  KN(reduce)(r, t);
 }
 
 /* r = a - b mod p; branch-free. */
@@ -310,7 +303,28 @@ KATTR PED_INLINE void KN(sub)(uint64_t r[4], const uint64_t a[4], const uint64_t
   PED_ADDC(d, t3, PED_P3 & mask, r[3]);
 }
 
+/* r = a - b mod p in [0, 2p), for a, b < 2p: adds 2p = 2 + 2*P3*2^192 on a borrow; branch-free. */
+KATTR PED_INLINE void KN(sub_lazy)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+  uint64_t t0, t1, t2, t3;
+  unsigned char c = 0;
+  PED_SUBB(c, a[0], b[0], t0);
+  PED_SUBB(c, a[1], b[1], t1);
+  PED_SUBB(c, a[2], b[2], t2);
+  PED_SUBB(c, a[3], b[3], t3);
+  const uint64_t mask = (uint64_t)0 - (uint64_t)c;
+  unsigned char d = 0;
+  PED_ADDC(d, t0, 2 & mask, r[0]);
+  PED_ADDC(d, t1, 0, r[1]);
+  PED_ADDC(d, t2, 0, r[2]);
+  PED_ADDC(d, t3, (2 * PED_P3) & mask, r[3]);
+}
+
 KATTR PED_INLINE int KN(is_zero)(const uint64_t a[4]) { return (a[0] | a[1] | a[2] | a[3]) == 0; }
+
+/* a = 0 mod p, for a < 2p: a is 0 or p. */
+KATTR PED_INLINE int KN(is_zero_lazy)(const uint64_t a[4]) {
+  return KN(is_zero)(a) || ((a[0] ^ 1) | a[1] | a[2] | (a[3] ^ PED_P3)) == 0;
+}
 
 KATTR PED_INLINE int KN(eq)(const uint64_t a[4], const uint64_t b[4]) {
   return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3])) == 0;
@@ -508,19 +522,20 @@ typedef struct {
 } KN(scratch);
 
 /* Accumulator i += q, given inv = 1/(product of the x-differences up to and including i's in its
- * chain); inv becomes the same for the chain's previous element. */
+ * chain); inv becomes the same for the chain's previous element. Accumulators, differences and
+ * running products stay in [0, 2p) (mul_lazy). */
 KATTR PED_INLINE void KN(add_one)(KN(scratch) * sc, const ped_point *q, uint64_t inv[4], size_t i) {
   uint64_t di[4], lam[4], x3[4], t[4];
-  KN(mul)(di, inv, sc->pre[i]);
-  KN(mul)(inv, inv, sc->dx[i]);
-  KN(sub)(t, q->y, sc->ay[i]);
-  KN(mul)(lam, t, di);
-  KN(sqr)(x3, lam);
-  KN(sub)(x3, x3, sc->ax[i]);
-  KN(sub)(x3, x3, q->x);
-  KN(sub)(t, sc->ax[i], x3);
-  KN(mul)(t, lam, t);
-  KN(sub)(sc->ay[i], t, sc->ay[i]);
+  KN(mul_lazy)(di, inv, sc->pre[i]);
+  KN(mul_lazy)(inv, inv, sc->dx[i]);
+  KN(sub_lazy)(t, q->y, sc->ay[i]);
+  KN(mul_lazy)(lam, t, di);
+  KN(sqr_lazy)(x3, lam);
+  KN(sub_lazy)(x3, x3, sc->ax[i]);
+  KN(sub_lazy)(x3, x3, q->x);
+  KN(sub_lazy)(t, sc->ax[i], x3);
+  KN(mul_lazy)(t, lam, t);
+  KN(sub_lazy)(sc->ay[i], t, sc->ay[i]);
   memcpy(sc->ax[i], x3, 32);
 }
 
@@ -528,26 +543,26 @@ KATTR PED_INLINE void KN(add_one)(KN(scratch) * sc, const ped_point *q, uint64_t
 KATTR PED_INLINE void KN(add_pair)(KN(scratch) * sc, const ped_point *q, const ped_point *r, uint64_t inv_q[4],
                                    uint64_t inv_r[4], size_t i, size_t k) {
   uint64_t di[4], dk[4], lam[4], lak[4], x3[4], xk[4], t[4], u[4];
-  KN(mul)(di, inv_q, sc->pre[i]);
-  KN(mul)(dk, inv_r, sc->pre[k]);
-  KN(mul)(inv_q, inv_q, sc->dx[i]);
-  KN(mul)(inv_r, inv_r, sc->dx[k]);
-  KN(sub)(t, q->y, sc->ay[i]);
-  KN(sub)(u, r->y, sc->ay[k]);
-  KN(mul)(lam, t, di);
-  KN(mul)(lak, u, dk);
-  KN(sqr)(x3, lam);
-  KN(sqr)(xk, lak);
-  KN(sub)(x3, x3, sc->ax[i]);
-  KN(sub)(xk, xk, sc->ax[k]);
-  KN(sub)(x3, x3, q->x);
-  KN(sub)(xk, xk, r->x);
-  KN(sub)(t, sc->ax[i], x3);
-  KN(sub)(u, sc->ax[k], xk);
-  KN(mul)(t, lam, t);
-  KN(mul)(u, lak, u);
-  KN(sub)(sc->ay[i], t, sc->ay[i]);
-  KN(sub)(sc->ay[k], u, sc->ay[k]);
+  KN(mul_lazy)(di, inv_q, sc->pre[i]);
+  KN(mul_lazy)(dk, inv_r, sc->pre[k]);
+  KN(mul_lazy)(inv_q, inv_q, sc->dx[i]);
+  KN(mul_lazy)(inv_r, inv_r, sc->dx[k]);
+  KN(sub_lazy)(t, q->y, sc->ay[i]);
+  KN(sub_lazy)(u, r->y, sc->ay[k]);
+  KN(mul_lazy)(lam, t, di);
+  KN(mul_lazy)(lak, u, dk);
+  KN(sqr_lazy)(x3, lam);
+  KN(sqr_lazy)(xk, lak);
+  KN(sub_lazy)(x3, x3, sc->ax[i]);
+  KN(sub_lazy)(xk, xk, sc->ax[k]);
+  KN(sub_lazy)(x3, x3, q->x);
+  KN(sub_lazy)(xk, xk, r->x);
+  KN(sub_lazy)(t, sc->ax[i], x3);
+  KN(sub_lazy)(u, sc->ax[k], xk);
+  KN(mul_lazy)(t, lam, t);
+  KN(mul_lazy)(u, lak, u);
+  KN(sub_lazy)(sc->ay[i], t, sc->ay[i]);
+  KN(sub_lazy)(sc->ay[k], u, sc->ay[k]);
   memcpy(sc->ax[i], x3, 32);
   memcpy(sc->ax[k], xk, 32);
 }
@@ -587,24 +602,24 @@ KATTR static int KN(hash_batch)(KN(scratch) * sc, KN(pairs) in, KN(walk) w, uint
       const uint32_t k = idx[i];
       sc->dead[i] = k == skip || sc->bad[i];
       if (sc->dead[i]) continue;
-      KN(sub)(sc->dx[i], tab[k].x, sc->ax[i]);
-      if (KN(is_zero)(sc->dx[i])) {
+      KN(sub_lazy)(sc->dx[i], tab[k].x, sc->ax[i]);
+      if (KN(is_zero_lazy)(sc->dx[i])) {
         /* Doubling or cancellation: leave it to the complete path. */
         sc->bad[i] = sc->dead[i] = 1;
         any_bad = 1;
         continue;
       }
       memcpy(sc->pre[i], prod[i & 1], 32);
-      KN(mul)(prod[i & 1], prod[i & 1], sc->dx[i]);
+      KN(mul_lazy)(prod[i & 1], prod[i & 1], sc->dx[i]);
       live = 1;
     }
     if (!live) continue;
     /* One inversion for both chains: 1/prod0 = prod1/(prod0 prod1) and the other way round. */
     uint64_t both[4], inv_both[4], inv[2][4];
-    KN(mul)(both, prod[0], prod[1]);
+    KN(mul)(both, prod[0], prod[1]); /* fully reduced: inv takes a < p */
     KN(inv)(inv_both, both);
-    KN(mul)(inv[0], inv_both, prod[1]);
-    KN(mul)(inv[1], inv_both, prod[0]);
+    KN(mul_lazy)(inv[0], inv_both, prod[1]);
+    KN(mul_lazy)(inv[1], inv_both, prod[0]);
     const uint32_t *nidx = j + 1 < w.end ? sc->idx[j + 1] : NULL;
     const ped_point *ntab = j + 1 < w.end ? ped_tables[j + 1] : NULL;
     /* Backwards in pairs (one element of each chain), the two additions' steps interleaved so
