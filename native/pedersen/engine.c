@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core.h"
 
@@ -160,7 +161,14 @@ static void build_tables(void) {
     ped_table_size[j] = 1u << PED_WINDOW_BITS(j);
     total += ped_table_size[j];
   }
-  ped_point *block = (ped_point *)aligned_alloc(64, total * sizeof(ped_point));
+  /* In 2 MiB pages where the OS has them: a hash looks up one random entry in each of 32 tables of
+   * up to 4 MiB, and with 4 KiB pages nearly every lookup also missed the TLB (adx 3.36 against
+   * 3.16 us/hash). Linux gives huge pages to such a block only when asked (madvise). */
+  const size_t huge = (size_t)2 << 20, bytes = (total * sizeof(ped_point) + huge - 1) / huge * huge;
+  ped_point *block = (ped_point *)aligned_alloc(huge, bytes);
+#ifdef MADV_HUGEPAGE
+  if (block) madvise(block, bytes, MADV_HUGEPAGE); /* advice only: 4 KiB pages if refused */
+#endif
   uint64_t(*tmp)[4] = malloc(sizeof(uint64_t[4]) << (PED_W - 1));
   if (!block || !tmp) {
     free(block);
