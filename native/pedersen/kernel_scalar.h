@@ -122,102 +122,117 @@ KATTR PED_INLINE void KN(redc_lazy)(uint64_t r[4], const uint64_t t[8]) {
 /* x86-64 BMI2 + ADX: the 512-bit product with mulx and the two carry chains of adcx/adox, then
  * redc_lazy's reduction (one negation, five products). */
 static const uint64_t KN(P3)[1] = {PED_P3};
+#define PED_ADX_MUL_BODY \
+  "movq 0(%[b]), %%rdx\n\t" \
+  "mulxq 0(%[a]), %[t0], %[t1]\n\t" \
+  "mulxq 8(%[a]), %[lo], %[t2]\n\t" \
+  "addq %[lo], %[t1]\n\t" \
+  "mulxq 16(%[a]), %[lo], %[t3]\n\t" \
+  "adcq %[lo], %[t2]\n\t" \
+  "mulxq 24(%[a]), %[lo], %[t4]\n\t" \
+  "adcq %[lo], %[t3]\n\t" \
+  "adcq $0, %[t4]\n\t" \
+  "movq 8(%[b]), %%rdx\n\t" \
+  "xorl %k[lo], %k[lo]\n\t" \
+  "mulxq 0(%[a]), %[lo], %[hi]\n\t" \
+  "adcxq %[lo], %[t1]\n\t" \
+  "adoxq %[hi], %[t2]\n\t" \
+  "mulxq 8(%[a]), %[lo], %[hi]\n\t" \
+  "adcxq %[lo], %[t2]\n\t" \
+  "adoxq %[hi], %[t3]\n\t" \
+  "mulxq 16(%[a]), %[lo], %[hi]\n\t" \
+  "adcxq %[lo], %[t3]\n\t" \
+  "adoxq %[hi], %[t4]\n\t" \
+  "mulxq 24(%[a]), %[lo], %[t5]\n\t" \
+  "adcxq %[lo], %[t4]\n\t" \
+  "movl $0, %k[lo]\n\t" \
+  "adoxq %[lo], %[t5]\n\t" \
+  "adcxq %[lo], %[t5]\n\t" \
+  "movq 16(%[b]), %%rdx\n\t" \
+  "xorl %k[lo], %k[lo]\n\t" \
+  "mulxq 0(%[a]), %[lo], %[hi]\n\t" \
+  "adcxq %[lo], %[t2]\n\t" \
+  "adoxq %[hi], %[t3]\n\t" \
+  "mulxq 8(%[a]), %[lo], %[hi]\n\t" \
+  "adcxq %[lo], %[t3]\n\t" \
+  "adoxq %[hi], %[t4]\n\t" \
+  "mulxq 16(%[a]), %[lo], %[hi]\n\t" \
+  "adcxq %[lo], %[t4]\n\t" \
+  "adoxq %[hi], %[t5]\n\t" \
+  "mulxq 24(%[a]), %[lo], %[t6]\n\t" \
+  "adcxq %[lo], %[t5]\n\t" \
+  "movl $0, %k[lo]\n\t" \
+  "adoxq %[lo], %[t6]\n\t" \
+  "adcxq %[lo], %[t6]\n\t" \
+  "movq 24(%[b]), %%rdx\n\t" \
+  "xorl %k[lo], %k[lo]\n\t" \
+  "mulxq 0(%[a]), %[lo], %[hi]\n\t" \
+  "adcxq %[lo], %[t3]\n\t" \
+  "adoxq %[hi], %[t4]\n\t" \
+  "mulxq 8(%[a]), %[lo], %[hi]\n\t" \
+  "adcxq %[lo], %[t4]\n\t" \
+  "adoxq %[hi], %[t5]\n\t" \
+  "mulxq 16(%[a]), %[lo], %[hi]\n\t" \
+  "adcxq %[lo], %[t5]\n\t" \
+  "adoxq %[hi], %[t6]\n\t" \
+  "mulxq 24(%[a]), %[lo], %[t7]\n\t" \
+  "adcxq %[lo], %[t6]\n\t" \
+  "movl $0, %k[lo]\n\t" \
+  "adoxq %[lo], %[t7]\n\t" \
+  "adcxq %[lo], %[t7]\n\t" \
+  /* redc's reduction: m = -t_low + (t0*P3)*2^192 in a, b, t0, t1 and k in hi. */ \
+  "movq %[t0], %[lo]\n\t" \
+  "imulq %[p3], %[lo]\n\t" \
+  "xorl %k[a], %k[a]\n\t" \
+  "subq %[t0], %[a]\n\t" \
+  "movl $0, %k[b]\n\t" \
+  "sbbq %[t1], %[b]\n\t" \
+  "movl $0, %k[t0]\n\t" \
+  "sbbq %[t2], %[t0]\n\t" \
+  "movl $0, %k[t1]\n\t" \
+  "sbbq %[t3], %[t1]\n\t" \
+  "sbbq %[hi], %[hi]\n\t" \
+  "addq %[lo], %[t1]\n\t" \
+  "adcq $0, %[hi]\n\t" \
+  "negq %[lo]\n\t" \
+  "sbbq $0, %[hi]\n\t" \
+  "negq %[hi]\n\t" \
+  /* t_high += (m*P3 >> 64) + k */ \
+  "movq %[p3], %%rdx\n\t" \
+  "mulxq %[a], %[lo], %[a]\n\t" \
+  "mulxq %[b], %[lo], %[b]\n\t" \
+  "addq %[lo], %[a]\n\t" \
+  "mulxq %[t0], %[lo], %[t0]\n\t" \
+  "adcq %[lo], %[b]\n\t" \
+  "mulxq %[t1], %[lo], %[t1]\n\t" \
+  "adcq %[lo], %[t0]\n\t" \
+  "adcq $0, %[t1]\n\t" \
+  "addq %[a], %[t4]\n\t" \
+  "adcq %[b], %[t5]\n\t" \
+  "adcq %[t0], %[t6]\n\t" \
+  "adcq %[t1], %[t7]\n\t" \
+  "addq %[hi], %[t4]\n\t" \
+  "adcq $0, %[t5]\n\t" \
+  "adcq $0, %[t6]\n\t" \
+  "adcq $0, %[t7]\n\t"
+/* reduce() on the result in registers: subtract p unless that borrows. */
+#define PED_ADX_REDUCE \
+  "movq %[t4], %[lo]\n\t" \
+  "subq $1, %[lo]\n\t" \
+  "movq %[t5], %[hi]\n\t" \
+  "sbbq $0, %[hi]\n\t" \
+  "movq %[t6], %[a]\n\t" \
+  "sbbq $0, %[a]\n\t" \
+  "movq %[t7], %[b]\n\t" \
+  "sbbq %[p3], %[b]\n\t" \
+  "cmovncq %[lo], %[t4]\n\t" \
+  "cmovncq %[hi], %[t5]\n\t" \
+  "cmovncq %[a], %[t6]\n\t" \
+  "cmovncq %[b], %[t7]\n\t"
 KATTR PED_INLINE void KN(mul_lazy)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
   uint64_t t0, t1, t2, t3, t4, t5, t6, t7, lo, hi;
   const uint64_t *pa = a, *pb = b;
-  __asm__(
-      "movq 0(%[b]), %%rdx\n\t"
-      "mulxq 0(%[a]), %[t0], %[t1]\n\t"
-      "mulxq 8(%[a]), %[lo], %[t2]\n\t"
-      "addq %[lo], %[t1]\n\t"
-      "mulxq 16(%[a]), %[lo], %[t3]\n\t"
-      "adcq %[lo], %[t2]\n\t"
-      "mulxq 24(%[a]), %[lo], %[t4]\n\t"
-      "adcq %[lo], %[t3]\n\t"
-      "adcq $0, %[t4]\n\t"
-      "movq 8(%[b]), %%rdx\n\t"
-      "xorl %k[lo], %k[lo]\n\t"
-      "mulxq 0(%[a]), %[lo], %[hi]\n\t"
-      "adcxq %[lo], %[t1]\n\t"
-      "adoxq %[hi], %[t2]\n\t"
-      "mulxq 8(%[a]), %[lo], %[hi]\n\t"
-      "adcxq %[lo], %[t2]\n\t"
-      "adoxq %[hi], %[t3]\n\t"
-      "mulxq 16(%[a]), %[lo], %[hi]\n\t"
-      "adcxq %[lo], %[t3]\n\t"
-      "adoxq %[hi], %[t4]\n\t"
-      "mulxq 24(%[a]), %[lo], %[t5]\n\t"
-      "adcxq %[lo], %[t4]\n\t"
-      "movl $0, %k[lo]\n\t"
-      "adoxq %[lo], %[t5]\n\t"
-      "adcxq %[lo], %[t5]\n\t"
-      "movq 16(%[b]), %%rdx\n\t"
-      "xorl %k[lo], %k[lo]\n\t"
-      "mulxq 0(%[a]), %[lo], %[hi]\n\t"
-      "adcxq %[lo], %[t2]\n\t"
-      "adoxq %[hi], %[t3]\n\t"
-      "mulxq 8(%[a]), %[lo], %[hi]\n\t"
-      "adcxq %[lo], %[t3]\n\t"
-      "adoxq %[hi], %[t4]\n\t"
-      "mulxq 16(%[a]), %[lo], %[hi]\n\t"
-      "adcxq %[lo], %[t4]\n\t"
-      "adoxq %[hi], %[t5]\n\t"
-      "mulxq 24(%[a]), %[lo], %[t6]\n\t"
-      "adcxq %[lo], %[t5]\n\t"
-      "movl $0, %k[lo]\n\t"
-      "adoxq %[lo], %[t6]\n\t"
-      "adcxq %[lo], %[t6]\n\t"
-      "movq 24(%[b]), %%rdx\n\t"
-      "xorl %k[lo], %k[lo]\n\t"
-      "mulxq 0(%[a]), %[lo], %[hi]\n\t"
-      "adcxq %[lo], %[t3]\n\t"
-      "adoxq %[hi], %[t4]\n\t"
-      "mulxq 8(%[a]), %[lo], %[hi]\n\t"
-      "adcxq %[lo], %[t4]\n\t"
-      "adoxq %[hi], %[t5]\n\t"
-      "mulxq 16(%[a]), %[lo], %[hi]\n\t"
-      "adcxq %[lo], %[t5]\n\t"
-      "adoxq %[hi], %[t6]\n\t"
-      "mulxq 24(%[a]), %[lo], %[t7]\n\t"
-      "adcxq %[lo], %[t6]\n\t"
-      "movl $0, %k[lo]\n\t"
-      "adoxq %[lo], %[t7]\n\t"
-      "adcxq %[lo], %[t7]\n\t"
-      /* redc's reduction: m = -t_low + (t0*P3)*2^192 in a, b, t0, t1 and k in hi. */
-      "movq %[t0], %[lo]\n\t"
-      "imulq %[p3], %[lo]\n\t"
-      "xorl %k[a], %k[a]\n\t"
-      "subq %[t0], %[a]\n\t"
-      "movl $0, %k[b]\n\t"
-      "sbbq %[t1], %[b]\n\t"
-      "movl $0, %k[t0]\n\t"
-      "sbbq %[t2], %[t0]\n\t"
-      "movl $0, %k[t1]\n\t"
-      "sbbq %[t3], %[t1]\n\t"
-      "sbbq %[hi], %[hi]\n\t"
-      "addq %[lo], %[t1]\n\t"
-      "adcq $0, %[hi]\n\t"
-      "negq %[lo]\n\t"
-      "sbbq $0, %[hi]\n\t"
-      "negq %[hi]\n\t"
-      /* t_high += (m*P3 >> 64) + k */
-      "movq %[p3], %%rdx\n\t"
-      "mulxq %[a], %[lo], %[a]\n\t"
-      "mulxq %[b], %[lo], %[b]\n\t"
-      "addq %[lo], %[a]\n\t"
-      "mulxq %[t0], %[lo], %[t0]\n\t"
-      "adcq %[lo], %[b]\n\t"
-      "mulxq %[t1], %[lo], %[t1]\n\t"
-      "adcq %[lo], %[t0]\n\t"
-      "adcq $0, %[t1]\n\t"
-      "addq %[a], %[t4]\n\t"
-      "adcq %[b], %[t5]\n\t"
-      "adcq %[t0], %[t6]\n\t"
-      "adcq %[t1], %[t7]\n\t"
-      "addq %[hi], %[t4]\n\t"
-      "adcq $0, %[t5]\n\t"
-      "adcq $0, %[t6]\n\t"
-      "adcq $0, %[t7]\n\t"
+  __asm__(PED_ADX_MUL_BODY
       : [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5),
         [t6] "=&r"(t6), [t7] "=&r"(t7), [lo] "=&r"(lo), [hi] "=&r"(hi), [a] "+&r"(pa), [b] "+&r"(pb)
       : [p3] "m"(KN(P3)[0])
@@ -225,6 +240,21 @@ KATTR PED_INLINE void KN(mul_lazy)(uint64_t r[4], const uint64_t a[4], const uin
   (void)t0, (void)t1, (void)t2, (void)t3;
   r[0] = t4, r[1] = t5, r[2] = t6, r[3] = t7;
 }
+
+/* mul, fully reduced: the subtraction stays in registers (the complete path's products). */
+KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+  uint64_t t0, t1, t2, t3, t4, t5, t6, t7, lo, hi;
+  const uint64_t *pa = a, *pb = b;
+  __asm__(PED_ADX_MUL_BODY PED_ADX_REDUCE
+      : [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5),
+        [t6] "=&r"(t6), [t7] "=&r"(t7), [lo] "=&r"(lo), [hi] "=&r"(hi), [a] "+&r"(pa), [b] "+&r"(pb)
+      : [p3] "m"(KN(P3)[0])
+      : "rdx", "cc", "memory");
+  (void)t0, (void)t1, (void)t2, (void)t3;
+  r[0] = t4, r[1] = t5, r[2] = t6, r[3] = t7;
+}
+#undef PED_ADX_MUL_BODY
+#undef PED_ADX_REDUCE
 #else
 /* mul_lazy in C, row by row: four 64x64->128 products, their low halves and high halves added in
  * two carry chains. Not inlined: inlined into hash_batch's large loops, gcc spilled and vectorised
@@ -268,11 +298,13 @@ KATTR static __attribute__((noinline)) void KN(mul_lazy)(uint64_t r[4], const ui
  * subtraction (~5% of the kernel); the rest of the code works fully reduced (mul, add, sub). */
 KATTR PED_INLINE void KN(sqr_lazy)(uint64_t r[4], const uint64_t a[4]) { KN(mul_lazy)(r, a, a); }
 
+#ifndef PED_ADX_ASM
 /* r = a*b/2^256 mod p, fully reduced; a, b < 2p. */
 KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
   KN(mul_lazy)(r, a, b);
   KN(reduce)(r, r);
 }
+#endif
 
 KATTR PED_INLINE void KN(sqr)(uint64_t r[4], const uint64_t a[4]) { KN(mul)(r, a, a); }
 
