@@ -146,7 +146,9 @@ describe.skipIf(!addon)(
           expect(hex(got)).toBe(hex(expected.subarray(i * 32, i * 32 + 32)));
         }
         let start = 200;
-        for (const size of [1, 2, 3, 17, 47, 48, 49, 95, 511, 512, 513, 559, 1023, 1024, 1025, 4097]) {
+        for (const size of [
+          1, 2, 3, 5, 6, 7, 17, 47, 48, 49, 95, 511, 512, 513, 559, 1023, 1024, 1025, 4097,
+        ]) {
           const got = e.hashMany(
             xs.subarray(start * 32, (start + size) * 32),
             ys.subarray(start * 32, (start + size) * 32),
@@ -184,7 +186,7 @@ describe.skipIf(!addon)(
         ];
         let start = 0;
         for (const c of constants) {
-          for (const size of [1, 63, 64, 65, 1023, 1025, 3001]) {
+          for (const size of [1, 5, 6, 7, 17, 63, 64, 65, 1023, 1025, 3001]) {
             const vs = xs.subarray(start * 32, (start + size) * 32);
             start += size;
             const repeated = pack(Array.from({ length: size }, () => c));
