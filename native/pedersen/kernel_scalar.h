@@ -232,30 +232,23 @@ static const uint64_t KN(P3)[1] = {PED_P3};
   "cmovncq %[hi], %[t5]\n\t" \
   "cmovncq %[a], %[t6]\n\t" \
   "cmovncq %[b], %[t7]\n\t"
-KATTR PED_INLINE void KN(mul_lazy)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
-  uint64_t t0, t1, t2, t3, t4, t5, t6, t7, lo, hi;
-  const uint64_t *pa = a, *pb = b;
-  __asm__(PED_ADX_MUL_BODY
-      : [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5),
-        [t6] "=&r"(t6), [t7] "=&r"(t7), [lo] "=&r"(lo), [hi] "=&r"(hi), [a] "+&r"(pa), [b] "+&r"(pb)
-      : [p3] "m"(KN(P3)[0])
-      : "rdx", "cc", "memory");
-  (void)t0, (void)t1, (void)t2, (void)t3;
-  r[0] = t4, r[1] = t5, r[2] = t6, r[3] = t7;
-}
-
-/* mul, fully reduced: the subtraction stays in registers (the complete path's products). */
-KATTR PED_INLINE void KN(mul)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
-  uint64_t t0, t1, t2, t3, t4, t5, t6, t7, lo, hi;
-  const uint64_t *pa = a, *pb = b;
-  __asm__(PED_ADX_MUL_BODY PED_ADX_REDUCE
-      : [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5),
-        [t6] "=&r"(t6), [t7] "=&r"(t7), [lo] "=&r"(lo), [hi] "=&r"(hi), [a] "+&r"(pa), [b] "+&r"(pb)
-      : [p3] "m"(KN(P3)[0])
-      : "rdx", "cc", "memory");
-  (void)t0, (void)t1, (void)t2, (void)t3;
-  r[0] = t4, r[1] = t5, r[2] = t6, r[3] = t7;
-}
+/* A product function whose assembly is `code`: the operands every form above uses. */
+#define PED_ADX_MUL_FN(name, code)                                                                          \
+  KATTR PED_INLINE void KN(name)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {                 \
+    uint64_t t0, t1, t2, t3, t4, t5, t6, t7, lo, hi;                                                       \
+    const uint64_t *pa = a, *pb = b;                                                                       \
+    __asm__(code                                                                                           \
+            : [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5), \
+              [t6] "=&r"(t6), [t7] "=&r"(t7), [lo] "=&r"(lo), [hi] "=&r"(hi), [a] "+&r"(pa), [b] "+&r"(pb)    \
+            : [p3] "m"(KN(P3)[0])                                                                          \
+            : "rdx", "cc", "memory");                                                                      \
+    (void)t0, (void)t1, (void)t2, (void)t3;                                                                \
+    r[0] = t4, r[1] = t5, r[2] = t6, r[3] = t7;                                                            \
+  }
+PED_ADX_MUL_FN(mul_lazy, PED_ADX_MUL_BODY)
+/* mul, fully reduced, with the subtraction in registers too (the complete path's products). */
+PED_ADX_MUL_FN(mul, PED_ADX_MUL_BODY PED_ADX_REDUCE)
+#undef PED_ADX_MUL_FN
 #undef PED_ADX_MUL_BODY
 #undef PED_ADX_REDUCE
 #else
