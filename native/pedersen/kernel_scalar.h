@@ -315,24 +315,8 @@ KATTR PED_INLINE void KN(add)(uint64_t r[4], const uint64_t a[4], const uint64_t
   KN(reduce)(r, t);
 }
 
-/* r = a - b mod p; branch-free. */
-KATTR PED_INLINE void KN(sub)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
-  uint64_t t0, t1, t2, t3;
-  unsigned char c = 0;
-  PED_SUBB(c, a[0], b[0], t0);
-  PED_SUBB(c, a[1], b[1], t1);
-  PED_SUBB(c, a[2], b[2], t2);
-  PED_SUBB(c, a[3], b[3], t3);
-  const uint64_t mask = (uint64_t)0 - (uint64_t)c; /* add p back on borrow: p = 1 + P3*2^192 */
-  unsigned char d = 0;
-  PED_ADDC(d, t0, (uint64_t)c, r[0]);
-  PED_ADDC(d, t1, 0, r[1]);
-  PED_ADDC(d, t2, 0, r[2]);
-  PED_ADDC(d, t3, PED_P3 & mask, r[3]);
-}
-
-/* r = a - b mod p in [0, 2p), for a, b < 2p: adds 2p = 2 + 2*P3*2^192 on a borrow; branch-free. */
-KATTR PED_INLINE void KN(sub_lazy)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+/* r = a - b, plus k*p (= k + k*P3*2^192) when that borrows; branch-free. */
+KATTR PED_INLINE void KN(sub_plus)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4], const uint64_t k) {
   uint64_t t0, t1, t2, t3;
   unsigned char c = 0;
   PED_SUBB(c, a[0], b[0], t0);
@@ -341,10 +325,18 @@ KATTR PED_INLINE void KN(sub_lazy)(uint64_t r[4], const uint64_t a[4], const uin
   PED_SUBB(c, a[3], b[3], t3);
   const uint64_t mask = (uint64_t)0 - (uint64_t)c;
   unsigned char d = 0;
-  PED_ADDC(d, t0, 2 & mask, r[0]);
+  PED_ADDC(d, t0, k & mask, r[0]);
   PED_ADDC(d, t1, 0, r[1]);
   PED_ADDC(d, t2, 0, r[2]);
-  PED_ADDC(d, t3, (2 * PED_P3) & mask, r[3]);
+  PED_ADDC(d, t3, (k * PED_P3) & mask, r[3]);
+}
+
+/* r = a - b mod p, for a, b < p. */
+KATTR PED_INLINE void KN(sub)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) { KN(sub_plus)(r, a, b, 1); }
+
+/* r = a - b mod p in [0, 2p), for a, b < 2p (the batch walk's range, see mul_lazy). */
+KATTR PED_INLINE void KN(sub_lazy)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
+  KN(sub_plus)(r, a, b, 2);
 }
 
 KATTR PED_INLINE int KN(is_zero)(const uint64_t a[4]) { return (a[0] | a[1] | a[2] | a[3]) == 0; }
