@@ -453,8 +453,11 @@ export async function runWorkload(
         const profiler = i === 2 && opts.profile ? await startProfile(opts.profile.kind) : undefined;
         const t = performance.now();
         const cpuBefore = process.cpuUsage();
+        const mergedBefore = store.compactionWrittenMb();
         await verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
         const total = (performance.now() - t) / 1000;
+        // LevelDB's flushes and merges that finished during the batch, on its background thread.
+        const merged = store.compactionWrittenMb() - mergedBefore;
         // Every thread's CPU time: near cores × wall time means the batch is CPU-bound.
         const used = process.cpuUsage(cpuBefore);
         cpuS = (used.user + used.system) / 1e6;
@@ -470,7 +473,8 @@ export async function runWorkload(
         storageOps = reads + writes;
         opts.log(
           `${kind}: batch ${i + 1}: native ${total.toFixed(3)} s ${breakdownText(breakdowns.at(-1))} ` +
-            `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s`,
+            `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, ` +
+            `LevelDB compaction wrote ${merged} MB`,
         );
       } else {
         await verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);

@@ -288,6 +288,24 @@ export class LevelStore implements NodeSource {
     await db.compactRange(Uint8Array.of(0x00), Uint8Array.of(0xff));
   }
 
+  /**
+   * MB that LevelDB has written into its levels since the store was opened: memtable flushes into
+   * level 0 and the merges below it (the Write(MB) column of its `leveldb.stats`, summed; whole
+   * MB). Records keyed by hash are merged down the levels again and again, ~12 times their size
+   * over 16 W-spot batches: the background work that competes with a batch for the CPU.
+   */
+  compactionWrittenMb(): number {
+    // classic-level's method, which `level`'s types leave out (as compactRange, above).
+    const db = this.db as unknown as { getProperty(name: string): string };
+    let mb = 0;
+    for (const line of db.getProperty("leveldb.stats").split("\n")) {
+      // Level, Files, Size(MB), Time(sec), Read(MB), Write(MB).
+      const cols = line.trim().split(/\s+/);
+      if (cols.length === 6 && /^\d+$/.test(cols[0]!)) mb += Number(cols[5]);
+    }
+    return mb;
+  }
+
   /** Direct access for maintenance commands (check, prune, dump) that iterate key ranges. */
   get raw(): Db {
     return this.db;

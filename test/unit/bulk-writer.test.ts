@@ -114,4 +114,22 @@ describe("BulkWriter", () => {
       await killed.abandon(); // closes the dead writer's file handles
     }
   });
+  it("compactionWrittenMb counts what LevelDB wrote into its levels", async () => {
+    const store = await freshStore();
+    try {
+      expect(store.compactionWrittenMb()).toBe(0);
+      // 3 MiB of random 64-byte records: below the 4 MiB memtable, so nothing reaches a level
+      // until compact() flushes it (and merges it one level down).
+      const batch = store.raw.batch();
+      for (const { hash, record } of randomWrites(24_000)) batch.put(prefixed(Prefix.node, hash), record);
+      await batch.write();
+      expect(store.compactionWrittenMb()).toBe(0);
+      await store.compact();
+      const written = store.compactionWrittenMb();
+      expect(written).toBeGreaterThanOrEqual(2);
+      expect(written).toBeLessThan(12);
+    } finally {
+      await store.close();
+    }
+  });
 });
