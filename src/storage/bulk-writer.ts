@@ -90,7 +90,7 @@ class Partition {
  * LevelDB's key order. Records are keyed by their hash, so a tree hands them over in random key
  * order, and LevelDB, fed random keys, flushes tables that overlap one another and then merges
  * them again and again (compaction: 26 of the 138 CPU-seconds of W-spot's load, and a backlog that
- * the first batches after the load pay for; bench/, README Performance). Here records are
+ * the first batches after the load pay for; bench/, docs/performance-history.md). Here records are
  * first spilled to files, one per prefix byte and top bits of the hash; `finish` sorts each file
  * in turn and writes it in order, so every table LevelDB flushes follows the one before, and
  * compaction only moves tables down. Memory: one partition (a 32nd of a prefix's records) at a

@@ -36,7 +36,7 @@ export function metaKey(name: string): Uint8Array {
  * The order of these hashes by their first 24 bits (ties in the given order): the order of their
  * keys in LevelDB, near enough. LevelDB's memtable is a skip list, and inserting or looking up random
  * keys one after another misses the CPU caches at almost every step; in key order, each step starts
- * next to the one before (bench/: see README, Performance). `hashes` is a list of 32-byte hashes, or
+ * next to the one before (bench/: see docs/performance-history.md). `hashes` is a list of 32-byte hashes, or
  * one buffer of them packed end to end.
  */
 export function keyOrder(hashes: readonly Uint8Array[] | Uint8Array): Uint32Array {

@@ -5,7 +5,7 @@ import type { NodeSource } from "./node-source.js";
  * W-spot batch (17k changed leaves, a million-vault tree) then reads 37.9k nodes from the store.
  * 19 rather than 18 since the trees read while they hash (compute-roots.ts) and the reads hold up the
  * main thread: W-spot batches 0.85× as long (reads −28%), W-perp 0.90× (reads −29%), for ~45 MiB
- * more RSS and a warm-up ~3 s longer (README, Performance).
+ * more RSS and a warm-up ~3 s longer (docs/performance-history.md).
  */
 export const DEFAULT_CACHE_LEVELS = 19;
 
