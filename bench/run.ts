@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import type { LevelTuning } from "../src/storage/level-store.js";
+import { loadNativeAddon } from "../src/verifier/hash/native-engine.js";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { DEFAULT_CACHE_LEVELS } from "../src/verifier/node-cache.js";
@@ -13,7 +14,8 @@ import { runWorkload, type WorkloadResult } from "./workloads.js";
  * `--native-runs N` sets the native batches (default 5; 0 with `--wasm-runs 0` times the bulk load alone).
  * `--compact-after-load` compacts the whole store once after each bulk load (timed apart).
  * `--max-open-files N` caps LevelDB's open table files (each is memory-mapped, so they count in RSS).
- * `--pool-threshold N`: hashMany/hashConst calls of fewer pairs stay on the calling thread (default 256).
+ * `--pool-threshold N`: hashMany/hashConst calls of fewer pairs stay on the calling thread (default 256);
+ * `--climb-threshold N`: chain climbs of fewer hashes do (default 2048).
  * `--level JSON` sets any of LevelDB's tunables (LevelTuning), e.g. `'{"writeBufferSize":67108864}'`.
  * For profiling: `--only spot|perp` runs one workload and no engine table; `--cpu-profile PREFIX`
  * writes a CPU profile of the third native batch to PREFIX-<workload>.cpuprofile, `--heap-profile
@@ -84,7 +86,9 @@ const sampler = setInterval(() => {
 }, 100);
 
 const engines = only ? [] : await benchEngines({ quick });
-console.log("\nPedersen engines");
+// The tables' window width is chosen when the addon is built (scripts/build-native.mjs).
+const windowBits = loadNativeAddon()?.windowBits;
+console.log(`\nPedersen engines${windowBits ? ` (native tables: ${windowBits}-bit windows)` : ""}`);
 console.log("| engine | kernel | threads | µs/hash | hashes/s |");
 console.log("|---|---|---|---|---|");
 for (const e of engines) {
@@ -93,8 +97,13 @@ for (const e of engines) {
   );
 }
 
-const poolThreshold = arg("--pool-threshold") === undefined ? undefined : Number(arg("--pool-threshold"));
-const native = createEngine("native", { threads: "auto", poolThreshold });
+const numberArg = (name: string): number | undefined =>
+  arg(name) === undefined ? undefined : Number(arg(name));
+const native = createEngine("native", {
+  threads: "auto",
+  poolThreshold: numberArg("--pool-threshold"),
+  poolClimbThreshold: numberArg("--climb-threshold"),
+});
 const wasm = new WasmEngine();
 const results: Record<string, WorkloadResult> = {};
 for (const kind of only ? [only] : (["spot", "perp"] as const)) {
@@ -155,7 +164,13 @@ if (jsonPath) {
   await writeFile(
     jsonPath,
     JSON.stringify(
-      { engines, w_spot: results.spot, w_perp: results.perp, peak_rss_mib: Math.round(peakMiB) },
+      {
+        engines,
+        native_window_bits: windowBits,
+        w_spot: results.spot,
+        w_perp: results.perp,
+        peak_rss_mib: Math.round(peakMiB),
+      },
       null,
       2,
     ) + "\n",

@@ -1,4 +1,7 @@
 {
+  "variables": {
+    "pedersen_window_bits%": 16
+  },
   "targets": [
     {
       "target_name": "pedersen",
@@ -9,7 +12,7 @@
         "pedersen/kernel_ifma.c",
         "pedersen/safegcd.c"
       ],
-      "defines": ["PED_W=16"],
+      "defines": ["PED_W=<(pedersen_window_bits)"],
       "cflags": ["-O3", "-std=gnu11", "-fno-strict-aliasing"],
       "cflags!": ["-O2"],
       "xcode_settings": { "OTHER_CFLAGS": ["-O3", "-std=gnu11"] },

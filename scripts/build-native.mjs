@@ -5,10 +5,11 @@
 // toolchain, the Node headers or the compiler are missing, dacd falls back to the WASM engine, so
 // this prints one line saying so and exits 0. Set DACD_SKIP_NATIVE=1 to skip the build.
 import { spawnSync } from "node:child_process";
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { chooseWindowBits } from "./window-bits.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const nativeDir = path.join(root, "native");
@@ -81,12 +82,28 @@ if (process.env.DACD_SKIP_NATIVE === "1") unavailable("DACD_SKIP_NATIVE=1");
 const gyp = findNodeGyp();
 if (!gyp) unavailable("node-gyp not found");
 
-const build = spawnSync(process.execPath, [gyp, "rebuild", ...nodeDirArgs()], {
-  cwd: nativeDir,
-  encoding: "utf8",
-  stdio: verbose ? "inherit" : "pipe",
-  timeout: 10 * 60_000,
-});
+/** /proc/cpuinfo, or "" where there is none (not Linux): the CPU's features decide the window width. */
+function cpuinfo() {
+  try {
+    return readFileSync("/proc/cpuinfo", "utf8");
+  } catch {
+    return "";
+  }
+}
+
+const bits = chooseWindowBits(process.env.DACD_PEDERSEN_WINDOW_BITS, cpuinfo(), (m) =>
+  console.log(`dacd: ${m}`),
+);
+const build = spawnSync(
+  process.execPath,
+  [gyp, "rebuild", ...nodeDirArgs(), `--pedersen-window-bits=${bits}`],
+  {
+    cwd: nativeDir,
+    encoding: "utf8",
+    stdio: verbose ? "inherit" : "pipe",
+    timeout: 10 * 60_000,
+  },
+);
 if (build.status !== 0 || !existsSync(addon)) {
   unavailable(build.error ? build.error.message : `node-gyp exited with ${build.status ?? build.signal}`);
 }
@@ -101,4 +118,4 @@ const probe = spawnSync(
   { encoding: "utf8", timeout: 60_000 },
 );
 if (probe.status !== 0) unavailable("the built addon does not load");
-console.log(`dacd: native Pedersen engine built (kernels: ${probe.stdout.trim()})`);
+console.log(`dacd: native Pedersen engine built (kernels: ${probe.stdout.trim()}; ${bits}-bit windows)`);

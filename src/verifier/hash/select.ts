@@ -18,8 +18,10 @@ export interface CreateEngineOptions {
    * (os.availableParallelism()) spreads large calls over a worker pool.
    */
   threads?: number | "auto";
-  /** Pairs below which pooled calls stay on the calling thread (default 4096). */
+  /** Pairs below which pooled calls stay on the calling thread (PoolEngine's default otherwise). */
   poolThreshold?: number;
+  /** Hashes below which chain climbs stay on the calling thread (PoolEngine's default otherwise). */
+  poolClimbThreshold?: number;
   /** Environment to read overrides from (default process.env). */
   env?: Record<string, string | undefined>;
 }
@@ -70,6 +72,12 @@ export function createEngine(
 
 function makeNative(kernel: string | undefined, opts: CreateEngineOptions): HashEngine | null {
   const threads = opts.threads === "auto" ? os.availableParallelism() : (opts.threads ?? 1);
-  if (threads > 1) return PoolEngine.create({ threads, kernel, threshold: opts.poolThreshold });
+  if (threads > 1)
+    return PoolEngine.create({
+      threads,
+      kernel,
+      threshold: opts.poolThreshold,
+      climbThreshold: opts.poolClimbThreshold,
+    });
   return loadNativeEngine(kernel);
 }
