@@ -3,9 +3,10 @@
 // Builds the optional native Pedersen addon (native/binding.gyp) with the node-gyp that npm bundles.
 // Run by `npm install`/`npm ci` through the "install" script. It never fails the install: if the
 // toolchain, the Node headers or the compiler are missing, dacd falls back to the WASM engine, so
-// this prints one line saying so and exits 0. Set DACD_SKIP_NATIVE=1 to skip the build.
+// this prints one line saying so and exits 0. Set DACD_SKIP_NATIVE=1 to skip the build. An addon
+// already built from the current sources, for the same window width, and loadable is kept.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, realpathSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -79,8 +80,6 @@ function nodeDirArgs() {
 }
 
 if (process.env.DACD_SKIP_NATIVE === "1") unavailable("DACD_SKIP_NATIVE=1");
-const gyp = findNodeGyp();
-if (!gyp) unavailable("node-gyp not found");
 
 /** /proc/cpuinfo, or "" where there is none (not Linux): the CPU's features decide the window width. */
 function cpuinfo() {
@@ -94,6 +93,47 @@ function cpuinfo() {
 const bits = chooseWindowBits(process.env.DACD_PEDERSEN_WINDOW_BITS, cpuinfo(), (m) =>
   console.log(`dacd: ${m}`),
 );
+
+/**
+ * Loads the addon in a child process, so a broken binary is reported here rather than at run time:
+ * its kernels and window width, or null when it does not load (missing, another Node ABI, broken).
+ */
+function probe() {
+  const child = spawnSync(
+    process.execPath,
+    [
+      "-e",
+      `const a = require(${JSON.stringify(addon)}); if (!a.kernels().length) process.exit(1); console.log(a.kernels().join(","), a.windowBits);`,
+    ],
+    { encoding: "utf8", timeout: 60_000 },
+  );
+  if (child.status !== 0) return null;
+  const [kernels, windowBits] = child.stdout.trim().split(" ");
+  return { kernels, windowBits: Number(windowBits) };
+}
+
+/** The newest modification time among the addon's sources (binding.gyp and native/pedersen/). */
+function newestSource() {
+  const dir = path.join(nativeDir, "pedersen");
+  const files = [path.join(nativeDir, "binding.gyp"), ...readdirSync(dir).map((f) => path.join(dir, f))];
+  return Math.max(...files.map((f) => statSync(f).mtimeMs));
+}
+
+// `npx dacd …` in a checkout runs this script again (npm links the package and runs its install
+// script), and node-gyp's rebuild starts by deleting the addon: interrupted (Ctrl-C), it would leave
+// dacd on the WASM engine. So an addon that is newer than its sources, built for this width and
+// loadable, is kept; DACD_NATIVE_REBUILD=1 forces a build.
+const existing =
+  process.env.DACD_NATIVE_REBUILD !== "1" && existsSync(addon) && statSync(addon).mtimeMs > newestSource()
+    ? probe()
+    : null;
+if (existing?.windowBits === bits) {
+  console.log(`dacd: native Pedersen engine up to date (kernels: ${existing.kernels}; ${bits}-bit windows)`);
+  process.exit(0);
+}
+
+const gyp = findNodeGyp();
+if (!gyp) unavailable("node-gyp not found");
 const build = spawnSync(
   process.execPath,
   [gyp, "rebuild", ...nodeDirArgs(), `--pedersen-window-bits=${bits}`],
@@ -107,15 +147,6 @@ const build = spawnSync(
 if (build.status !== 0 || !existsSync(addon)) {
   unavailable(build.error ? build.error.message : `node-gyp exited with ${build.status ?? build.signal}`);
 }
-
-// Load it once in a child process, so a broken binary is reported here rather than at run time.
-const probe = spawnSync(
-  process.execPath,
-  [
-    "-e",
-    `const a = require(${JSON.stringify(addon)}); if (!a.kernels().length) process.exit(1); console.log(a.kernels().join(","));`,
-  ],
-  { encoding: "utf8", timeout: 60_000 },
-);
-if (probe.status !== 0) unavailable("the built addon does not load");
-console.log(`dacd: native Pedersen engine built (kernels: ${probe.stdout.trim()}; ${bits}-bit windows)`);
+const built = probe();
+if (!built) unavailable("the built addon does not load");
+console.log(`dacd: native Pedersen engine built (kernels: ${built.kernels}; ${bits}-bit windows)`);
