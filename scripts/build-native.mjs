@@ -79,8 +79,6 @@ function nodeDirArgs() {
   return [];
 }
 
-if (process.env.DACD_SKIP_NATIVE === "1") unavailable("DACD_SKIP_NATIVE=1");
-
 /** /proc/cpuinfo, or "" where there is none (not Linux): the CPU's features decide the window width. */
 function cpuinfo() {
   try {
@@ -89,10 +87,6 @@ function cpuinfo() {
     return "";
   }
 }
-
-const bits = chooseWindowBits(process.env.DACD_PEDERSEN_WINDOW_BITS, cpuinfo(), (m) =>
-  console.log(`dacd: ${m}`),
-);
 
 /**
  * Loads the addon in a child process, so a broken binary is reported here rather than at run time:
@@ -118,6 +112,12 @@ function newestSource() {
   const files = [path.join(nativeDir, "binding.gyp"), ...readdirSync(dir).map((f) => path.join(dir, f))];
   return Math.max(...files.map((f) => statSync(f).mtimeMs));
 }
+
+if (process.env.DACD_SKIP_NATIVE === "1") unavailable("DACD_SKIP_NATIVE=1");
+
+const bits = chooseWindowBits(process.env.DACD_PEDERSEN_WINDOW_BITS, cpuinfo(), (m) =>
+  console.log(`dacd: ${m}`),
+);
 
 // `npx dacd …` in a checkout runs this script again (npm links the package and runs its install
 // script), and node-gyp's rebuild starts by deleting the addon: interrupted (Ctrl-C), it would leave

@@ -9,8 +9,8 @@
 // 0.69-0.82 against 0.71-0.90 us/hash, adx 3.0 against 3.5-4.7), and in the W-perp bench 1.76
 // against 1.91 s per batch, bulk load 31.9 against 35.7 s, peak RSS ~80 MiB lower.
 
-export const MIN_WINDOW_BITS = 12;
-export const MAX_WINDOW_BITS = 16;
+const MIN_WINDOW_BITS = 12;
+const MAX_WINDOW_BITS = 16;
 
 /**
  * `override` (DACD_PEDERSEN_WINDOW_BITS) when it is an integer in range; otherwise 14 where
