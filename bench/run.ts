@@ -6,7 +6,7 @@ import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { DEFAULT_CACHE_LEVELS } from "../src/verifier/node-cache.js";
 import { benchEngines } from "./engines.js";
-import { runWorkload, type WorkloadResult } from "./workloads.js";
+import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.js";
 
 /**
  * `npm run bench [-- --quick] [-- --json FILE] [-- --wasm-runs N] [-- --cache-levels N]`: engine speeds and the W-spot and
@@ -17,6 +17,8 @@ import { runWorkload, type WorkloadResult } from "./workloads.js";
  * `--pool-threshold N`: hashMany/hashConst calls of fewer pairs stay on the calling thread (default 256);
  * `--climb-threshold N`: chain climbs of fewer hashes do (default 2048).
  * `--level JSON` sets any of LevelDB's tunables (LevelTuning), e.g. `'{"writeBufferSize":67108864}'`.
+ * `--alt-build DIST` alternates the native batches between this build's verifier and another build's
+ * (its `dist` directory, e.g. of a `git worktree` of another commit, built), and prints both medians.
  * For profiling: `--only spot|perp` runs one workload and no engine table; `--cpu-profile PREFIX`
  * writes a CPU profile of the third native batch to PREFIX-<workload>.cpuprofile, `--heap-profile
  * PREFIX` its sampled allocations to PREFIX-<workload>.heapprofile (open either in Chrome's DevTools
@@ -42,6 +44,8 @@ const level: LevelTuning = {
   ...(JSON.parse(arg("--level") ?? "{}") as LevelTuning),
   ...(arg("--max-open-files") === undefined ? {} : { maxOpenFiles: Number(arg("--max-open-files")) }),
 };
+const altBuild = arg("--alt-build");
+const alt = altBuild === undefined ? undefined : await loadAltVerifier(altBuild);
 const log = (s: string): void => void process.stderr.write(s + "\n");
 
 /**
@@ -123,6 +127,7 @@ for (const kind of only ? [only] : (["spot", "perp"] as const)) {
         : undefined,
     log,
     phase: (name) => (phase = `${kind} ${name}`),
+    alt,
   });
 }
 await native.close?.();

@@ -1,7 +1,8 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { computeClaimHash } from "../src/signer/claim.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
 import { BULK_LOAD_WRITE_BUFFER, BULK_SPILL_DIR, BulkWriter } from "../src/storage/bulk-writer.js";
@@ -320,6 +321,39 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
+/**
+ * Another build's `computeRoots` and `verifyParsedAndStore` (its `dist/src/verifier` modules), to
+ * compare two versions of the verifier in one process: batches alternate between the builds on
+ * the same store, so that both meet the same state of the machine, whose speed drifts by ±25%
+ * within minutes. The engine, the store and the top-level cache are this build's for both.
+ */
+export interface AltVerifier {
+  readonly computeRoots: typeof computeRoots;
+  readonly verifyParsedAndStore: typeof verifyParsedAndStore;
+}
+
+/** Imports the verifier of the build whose `dist` directory is `distDir`. */
+export async function loadAltVerifier(distDir: string): Promise<AltVerifier> {
+  const url = (file: string): string => pathToFileURL(join(resolve(distDir), "src/verifier", file)).href;
+  const [roots, verify] = await Promise.all([
+    import(url("compute-roots.js")) as Promise<{ computeRoots: typeof computeRoots }>,
+    import(url("verify-batch.js")) as Promise<{ verifyParsedAndStore: typeof verifyParsedAndStore }>,
+  ]);
+  return { computeRoots: roots.computeRoots, verifyParsedAndStore: verify.verifyParsedAndStore };
+}
+
+/** Both builds' medians, and in how many pairs (batch i, batch i + 1) this build was faster. */
+function compareBuilds(kind: string, mine: number[], alt: number[]): string {
+  const pairs = Math.min(mine.length, alt.length);
+  let faster = 0;
+  for (let p = 0; p < pairs; p++) if (mine[p]! < alt[p]!) faster++;
+  const [m, a] = [median(mine), median(alt)];
+  return (
+    `${kind}: this build's median ${m.toFixed(3)} s, the alt build's ${a.toFixed(3)} s ` +
+    `(${(m / a).toFixed(3)}×), this build faster in ${faster} of ${pairs} pairs`
+  );
+}
+
 export async function runWorkload(
   kind: "spot" | "perp",
   opts: {
@@ -338,6 +372,8 @@ export async function runWorkload(
     log: (s: string) => void;
     /** Told when the workload enters each phase (for the RSS report). */
     phase?: (name: "bulk load" | "cache warm-up" | "batches" | "wasm batches") => void;
+    /** Another build's verifier, for every second native batch (AltVerifier). */
+    alt?: AltVerifier;
   },
 ): Promise<WorkloadResult> {
   const full = kind === "spot" ? W_SPOT : W_PERP;
@@ -428,6 +464,7 @@ export async function runWorkload(
     opts.phase?.("cache warm-up");
     let nativeCache: TopNodeCache | undefined = await warmedCache(0);
     const nativeTimes: number[] = [];
+    const altTimes: number[] = [];
     const breakdowns: { total: number; reads: number; hashing: number; commit: number }[] = [];
     let hashes = 0;
     let storageOps = 0;
@@ -440,7 +477,10 @@ export async function runWorkload(
     for (let i = 0; i < runs; i++) {
       const changes = makeChanges(rng, trees, size, ids);
       // The stated roots come from a dry run (nothing stored), as an honest operator would state them.
-      const stated = await computeRoots(opts.native, store, trees, prevRoots, changes);
+      // Every second batch is the other build's, dry run included, when one is given.
+      const alt = opts.alt && i % 2 === 1 ? opts.alt : undefined;
+      const verifier = alt ?? { computeRoots, verifyParsedAndStore };
+      const stated = await verifier.computeRoots(opts.native, store, trees, prevRoots, changes);
       const update: StateUpdate = { prevBatchId: prevId, changes, statedRoots: stated.roots };
       const nativeId = 2 * i + 1;
       if (i < opts.wasmRuns) siblings.push({ id: nativeId + 1, update });
@@ -454,7 +494,7 @@ export async function runWorkload(
         const t = performance.now();
         const cpuBefore = process.cpuUsage();
         const mergedBefore = store.compactionWrittenMb();
-        await verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
+        await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
         const total = (performance.now() - t) / 1000;
         // LevelDB's flushes and merges that finished during the batch, on its background thread.
         const merged = store.compactionWrittenMb() - mergedBefore;
@@ -462,26 +502,28 @@ export async function runWorkload(
         const used = process.cpuUsage(cpuBefore);
         cpuS = (used.user + used.system) / 1e6;
         if (profiler) await profiler.stopInto(opts.profile!.path);
-        nativeTimes.push(total);
-        breakdowns.push({
+        (alt ? altTimes : nativeTimes).push(total);
+        const breakdown = {
           total,
           reads: readClock.ms / 1000,
           hashing: native.busy.ms / 1000,
           commit: commitClock.ms / 1000,
-        });
+        };
+        if (!alt) breakdowns.push(breakdown);
         hashes = native.hashes;
         storageOps = reads + writes;
         opts.log(
-          `${kind}: batch ${i + 1}: native ${total.toFixed(3)} s ${breakdownText(breakdowns.at(-1))} ` +
+          `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
             `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, ` +
             `LevelDB compaction wrote ${merged} MB`,
         );
       } else {
-        await verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
+        await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
       }
       prevId = nativeId;
       prevRoots = stated.roots;
     }
+    if (opts.alt) opts.log(compareBuilds(kind, nativeTimes, altTimes));
     // Collected now, before the WASM pipeline builds its own (the bench runs node with --expose-gc),
     // so that the peak RSS is what one pipeline holds, as in a daemon.
     nativeCache = undefined;

@@ -244,139 +244,44 @@ async function buildNewPaths(
   treeName: string,
   newNodes: NodeWrites,
 ): Promise<MerkleUpdate> {
-  const { ids, starts, height, remembered } = paths;
-  /**
-   * Records a new node at height h: the path node there whose first leaf is `first` (side −1), or
-   * the child on `side` of the path node at height h + 1 whose first leaf is `first`. Its hash is
-   * 32 bytes of `hashBuf` from `hashOff`, its record `rec[recOff, recOff + recLength)`.
-   */
-  const write = (
-    h: number,
-    first: number,
-    side: number,
-    hashBuf: Uint8Array,
-    hashOff: number,
-    rec: Uint8Array,
-    recOff = 0,
-    recLength = rec.length,
-  ): void => {
-    newNodes.add(hashBuf, hashOff, rec, recOff, recLength);
-    if (height - h >= remembered) return;
-    const index = side < 0 ? indexAt(paths, first, h) : indexAt(paths, first, h + 1) * 2 + side;
-    const hash = hashBuf.subarray(hashOff, hashOff + 32);
-    nodes.remember!(treeName, height - h, index, hash, rec.subarray(recOff, recOff + recLength));
-  };
-
-  // Per level: the new hashes (packed, filled as they become known), each node's kind, the chain
-  // through each lone node (−1: none), and the binary nodes' children.
-  const n0 = ids.length;
-  const hashesAt: Uint8Array[] = [leafHashes];
-  const kindAt: Uint8Array[] = [new Uint8Array(n0)];
-  const chainAt: Int32Array[] = [new Int32Array(n0).fill(-1)];
-  const binaryAt: BinaryPairs[] = [new BinaryPairs(0)];
-  const chains = new Chains();
-  for (let i = 0; i < n0; i++)
-    kindAt[0]![i] = equal32(leafHashes, i * 32, empty[0]!) ? New.Empty : New.Single;
-
-  /** Fills an edge record's leaf hash, path and checkpoints below height k from a derived start. */
-  const fillDerived = (rec: Uint8Array, d: Derived, k: number): void => {
-    // An old edge's record has the same layout: leaf hash, then the checkpoints from height 8 up
-    // (the old edge reaches at least height k, so it holds every checkpoint below k).
-    copy32(rec, 0, d.buf, d.off);
-    if (d.rec) rec.set(d.rec.subarray(65, merkleEdgeLength(k)), 65);
-    setEdgePath(rec, d.pathBuf, d.pathOff);
-  };
+  const { ids, starts, height } = paths;
+  const b = new PathLevels(nodes, empty, leafHashes, paths, old, treeName, newNodes);
+  const { hashesAt, kindAt, chainAt, binaryAt, chains } = b;
 
   // Pass 1: structure.
   const L: ChildSlot = { kind: New.Empty, buf: empty[0]!, off: 0, path: -1, derived: undefined };
   const R: ChildSlot = { ...L };
   for (let h = 1; h <= height; h++) {
+    b.enter(h);
     const parents = starts[h]!;
     const children = starts[h - 1]!;
-    const belowHashes = hashesAt[h - 1]!;
-    const belowKind = kindAt[h - 1]!;
     const belowChain = chainAt[h - 1]!;
-    const was = old[h]!;
     const n = parents.length;
     const hashes = new Uint8Array(n * 32);
     const kind = new Uint8Array(n);
     const chain = new Int32Array(n).fill(-1);
     const binary = new BinaryPairs(n);
-    const eBelow = empty[h - 1]!;
     const eHere = empty[h]!;
-    // Fills `slot` with path child c (its new state).
-    const pathChild = (slot: ChildSlot, c: number): void => {
-      slot.derived = undefined;
-      slot.kind = belowKind[c]!;
-      slot.buf = belowHashes;
-      slot.off = c * 32;
-      slot.path = c;
-    };
-    // Fills `slot` with the untouched child of parent j on `side` (its old state).
-    const sibling = (slot: ChildSlot, j: number, side: number): void => {
-      slot.derived = undefined;
-      slot.path = -1;
-      const rec = was.rec[j];
-      const wasKind = was.kind[j]!;
-      if (wasKind === Old.Binary) {
-        slot.buf = rec!;
-        slot.off = side * 32;
-        if (equal32(rec!, slot.off, eBelow)) slot.kind = New.Empty;
-        else if (h === 1) {
-          // A leaf: a chain of its own. Its id is the parent's first leaf's with bit 0 = side.
-          slot.kind = New.Single;
-          const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
-          id[31] = (id[31]! & 0xfe) | side;
-          slot.derived = { rec: undefined, buf: rec!, off: slot.off, pathBuf: id, pathOff: 0 };
-        } else slot.kind = New.Stored;
-        return;
-      }
-      if (wasKind === Old.Edge && edgePathBit(rec!, h - 1) === side) {
-        // The old lone leaf's side of a split: its ancestor there was climbed by climbToSplits.
-        slot.kind = New.Single;
-        slot.buf = was.split.get(j)!;
-        slot.off = 0;
-        // The chain may climb above the old edge (a deleted neighbour), so its path is the leaf's
-        // whole id: the parent's bits above h, the edge's path below.
-        const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
-        copyLowBits(id, 0, rec!, 32, h);
-        slot.derived = { rec, buf: rec!, off: 0, pathBuf: id, pathOff: 0 };
-        return;
-      }
-      slot.kind = New.Empty;
-      slot.buf = eBelow;
-      slot.off = 0;
-    };
-    /** A child of a binary node that is a lone chain (above a leaf) ends there as an edge record. */
-    const endChain = (slot: ChildSlot, j: number, side: number): void => {
-      if (slot.kind !== New.Single || h - 1 === 0) return;
-      if (slot.derived) {
-        // An old edge's ancestor that climbs no further: its record now, from the old one.
-        const rec = newMerkleEdge(h - 1);
-        fillDerived(rec, slot.derived, h - 1);
-        write(h - 1, parents[j]!, side, slot.buf, slot.off, rec);
-      } else chains.end(belowChain[slot.path]!, h - 1, slot.path);
-    };
     for (let j = 0, c = 0; j < n; j++) {
       // The parent's path children: child c (which starts at the same leaf) and maybe child c + 1.
       const end = j + 1 < n ? parents[j + 1]! : ids.length;
       if (c + 1 < children.length && children[c + 1]! < end) {
-        pathChild(L, c);
-        pathChild(R, c + 1);
+        b.pathChild(L, c);
+        b.pathChild(R, c + 1);
         c += 2;
       } else if (ids.bit(children[c]!, h - 1) === 0) {
-        pathChild(L, c++);
-        sibling(R, j, 1);
+        b.pathChild(L, c++);
+        b.sibling(R, j, 1);
       } else {
-        sibling(L, j, 0);
-        pathChild(R, c++);
+        b.sibling(L, j, 0);
+        b.pathChild(R, c++);
       }
       const only = L.kind === New.Empty ? R : R.kind === New.Empty ? L : undefined;
       if (only === undefined || only.kind === New.Stored) {
         kind[j] = New.Stored;
         binary.add(j, L.buf, L.off, R.buf, R.off);
-        endChain(L, j, 0);
-        endChain(R, j, 1);
+        b.endChain(L, j, 0);
+        b.endChain(R, j, 1);
       } else if (only.kind === New.Single) {
         // One lone leaf's chain going on up: it starts here from a leaf or an old edge's ancestor,
         // or it goes on from the level below.
@@ -418,7 +323,7 @@ async function buildNewPaths(
       }
       for (let k = from + CHECKPOINT_STEP - (from % CHECKPOINT_STEP); k < top; k += CHECKPOINT_STEP)
         copy32(rec, checkpointOffset(k), marks, (i * job.slots + k / CHECKPOINT_STEP - 1) * 32);
-      write(top, starts[top]![chains.topIndex[i]!]!, -1, hashes, at, rec);
+      b.write(top, starts[top]![chains.topIndex[i]!]!, -1, hashes, at, rec);
     }
   }
 
@@ -431,13 +336,146 @@ async function buildNewPaths(
     const hashes = hashesAt[h]!;
     const parents = starts[h]!;
     const records = binary.records(xs, ys);
-    for (let b = 0; b < binary.count; b++) {
-      const j = binary.nodes[b]!;
-      copy32(hashes, j * 32, up, b * 32);
-      write(h, parents[j]!, -1, hashes, j * 32, records, b * 64, 64);
+    for (let k = 0; k < binary.count; k++) {
+      const j = binary.nodes[k]!;
+      copy32(hashes, j * 32, up, k * 32);
+      b.write(h, parents[j]!, -1, hashes, j * 32, records, k * 64, 64);
     }
   }
   return { root: hashesAt[height]!.subarray(0, 32), newNodes };
+}
+
+/** Fills an edge record's leaf hash, path and checkpoints below height k from a derived start. */
+function fillDerived(rec: Uint8Array, d: Derived, k: number): void {
+  // An old edge's record has the same layout: leaf hash, then the checkpoints from height 8 up
+  // (the old edge reaches at least height k, so it holds every checkpoint below k).
+  copy32(rec, 0, d.buf, d.off);
+  if (d.rec) rec.set(d.rec.subarray(65, merkleEdgeLength(k)), 65);
+  setEdgePath(rec, d.pathBuf, d.pathOff);
+}
+
+/**
+ * buildNewPaths' state: per level, the new hashes (packed, filled as they become known), each
+ * node's kind, the chain through each lone node (−1: none) and the binary nodes' children; and the
+ * level being built (`enter`). Its steps are methods rather than closures made per update: V8
+ * compiled new closures' optimized code again in every batch, and ran them unoptimized meanwhile.
+ */
+class PathLevels {
+  readonly hashesAt: Uint8Array[];
+  readonly kindAt: Uint8Array[];
+  readonly chainAt: Int32Array[];
+  readonly binaryAt: BinaryPairs[] = [new BinaryPairs(0)];
+  readonly chains = new Chains();
+  /** The level being built: its height, and the old state of its path nodes. */
+  private h = 0;
+  private was: OldLevel | undefined;
+
+  constructor(
+    private readonly nodes: NodeSource,
+    private readonly empty: readonly Uint8Array[],
+    leafHashes: Uint8Array,
+    private readonly paths: Paths,
+    private readonly old: readonly OldLevel[],
+    private readonly treeName: string,
+    private readonly newNodes: NodeWrites,
+  ) {
+    const n0 = paths.ids.length;
+    this.hashesAt = [leafHashes];
+    this.kindAt = [new Uint8Array(n0)];
+    this.chainAt = [new Int32Array(n0).fill(-1)];
+    for (let i = 0; i < n0; i++)
+      this.kindAt[0]![i] = equal32(leafHashes, i * 32, empty[0]!) ? New.Empty : New.Single;
+  }
+
+  /** Starts the level at height h (the levels below it are built). */
+  enter(h: number): void {
+    this.h = h;
+    this.was = this.old[h]!;
+  }
+
+  /**
+   * Records a new node at height h: the path node there whose first leaf is `first` (side −1), or
+   * the child on `side` of the path node at height h + 1 whose first leaf is `first`. Its hash is
+   * 32 bytes of `hashBuf` from `hashOff`, its record `rec[recOff, recOff + recLength)`.
+   */
+  write(
+    h: number,
+    first: number,
+    side: number,
+    hashBuf: Uint8Array,
+    hashOff: number,
+    rec: Uint8Array,
+    recOff = 0,
+    recLength = rec.length,
+  ): void {
+    this.newNodes.add(hashBuf, hashOff, rec, recOff, recLength);
+    const { height, remembered } = this.paths;
+    if (height - h >= remembered) return;
+    const index = side < 0 ? indexAt(this.paths, first, h) : indexAt(this.paths, first, h + 1) * 2 + side;
+    const hash = hashBuf.subarray(hashOff, hashOff + 32);
+    this.nodes.remember!(this.treeName, height - h, index, hash, rec.subarray(recOff, recOff + recLength));
+  }
+
+  /** Fills `slot` with path child c (its new state). */
+  pathChild(slot: ChildSlot, c: number): void {
+    slot.derived = undefined;
+    slot.kind = this.kindAt[this.h - 1]![c]!;
+    slot.buf = this.hashesAt[this.h - 1]!;
+    slot.off = c * 32;
+    slot.path = c;
+  }
+
+  /** Fills `slot` with the untouched child of parent j on `side` (its old state). */
+  sibling(slot: ChildSlot, j: number, side: number): void {
+    const h = this.h;
+    const ids = this.paths.ids;
+    const parents = this.paths.starts[h]!;
+    const eBelow = this.empty[h - 1]!;
+    slot.derived = undefined;
+    slot.path = -1;
+    const rec = this.was!.rec[j];
+    const wasKind = this.was!.kind[j]!;
+    if (wasKind === Old.Binary) {
+      slot.buf = rec!;
+      slot.off = side * 32;
+      if (equal32(rec!, slot.off, eBelow)) slot.kind = New.Empty;
+      else if (h === 1) {
+        // A leaf: a chain of its own. Its id is the parent's first leaf's with bit 0 = side.
+        slot.kind = New.Single;
+        const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
+        id[31] = (id[31]! & 0xfe) | side;
+        slot.derived = { rec: undefined, buf: rec!, off: slot.off, pathBuf: id, pathOff: 0 };
+      } else slot.kind = New.Stored;
+      return;
+    }
+    if (wasKind === Old.Edge && edgePathBit(rec!, h - 1) === side) {
+      // The old lone leaf's side of a split: its ancestor there was climbed by climbToSplits.
+      slot.kind = New.Single;
+      slot.buf = this.was!.split.get(j)!;
+      slot.off = 0;
+      // The chain may climb above the old edge (a deleted neighbour), so its path is the leaf's
+      // whole id: the parent's bits above h, the edge's path below.
+      const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
+      copyLowBits(id, 0, rec!, 32, h);
+      slot.derived = { rec, buf: rec!, off: 0, pathBuf: id, pathOff: 0 };
+      return;
+    }
+    slot.kind = New.Empty;
+    slot.buf = eBelow;
+    slot.off = 0;
+  }
+
+  /** A child of a binary node that is a lone chain (above a leaf) ends there as an edge record. */
+  endChain(slot: ChildSlot, j: number, side: number): void {
+    const h = this.h;
+    if (slot.kind !== New.Single || h - 1 === 0) return;
+    if (slot.derived) {
+      // An old edge's ancestor that climbs no further: its record now, from the old one.
+      const rec = newMerkleEdge(h - 1);
+      fillDerived(rec, slot.derived, h - 1);
+      this.write(h - 1, this.paths.starts[h]![j]!, side, slot.buf, slot.off, rec);
+    } else this.chains.end(this.chainAt[h - 1]![slot.path]!, h - 1, slot.path);
+  }
 }
 
 /**

@@ -50,6 +50,7 @@ export class TopNodeCache {
   private copiesUsed = 0;
   /** tree → depth → index → slot + 1 (0: none). */
   private readonly byPosition = new Map<string, Int32Array[]>();
+  private readonly views = new WeakMap<NodeSource, NodeSource>();
 
   /** `levels`: how many levels below each root are kept (0 turns the cache off). */
   constructor(readonly levels: number) {
@@ -101,8 +102,19 @@ export class TopNodeCache {
     this.insert(slot);
   }
 
-  /** The store seen through the cache: cached records come from memory, the rest in one lookup. */
+  /**
+   * The store seen through the cache: cached records come from memory, the rest in one lookup.
+   * One view per source, made once: the trees' optimized code inlines these functions, and a new
+   * view per batch would be new closures that throw that code away every batch (each batch's
+   * JIT recompiles, on a 2-core machine, took CPU from the batch; docs/performance-history.md).
+   */
   over(source: NodeSource): NodeSource {
+    let view = this.views.get(source);
+    if (!view) this.views.set(source, (view = this.makeView(source)));
+    return view;
+  }
+
+  private makeView(source: NodeSource): NodeSource {
     return {
       getNodes: async (hashes) => {
         const out = hashes.map((h) => this.get(h));

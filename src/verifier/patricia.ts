@@ -139,86 +139,104 @@ export async function updatePatricia(
   out = new NodeWrites(),
 ): Promise<PatriciaUpdate> {
   if (leaves.size === 0) return { root: oldRoot, newNodes: out };
-  const reader = new BatchedReader(nodes);
   const remembered = nodes.remember ? (nodes.rememberedLevels ?? 0) : 0;
+  const sorted: Change[] = [...leaves.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const walker = new PatriciaWalk(nodes, height, remembered, treeName, sorted);
+  const root = await walker.walk(
+    fromHash(oldRoot, height),
+    height,
+    remembered > 0 ? 0 : NONE,
+    0,
+    sorted.length,
+  );
+  const newNodes = await hashNewNodes(engine, root, height, remembered, out, (h, index, hash, record) =>
+    nodes.remember!(treeName, height - h, index, hash, record),
+  );
+  return { root: hashOf(root), newNodes };
+}
+
+type Change = readonly [bigint, Uint8Array];
+
+/**
+ * One update's walk down the tree. Its steps are methods, not closures made per update: V8
+ * compiled a new closure's optimized code again in every batch (walkLoaded alone ~55 ms of a
+ * compiler thread's time per W-spot batch), and the walk ran unoptimized until it had.
+ */
+class PatriciaWalk {
+  private readonly reader: BatchedReader;
+
+  constructor(
+    private readonly nodes: NodeSource,
+    private readonly height: number,
+    /** Levels below the root whose positions are tracked (for `remember`). */
+    private readonly remembered: number,
+    private readonly treeName: string,
+    /** The changes, sorted by leaf id. */
+    private readonly sorted: readonly Change[],
+  ) {
+    this.reader = new BatchedReader(nodes);
+  }
+
+  private indexBelow(index: number, h: number, levels: number, path: number | bigint): number {
+    return childIndex(index, this.height - (h - levels), this.remembered, levels, path);
+  }
+
+  private indexOf(id: bigint, h: number): number {
+    return this.height - h < this.remembered ? Number(id >> BIG[h]!) : NONE;
+  }
 
   /**
    * The node behind a hash: from the cache of the top levels at once, or from the store with the
    * other lookups of this round. The walk stays synchronous (no promise per step) while the cache
    * answers, which is most of the way down.
    */
-  const indexBelow = (index: number, h: number, levels: number, path: number | bigint): number =>
-    childIndex(index, height - (h - levels), remembered, levels, path);
-  const indexOf = (id: bigint, h: number): number => (height - h < remembered ? Number(id >> BIG[h]!) : NONE);
+  private load(node: { hash: Uint8Array }, h: number, index: number): Maybe<PNode> {
+    const cached = this.nodes.getCached?.(node.hash);
+    if (cached) return this.decode(node.hash, cached, h, index);
+    return this.reader.get(node.hash).then((rec) => this.decode(node.hash, rec, h, index));
+  }
 
-  const load = (node: { hash: Uint8Array }, h: number, index: number): Maybe<PNode> => {
-    const cached = nodes.getCached?.(node.hash);
-    if (cached) return decode(node.hash, cached, h, index);
-    return reader.get(node.hash).then((rec) => decode(node.hash, rec, h, index));
-  };
-  const decode = (hash: Uint8Array, rec: Uint8Array | undefined, h: number, index: number): PNode => {
+  private decode(hash: Uint8Array, rec: Uint8Array | undefined, h: number, index: number): PNode {
     if ((rec?.length === 64 || rec?.length === 65) && index !== NONE)
-      nodes.remember!(treeName, height - h, index, hash, rec);
+      this.nodes.remember!(this.treeName, this.height - h, index, hash, rec);
     if (rec?.length === 64) {
       return binaryNode(fromHash(rec.subarray(0, 32), h - 1), fromHash(rec.subarray(32), h - 1), hash);
     }
     if (rec?.length === 65) {
       const length = rec[64]!;
-      if (length < 1 || length > h) throw corrupt(hash, h, `edge length ${length}`);
+      if (length < 1 || length > h) throw this.corrupt(hash, h, `edge length ${length}`);
       return edgeNode(bytesToBigint(rec, 32), length, fromHash(rec.subarray(0, 32), h - length), hash);
     }
-    throw corrupt(hash, h, rec === undefined ? "missing" : `record of ${rec.length} bytes`);
-  };
-  const corrupt = (hash: Uint8Array, h: number, what: string): DacdError =>
-    new DacdError(
-      "STORE",
-      `${treeName} tree: node ${Buffer.from(hash).toString("hex")} at height ${h}: ${what}`,
-    );
+    throw this.corrupt(hash, h, rec === undefined ? "missing" : `record of ${rec.length} bytes`);
+  }
 
-  /** The two children (height h-1) of a loaded non-empty node at height h. */
-  const expand = (node: PNode): [PNode, PNode] => {
-    switch (node.t) {
-      case "empty":
-        return [EMPTY, EMPTY];
-      case "binary":
-        return [node.left, node.right];
-      case "edge": {
-        const bit = (node.path >> BIG[node.length - 1]!) & 1n;
-        const rest = belowTop(node, 1);
-        return bit === 0n ? [rest, EMPTY] : [EMPTY, rest];
-      }
-      default:
-        throw new Error(`unexpected ${node.t} node above height 0`);
-    }
-  };
+  private corrupt(hash: Uint8Array, h: number, what: string): DacdError {
+    return new DacdError(
+      "STORE",
+      `${this.treeName} tree: node ${Buffer.from(hash).toString("hex")} at height ${h}: ${what}`,
+    );
+  }
 
   /**
    * A subtree at height h whose only non-empty descendant is `child`, `length` levels down along
    * `path`: nothing (child empty), an edge, or — when the child is itself an edge — a longer edge.
    */
-  const wrap = (path: bigint, length: number, child: PNode, h: number, index: number): Maybe<PNode> => {
+  private wrap(path: bigint, length: number, child: PNode, h: number, index: number): Maybe<PNode> {
     if (child.t === "empty") return EMPTY;
     // An untouched stored child may itself be an edge, which must be extended rather than wrapped.
     if (child.t === "stored" && h - length > 0) {
-      return then(load(child, h - length, indexBelow(index, h, length, path)), (loaded) =>
+      return then(this.load(child, h - length, this.indexBelow(index, h, length, path)), (loaded) =>
         extend(path, length, loaded.t === "edge" ? loaded : child),
       );
     }
     return extend(path, length, child);
-  };
-  const extend = (path: bigint, length: number, child: PNode): PNode =>
-    child.t === "edge"
-      ? edgeNode((path << BIG[child.length]!) | child.path, length + child.length, child.bottom)
-      : edgeNode(path, length, child);
+  }
 
   /** A parent at height h from its children. */
-  const combine = (left: PNode, right: PNode, h: number, index: number): Maybe<PNode> => {
+  private combine(left: PNode, right: PNode, h: number, index: number): Maybe<PNode> {
     if (left.t !== "empty" && right.t !== "empty") return binaryNode(left, right);
-    return left.t === "empty" ? wrap(1n, 1, right, h, index) : wrap(0n, 1, left, h, index);
-  };
-
-  type Change = readonly [bigint, Uint8Array];
-  const sorted: Change[] = [...leaves.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return left.t === "empty" ? this.wrap(1n, 1, right, h, index) : this.wrap(0n, 1, left, h, index);
+  }
 
   /**
    * The subtree at height h with changes sorted[lo..hi) applied. Where every change follows the
@@ -226,13 +244,16 @@ export async function updatePatricia(
    * once instead of descending one level at a time: a 251-high tree costs about log2(changes)
    * steps per change, not 251.
    */
-  const walk = (node: PNode, h: number, index: number, lo: number, hi: number): Maybe<PNode> => {
+  walk(node: PNode, h: number, index: number, lo: number, hi: number): Maybe<PNode> {
     if (lo === hi) return node;
-    if (h === 0) return fromHash(sorted[hi - 1]![1], 0);
-    if (node.t === "stored") return then(load(node, h, index), (n) => walkLoaded(n, h, index, lo, hi));
-    return walkLoaded(node, h, index, lo, hi);
-  };
-  const walkLoaded = (node: PNode, h: number, index: number, lo: number, hi: number): Maybe<PNode> => {
+    if (h === 0) return fromHash(this.sorted[hi - 1]![1], 0);
+    if (node.t === "stored")
+      return then(this.load(node, h, index), (n) => this.walkLoaded(n, h, index, lo, hi));
+    return this.walkLoaded(node, h, index, lo, hi);
+  }
+
+  private walkLoaded(node: PNode, h: number, index: number, lo: number, hi: number): Maybe<PNode> {
+    const sorted = this.sorted;
     const first = sorted[lo]![0];
     // Levels all changes agree on, below height h.
     let shared = h - bitLength((first ^ sorted[hi - 1]![0]) & MASK[h]!);
@@ -241,41 +262,60 @@ export async function updatePatricia(
       shared = Math.min(shared, node.length - bitLength(top ^ node.path));
       if (shared > 0) {
         const rest = belowTop(node, shared);
-        return then(walk(rest, h - shared, indexOf(first, h - shared), lo, hi), (below) =>
-          wrap(node.path >> BIG[node.length - shared]!, shared, below, h, index),
+        return then(this.walk(rest, h - shared, this.indexOf(first, h - shared), lo, hi), (below) =>
+          this.wrap(node.path >> BIG[node.length - shared]!, shared, below, h, index),
         );
       }
     } else if (node.t === "empty" && shared > 0) {
-      return then(walk(EMPTY, h - shared, indexOf(first, h - shared), lo, hi), (below) =>
-        wrap((first >> BIG[h - shared]!) & MASK[shared]!, shared, below, h, index),
+      return then(this.walk(EMPTY, h - shared, this.indexOf(first, h - shared), lo, hi), (below) =>
+        this.wrap((first >> BIG[h - shared]!) & MASK[shared]!, shared, below, h, index),
       );
     }
     const [l, r] = expand(node);
-    const split = firstWithBit(lo, hi, h - 1);
-    const nl = walk(l, h - 1, indexBelow(index, h, 1, 0), lo, split);
-    const nr = walk(r, h - 1, indexBelow(index, h, 1, 1), split, hi);
+    const split = this.firstWithBit(lo, hi, h - 1);
+    const nl = this.walk(l, h - 1, this.indexBelow(index, h, 1, 0), lo, split);
+    const nr = this.walk(r, h - 1, this.indexBelow(index, h, 1, 1), split, hi);
     if (nl instanceof Promise || nr instanceof Promise) {
-      return Promise.all([nl, nr]).then(([a, b]) => combine(a, b, h, index));
+      return Promise.all([nl, nr]).then(([a, b]) => this.combine(a, b, h, index));
     }
-    return combine(nl, nr, h, index);
-  };
+    return this.combine(nl, nr, h, index);
+  }
 
   /** The first index in [lo, hi) whose id has bit `bit` set (the ids there agree above it). */
-  const firstWithBit = (lo: number, hi: number, bit: number): number => {
+  private firstWithBit(lo: number, hi: number, bit: number): number {
     const b = BIG[bit]!;
+    const sorted = this.sorted;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (((sorted[mid]![0] >> b) & 1n) === 1n) hi = mid;
       else lo = mid + 1;
     }
     return lo;
-  };
+  }
+}
 
-  const root = await walk(fromHash(oldRoot, height), height, remembered > 0 ? 0 : NONE, 0, sorted.length);
-  const newNodes = await hashNewNodes(engine, root, height, remembered, out, (h, index, hash, record) =>
-    nodes.remember!(treeName, height - h, index, hash, record),
-  );
-  return { root: hashOf(root), newNodes };
+/** The two children (height h-1) of a loaded non-empty node at height h. */
+function expand(node: PNode): [PNode, PNode] {
+  switch (node.t) {
+    case "empty":
+      return [EMPTY, EMPTY];
+    case "binary":
+      return [node.left, node.right];
+    case "edge": {
+      const bit = (node.path >> BIG[node.length - 1]!) & 1n;
+      const rest = belowTop(node, 1);
+      return bit === 0n ? [rest, EMPTY] : [EMPTY, rest];
+    }
+    default:
+      throw new Error(`unexpected ${node.t} node above height 0`);
+  }
+}
+
+/** `child` below an edge of `length` levels along `path`; a child edge makes the edge longer. */
+function extend(path: bigint, length: number, child: PNode): PNode {
+  return child.t === "edge"
+    ? edgeNode((path << BIG[child.length]!) | child.path, length + child.length, child.bottom)
+    : edgeNode(path, length, child);
 }
 
 function hashOf(node: PNode): Uint8Array {
@@ -304,31 +344,14 @@ async function hashNewNodes(
   writes: NodeWrites,
   onWrite: (h: number, index: number, hash: Uint8Array, record: Uint8Array) => void,
 ): Promise<NodeWrites> {
-  type New = Edge | Extract<PNode, { t: "binary" }>;
-  // Each new node with where it sits (height, and index where remembered), found from the root down.
-  const byRank: { node: New; h: number; index: number }[][] = [];
-  const below = (index: number, h: number, levels: number, path: number | bigint): number =>
-    childIndex(index, height - (h - levels), remembered, levels, path);
-  const rank = (node: PNode, h: number, index: number): number => {
-    if (node.t === "empty" || node.t === "leaf" || node.t === "stored" || node.hash) return 0;
-    const r =
-      1 +
-      (node.t === "binary"
-        ? Math.max(
-            rank(node.left, h - 1, below(index, h, 1, 0)),
-            rank(node.right, h - 1, below(index, h, 1, 1)),
-          )
-        : rank(node.bottom, h - node.length, below(index, h, node.length, node.path)));
-    (byRank[r] ??= []).push({ node, h, index });
-    return r;
-  };
-  rank(root, height, remembered > 0 ? 0 : NONE);
+  const byRank: Ranked[][] = [];
+  rankNewNodes(byRank, height, remembered, root, height, remembered > 0 ? 0 : NONE);
   for (const group of byRank) {
     if (!group) continue;
     // A rank's records side by side in one buffer (binary: left ‖ right; edge: bottom ‖ path ‖
     // length), and its pairs packed for one engine call.
     const at = new Int32Array(group.length + 1);
-    group.forEach(({ node: n }, i) => (at[i + 1] = at[i]! + (n.t === "binary" ? 64 : 65)));
+    for (let i = 0; i < group.length; i++) at[i + 1] = at[i]! + (group[i]!.node.t === "binary" ? 64 : 65);
     const records = new Uint8Array(at[group.length]!);
     const xs = new Uint8Array(group.length * 32);
     const ys = new Uint8Array(group.length * 32);
@@ -347,12 +370,67 @@ async function hashNewNodes(
       copy32(ys, i * 32, records, o + 32);
     }
     const hashes = await engine.hashMany(xs, ys);
-    group.forEach(({ node: n, h, index }, i) => {
+    for (let i = 0; i < group.length; i++) {
+      const { node: n, h, index } = group[i]!;
       const hash = hashes.subarray(i * 32, i * 32 + 32);
       n.hash = n.t === "binary" ? hash : addSmall(hash, n.length);
       writes.add(n.hash, 0, records, at[i]!, at[i + 1]! - at[i]!);
       if (index !== NONE) onWrite(h, index, n.hash, records.subarray(at[i]!, at[i + 1]!));
-    });
+    }
   }
   return writes;
+}
+
+/** A node the walk created, with where it sits (height, and index where remembered). */
+interface Ranked {
+  readonly node: Edge | Extract<PNode, { t: "binary" }>;
+  readonly h: number;
+  readonly index: number;
+}
+
+/**
+ * Files each new node under its rank (1 + the highest rank below it; untouched nodes are 0) in
+ * `byRank`, from the root down; returns the rank of `node`. A module function rather than a
+ * closure per update, so that its optimized code lasts from one batch to the next (PatriciaWalk).
+ */
+function rankNewNodes(
+  byRank: Ranked[][],
+  height: number,
+  remembered: number,
+  node: PNode,
+  h: number,
+  index: number,
+): number {
+  if (node.t === "empty" || node.t === "leaf" || node.t === "stored" || node.hash) return 0;
+  const r =
+    1 +
+    (node.t === "binary"
+      ? Math.max(
+          rankNewNodes(
+            byRank,
+            height,
+            remembered,
+            node.left,
+            h - 1,
+            childIndex(index, height - h + 1, remembered, 1, 0),
+          ),
+          rankNewNodes(
+            byRank,
+            height,
+            remembered,
+            node.right,
+            h - 1,
+            childIndex(index, height - h + 1, remembered, 1, 1),
+          ),
+        )
+      : rankNewNodes(
+          byRank,
+          height,
+          remembered,
+          node.bottom,
+          h - node.length,
+          childIndex(index, height - h + node.length, remembered, node.length, node.path),
+        ));
+  (byRank[r] ??= []).push({ node, h, index });
+  return r;
 }
