@@ -7,7 +7,7 @@ import type { NodeWrites } from "../verifier/node-writes.js";
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from "./keys.js";
 import { BULK_SPILL_DIR } from "./bulk-writer.js";
-import { putSorted } from "./sorted-puts.js";
+import { putSorted, rawPut } from "./sorted-puts.js";
 
 type Db = Level<Uint8Array, Uint8Array>;
 
@@ -217,17 +217,35 @@ export class LevelStore implements NodeSource {
     ];
   }
 
-  /** Stores a verified batch with its nodes and leaves: one atomic write, fsynced before returning. */
-  async commitBatch(record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites): Promise<void> {
+  /**
+   * A commit to fill while a batch is verified (PendingCommit); nothing reaches the store until
+   * commitBatch writes it.
+   */
+  beginCommit(): PendingCommit {
     // A chained batch: about 3x faster than an array of operations for 100k nodes (bench/).
-    const batch = this.db.batch();
-    putSorted(batch, Prefix.node, nodes);
-    putSorted(batch, Prefix.leaf, leaves);
-    batch.put(batchKey(record.batch_id), json(record));
-    await this.withWriteLock(async () => {
-      for (const listener of this.commitListeners) listener(record, nodes, leaves);
-      await batch.write({ sync: true });
-    });
+    return new PendingCommit(this.db.batch());
+  }
+
+  /**
+   * Stores a verified batch with its nodes and leaves: one atomic write, fsynced before returning.
+   * `pending` may already hold some of the records (those it was given before).
+   */
+  async commitBatch(
+    record: BatchRecord,
+    nodes: NodeWrites,
+    leaves: NodeWrites,
+    pending = this.beginCommit(),
+  ): Promise<void> {
+    try {
+      pending.putNew(nodes, leaves);
+      pending.batch.put(batchKey(record.batch_id), json(record));
+      await this.withWriteLock(async () => {
+        for (const listener of this.commitListeners) listener(record, nodes, leaves);
+        await pending.batch.write({ sync: true });
+      });
+    } finally {
+      pending.abandon();
+    }
   }
 
   /** Runs `fn` while no commitBatch (and no other locked section) is writing; calls are serialised. */
@@ -309,5 +327,41 @@ export class LevelStore implements NodeSource {
   /** Direct access for maintenance commands (check, prune, dump) that iterate key ranges. */
   get raw(): Db {
     return this.db;
+  }
+}
+
+/**
+ * One atomic write being assembled in a chained batch (which copies each key and value when it is
+ * put). A verification puts each tree's records as soon as that tree is done, while the others
+ * still hash: the put loop (~0.25 s of main thread for a W-spot batch) then mostly runs while the
+ * main thread would wait anyway. Records are put in runs, each run in key order. Nothing reaches
+ * the store before LevelStore.commitBatch writes the batch; `abandon` drops it.
+ */
+export class PendingCommit {
+  private readonly put: (key: Uint8Array, value: Uint8Array) => void;
+  /** How many records of the lists were put so far. */
+  private nodesPut = 0;
+  private leavesPut = 0;
+  private done = false;
+
+  constructor(readonly batch: ReturnType<Db["batch"]>) {
+    this.put = rawPut(batch);
+  }
+
+  /** Puts the records added to the lists since the last call. */
+  putNew(nodes: NodeWrites, leaves: NodeWrites): void {
+    if (this.done) throw new Error("this commit was written or abandoned");
+    putSorted(this.put, Prefix.node, nodes, this.nodesPut);
+    putSorted(this.put, Prefix.leaf, leaves, this.leavesPut);
+    this.nodesPut = nodes.length;
+    this.leavesPut = leaves.length;
+  }
+
+  /** Drops the batch unless it is written (nothing of it reaches the store); safe to call again. */
+  abandon(): void {
+    if (this.done) return;
+    this.done = true;
+    // Idempotent in abstract-level, and a no-op once the batch is written.
+    void this.batch.close().catch(() => undefined);
   }
 }

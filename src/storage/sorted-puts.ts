@@ -66,14 +66,28 @@ export function putInOrder(
 }
 
 /**
- * Puts records into a chained batch under `prefix ‖ hash`, in key order (keyOrder): LevelDB inserts
- * each write into its memtable, a skip list, and in key order each insert starts next to the one
- * before. Visiting 170k records in key order in their packed buffers jumps around far less than
- * visiting as many objects on the heap would (several cache misses per put).
+ * Puts records `from` to `to` of `writes` under `prefix ‖ hash`, in key order (keyOrder): LevelDB
+ * inserts each write into its memtable, a skip list, and in key order each insert starts next to
+ * the one before. Visiting 170k records in key order in their packed buffers jumps around far less
+ * than visiting as many objects on the heap would (several cache misses per put).
  */
-export function putSorted(batch: ChainedBatch, prefix: number, writes: NodeWrites): void {
-  const packed = writes.packed();
+export function putSorted(
+  put: (key: Uint8Array, value: Uint8Array) => void,
+  prefix: number,
+  writes: NodeWrites,
+  from = 0,
+  to = writes.length,
+): void {
+  if (from >= to) return;
+  const all = writes.packed();
+  // The range as a list of its own: its hashes, and the offsets of its records in the whole buffer.
+  const packed: PackedRecords = {
+    hashes: all.hashes.subarray(from * 32, to * 32),
+    records: all.records,
+    from: all.from.subarray(from, to),
+    to: all.to.subarray(from, to),
+  };
   const key = new Uint8Array(33);
   key[0] = prefix;
-  putInOrder(rawPut(batch), key, packed, keyOrder(packed.hashes), 0);
+  putInOrder(put, key, packed, keyOrder(packed.hashes), 0);
 }

@@ -49,6 +49,8 @@ export async function computeRoots(
   trees: readonly TreeSpec[],
   prevRoots: Roots | null,
   changes: Partial<Record<TreeName, LeafChanges>>,
+  /** Called as each tree is done, with the lists so far (the commit puts their records early). */
+  onTreeDone?: (written: Written) => void,
 ): Promise<ComputedRoots> {
   // Every tree adds its records to the same two lists, in whatever order they interleave: the
   // commit puts them in key order anyway.
@@ -57,7 +59,9 @@ export async function computeRoots(
     trees.map(async (spec) => {
       const start = prevRoots?.[spec.name] ?? (await emptyRoot(engine, spec));
       const leaves = changes[spec.name] ?? new Map<bigint, Leaf>();
-      return { spec, root: await updateTree(engine, nodes, spec, start, leaves, out) };
+      const root = await updateTree(engine, nodes, spec, start, leaves, out);
+      onTreeDone?.(out);
+      return { spec, root };
     }),
   );
   const roots: Roots = {};

@@ -2,11 +2,11 @@ import { DacdError } from "../errors.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { Signer } from "../signer/signer.js";
 import type { BatchRecord } from "../storage/batch-record.js";
-import type { LevelStore } from "../storage/level-store.js";
+import type { LevelStore, PendingCommit } from "../storage/level-store.js";
 import { bytesEqual, hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
 import { parseStateUpdate } from "../wire/parse-update.js";
 import type { StateUpdate } from "../wire/types.js";
-import { computeRoots, type Roots } from "./compute-roots.js";
+import { computeRoots, type ComputedRoots, type Roots } from "./compute-roots.js";
 import type { HashEngine } from "./hash/engine.js";
 import { TopNodeCache } from "./node-cache.js";
 import { keptHeights, keptTrees, type Profile, type TreeName, type TreeSpec } from "./profile.js";
@@ -117,7 +117,29 @@ export async function verifyParsedAndStore(
 
   const trees = treesToCompute(ctx, update);
   const nodes = ctx.topNodes ? ctx.topNodes.over(ctx.store) : ctx.store;
-  const computed = await computeRoots(ctx.engine, nodes, trees, prevRoots, update.changes);
+  // Each tree's records go into the commit as soon as the tree is done; written only below, after
+  // every root is checked and the claim signed, and dropped on any failure.
+  const pending = ctx.store.beginCommit();
+  try {
+    const computed = await computeRoots(ctx.engine, nodes, trees, prevRoots, update.changes, (out) =>
+      pending.putNew(out.newNodes, out.newLeaves),
+    );
+    return await signAndStore(ctx, batchId, update, prev, computed, pending, started);
+  } finally {
+    pending.abandon();
+  }
+}
+
+/** Checks the recomputed roots, signs the claim and stores the batch (one atomic, fsynced write). */
+async function signAndStore(
+  ctx: VerifyContext,
+  batchId: number,
+  update: StateUpdate,
+  prev: BatchRecord | undefined,
+  computed: ComputedRoots,
+  pending: PendingCommit,
+  started: number,
+): Promise<{ record: BatchRecord; detail: VerifyDetail }> {
   const roots = checkRoots(ctx, batchId, update, computed.roots);
 
   const sequenceNumber = prev ? prev.sequence_number + 1 : 0;
@@ -133,7 +155,7 @@ export async function verifyParsedAndStore(
     member_key: ctx.signer.memberKey,
     verified_at: new Date().toISOString(),
   };
-  await ctx.store.commitBatch(record, computed.newNodes, computed.newLeaves);
+  await ctx.store.commitBatch(record, computed.newNodes, computed.newLeaves, pending);
   const leaves = Object.fromEntries(Object.entries(update.changes).map(([k, v]) => [k, v.size]));
   return {
     record,

@@ -1,0 +1,93 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { BatchRecord } from "../../src/storage/batch-record.js";
+import { LevelStore } from "../../src/storage/level-store.js";
+import { NodeWrites } from "../../src/verifier/node-writes.js";
+
+/** n records with distinct pseudo-random hashes; record i is 64 bytes of (seed + i). */
+function addRecords(list: NodeWrites, seed: number, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const hash = new Uint8Array(32);
+    let x = (seed * 7919 + i * 104729) >>> 0;
+    for (let b = 0; b < 32; b++) {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      hash[b] = x >>> 24;
+    }
+    const record = new Uint8Array(64).fill((seed + i) & 0xff);
+    list.add(hash, 0, record, 0, record.length);
+  }
+}
+
+const record = (batchId: number): BatchRecord => ({
+  batch_id: batchId,
+  prev_batch_id: batchId - 1,
+  sequence_number: batchId,
+  roots: {},
+  heights: {},
+  claim_hash: "0x" + "00".repeat(32),
+  signature: "0x",
+  member_key: "0x",
+  verified_at: new Date(0).toISOString(),
+});
+
+describe("PendingCommit: records put while a batch is verified", () => {
+  let dir: string;
+  let store: LevelStore;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "dacd-pending-"));
+    store = await LevelStore.open(dir);
+  });
+  afterEach(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("stores records put in several runs, and those added after the last run, in one commit", async () => {
+    const nodes = new NodeWrites();
+    const leaves = new NodeWrites();
+    const pending = store.beginCommit();
+    addRecords(nodes, 1, 500);
+    addRecords(leaves, 2, 40);
+    pending.putNew(nodes, leaves);
+    addRecords(nodes, 3, 700);
+    pending.putNew(nodes, leaves);
+    addRecords(nodes, 4, 300);
+    addRecords(leaves, 5, 60);
+    // Nothing is in the store before the commit writes.
+    expect(await store.getNodes([nodes.hash(0), nodes.hash(1499)])).toEqual([undefined, undefined]);
+    await store.commitBatch(record(7), nodes, leaves, pending);
+
+    const stored = await store.getNodes([...nodes].map((w) => w.hash));
+    expect(stored.map((r) => r && Buffer.from(r).toString("hex"))).toEqual(
+      [...nodes].map((w) => Buffer.from(w.record).toString("hex")),
+    );
+    const storedLeaves = await store.getLeafRecords([...leaves].map((w) => w.hash));
+    expect(storedLeaves.map((r) => r && Buffer.from(r).toString("hex"))).toEqual(
+      [...leaves].map((w) => Buffer.from(w.record).toString("hex")),
+    );
+    expect((await store.getBatch(7))?.batch_id).toBe(7);
+    expect(() => pending.putNew(nodes, leaves)).toThrow(/written or abandoned/);
+  });
+
+  it("writes nothing of an abandoned commit", async () => {
+    const nodes = new NodeWrites();
+    const leaves = new NodeWrites();
+    const pending = store.beginCommit();
+    addRecords(nodes, 9, 800);
+    addRecords(leaves, 10, 30);
+    pending.putNew(nodes, leaves);
+    pending.abandon();
+    pending.abandon();
+    // A later commit of other records does not carry the abandoned ones along.
+    const other = new NodeWrites();
+    addRecords(other, 11, 5);
+    await store.commitBatch(record(8), other, new NodeWrites());
+    const keys: string[] = [];
+    for await (const k of store.raw.keys()) keys.push(Buffer.from(k).toString("hex"));
+    expect(keys).toHaveLength(5 + 1);
+    expect(await store.getNodes([nodes.hash(0), nodes.hash(799)])).toEqual([undefined, undefined]);
+    expect(await store.getLeafRecords([leaves.hash(0)])).toEqual([undefined]);
+  });
+});
