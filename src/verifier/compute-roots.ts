@@ -53,7 +53,7 @@ export async function computeRoots(
   onTreeDone?: (written: Written) => void,
 ): Promise<ComputedRoots> {
   // Every tree adds its records to the same two lists, in whatever order they interleave: the
-  // commit puts them in key order anyway.
+  // commit puts them in key order anyway, a run at each `onTreeDone` and the rest at the end.
   const out: Written = { newNodes: new NodeWrites(), newLeaves: new NodeWrites() };
   const results = await Promise.all(
     trees.map(async (spec) => {
