@@ -366,9 +366,18 @@ class PathLevels {
   readonly chainAt: Int32Array[];
   readonly binaryAt: BinaryPairs[] = [new BinaryPairs(0)];
   readonly chains = new Chains();
-  /** The level being built: its height, and the old state of its path nodes. */
+  /**
+   * The level being built (`enter`): its height, the old state of its path nodes, its path nodes'
+   * first leaves, and the level below's kinds, hashes and chains and E[h − 1]. Kept here so that the
+   * per-node steps do not look them up again for every node.
+   */
   private h = 0;
-  private was: OldLevel | undefined;
+  private was!: OldLevel;
+  private parents!: Int32Array;
+  private belowKind!: Uint8Array;
+  private belowHashes!: Uint8Array;
+  private belowChain!: Int32Array;
+  private eBelow!: Uint8Array;
 
   constructor(
     private readonly nodes: NodeSource,
@@ -391,6 +400,11 @@ class PathLevels {
   enter(h: number): void {
     this.h = h;
     this.was = this.old[h]!;
+    this.parents = this.paths.starts[h]!;
+    this.belowKind = this.kindAt[h - 1]!;
+    this.belowHashes = this.hashesAt[h - 1]!;
+    this.belowChain = this.chainAt[h - 1]!;
+    this.eBelow = this.empty[h - 1]!;
   }
 
   /**
@@ -419,22 +433,20 @@ class PathLevels {
   /** Fills `slot` with path child c (its new state). */
   pathChild(slot: ChildSlot, c: number): void {
     slot.derived = undefined;
-    slot.kind = this.kindAt[this.h - 1]![c]!;
-    slot.buf = this.hashesAt[this.h - 1]!;
+    slot.kind = this.belowKind[c]!;
+    slot.buf = this.belowHashes;
     slot.off = c * 32;
     slot.path = c;
   }
 
   /** Fills `slot` with the untouched child of parent j on `side` (its old state). */
   sibling(slot: ChildSlot, j: number, side: number): void {
-    const h = this.h;
+    const { h, parents, eBelow } = this;
     const ids = this.paths.ids;
-    const parents = this.paths.starts[h]!;
-    const eBelow = this.empty[h - 1]!;
     slot.derived = undefined;
     slot.path = -1;
-    const rec = this.was!.rec[j];
-    const wasKind = this.was!.kind[j]!;
+    const rec = this.was.rec[j];
+    const wasKind = this.was.kind[j]!;
     if (wasKind === Old.Binary) {
       slot.buf = rec!;
       slot.off = side * 32;
@@ -451,7 +463,7 @@ class PathLevels {
     if (wasKind === Old.Edge && edgePathBit(rec!, h - 1) === side) {
       // The old lone leaf's side of a split: its ancestor there was climbed by climbToSplits.
       slot.kind = New.Single;
-      slot.buf = this.was!.split.get(j)!;
+      slot.buf = this.was.split.get(j)!;
       slot.off = 0;
       // The chain may climb above the old edge (a deleted neighbour), so its path is the leaf's
       // whole id: the parent's bits above h, the edge's path below.
@@ -473,8 +485,8 @@ class PathLevels {
       // An old edge's ancestor that climbs no further: its record now, from the old one.
       const rec = newMerkleEdge(h - 1);
       fillDerived(rec, slot.derived, h - 1);
-      this.write(h - 1, this.paths.starts[h]![j]!, side, slot.buf, slot.off, rec);
-    } else this.chains.end(this.chainAt[h - 1]![slot.path]!, h - 1, slot.path);
+      this.write(h - 1, this.parents[j]!, side, slot.buf, slot.off, rec);
+    } else this.chains.end(this.belowChain[slot.path]!, h - 1, slot.path);
   }
 }
 
