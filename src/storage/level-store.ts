@@ -119,12 +119,12 @@ export class LevelStore implements NodeSource {
     // each key when called), not an ArrayBuffer each.
     const order = keyOrder(hashes);
     const keyBytes = new Uint8Array(order.length * 33);
-    const keys = Array.from(order, (i, k) => {
-      const key = keyBytes.subarray(k * 33, k * 33 + 33);
+    const keys = new Array<Uint8Array>(order.length);
+    for (let k = 0; k < order.length; k++) {
+      const key = (keys[k] = keyBytes.subarray(k * 33, k * 33 + 33));
       key[0] = Prefix.node;
-      key.set(hashes[i]!, 1);
-      return key;
-    });
+      key.set(hashes[order[k]!]!, 1);
+    }
     let found: (Uint8Array | undefined)[];
     if (keys.length < PARALLEL_READ_MIN) found = await this.db.getMany(keys);
     else {

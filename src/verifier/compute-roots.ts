@@ -84,10 +84,10 @@ async function updateTree(
   // The leaves' hashes, their records added to the batch's list as soon as they are known.
   const hashAndRecord = () =>
     hashLeaves(engine, spec.leaf, values).then((hashes) => {
-      values.forEach((leaf, i) => {
-        const record = encodeLeafRecord(spec.leaf, leaf);
+      for (let i = 0; i < values.length; i++) {
+        const record = encodeLeafRecord(spec.leaf, values[i]!);
         if (record) out.newLeaves.add(hashes[i]!, 0, record, 0, record.length);
-      });
+      }
       return hashes;
     });
   if (spec.kind === "merkle") {

@@ -26,14 +26,14 @@ export function normalizeVault(v: VaultLeaf): VaultLeaf {
 /** Packs n 32-byte values into one buffer for an engine call. */
 function pack(values: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(values.length * 32);
-  values.forEach((v, i) => out.set(v, i * 32));
+  for (let i = 0; i < values.length; i++) out.set(values[i]!, i * 32);
   return out;
 }
 
 /** Packs n values below 2^256 into one buffer, 32 big-endian bytes each. */
 function packBigints(values: readonly bigint[]): Uint8Array {
   const out = new Uint8Array(values.length * 32);
-  values.forEach((v, i) => writeBigint32(v, out, i * 32));
+  for (let i = 0; i < values.length; i++) writeBigint32(values[i]!, out, i * 32);
   return out;
 }
 
@@ -55,13 +55,19 @@ export async function hashPairs(
 const b32 = bigintToBytes32;
 
 async function hashVaults(engine: HashEngine, vaults: readonly VaultLeaf[]): Promise<Uint8Array[]> {
-  if (vaults.length === 0) return [];
-  const norm = vaults.map(normalizeVault);
-  const inner = await engine.hashMany(
-    packBigints(norm.map((v) => v.key)),
-    packBigints(norm.map((v) => v.token)),
-  );
-  return unpack(await engine.hashMany(inner, packBigints(norm.map((v) => v.balance))));
+  const n = vaults.length;
+  if (n === 0) return [];
+  const keys = new Uint8Array(n * 32);
+  const tokens = new Uint8Array(n * 32);
+  const balances = new Uint8Array(n * 32);
+  for (let i = 0; i < n; i++) {
+    const v = normalizeVault(vaults[i]!);
+    writeBigint32(v.key, keys, i * 32);
+    writeBigint32(v.token, tokens, i * 32);
+    writeBigint32(v.balance, balances, i * 32);
+  }
+  const inner = await engine.hashMany(keys, tokens);
+  return unpack(await engine.hashMany(inner, balances));
 }
 
 function assetMessage(a: PositionLeaf["assets"][number]): bigint {

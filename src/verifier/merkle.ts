@@ -516,8 +516,11 @@ async function readOldPaths(
       if (bytesEqual(hash, empty[h]!)) level.kind[j] = Old.Empty;
       else toRead.push(j);
     }
-    const found = await nodes.getNodes(toRead.map((j) => hashes[j]!));
-    toRead.forEach((j, k) => {
+    const wanted = new Array<Uint8Array>(toRead.length);
+    for (let k = 0; k < toRead.length; k++) wanted[k] = hashes[toRead[k]!]!;
+    const found = await nodes.getNodes(wanted);
+    for (let k = 0; k < toRead.length; k++) {
+      const j = toRead[k]!;
       const rec = found[k];
       if (rec?.length === 64) level.kind[j] = Old.Binary;
       else if (rec !== undefined && isMerkleEdge(rec, h)) level.kind[j] = Old.Edge;
@@ -531,7 +534,7 @@ async function readOldPaths(
       level.rec[j] = rec;
       if (height - h < remembered)
         nodes.remember!(treeName, height - h, indexAt(paths, firsts[j]!, h), hashes[j]!, rec);
-    });
+    }
     old[h] = level;
 
     // The old state of the path nodes one level down, from their parents: a path child's first

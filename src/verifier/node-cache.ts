@@ -116,19 +116,31 @@ export class TopNodeCache {
 
   private makeView(source: NodeSource): NodeSource {
     return {
-      getNodes: async (hashes) => {
-        const out = hashes.map((h) => this.get(h));
-        const missing: number[] = [];
-        out.forEach((r, i) => r === undefined && missing.push(i));
-        if (missing.length === 0) return out;
-        const found = await source.getNodes(missing.map((i) => hashes[i]!));
-        missing.forEach((i, k) => (out[i] = found[k]));
-        return out;
-      },
+      getNodes: (hashes) => this.getNodes(source, hashes),
       getCached: (hash) => this.get(hash),
       rememberedLevels: this.levels,
       remember: (tree, depth, index, hash, record) => this.remember(tree, depth, index, hash, record),
     };
+  }
+
+  /**
+   * Cached records at once, the rest in one lookup in `source`. Loops rather than array callbacks:
+   * callbacks made per call were compiled again in every batch (docs/performance-history.md).
+   */
+  private async getNodes(
+    source: NodeSource,
+    hashes: readonly Uint8Array[],
+  ): Promise<(Uint8Array | undefined)[]> {
+    const n = hashes.length;
+    const out = new Array<Uint8Array | undefined>(n);
+    const missing: number[] = [];
+    for (let i = 0; i < n; i++) if ((out[i] = this.get(hashes[i]!)) === undefined) missing.push(i);
+    if (missing.length === 0) return out;
+    const wanted = new Array<Uint8Array>(missing.length);
+    for (let k = 0; k < missing.length; k++) wanted[k] = hashes[missing[k]!]!;
+    const found = await source.getNodes(wanted);
+    for (let k = 0; k < missing.length; k++) out[missing[k]!] = found[k];
+    return out;
   }
 
   /**
