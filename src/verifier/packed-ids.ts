@@ -14,7 +14,7 @@ export class PackedIds {
   constructor(ids: readonly bigint[]) {
     this.length = ids.length;
     this.bytes = new Uint8Array(ids.length * 32);
-    ids.forEach((id, i) => writeBigint32(id, this.bytes, i * 32));
+    for (let i = 0; i < ids.length; i++) writeBigint32(ids[i]!, this.bytes, i * 32);
   }
 
   at(i: number): bigint {
@@ -38,12 +38,19 @@ export class PackedIds {
    * their XOR (ids must differ). Below it they sit in different subtrees.
    */
   meetHeight(i: number): number {
-    const a = (i - 1) * 32;
-    const b = i * 32;
+    const meet = this.meetHeightOf(i - 1, i);
+    if (meet === 0) throw new RangeError(`ids ${i - 1} and ${i} are equal`);
+    return meet;
+  }
+
+  /** The bit length of id i XOR id j (0 when they are equal): where leaves i and j meet. */
+  meetHeightOf(i: number, j: number): number {
+    const a = i * 32;
+    const b = j * 32;
     for (let k = 0; k < 32; k++) {
       const x = this.bytes[a + k]! ^ this.bytes[b + k]!;
       if (x !== 0) return (31 - k) * 8 + 32 - Math.clz32(x);
     }
-    throw new RangeError(`ids ${i - 1} and ${i} are equal`);
+    return 0;
   }
 }

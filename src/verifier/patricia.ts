@@ -3,6 +3,7 @@ import { addSmall, bitLength, bytesToBigint, copy32, writeBigint32, ZERO32 } fro
 import type { HashEngine } from "./hash/engine.js";
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
+import { PackedIds } from "./packed-ids.js";
 
 /**
  * Patricia-Merkle tree (committee-algorithms §3): empty subtrees are 0, a node with two non-empty
@@ -141,6 +142,9 @@ export async function updatePatricia(
   if (leaves.size === 0) return { root: oldRoot, newNodes: out };
   const remembered = nodes.remember ? (nodes.rememberedLevels ?? 0) : 0;
   const sorted: Change[] = [...leaves.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const last = sorted[sorted.length - 1]![0];
+  if (sorted[0]![0] < 0n || last >= 1n << BIG[height]!)
+    throw new RangeError(`a leaf id does not fit a tree of height ${height}`);
   const walker = new PatriciaWalk(nodes, height, remembered, treeName, sorted);
   const root = await walker.walk(
     fromHash(oldRoot, height),
@@ -175,14 +179,24 @@ class PatriciaWalk {
     private readonly sorted: readonly Change[],
   ) {
     this.reader = new BatchedReader(nodes);
+    const ids = new Array<bigint>(sorted.length);
+    for (let i = 0; i < sorted.length; i++) ids[i] = sorted[i]![0];
+    this.ids = new PackedIds(ids);
   }
+
+  /**
+   * The changes' ids again, packed: the walk's every step reads their bits here, where BigInt
+   * shifts and masks of 251-bit ids made several heap objects per step (W-spot's order tree).
+   */
+  private readonly ids: PackedIds;
 
   private indexBelow(index: number, h: number, levels: number, path: number | bigint): number {
     return childIndex(index, this.height - (h - levels), this.remembered, levels, path);
   }
 
-  private indexOf(id: bigint, h: number): number {
-    return this.height - h < this.remembered ? Number(id >> BIG[h]!) : NONE;
+  /** The index at height h of the path node above change `i` (NONE below the remembered levels). */
+  private indexOf(i: number, h: number): number {
+    return this.height - h < this.remembered ? this.ids.bits(i, h, this.height - h) : NONE;
   }
 
   /**
@@ -256,18 +270,18 @@ class PatriciaWalk {
     const sorted = this.sorted;
     const first = sorted[lo]![0];
     // Levels all changes agree on, below height h.
-    let shared = h - bitLength((first ^ sorted[hi - 1]![0]) & MASK[h]!);
+    let shared = h - this.ids.meetHeightOf(lo, hi - 1);
     if (node.t === "edge") {
       const top = (first >> BIG[h - node.length]!) & MASK[node.length]!;
       shared = Math.min(shared, node.length - bitLength(top ^ node.path));
       if (shared > 0) {
         const rest = belowTop(node, shared);
-        return then(this.walk(rest, h - shared, this.indexOf(first, h - shared), lo, hi), (below) =>
+        return then(this.walk(rest, h - shared, this.indexOf(lo, h - shared), lo, hi), (below) =>
           this.wrap(node.path >> BIG[node.length - shared]!, shared, below, h, index),
         );
       }
     } else if (node.t === "empty" && shared > 0) {
-      return then(this.walk(EMPTY, h - shared, this.indexOf(first, h - shared), lo, hi), (below) =>
+      return then(this.walk(EMPTY, h - shared, this.indexOf(lo, h - shared), lo, hi), (below) =>
         this.wrap((first >> BIG[h - shared]!) & MASK[shared]!, shared, below, h, index),
       );
     }
@@ -283,11 +297,9 @@ class PatriciaWalk {
 
   /** The first index in [lo, hi) whose id has bit `bit` set (the ids there agree above it). */
   private firstWithBit(lo: number, hi: number, bit: number): number {
-    const b = BIG[bit]!;
-    const sorted = this.sorted;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (((sorted[mid]![0] >> b) & 1n) === 1n) hi = mid;
+      if (this.ids.bit(mid, bit) === 1) hi = mid;
       else lo = mid + 1;
     }
     return lo;

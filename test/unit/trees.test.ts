@@ -228,6 +228,20 @@ describe("incremental trees equal a naive full recomputation", () => {
     ).toBe(0x06728b2316b72c82bdee91c665affeff1eeb39a3f7bff9690a0098c183f5e6e5n);
   });
 
+  it("refuses leaf ids that do not fit the tree, Merkle and Patricia alike", async () => {
+    const small: TreeSpec = { name: "order", kind: "patricia", height: 8, leaf: "order" };
+    for (const spec of [small, { ...small, kind: "merkle" } as const]) {
+      const outside = new Map([
+        [3n, 5n],
+        [256n, 7n],
+      ]);
+      await expect(
+        computeRoots(engine, new MemoryNodeStore(), [spec], null, { order: outside }),
+        spec.kind,
+      ).rejects.toThrow(/does not fit a tree of height 8/);
+    }
+  });
+
   it("matches the spec's empty vault tree root and empty position leaf", async () => {
     const vault: TreeSpec = { name: "vault", kind: "merkle", height: 31, leaf: "vault" };
     const r = await computeRoots(engine, new MemoryNodeStore(), [vault], null, {});
