@@ -153,9 +153,7 @@ export async function updatePatricia(
     0,
     sorted.length,
   );
-  const newNodes = await hashNewNodes(engine, root, height, remembered, out, (h, index, hash, record) =>
-    nodes.remember!(treeName, height - h, index, hash, record),
-  );
+  const newNodes = await hashNewNodes(engine, root, height, remembered, out, nodes, treeName);
   return { root: hashOf(root), newNodes };
 }
 
@@ -345,8 +343,8 @@ function hashOf(node: PNode): Uint8Array {
 
 /**
  * Hashes every node the walk created, deepest first, one engine call per rank, and adds their
- * records to `writes`; tells `onWrite` about each new node less than `remembered` levels below the
- * root, with its index in its level.
+ * records to `writes`; tells `nodes.remember` about each new node less than `remembered` levels
+ * below the root, with its index in its level.
  */
 async function hashNewNodes(
   engine: HashEngine,
@@ -354,7 +352,10 @@ async function hashNewNodes(
   height: number,
   remembered: number,
   writes: NodeWrites,
-  onWrite: (h: number, index: number, hash: Uint8Array, record: Uint8Array) => void,
+  // The store and tree name rather than a callback: a closure made per update was compiled
+  // again in every batch (PatriciaWalk).
+  nodes: NodeSource,
+  treeName: string,
 ): Promise<NodeWrites> {
   const byRank: Ranked[][] = [];
   rankNewNodes(byRank, height, remembered, root, height, remembered > 0 ? 0 : NONE);
@@ -387,7 +388,8 @@ async function hashNewNodes(
       const hash = hashes.subarray(i * 32, i * 32 + 32);
       n.hash = n.t === "binary" ? hash : addSmall(hash, n.length);
       writes.add(n.hash, 0, records, at[i]!, at[i + 1]! - at[i]!);
-      if (index !== NONE) onWrite(h, index, n.hash, records.subarray(at[i]!, at[i + 1]!));
+      if (index !== NONE)
+        nodes.remember!(treeName, height - h, index, n.hash, records.subarray(at[i]!, at[i + 1]!));
     }
   }
   return writes;
