@@ -166,6 +166,11 @@ type Change = readonly [bigint, Uint8Array];
  */
 class PatriciaWalk {
   private readonly reader: BatchedReader;
+  /**
+   * The changes' ids again, packed: the walk's every step reads their bits here, where BigInt
+   * shifts and masks of 251-bit ids made several heap objects per step (W-spot's order tree).
+   */
+  private readonly ids: PackedIds;
 
   constructor(
     private readonly nodes: NodeSource,
@@ -181,12 +186,6 @@ class PatriciaWalk {
     for (let i = 0; i < sorted.length; i++) ids[i] = sorted[i]![0];
     this.ids = new PackedIds(ids);
   }
-
-  /**
-   * The changes' ids again, packed: the walk's every step reads their bits here, where BigInt
-   * shifts and masks of 251-bit ids made several heap objects per step (W-spot's order tree).
-   */
-  private readonly ids: PackedIds;
 
   private indexBelow(index: number, h: number, levels: number, path: number | bigint): number {
     return childIndex(index, this.height - (h - levels), this.remembered, levels, path);
