@@ -1,4 +1,5 @@
 import { bigintToBytes32, bitAt, bytesEqual, bytesToBigint, copyLowBits } from "../util/bytes.js";
+import { ByteChunks } from "../util/byte-chunks.js";
 import { climbChains, type HashEngine } from "./hash/engine.js";
 
 /**
@@ -58,13 +59,16 @@ function pathFits(rec: Uint8Array, height: number): boolean {
   return height % 8 === 0 ? rec[63 - fullBytes] === 0 : rec[63 - fullBytes]! >> (height % 8) === 0;
 }
 
+/** Where single new edge records are carved from: a W-spot batch makes ~4,000 (split old edges). */
+const edgeRecords = new ByteChunks();
+
 /**
  * A new edge record for a subtree of `height` whose leaf is `leaf` (its index in the tree, or within
  * the subtree: only the low `height` bits are kept; without it the path is left to setEdgePath).
  * The leaf hash (bytes 0..32) and the checkpoints are the caller's to fill.
  */
 export function newMerkleEdge(height: number, leaf?: bigint): Uint8Array {
-  const rec = new Uint8Array(merkleEdgeLength(height));
+  const rec = edgeRecords.take(merkleEdgeLength(height));
   rec[64] = height;
   if (leaf !== undefined) setEdgePath(rec, bigintToBytes32(leaf), 0);
   return rec;

@@ -1,3 +1,4 @@
+import { ByteChunks } from "../util/byte-chunks.js";
 import type { NodeSource } from "./node-source.js";
 
 /**
@@ -15,8 +16,6 @@ export const DEFAULT_CACHE_LEVELS = 19;
  */
 const SLOT = 98;
 const MAX_RECORD = SLOT - 33;
-/** The chunk that cache hits are copied into (copyOut). */
-const COPY_CHUNK = 64 * 1024;
 
 /**
  * The top levels of each tree, kept in memory from one batch to the next. Every batch changes
@@ -45,9 +44,8 @@ export class TopNodeCache {
   private table = new Int32Array(1 << 16);
   private keys = new Int32Array(1 << 16);
   private filled = 0;
-  /** The chunk that copies of cached records are carved from (copyOut), and how much of it is used. */
-  private copies = new Uint8Array(0);
-  private copiesUsed = 0;
+  /** Where copies of cached records are carved from (copyOut). */
+  private readonly copies = new ByteChunks();
   /** tree → depth → index → slot + 1 (0: none). */
   private readonly byPosition = new Map<string, Int32Array[]>();
   private readonly views = new WeakMap<NodeSource, NodeSource>();
@@ -146,17 +144,11 @@ export class TopNodeCache {
   /**
    * A copy of `length` slab bytes from `at`, carved from a chunk of copies: a cache hit then costs
    * one view rather than an ArrayBuffer of its own (a batch keeps ~150k hits alive while its trees
-   * update, and the garbage collector copies each survivor and its buffer). A chunk is never
-   * written again once carved, and is freed when its last copy is.
+   * update, and the garbage collector copies each survivor and its buffer).
    */
   private copyOut(at: number, length: number): Uint8Array {
-    if (this.copiesUsed + length > this.copies.length) {
-      this.copies = new Uint8Array(COPY_CHUNK);
-      this.copiesUsed = 0;
-    }
-    const out = this.copies.subarray(this.copiesUsed, this.copiesUsed + length);
+    const out = this.copies.take(length);
     for (let i = 0; i < length; i++) out[i] = this.slab[at + i]!;
-    this.copiesUsed += length;
     return out;
   }
 
