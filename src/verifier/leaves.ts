@@ -1,3 +1,4 @@
+import { ByteChunks } from "../util/byte-chunks.js";
 import { bigintToBytes32, bytesToBigint, writeBigint32 } from "../util/bytes.js";
 import type { Leaf, OrderLeaf, PositionLeaf, VaultLeaf } from "../wire/types.js";
 import type { HashEngine } from "./hash/engine.js";
@@ -119,11 +120,14 @@ function readU64(b: Uint8Array, offset: number): bigint {
   return new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(offset);
 }
 
+/** Where leaf records are carved from: more than 64 bytes each, so an ArrayBuffer each otherwise. */
+const leafRecords = new ByteChunks();
+
 /** Written in place: a record per changed leaf used to cost a dozen temporary arrays. */
 export function encodeLeafRecord(kind: LeafKind, leaf: Leaf): Uint8Array | null {
   if (kind === "vault") {
     const v = normalizeVault(leaf as VaultLeaf);
-    const rec = new Uint8Array(96);
+    const rec = leafRecords.take(96);
     writeBigint32(v.key, rec, 0);
     writeBigint32(v.token, rec, 32);
     writeBigint32(v.balance, rec, 64);
@@ -131,8 +135,8 @@ export function encodeLeafRecord(kind: LeafKind, leaf: Leaf): Uint8Array | null 
   }
   if (kind === "position") {
     const p = leaf as PositionLeaf;
-    const rec = new Uint8Array(40 + 32 * p.assets.length);
-    const view = new DataView(rec.buffer);
+    const rec = leafRecords.take(40 + 32 * p.assets.length);
+    const view = new DataView(rec.buffer, rec.byteOffset, rec.byteLength);
     writeBigint32(p.publicKey, rec, 0);
     view.setBigUint64(32, p.collateral + B63);
     const id = new Uint8Array(32);
