@@ -39,6 +39,18 @@ describe("keyOrder", () => {
     expect(keyOrder(packed)[0]).toBe(0);
   });
 
+  it("gives a stable sort's order, below and above the size where it turns to a radix sort", () => {
+    for (const n of [1_023, 1_024, 5_000]) {
+      // Few distinct prefixes, differing in both 12-bit halves, so that ties are common.
+      const packed = new Uint8Array(randomBytes(n * 32));
+      for (let i = 0; i < n; i++) packed.set([(i * 5) % 3, 0x80, (i * 11) % 4], i * 32);
+      const prefix = (i: number): number =>
+        packed[i * 32]! * 65536 + packed[i * 32 + 1]! * 256 + packed[i * 32 + 2]!;
+      const stable = Array.from({ length: n }, (_, i) => i).sort((a, b) => prefix(a) - prefix(b) || a - b);
+      expect([...keyOrder(packed)]).toEqual(stable);
+    }
+  });
+
   it("handles no hashes", () => {
     expect(keyOrder([]).length).toBe(0);
   });
