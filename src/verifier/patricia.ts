@@ -286,9 +286,14 @@ class PatriciaWalk {
     const split = this.firstWithBit(lo, hi, h - 1);
     const nl = this.walk(l, h - 1, this.indexBelow(index, h, 1, 0), lo, split);
     const nr = this.walk(r, h - 1, this.indexBelow(index, h, 1, 1), split, hi);
-    if (nl instanceof Promise || nr instanceof Promise) {
+    // Most path nodes have changes on one side only, whose walk alone may wait for the store: one
+    // `then` there, rather than Promise.all's array, promise and two element callbacks (W-spot's
+    // order tree: ~27k such nodes per batch, ~5k with a wait on both sides).
+    if (nl instanceof Promise) {
+      if (!(nr instanceof Promise)) return nl.then((a) => this.combine(a, nr, h, index));
       return Promise.all([nl, nr]).then(([a, b]) => this.combine(a, b, h, index));
     }
+    if (nr instanceof Promise) return nr.then((b) => this.combine(nl, b, h, index));
     return this.combine(nl, nr, h, index);
   }
 
