@@ -2,13 +2,14 @@
 const CHUNK = 64 * 1024;
 
 /**
- * Small, short-lived byte arrays carved from shared 64 KiB chunks: one view each instead of an
- * ArrayBuffer each. V8 gives a typed array of more than 64 bytes a backing store of its own
- * (allocated, zeroed, and tracked until the collector frees it), which costs far more than the
- * view; a batch's trees make tens of thousands of such records and node copies.
+ * Small byte arrays carved from shared 64 KiB chunks: one view each instead of an ArrayBuffer
+ * each. V8 gives a typed array of more than 64 bytes a backing store of its own (allocated, zeroed,
+ * and tracked until the collector frees it), which costs far more than the view; a batch's trees
+ * make tens of thousands of such records and node copies.
  *
- * Carved bytes are zero, as a new array's would be, and a chunk is never handed out twice; it is
- * freed with its last view, so arrays from here may be kept as long as needed.
+ * Carved bytes are zero, as a new array's would be, and no byte is handed out twice, so an array
+ * from here may be kept as long as needed. A chunk is freed with its last view: meant for arrays
+ * that die with their neighbours (a batch's records), not for a few kept for long.
  */
 export class ByteChunks {
   private chunk = new Uint8Array(0);
