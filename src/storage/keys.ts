@@ -40,18 +40,29 @@ export function metaKey(name: string): Uint8Array {
  * one buffer of them packed end to end.
  *
  * From 1,024 hashes on, a radix sort: two stable passes of 12 bits (the low half of the prefix,
- * then the high half), linear in the count, where sorting the prefixes as numbers took 8× as long
- * for a W-spot batch's 170k records. Below that, the count arrays cost more than the sort, which
- * stays (bench/key-order.ts).
+ * then the high half), linear in the count, where sorting the prefixes as numbers took 7–8× as
+ * long for a W-spot batch's 170k records (bench/key-order.ts). Below that the sort stays: the
+ * passes' two count arrays of 4,096 entries are a fixed cost that a few hundred hashes do not repay.
  */
 export function keyOrder(hashes: readonly Uint8Array[] | Uint8Array): Uint32Array {
+  const prefixes = prefixesOf(hashes);
+  return prefixes.length < RADIX_MIN ? sortOrder(prefixes) : radixOrder(prefixes);
+}
+
+/** keyOrder by sorting the prefixes as numbers at any count (bench/key-order.ts compares the two). */
+export function keyOrderBySort(hashes: readonly Uint8Array[] | Uint8Array): Uint32Array {
+  return sortOrder(prefixesOf(hashes));
+}
+
+/** The first 24 bits of each hash. */
+function prefixesOf(hashes: readonly Uint8Array[] | Uint8Array): Uint32Array {
   const packed = hashes instanceof Uint8Array;
   const n = packed ? hashes.length / 32 : hashes.length;
   const prefixes = new Uint32Array(n);
   const prefix = (h: Uint8Array, at: number): number => (h[at]! << 16) | (h[at + 1]! << 8) | h[at + 2]!;
   if (packed) for (let i = 0; i < n; i++) prefixes[i] = prefix(hashes, i * 32);
   else for (let i = 0; i < n; i++) prefixes[i] = prefix(hashes[i]!, 0);
-  return n < RADIX_MIN ? sortOrder(prefixes) : radixOrder(prefixes);
+  return prefixes;
 }
 
 const RADIX_MIN = 1024;
@@ -62,6 +73,7 @@ const RADIX_MASK = RADIX - 1;
 /** Indices by prefix, ties in index order: prefix and index in one exact double, sorted as numbers. */
 function sortOrder(prefixes: Uint32Array): Uint32Array {
   const n = prefixes.length;
+  if (n >= 2 ** 29) throw new RangeError(`sorting as numbers takes fewer than 2^29 hashes, not ${n}`);
   const keys = new Float64Array(n);
   for (let i = 0; i < n; i++) keys[i] = prefixes[i]! * 2 ** 29 + i;
   keys.sort();
