@@ -90,4 +90,22 @@ describe("PendingCommit: records put while a batch is verified", () => {
     expect(await store.getNodes([nodes.hash(0), nodes.hash(799)])).toEqual([undefined, undefined]);
     expect(await store.getLeafRecords([leaves.hash(0)])).toEqual([undefined]);
   });
+
+  it("has LevelDB flush a batch larger than its memtable to a table after the commit", async () => {
+    // 60,000 records of 64 bytes (~6 MiB with keys) go into the 4 MiB memtable whole. Left there,
+    // they would stay in memory until the next write; the commit's follow-up write makes LevelDB
+    // flush them to a level-0 table in the background, which its statistics count as written.
+    const nodes = new NodeWrites();
+    addRecords(nodes, 12, 60_000);
+    expect(store.compactionWrittenMb()).toBe(0);
+    await store.commitBatch(record(9), nodes, new NodeWrites());
+    const deadline = Date.now() + 20_000;
+    while (store.compactionWrittenMb() === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(store.compactionWrittenMb()).toBeGreaterThanOrEqual(5);
+    expect(await store.getNodes([nodes.hash(0), nodes.hash(59_999)])).toEqual([
+      nodes.record(0),
+      nodes.record(59_999),
+    ]);
+  });
 });
