@@ -102,9 +102,24 @@ export function copyLowBits(
   }
 }
 
-/** Copies 32 bytes: a plain loop, which for 32 bytes beats TypedArray.set and needs no subarray. */
+/**
+ * Copies 32 bytes: a loop, which for 32 bytes beats TypedArray.set and needs no subarray, unrolled
+ * eight bytes a step: the trees copy a few hundred thousand hashes a batch, and a byte a step took
+ * 53 ns a copy against 33 ns (a standalone bench; 29 ns fully unrolled).
+ */
 export function copy32(dst: Uint8Array, dstOff: number, src: Uint8Array, srcOff: number): void {
-  for (let i = 0; i < 32; i++) dst[dstOff + i] = src[srcOff + i]!;
+  for (let i = 0; i < 32; i += 8) {
+    const d = dstOff + i;
+    const s = srcOff + i;
+    dst[d] = src[s]!;
+    dst[d + 1] = src[s + 1]!;
+    dst[d + 2] = src[s + 2]!;
+    dst[d + 3] = src[s + 3]!;
+    dst[d + 4] = src[s + 4]!;
+    dst[d + 5] = src[s + 5]!;
+    dst[d + 6] = src[s + 6]!;
+    dst[d + 7] = src[s + 7]!;
+  }
 }
 
 /** Bit k (0: the least significant) of the 32 big-endian bytes at b[off..]. */

@@ -5,6 +5,7 @@ import {
   bitAt,
   bitLength,
   bytesToBigint,
+  copy32,
   copyLowBits,
 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
@@ -92,5 +93,22 @@ describe("32-byte big-endian conversions", () => {
     expect(bytesToBigint(sum)).toBe(2n ** 64n - 1n + 251n);
     expect(bytesToBigint(h)).toBe(2n ** 64n - 1n);
     expect(bytesToBigint(addSmall(bigintToBytes32(0n), 7))).toBe(7n);
+  });
+
+  it("copies exactly 32 bytes between any offsets, touching nothing around them", () => {
+    const next = prng(12);
+    const src = new Uint8Array(80).map(() => Math.floor(next() * 256));
+    for (const [dstOff, srcOff] of [
+      [0, 0],
+      [1, 7],
+      [13, 40],
+      [47, 3],
+    ]) {
+      const dst = new Uint8Array(80).fill(0xaa);
+      copy32(dst, dstOff!, src, srcOff!);
+      const want = new Uint8Array(80).fill(0xaa);
+      want.set(src.subarray(srcOff!, srcOff! + 32), dstOff!);
+      expect(Buffer.from(dst).toString("hex")).toBe(Buffer.from(want).toString("hex"));
+    }
   });
 });
