@@ -26,22 +26,22 @@ console.log(`keyOrder against the double sort it replaced, median ms of ${rounds
 console.log("| hashes | keyOrder | double sort | ratio |\n|---|---|---|---|");
 for (const count of [170_000, 38_000, 2_000, 500]) {
   const radix: number[] = [];
-  const float: number[] = [];
+  const sorted: number[] = [];
   for (let r = 0; r < rounds; r++) {
     const hashes = new Uint8Array(randomBytes(count * 32));
     const radixRun = (): [number, Uint32Array] => time(() => keyOrder(hashes));
     const sortRun = (): [number, Uint32Array] => time(() => keyOrderBySort(hashes));
     // Which goes first alternates too: the first call of a round pays for touching the new hashes.
-    let a: number, byRadix: Uint32Array, b: number, byFloat: Uint32Array;
-    if (r % 2 === 0) [[a, byRadix], [b, byFloat]] = [radixRun(), sortRun()];
-    else [[b, byFloat], [a, byRadix]] = [sortRun(), radixRun()];
+    let a: number, byRadix: Uint32Array, b: number, bySort: Uint32Array;
+    if (r % 2 === 0) [[a, byRadix], [b, bySort]] = [radixRun(), sortRun()];
+    else [[b, bySort], [a, byRadix]] = [sortRun(), radixRun()];
     // Both are stable orders of the same prefixes, so they must agree entry for entry.
     for (let k = 0; k < count; k++)
-      if (byRadix[k] !== byFloat[k]) throw new Error(`the orders differ at ${k} in round ${r}`);
+      if (byRadix[k] !== bySort[k]) throw new Error(`the orders differ at ${k} in round ${r}`);
     radix.push(a);
-    float.push(b);
+    sorted.push(b);
   }
-  const [mr, mf] = [median(radix), median(float)];
+  const [mr, mf] = [median(radix), median(sorted)];
   console.log(
     `| ${count.toLocaleString("en")} | ${mr.toFixed(3)} | ${mf.toFixed(3)} | ${(mr / mf).toFixed(3)}× |`,
   );
