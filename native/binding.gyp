@@ -10,7 +10,9 @@
         "pedersen/engine.c",
         "pedersen/kernel_adx.c",
         "pedersen/kernel_ifma.c",
-        "pedersen/safegcd.c"
+        "pedersen/safegcd.c",
+        "trees/patricia.c",
+        "trees/patricia_napi.c"
       ],
       "defines": ["PED_W=<(pedersen_window_bits)"],
       "cflags": ["-O3", "-std=gnu11", "-fno-strict-aliasing"],

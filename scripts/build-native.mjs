@@ -106,10 +106,13 @@ function probe() {
   return { kernels, windowBits: Number(windowBits) };
 }
 
-/** The newest modification time among the addon's sources (binding.gyp and native/pedersen/). */
+/** The newest modification time among the addon's sources (binding.gyp, native/pedersen/, native/trees/). */
 function newestSource() {
-  const dir = path.join(nativeDir, "pedersen");
-  const files = [path.join(nativeDir, "binding.gyp"), ...readdirSync(dir).map((f) => path.join(dir, f))];
+  const dirs = ["pedersen", "trees"].map((d) => path.join(nativeDir, d));
+  const files = [
+    path.join(nativeDir, "binding.gyp"),
+    ...dirs.flatMap((dir) => readdirSync(dir).map((f) => path.join(dir, f))),
+  ];
   return Math.max(...files.map((f) => statSync(f).mtimeMs));
 }
 

@@ -17,6 +17,8 @@
  *   kernels()                       names of the kernels this CPU can run, fastest first.
  *   bestKernel                      the kernel used when none is named.
  *   windowBits                      table window width the addon was built with.
+ *   patricia…                       the Patricia tree update's walk (native/trees/patricia_napi.c),
+ *                                   in this addon so that one build and one load serve both.
  *
  * Hashes public data only, so none of this is constant-time (see core.h).
  */
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "../trees/patricia_napi.h"
 
 #define CALL(env, expr)                                   \
   do {                                                    \
@@ -289,7 +292,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       napi_set_named_property(env, exports, "kernels", fn) != napi_ok ||
       napi_create_string_utf8(env, find_kernel(NULL)->name, NAPI_AUTO_LENGTH, &v) != napi_ok ||
       napi_set_named_property(env, exports, "bestKernel", v) != napi_ok ||
-      napi_create_uint32(env, PED_W, &v) != napi_ok || napi_set_named_property(env, exports, "windowBits", v) != napi_ok)
+      napi_create_uint32(env, PED_W, &v) != napi_ok || napi_set_named_property(env, exports, "windowBits", v) != napi_ok ||
+      !pt_register(env, exports))
     return NULL;
   return exports;
 }

@@ -4,6 +4,7 @@ import type { HashEngine } from "./hash/engine.js";
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
+import { nativePatricia, updatePatriciaNative } from "./patricia-native.js";
 
 /**
  * Patricia-Merkle tree (committee-algorithms §3): empty subtrees are 0, a node with two non-empty
@@ -145,6 +146,25 @@ export async function updatePatricia(
   const last = sorted[sorted.length - 1]![0];
   if (sorted[0]![0] < 0n || last >= 1n << BIG[height]!)
     throw new RangeError(`a leaf id does not fit a tree of height ${height}`);
+  const native = nativePatricia();
+  if (native) {
+    const ids = new PackedIds(sorted.map(([id]) => id));
+    const leafHashes = new Uint8Array(sorted.length * 32);
+    for (let i = 0; i < sorted.length; i++) copy32(leafHashes, i * 32, sorted[i]![1], 0);
+    const root = await updatePatriciaNative(
+      native,
+      engine,
+      nodes,
+      height,
+      remembered,
+      oldRoot,
+      ids.bytes,
+      leafHashes,
+      treeName,
+      out,
+    );
+    return { root, newNodes: out };
+  }
   const walker = new PatriciaWalk(nodes, height, remembered, treeName, sorted);
   const root = await walker.walk(
     fromHash(oldRoot, height),

@@ -152,8 +152,20 @@ describe("incremental trees equal a naive full recomputation", () => {
   it("Merkle height 40 (long single-leaf chains), in memory", async () => {
     await differential({ ...merkle, height: 40 }, 9, 8, 40, inMemory);
   });
-  it.each([4, 5, 6])("Patricia height 251, in memory, seed %i", async (seed) => {
-    await differential(patricia, seed, 25, 251, inMemory);
+  // The native walk where the addon is built (the default), and the JavaScript one it falls back to.
+  it.each([
+    [4, "auto"],
+    [5, "auto"],
+    [6, "auto"],
+    [4, "js"],
+    [5, "js"],
+  ])("Patricia height 251, in memory, seed %i, %s walk", async (seed, walk) => {
+    process.env.DACD_TREE_WALK = walk;
+    try {
+      await differential(patricia, seed, 25, 251, inMemory);
+    } finally {
+      delete process.env.DACD_TREE_WALK;
+    }
   });
   it("Merkle and Patricia on LevelDB", async () => {
     await differential(merkle, 7, 10, 12, onDisk());

@@ -1,0 +1,62 @@
+/*
+ * One update of a Patricia-Merkle tree (committee-algorithms §3) in native code: the walk down the
+ * changed paths, the new nodes it makes, and their order for hashing. The same algorithm as
+ * src/verifier/patricia.ts, which stays as the fallback and the reference.
+ *
+ * It touches public data only (tree nodes and leaf hashes) and does no hashing itself: the caller
+ * reads the records it asks for (pt_step / pt_supply) and hashes each rank of new nodes with its
+ * Pedersen engine (pt_rank_inputs / pt_rank_hashes), so the engine and the store stay the caller's.
+ */
+#ifndef DACD_PATRICIA_H
+#define DACD_PATRICIA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pt_update pt_update;
+
+/** A record as the store holds it: binary nodes 64 bytes, edges 65; longer ones are corrupt. */
+#define PT_MAX_RECORD 65
+
+/**
+ * A new update of the tree of `height` (1..255) whose root is `old_root`, for `n` changed leaves:
+ * `ids` (32 bytes big-endian each, strictly ascending, below 2^height) and their new hashes (32
+ * bytes each; zero deletes the leaf). Positions (depth, index) are reported for nodes less than
+ * `remembered` (0..30) levels below the root. NULL with a message in `err` when the input is bad.
+ */
+pt_update *pt_create(int height, int remembered, const uint8_t *ids, const uint8_t *leaf_hashes, size_t n,
+                     const uint8_t *old_root, char *err, size_t err_len);
+void pt_free(pt_update *u);
+
+/**
+ * Walks as far as the records supplied so far allow. Returns the number of records it needs next
+ * (> 0: their hashes and positions are in pt_needs), 0 when the new tree is built, −1 on a corrupt
+ * or missing record (pt_error says which).
+ */
+long pt_step(pt_update *u);
+/** The needed records' hashes (32 bytes each) and positions (depth, index; index −1: none). */
+void pt_needs(const pt_update *u, const uint8_t **hashes, const int32_t **positions);
+/** How many records the last pt_step asked for (0 once they are supplied). */
+size_t pt_pending_count(const pt_update *u);
+/**
+ * The records of the last pt_step's needs, in order: `records` holds PT_MAX_RECORD bytes per
+ * record, `lengths` each one's length in the store (0: not found; above PT_MAX_RECORD: corrupt).
+ */
+void pt_supply(pt_update *u, const uint8_t *records, const uint32_t *lengths);
+
+/** After pt_step returned 0: how many ranks of new nodes there are to hash (1 first, deepest). */
+int pt_rank_count(const pt_update *u);
+/** How many nodes rank r (1-based) has; their pairs into xs and ys (32 bytes per node each). */
+size_t pt_rank_size(const pt_update *u, int r);
+void pt_rank_inputs(const pt_update *u, int r, uint8_t *xs, uint8_t *ys);
+/** The engine's hashes of rank r's pairs: the nodes' hashes follow (an edge's adds its length). */
+void pt_rank_hashes(pt_update *u, int r, const uint8_t *hashes);
+
+/** After every rank is hashed: the new root and the new nodes (records padded to 65 bytes). */
+size_t pt_new_count(const pt_update *u);
+void pt_result(const pt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *records, uint8_t *lengths,
+               int32_t *positions);
+
+const char *pt_error(const pt_update *u);
+
+#endif

@@ -1,0 +1,143 @@
+import { DacdError } from "../errors.js";
+import type { HashEngine } from "./hash/engine.js";
+import { loadNativeAddon } from "./hash/native-engine.js";
+import type { NodeSource } from "./node-source.js";
+import type { NodeWrites } from "./node-writes.js";
+
+/** An update in progress inside the addon (an opaque handle). */
+type Handle = object;
+
+/** The addon's Patricia update (native/trees/patricia_napi.c, in the Pedersen addon). */
+export interface NativePatricia {
+  patriciaCreate(
+    height: number,
+    remembered: number,
+    ids: Uint8Array,
+    leafHashes: Uint8Array,
+    oldRoot: Uint8Array,
+  ): Handle;
+  /** null when the new tree is built; else the records it needs: hashes, and (depth, index) each. */
+  patriciaStep(h: Handle): [Uint8Array, Int32Array] | null;
+  /** Those records, RECORD bytes each, with their lengths (0: not found). */
+  patriciaSupply(h: Handle, records: Uint8Array, lengths: Uint32Array): void;
+  patriciaRanks(h: Handle): number;
+  patriciaRankInputs(h: Handle, rank: number): [Uint8Array, Uint8Array];
+  patriciaRankHashes(h: Handle, rank: number, hashes: Uint8Array): void;
+  /** The root, and the new nodes: hashes, records (RECORD bytes each), lengths, (depth, index) each. */
+  patriciaResult(h: Handle): [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Int32Array];
+  patriciaFree(h: Handle): void;
+}
+
+/** Records cross padded to the longest a Patricia node has (an edge: bottom ‖ path ‖ length). */
+const RECORD = 65;
+
+export type PatriciaWalkName = "native" | "js";
+
+/**
+ * The Patricia walk to use: `DACD_TREE_WALK` (native | js) forces one; otherwise the native walk
+ * wherever the addon loads. Forced native without the addon is an error rather than a silent JS walk.
+ */
+export function nativePatricia(env: NodeJS.ProcessEnv = process.env): NativePatricia | null {
+  const forced = env.DACD_TREE_WALK?.trim();
+  if (forced === "js") return null;
+  const addon = loadNativeAddon() as unknown as Partial<NativePatricia> | null;
+  const native = addon && typeof addon.patriciaCreate === "function" ? (addon as NativePatricia) : null;
+  if (forced === "native" && !native)
+    throw new DacdError(
+      "CONFIG",
+      "DACD_TREE_WALK=native, but the native addon is not built or lacks the walk",
+    );
+  if (forced && forced !== "native" && forced !== "auto")
+    throw new DacdError("CONFIG", `DACD_TREE_WALK must be native, js or auto, got ${forced}`);
+  return native;
+}
+
+/** Which walk updatePatricia takes here, for the start-up log. */
+export function patriciaWalkName(env: NodeJS.ProcessEnv = process.env): PatriciaWalkName {
+  return nativePatricia(env) ? "native" : "js";
+}
+
+/**
+ * updatePatricia (patricia.ts) with the walk and the node building in native code. This side reads
+ * the records the walk asks for, one getNodes per round (the node cache answers most of them), and
+ * hashes each rank of new nodes with the engine; the addon keeps the tree's shape in flat arrays,
+ * so the walk makes no JavaScript object per node. `ids` are sorted, 32 bytes each.
+ */
+export async function updatePatriciaNative(
+  native: NativePatricia,
+  engine: HashEngine,
+  nodes: NodeSource,
+  height: number,
+  remembered: number,
+  oldRoot: Uint8Array,
+  ids: Uint8Array,
+  leafHashes: Uint8Array,
+  treeName: string,
+  out: NodeWrites,
+): Promise<Uint8Array> {
+  const handle = native.patriciaCreate(height, remembered, ids, leafHashes, oldRoot);
+  try {
+    for (let needs = step(native, handle, treeName); needs; needs = step(native, handle, treeName)) {
+      await supplyRecords(native, handle, nodes, needs, treeName);
+    }
+    const ranks = native.patriciaRanks(handle);
+    for (let r = 1; r <= ranks; r++) {
+      const [xs, ys] = native.patriciaRankInputs(handle, r);
+      native.patriciaRankHashes(handle, r, await engine.hashMany(xs, ys));
+    }
+    const [root, hashes, records, lengths, positions] = native.patriciaResult(handle);
+    for (let i = 0; i < lengths.length; i++) {
+      out.add(hashes, i * 32, records, i * RECORD, lengths[i]!);
+      const index = positions[2 * i + 1]!;
+      if (index >= 0)
+        nodes.remember!(
+          treeName,
+          positions[2 * i]!,
+          index,
+          hashes.subarray(i * 32, i * 32 + 32),
+          records.subarray(i * RECORD, i * RECORD + lengths[i]!),
+        );
+    }
+    return root;
+  } finally {
+    native.patriciaFree(handle);
+  }
+}
+
+/** One step of the walk; a corrupt or missing record becomes the store error patricia.ts gives. */
+function step(native: NativePatricia, handle: Handle, treeName: string): [Uint8Array, Int32Array] | null {
+  try {
+    return native.patriciaStep(handle);
+  } catch (err) {
+    if ((err as { code?: string }).code === "ERR_PATRICIA_STORE")
+      throw new DacdError("STORE", `${treeName} tree: ${(err as Error).message}`);
+    throw err;
+  }
+}
+
+/** Reads the records a step asked for and hands them over, remembering those the cache keeps. */
+async function supplyRecords(
+  native: NativePatricia,
+  handle: Handle,
+  nodes: NodeSource,
+  [hashes, positions]: [Uint8Array, Int32Array],
+  treeName: string,
+): Promise<void> {
+  const n = hashes.length / 32;
+  const wanted = new Array<Uint8Array>(n);
+  for (let i = 0; i < n; i++) wanted[i] = hashes.subarray(i * 32, i * 32 + 32);
+  const found = await nodes.getNodes(wanted);
+  const records = new Uint8Array(n * RECORD);
+  const lengths = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const rec = found[i];
+    if (rec === undefined) continue;
+    lengths[i] = rec.length;
+    if (rec.length > RECORD) continue; // corrupt: the walk reports its length
+    records.set(rec, i * RECORD);
+    const index = positions[2 * i + 1]!;
+    if (index >= 0 && (rec.length === 64 || rec.length === 65))
+      nodes.remember!(treeName, positions[2 * i]!, index, wanted[i]!, rec);
+  }
+  native.patriciaSupply(handle, records, lengths);
+}

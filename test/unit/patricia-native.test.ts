@@ -1,0 +1,164 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { DacdError } from "../../src/errors.js";
+import { MemoryNodeStore } from "../../src/storage/memory-store.js";
+import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
+import { prng } from "../../src/util/prng.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
+import type { NodeSource } from "../../src/verifier/node-source.js";
+import { NodeWrites } from "../../src/verifier/node-writes.js";
+import { nativePatricia } from "../../src/verifier/patricia-native.js";
+import { updatePatricia } from "../../src/verifier/patricia.js";
+import { naivePatriciaRoot } from "../helpers/naive-trees.js";
+
+const engine = createEngine("auto");
+const HEIGHT = 251;
+const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
+
+/** A store that also takes `remember` calls, noting each as text for comparing walks. */
+class RecordingStore implements NodeSource {
+  readonly memory = new MemoryNodeStore();
+  readonly rememberedLevels = 9;
+  remembered: string[] = [];
+
+  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    return this.memory.getNodes(hashes);
+  }
+
+  remember(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void {
+    this.remembered.push(`${tree} ${depth} ${index} ${hex(hash)} ${hex(record)}`);
+  }
+}
+
+interface StepResult {
+  root: string;
+  written: string[];
+  remembered: string[];
+}
+
+/** One update with the given walk, everything it wrote and remembered, in a comparable form. */
+async function update(
+  walk: "js" | "native",
+  store: RecordingStore,
+  root: Uint8Array,
+  changes: Map<bigint, bigint>,
+): Promise<StepResult & { rootBytes: Uint8Array; out: NodeWrites }> {
+  process.env.DACD_TREE_WALK = walk;
+  store.remembered = [];
+  const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
+  const r = await updatePatricia(engine, store, HEIGHT, root, leaves, "order");
+  const written = [...r.newNodes].map((w) => `${hex(w.hash)} ${hex(w.record)}`).sort();
+  return {
+    root: hex(r.root),
+    rootBytes: r.root,
+    out: r.newNodes,
+    written,
+    remembered: [...store.remembered].sort(),
+  };
+}
+
+const native = nativePatricia({});
+
+describe.skipIf(!native)("the native Patricia walk", () => {
+  afterEach(() => {
+    delete process.env.DACD_TREE_WALK;
+  });
+
+  it("writes and remembers exactly what the JavaScript walk does, batch after batch", async () => {
+    const rand = prng(77);
+    const jsStore = new RecordingStore();
+    const nativeStore = new RecordingStore();
+    let jsRoot = new Uint8Array(32);
+    let nativeRoot = new Uint8Array(32);
+    const state = new Map<bigint, bigint>();
+    for (let step = 0; step < 12; step++) {
+      const changes = new Map<bigint, bigint>();
+      const existing = [...state.keys()];
+      const n = step === 0 ? 400 : 1 + Math.floor(rand() * 60);
+      while (changes.size < n) {
+        const r = rand();
+        // Existing leaves (overwritten or deleted), clustered ids, and ids spread over 251 bits.
+        const id =
+          r < 0.35 && existing.length > 0
+            ? existing[Math.floor(rand() * existing.length)]!
+            : r < 0.6
+              ? BigInt(Math.floor(rand() * 4096))
+              : BigInt(Math.floor(rand() * 2 ** 48)) << BigInt(Math.floor(rand() * 200));
+        changes.set(id, rand() < 0.3 && step > 0 ? 0n : BigInt(1 + Math.floor(rand() * 1e9)));
+      }
+      for (const [id, v] of changes) state.set(id, v);
+      const a = await update("js", jsStore, jsRoot, changes);
+      const b = await update("native", nativeStore, nativeRoot, changes);
+      expect(b.root, `step ${step}`).toBe(a.root);
+      // The naive root (BigInt Pedersen over every leaf) is slow: checked on the last step.
+      if (step === 11) expect(b.root).toBe(toHex64(bigintToBytes32(naivePatriciaRoot(HEIGHT, state))));
+      expect(b.written, `step ${step}: new records`).toEqual(a.written);
+      expect(b.remembered, `step ${step}: remembered nodes`).toEqual(a.remembered);
+      jsStore.memory.putNodes(a.out);
+      nativeStore.memory.putNodes(b.out);
+      jsRoot = a.rootBytes;
+      nativeRoot = b.rootBytes;
+    }
+  });
+
+  it("merges an untouched edge into the one above when a deletion leaves it alone", async () => {
+    // Leaf 0 on the left; 2^200 and 2^200 + 1 under one edge and a binary node on the right.
+    // Deleting leaf 0 leaves the root with only its right child, an untouched stored node that the
+    // walk never entered: it is read only now, and its edge merged with the one above.
+    const store = new RecordingStore();
+    const first = new Map([
+      [0n, 5n],
+      [1n << 200n, 6n],
+      [(1n << 200n) + 1n, 7n],
+    ]);
+    for (const walk of ["js", "native"] as const) {
+      const built = await update(walk, store, new Uint8Array(32), first);
+      store.memory.putNodes(built.out);
+      const after = await update(walk, store, built.rootBytes, new Map([[0n, 0n]]));
+      const want = naivePatriciaRoot(HEIGHT, new Map([...first, [0n, 0n]]));
+      expect(after.root, walk).toBe(toHex64(bigintToBytes32(want)));
+      // The new root is one edge from the top down to the binary node.
+      expect(after.written, walk).toHaveLength(1);
+      expect(after.written[0]!.endsWith((HEIGHT - 1).toString(16)), walk).toBe(true);
+    }
+  });
+
+  it("reports a missing or corrupt record as the JavaScript walk does, naming the tree and node", async () => {
+    const store = new RecordingStore();
+    const built = await update(
+      "js",
+      store,
+      new Uint8Array(32),
+      new Map([
+        [3n, 1n],
+        [9n, 2n],
+        [1n << 100n, 3n],
+      ]),
+    );
+    const again = new Map([[4n, 8n]]);
+    // The root's record missing, then cut to 40 bytes.
+    for (const corrupt of [undefined, new Uint8Array(40)]) {
+      const broken = new RecordingStore();
+      broken.memory.putNodes(built.out);
+      broken.memory.putNodes([{ hash: built.rootBytes, record: corrupt ?? new Uint8Array(0) }]);
+      const lookup = broken.getNodes.bind(broken);
+      if (!corrupt) broken.getNodes = async (h) => (await lookup(h)).map((r) => (r?.length ? r : undefined));
+      const errors: string[] = [];
+      for (const walk of ["js", "native"] as const) {
+        const err = await update(walk, broken, built.rootBytes, again).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err, walk).toBeInstanceOf(DacdError);
+        errors.push((err as Error).message);
+      }
+      expect(errors[1]).toBe(errors[0]);
+      expect(errors[0]).toMatch(new RegExp(`^order tree: node ${hex(built.rootBytes)} at height 251: `));
+    }
+  });
+
+  it("is chosen by DACD_TREE_WALK, and a wrong value is refused", () => {
+    expect(nativePatricia({ DACD_TREE_WALK: "js" })).toBeNull();
+    expect(nativePatricia({ DACD_TREE_WALK: "native" })).not.toBeNull();
+    expect(() => nativePatricia({ DACD_TREE_WALK: "fast" })).toThrow(/must be native, js or auto/);
+  });
+});
