@@ -5,13 +5,15 @@
  *
  * It runs in two kinds of passes. Discovery passes walk from a frontier of tasks (subtrees waiting
  * for a record) as far as the records allow, and collect the records needed next, so that each
- * round of reads is one lookup in the store and no subtree is walked twice. When nothing more is
- * needed, one build pass walks from the root and makes the new nodes. Only the build pass can find
- * that it needs yet another record: where a deletion leaves a node with one child that is an
- * untouched stored node, which may be an edge to be merged with the one above. It then asks for it
- * and builds again from the root, which happens only in batches that delete leaves.
+ * round of reads is one lookup in the store and no subtree is walked twice. A record supplied is
+ * decoded at once and linked from the stored node that asked for it. When nothing more is needed,
+ * one build pass walks from the root through those links and makes the new nodes. Only the build
+ * pass can find that it needs yet another record: where a deletion leaves a node with one child
+ * that is an untouched stored node, which may be an edge to be merged with the one above. It then
+ * asks for it and builds again from the root, which happens only in batches that delete leaves.
  *
  * Nodes live in one growing array and refer to each other by index (no pointers survive a growth).
+ * Nodes read from the store are never changed once made, so every pass shares them.
  */
 #include "patricia.h"
 
@@ -113,7 +115,7 @@ typedef struct {
   uint8_t hashed;
   /** Edge: its length. */
   uint16_t len;
-  /** Binary: children; edge: a is the bottom. */
+  /** Binary: children; edge: a is the bottom; stored: b is the node read for it (0: not yet). */
   int32_t a, b;
   /** New nodes, once ranked: height, rank, and index in its level (NONE: not remembered). */
   int32_t h, rank;
@@ -122,17 +124,6 @@ typedef struct {
   u256 path;
   uint8_t hash[32];
 } pnode;
-
-/** A record the walk asked for: requested, then supplied (length 0: not in the store). */
-typedef struct {
-  uint8_t hash[32];
-  uint8_t state;
-  uint8_t pad[3];
-  uint32_t len;
-  uint8_t rec[PT_MAX_RECORD];
-} entry;
-
-enum { E_FREE, E_REQUESTED, E_SUPPLIED };
 
 /** A subtree that discovery left waiting for its record: walk(node, h, index, lo, hi). */
 typedef struct {
@@ -150,24 +141,21 @@ struct pt_update {
 
   pnode *nodes;
   size_t node_count, node_cap;
-  /** Nodes that outlive a build attempt: the empty node and the old root. */
-  size_t kept_nodes;
-
-  entry *map;
-  size_t map_cap, map_count;
 
   task *frontier, *next;
   size_t frontier_count, next_count, task_cap, next_cap;
   int discovering;
 
+  /** The records asked for: hashes, positions (depth, index), and the stored nodes asking. */
   uint8_t *need_hashes;
-  int32_t *need_positions;
-  size_t need_count, need_cap, need_positions_cap;
+  int32_t *need_positions, *need_nodes;
+  size_t need_count, need_cap, need_positions_cap, need_nodes_cap;
 
   int32_t new_root;
-  int32_t *ranked; /* new nodes by rank, then in the order ranked */
-  size_t ranked_count, ranked_cap;
-  size_t *rank_start; /* rank r's nodes: ranked[rank_start[r - 1] .. rank_start[r]) */
+  /** New nodes in the order ranked; then by_rank, by rank (rank_start[r − 1] .. rank_start[r]). */
+  int32_t *ranked, *by_rank;
+  size_t ranked_count, ranked_cap, by_rank_cap;
+  size_t *rank_start;
   int rank_count;
 
   int failed, oom;
@@ -256,53 +244,17 @@ static int32_t extend(pt_update *u, u256 path, int len, int32_t child) {
 
 /* ---- records ---- */
 
-static uint64_t key64(const uint8_t *hash) {
-  uint64_t k;
-  memcpy(&k, hash + 24, 8);
-  return k ^ (k >> 29);
-}
-
-static entry *map_find(const pt_update *u, const uint8_t *hash) {
-  size_t mask = u->map_cap - 1;
-  for (size_t i = key64(hash) & mask;; i = (i + 1) & mask) {
-    entry *e = &u->map[i];
-    if (e->state == E_FREE) return NULL;
-    if (memcmp(e->hash, hash, 32) == 0) return e;
-  }
-}
-
-static entry *map_insert(pt_update *u, const uint8_t *hash) {
-  if ((u->map_count + 1) * 2 > u->map_cap) {
-    size_t cap = u->map_cap * 2;
-    entry *m = calloc(cap, sizeof(entry));
-    if (!m) return NULL;
-    for (size_t j = 0; j < u->map_cap; j++) {
-      if (u->map[j].state == E_FREE) continue;
-      size_t i = key64(u->map[j].hash) & (cap - 1);
-      while (m[i].state != E_FREE) i = (i + 1) & (cap - 1);
-      m[i] = u->map[j];
-    }
-    free(u->map);
-    u->map = m;
-    u->map_cap = cap;
-  }
-  size_t mask = u->map_cap - 1;
-  size_t i = key64(hash) & mask;
-  while (u->map[i].state != E_FREE) i = (i + 1) & mask;
-  entry *e = &u->map[i];
-  memcpy(e->hash, hash, 32);
-  e->state = E_REQUESTED;
-  u->map_count++;
-  return e;
-}
-
-/** Adds a record to the next round's reads; the position lets the caller remember the node. */
-static int need(pt_update *u, const uint8_t *hash, int h, int64_t index) {
-  if (!map_find(u, hash) && !map_insert(u, hash)) goto oom;
+/**
+ * Adds the record of stored node `node` at height h to the next round's reads; the position lets
+ * the caller remember it.
+ */
+static int need(pt_update *u, int32_t node, int h, int64_t index) {
   if (!grow((void **)&u->need_hashes, &u->need_cap, u->need_count + 1, 32) ||
-      !grow((void **)&u->need_positions, &u->need_positions_cap, 2 * (u->need_count + 1), sizeof(int32_t)))
+      !grow((void **)&u->need_positions, &u->need_positions_cap, 2 * (u->need_count + 1), sizeof(int32_t)) ||
+      !grow((void **)&u->need_nodes, &u->need_nodes_cap, u->need_count + 1, sizeof(int32_t)))
     goto oom;
-  memcpy(u->need_hashes + u->need_count * 32, hash, 32);
+  memcpy(u->need_hashes + u->need_count * 32, u->nodes[node].hash, 32);
+  u->need_nodes[u->need_count] = node;
   u->need_positions[2 * u->need_count] = u->height - h;
   u->need_positions[2 * u->need_count + 1] = (int32_t)index;
   u->need_count++;
@@ -311,11 +263,6 @@ oom:
   u->oom = 1;
   fail(u, "out of memory");
   return 0;
-}
-
-/** Whether a supplied record is a node at height h (patricia.ts: decode). */
-static int record_ok(const entry *e, int h) {
-  return e->len == 64 || (e->len == 65 && e->rec[64] >= 1 && e->rec[64] <= h);
 }
 
 static void hex32(const uint8_t *h, char *out) {
@@ -327,41 +274,39 @@ static void hex32(const uint8_t *h, char *out) {
   out[64] = 0;
 }
 
-/** The node a supplied record describes, at height h; FAILED (with the reason) when corrupt. */
-static int32_t decode(pt_update *u, const entry *e, int h) {
-  if (!record_ok(e, h)) {
+/**
+ * The node that the record `rec` (`len` bytes in the store, 0: not there) of `hash` describes at
+ * height h; FAILED, with the reason patricia.ts gives, when it is missing or corrupt.
+ */
+static int32_t decode(pt_update *u, const uint8_t *hash, const uint8_t *rec, uint32_t len, int h) {
+  if (len != 64 && !(len == 65 && rec[64] >= 1 && rec[64] <= h)) {
     char hex[65];
-    hex32(e->hash, hex);
-    if (e->len == 0) fail(u, "node %s at height %d: missing", hex, h);
-    else if (e->len == 65) fail(u, "node %s at height %d: edge length %d", hex, h, e->rec[64]);
-    else fail(u, "node %s at height %d: record of %u bytes", hex, h, e->len);
+    hex32(hash, hex);
+    if (len == 0) fail(u, "node %s at height %d: missing", hex, h);
+    else if (len == 65) fail(u, "node %s at height %d: edge length %d", hex, h, rec[64]);
+    else fail(u, "node %s at height %d: record of %u bytes", hex, h, len);
     return FAILED;
   }
-  if (e->len == 64) {
-    int32_t l = from_hash(u, e->rec, h - 1);
-    int32_t r = l >= 0 ? from_hash(u, e->rec + 32, h - 1) : FAILED;
-    int32_t id = r >= 0 ? binary_node(u, l, r) : FAILED;
-    if (id < 0) return FAILED;
-    u->nodes[id].hashed = 1;
-    memcpy(u->nodes[id].hash, e->hash, 32);
-    return id;
+  int32_t id;
+  if (len == 64) {
+    int32_t l = from_hash(u, rec, h - 1);
+    int32_t r = l >= 0 ? from_hash(u, rec + 32, h - 1) : FAILED;
+    id = r >= 0 ? binary_node(u, l, r) : FAILED;
+  } else {
+    int32_t bottom = from_hash(u, rec, h - rec[64]);
+    id = bottom >= 0 ? edge_node(u, u_from_be(rec + 32), rec[64], bottom) : FAILED;
   }
-  int len = e->rec[64];
-  int32_t bottom = from_hash(u, e->rec, h - len);
-  int32_t id = bottom >= 0 ? edge_node(u, u_from_be(e->rec + 32), len, bottom) : FAILED;
   if (id < 0) return FAILED;
   u->nodes[id].hashed = 1;
-  memcpy(u->nodes[id].hash, e->hash, 32);
+  memcpy(u->nodes[id].hash, hash, 32);
   return id;
 }
 
-/** The stored node `node` at height h, read: its node, or PENDING (asked for) or FAILED. */
+/** The stored node `node` at height h, read: its node, or PENDING (asked for now) or FAILED. */
 static int32_t load(pt_update *u, int32_t node, int h, int64_t index) {
-  uint8_t hash[32];
-  memcpy(hash, u->nodes[node].hash, 32);
-  entry *e = map_find(u, hash);
-  if (!e || e->state == E_REQUESTED) return need(u, hash, h, index) ? PENDING : FAILED;
-  return decode(u, e, h);
+  int32_t read = u->nodes[node].b;
+  if (read > 0) return read;
+  return need(u, node, h, index) ? PENDING : FAILED;
 }
 
 /* ---- positions ---- */
@@ -450,20 +395,17 @@ static int push_task(pt_update *u, int32_t node, int h, int64_t index, size_t lo
 
 /**
  * Walks the subtree as the build will, without building: where a stored node's record is not
- * there yet, asks for it and leaves the subtree for the next round. A corrupt record ends the walk
- * there; the build reports it.
+ * there yet, asks for it and leaves the subtree for the next round.
  */
 static void discover(pt_update *u, int32_t node, int h, int64_t index, size_t lo, size_t hi) {
   if (lo == hi || h == 0 || node == EMPTY_NODE || u->failed) return;
   if (u->nodes[node].t == T_STORED) {
-    entry *e = map_find(u, u->nodes[node].hash);
-    if (!e || e->state == E_REQUESTED) {
-      if (need(u, u->nodes[node].hash, h, index)) push_task(u, node, h, index, lo, hi);
+    int32_t read = u->nodes[node].b;
+    if (read == 0) {
+      if (need(u, node, h, index)) push_task(u, node, h, index, lo, hi);
       return;
     }
-    if (!record_ok(e, h)) return;
-    node = decode(u, e, h);
-    if (node < 0) return;
+    node = read;
   }
   int shared = shared_levels(u, h, lo, hi);
   if (u->nodes[node].t == T_EDGE) {
@@ -587,10 +529,9 @@ static int rank_new(pt_update *u, int32_t node, int h, int64_t index) {
 /** Orders the ranked nodes by rank (stable: within a rank, the order they were ranked in). */
 static int sort_by_rank(pt_update *u) {
   size_t n = u->ranked_count;
+  free(u->rank_start);
   u->rank_start = calloc((size_t)u->rank_count + 2, sizeof(size_t));
-  int32_t *sorted = malloc((n ? n : 1) * sizeof(int32_t));
-  if (!u->rank_start || !sorted) {
-    free(sorted);
+  if (!u->rank_start || !grow((void **)&u->by_rank, &u->by_rank_cap, n ? n : 1, sizeof(int32_t))) {
     u->oom = 1;
     fail(u, "out of memory");
     return 0;
@@ -600,16 +541,13 @@ static int sort_by_rank(pt_update *u) {
   for (int r = 1; r <= u->rank_count; r++) u->rank_start[r] += u->rank_start[r - 1];
   size_t *at = calloc((size_t)u->rank_count + 2, sizeof(size_t));
   if (!at) {
-    free(sorted);
     u->oom = 1;
     fail(u, "out of memory");
     return 0;
   }
   for (int r = 1; r <= u->rank_count; r++) at[r] = u->rank_start[r - 1];
-  for (size_t i = 0; i < n; i++) sorted[at[u->nodes[u->ranked[i]].rank]++] = u->ranked[i];
+  for (size_t i = 0; i < n; i++) u->by_rank[at[u->nodes[u->ranked[i]].rank]++] = u->ranked[i];
   free(at);
-  free(u->ranked);
-  u->ranked = sorted;
   return 1;
 }
 
@@ -617,6 +555,43 @@ static const uint8_t ZERO32[32];
 
 static const uint8_t *hash_of(const pt_update *u, int32_t node) {
   return node == EMPTY_NODE ? ZERO32 : u->nodes[node].hash;
+}
+
+/* ---- buffers kept from one update to the next ---- */
+
+/**
+ * The growing buffers of the last update freed on this thread, for the next one: a W-spot batch's
+ * update fills ~20 MiB of them, and fresh pages cost a page fault each (on the VMs measured, a
+ * third of the walk's time). Per thread, since any thread may run updates (one at a time each).
+ */
+typedef struct {
+  int held;
+  pnode *nodes;
+  size_t node_cap;
+  task *frontier, *next;
+  size_t task_cap, next_cap;
+  uint8_t *need_hashes;
+  int32_t *need_positions, *need_nodes;
+  size_t need_cap, need_positions_cap, need_nodes_cap;
+  int32_t *ranked, *by_rank;
+  size_t ranked_cap, by_rank_cap;
+} spare_buffers;
+
+static _Thread_local spare_buffers spare;
+
+#define MOVE(to, from, field) ((to)->field = (from)->field, (from)->field = 0)
+#define MOVE_ALL(to, from)                                                                          \
+  (MOVE(to, from, nodes), MOVE(to, from, node_cap), MOVE(to, from, frontier), MOVE(to, from, next),   \
+   MOVE(to, from, task_cap), MOVE(to, from, next_cap), MOVE(to, from, need_hashes),                   \
+   MOVE(to, from, need_positions), MOVE(to, from, need_nodes), MOVE(to, from, need_cap),              \
+   MOVE(to, from, need_positions_cap), MOVE(to, from, need_nodes_cap), MOVE(to, from, ranked),        \
+   MOVE(to, from, by_rank), MOVE(to, from, ranked_cap), MOVE(to, from, by_rank_cap))
+
+/** Gives a new update the spare buffers, if there are any. */
+static void take_spare(pt_update *u) {
+  if (!spare.held) return;
+  MOVE_ALL(u, &spare);
+  spare.held = 0;
 }
 
 /* ---- the interface ---- */
@@ -634,9 +609,8 @@ pt_update *pt_create(int height, int remembered, const uint8_t *ids, const uint8
   u->n = n;
   u->ids = malloc(n * sizeof(u256));
   u->leaf_hashes = malloc(n * 32);
-  u->map_cap = 1024;
-  u->map = calloc(u->map_cap, sizeof(entry));
-  if (!u->ids || !u->leaf_hashes || !u->map) goto oom;
+  if (!u->ids || !u->leaf_hashes) goto oom;
+  take_spare(u);
   memcpy(u->leaf_hashes, leaf_hashes, n * 32);
   for (size_t i = 0; i < n; i++) {
     u->ids[i] = u_from_be(ids + 32 * i);
@@ -659,7 +633,6 @@ pt_update *pt_create(int height, int remembered, const uint8_t *ids, const uint8
   if (new_node(u, T_EMPTY) != EMPTY_NODE) goto oom;
   u->old_root = from_hash(u, old_root, height);
   if (u->old_root < 0) goto oom;
-  u->kept_nodes = u->node_count;
   /* The first round starts at the root. */
   if (!push_task(u, u->old_root, height, remembered > 0 ? 0 : NONE, 0, n)) goto oom;
   u->discovering = 1;
@@ -674,14 +647,19 @@ void pt_free(pt_update *u) {
   if (!u) return;
   free(u->ids);
   free(u->leaf_hashes);
+  free(u->rank_start);
+  if (!spare.held) {
+    MOVE_ALL(&spare, u);
+    spare.held = 1;
+  }
   free(u->nodes);
-  free(u->map);
   free(u->frontier);
   free(u->next);
   free(u->need_hashes);
   free(u->need_positions);
+  free(u->need_nodes);
   free(u->ranked);
-  free(u->rank_start);
+  free(u->by_rank);
   free(u);
 }
 
@@ -707,7 +685,6 @@ long pt_step(pt_update *u) {
     u->discovering = 0;
   }
   /* Everything the walk reads is here (but for the rare wrap below a deletion): build. */
-  u->node_count = u->kept_nodes;
   int32_t root = walk(u, u->old_root, u->height, u->remembered > 0 ? 0 : NONE, 0, u->n);
   if (root == FAILED || u->failed) return -1;
   if (root == PENDING) return (long)u->need_count;
@@ -726,15 +703,15 @@ void pt_needs(const pt_update *u, const uint8_t **hashes, const int32_t **positi
 
 size_t pt_pending_count(const pt_update *u) { return u->need_count; }
 
-void pt_supply(pt_update *u, const uint8_t *records, const uint32_t *lengths) {
-  for (size_t i = 0; i < u->need_count; i++) {
-    entry *e = map_find(u, u->need_hashes + 32 * i);
-    if (!e) continue; /* cannot happen: every need was entered */
-    e->state = E_SUPPLIED;
-    e->len = lengths[i];
-    memcpy(e->rec, records + (size_t)PT_MAX_RECORD * i, lengths[i] < PT_MAX_RECORD ? lengths[i] : PT_MAX_RECORD);
+int pt_supply(pt_update *u, const uint8_t *records, const uint32_t *lengths) {
+  for (size_t i = 0; i < u->need_count && !u->failed; i++) {
+    int32_t asking = u->need_nodes[i];
+    int h = u->height - u->need_positions[2 * i];
+    int32_t read = decode(u, u->need_hashes + 32 * i, records + (size_t)PT_MAX_RECORD * i, lengths[i], h);
+    if (read > 0) u->nodes[asking].b = read;
   }
   u->need_count = 0;
+  return u->failed ? -1 : 0;
 }
 
 int pt_rank_count(const pt_update *u) { return u->rank_count; }
@@ -747,7 +724,7 @@ size_t pt_rank_size(const pt_update *u, int r) {
 void pt_rank_inputs(const pt_update *u, int r, uint8_t *xs, uint8_t *ys) {
   size_t from = u->rank_start[r - 1], to = u->rank_start[r];
   for (size_t i = from; i < to; i++) {
-    const pnode *p = &u->nodes[u->ranked[i]];
+    const pnode *p = &u->nodes[u->by_rank[i]];
     memcpy(xs + 32 * (i - from), hash_of(u, p->a), 32);
     if (p->t == T_BINARY) memcpy(ys + 32 * (i - from), hash_of(u, p->b), 32);
     else u_to_be(p->path, ys + 32 * (i - from));
@@ -757,7 +734,7 @@ void pt_rank_inputs(const pt_update *u, int r, uint8_t *xs, uint8_t *ys) {
 void pt_rank_hashes(pt_update *u, int r, const uint8_t *hashes) {
   size_t from = u->rank_start[r - 1], to = u->rank_start[r];
   for (size_t i = from; i < to; i++) {
-    pnode *p = &u->nodes[u->ranked[i]];
+    pnode *p = &u->nodes[u->by_rank[i]];
     memcpy(p->hash, hashes + 32 * (i - from), 32);
     if (p->t == T_EDGE) {
       /* H(bottom, path) + length, big-endian. */
@@ -778,7 +755,7 @@ void pt_result(const pt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *reco
                int32_t *positions) {
   memcpy(root, hash_of(u, u->new_root), 32);
   for (size_t i = 0; i < u->ranked_count; i++) {
-    const pnode *p = &u->nodes[u->ranked[i]];
+    const pnode *p = &u->nodes[u->by_rank[i]];
     uint8_t *rec = records + (size_t)PT_MAX_RECORD * i;
     memcpy(hashes + 32 * i, p->hash, 32);
     memcpy(rec, hash_of(u, p->a), 32);

@@ -30,8 +30,8 @@ void pt_free(pt_update *u);
 
 /**
  * Walks as far as the records supplied so far allow. Returns the number of records it needs next
- * (> 0: their hashes and positions are in pt_needs), 0 when the new tree is built, −1 on a corrupt
- * or missing record (pt_error says which).
+ * (> 0: their hashes and positions are in pt_needs), 0 when the new tree is built, −1 when it
+ * failed (pt_error says why).
  */
 long pt_step(pt_update *u);
 /** The needed records' hashes (32 bytes each) and positions (depth, index; index −1: none). */
@@ -41,8 +41,9 @@ size_t pt_pending_count(const pt_update *u);
 /**
  * The records of the last pt_step's needs, in order: `records` holds PT_MAX_RECORD bytes per
  * record, `lengths` each one's length in the store (0: not found; above PT_MAX_RECORD: corrupt).
+ * −1 when one is missing or corrupt (pt_error says which), else 0.
  */
-void pt_supply(pt_update *u, const uint8_t *records, const uint32_t *lengths);
+int pt_supply(pt_update *u, const uint8_t *records, const uint32_t *lengths);
 
 /** After pt_step returned 0: how many ranks of new nodes there are to hash (1 first, deepest). */
 int pt_rank_count(const pt_update *u);

@@ -169,7 +169,7 @@ static napi_value supply(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, "ERR_PATRICIA_INPUT", "one record per record asked for");
     return NULL;
   }
-  pt_supply(u, records, lengths);
+  if (pt_supply(u, records, lengths) < 0) throw_failed(env, u);
   return NULL;
 }
 

@@ -77,8 +77,10 @@ export async function updatePatriciaNative(
 ): Promise<Uint8Array> {
   const handle = native.patriciaCreate(height, remembered, ids, leafHashes, oldRoot);
   try {
-    for (let needs = step(native, handle, treeName); needs; needs = step(native, handle, treeName)) {
-      await supplyRecords(native, handle, nodes, needs, treeName);
+    const step = () => asStoreError(treeName, () => native.patriciaStep(handle));
+    for (let needs = step(); needs; needs = step()) {
+      const records = await readRecords(nodes, needs, treeName);
+      asStoreError(treeName, () => native.patriciaSupply(handle, records.records, records.lengths));
     }
     const ranks = native.patriciaRanks(handle);
     for (let r = 1; r <= ranks; r++) {
@@ -104,10 +106,10 @@ export async function updatePatriciaNative(
   }
 }
 
-/** One step of the walk; a corrupt or missing record becomes the store error patricia.ts gives. */
-function step(native: NativePatricia, handle: Handle, treeName: string): [Uint8Array, Int32Array] | null {
+/** Calls the addon, turning a corrupt or missing record into the store error patricia.ts gives. */
+function asStoreError<T>(treeName: string, call: () => T): T {
   try {
-    return native.patriciaStep(handle);
+    return call();
   } catch (err) {
     if ((err as { code?: string }).code === "ERR_PATRICIA_STORE")
       throw new DacdError("STORE", `${treeName} tree: ${(err as Error).message}`);
@@ -115,14 +117,12 @@ function step(native: NativePatricia, handle: Handle, treeName: string): [Uint8A
   }
 }
 
-/** Reads the records a step asked for and hands them over, remembering those the cache keeps. */
-async function supplyRecords(
-  native: NativePatricia,
-  handle: Handle,
+/** Reads the records a step asked for, padded for the addon, remembering those the cache keeps. */
+async function readRecords(
   nodes: NodeSource,
   [hashes, positions]: [Uint8Array, Int32Array],
   treeName: string,
-): Promise<void> {
+): Promise<{ records: Uint8Array; lengths: Uint32Array }> {
   const n = hashes.length / 32;
   const wanted = new Array<Uint8Array>(n);
   for (let i = 0; i < n; i++) wanted[i] = hashes.subarray(i * 32, i * 32 + 32);
@@ -139,5 +139,5 @@ async function supplyRecords(
     if (index >= 0 && (rec.length === 64 || rec.length === 65))
       nodes.remember!(treeName, positions[2 * i]!, index, wanted[i]!, rec);
   }
-  native.patriciaSupply(handle, records, lengths);
+  return { records, lengths };
 }
