@@ -49,6 +49,21 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 const ENV_PREFIX = "DACD_";
 
+/**
+ * DACD_ variables that are not configuration keys but are read elsewhere (the config file's path,
+ * the native addon's and the verifier's switches, the addon build's): no warning for these.
+ */
+const OTHER_ENV = new Set([
+  "DACD_CONFIG",
+  "DACD_HASH_KERNEL",
+  "DACD_TREE_WALK",
+  "DACD_NATIVE_ADDON",
+  "DACD_SKIP_NATIVE",
+  "DACD_NATIVE_REBUILD",
+  "DACD_NATIVE_VERBOSE",
+  "DACD_PEDERSEN_WINDOW_BITS",
+]);
+
 class Problems {
   readonly list: string[] = [];
   add(message: string): undefined {
@@ -287,7 +302,7 @@ function readEnv(env: Env, warnings: string[]): Map<string, { name: string; text
     if (!name.startsWith(ENV_PREFIX) || text === undefined || text === "") continue;
     const path = byEnvName.get(name);
     if (path === undefined) {
-      if (name !== "DACD_CONFIG")
+      if (!OTHER_ENV.has(name))
         warnings.push(`environment variable ${name} is not a configuration key; ignored`);
       continue;
     }

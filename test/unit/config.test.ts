@@ -306,4 +306,9 @@ describe("environment overrides", () => {
     expect(cfg.pollingIntervalS).toBe(5);
     expect(cfg.warnings).toEqual(["environment variable DACD_POLING is not a configuration key; ignored"]);
   });
+
+  it("does not warn about the DACD_ switches read outside the configuration", () => {
+    const cfg = loadConfig(write(BASE), { DACD_TREE_WALK: "js", DACD_HASH_KERNEL: "portable" });
+    expect(cfg.warnings).toEqual([]);
+  });
 });
