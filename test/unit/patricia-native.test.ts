@@ -41,11 +41,12 @@ async function update(
   store: RecordingStore,
   root: Uint8Array,
   changes: Map<bigint, bigint>,
+  height = HEIGHT,
 ): Promise<StepResult & { rootBytes: Uint8Array; out: NodeWrites }> {
   process.env.DACD_TREE_WALK = walk;
   store.remembered = [];
   const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
-  const r = await updatePatricia(engine, store, HEIGHT, root, leaves, "order");
+  const r = await updatePatricia(engine, store, height, root, leaves, "order");
   const written = [...r.newNodes].map((w) => `${hex(w.hash)} ${hex(w.record)}`).sort();
   return {
     root: hex(r.root),
@@ -56,6 +57,49 @@ async function update(
   };
 }
 
+/**
+ * Runs the same batches through both walks, each on a store of its own, and checks that they write
+ * and remember the same records and reach the same roots; the last root against the naive one.
+ * `randomId` draws a leaf id; existing leaves are overwritten or deleted (set to 0) too.
+ */
+async function compareWalks(
+  height: number,
+  seed: number,
+  steps: number,
+  randomId: (r: () => number) => bigint,
+) {
+  const rand = prng(seed);
+  const jsStore = new RecordingStore();
+  const nativeStore = new RecordingStore();
+  let jsRoot: Uint8Array = new Uint8Array(32);
+  let nativeRoot: Uint8Array = new Uint8Array(32);
+  const state = new Map<bigint, bigint>();
+  for (let step = 0; step < steps; step++) {
+    const changes = new Map<bigint, bigint>();
+    const existing = [...state.keys()];
+    const n = step === 0 ? 400 : 1 + Math.floor(rand() * 60);
+    while (changes.size < n) {
+      const id =
+        rand() < 0.35 && existing.length > 0
+          ? existing[Math.floor(rand() * existing.length)]!
+          : randomId(rand);
+      changes.set(id, rand() < 0.3 && step > 0 ? 0n : BigInt(1 + Math.floor(rand() * 1e9)));
+    }
+    for (const [id, v] of changes) state.set(id, v);
+    const a = await update("js", jsStore, jsRoot, changes, height);
+    const b = await update("native", nativeStore, nativeRoot, changes, height);
+    expect(b.root, `step ${step}`).toBe(a.root);
+    expect(b.written, `step ${step}: new records`).toEqual(a.written);
+    expect(b.remembered, `step ${step}: remembered nodes`).toEqual(a.remembered);
+    jsStore.memory.putNodes(a.out);
+    nativeStore.memory.putNodes(b.out);
+    jsRoot = a.rootBytes;
+    nativeRoot = b.rootBytes;
+  }
+  // The naive root (BigInt Pedersen over every leaf) is slow: checked once, at the end.
+  expect(toHex64(nativeRoot)).toBe(toHex64(bigintToBytes32(naivePatriciaRoot(height, state))));
+}
+
 const native = nativePatricia({});
 
 describe.skipIf(!native)("the native Patricia walk", () => {
@@ -64,40 +108,16 @@ describe.skipIf(!native)("the native Patricia walk", () => {
   });
 
   it("writes and remembers exactly what the JavaScript walk does, batch after batch", async () => {
-    const rand = prng(77);
-    const jsStore = new RecordingStore();
-    const nativeStore = new RecordingStore();
-    let jsRoot: Uint8Array = new Uint8Array(32);
-    let nativeRoot: Uint8Array = new Uint8Array(32);
-    const state = new Map<bigint, bigint>();
-    for (let step = 0; step < 12; step++) {
-      const changes = new Map<bigint, bigint>();
-      const existing = [...state.keys()];
-      const n = step === 0 ? 400 : 1 + Math.floor(rand() * 60);
-      while (changes.size < n) {
-        const r = rand();
-        // Existing leaves (overwritten or deleted), clustered ids, and ids spread over 251 bits.
-        const id =
-          r < 0.35 && existing.length > 0
-            ? existing[Math.floor(rand() * existing.length)]!
-            : r < 0.6
-              ? BigInt(Math.floor(rand() * 4096))
-              : BigInt(Math.floor(rand() * 2 ** 48)) << BigInt(Math.floor(rand() * 200));
-        changes.set(id, rand() < 0.3 && step > 0 ? 0n : BigInt(1 + Math.floor(rand() * 1e9)));
-      }
-      for (const [id, v] of changes) state.set(id, v);
-      const a = await update("js", jsStore, jsRoot, changes);
-      const b = await update("native", nativeStore, nativeRoot, changes);
-      expect(b.root, `step ${step}`).toBe(a.root);
-      // The naive root (BigInt Pedersen over every leaf) is slow: checked on the last step.
-      if (step === 11) expect(b.root).toBe(toHex64(bigintToBytes32(naivePatriciaRoot(HEIGHT, state))));
-      expect(b.written, `step ${step}: new records`).toEqual(a.written);
-      expect(b.remembered, `step ${step}: remembered nodes`).toEqual(a.remembered);
-      jsStore.memory.putNodes(a.out);
-      nativeStore.memory.putNodes(b.out);
-      jsRoot = a.rootBytes;
-      nativeRoot = b.rootBytes;
-    }
+    // Clustered ids and ids spread over 251 bits.
+    await compareWalks(HEIGHT, 77, 12, (rand) =>
+      rand() < 0.4
+        ? BigInt(Math.floor(rand() * 4096))
+        : BigInt(Math.floor(rand() * 2 ** 48)) << BigInt(Math.floor(rand() * 200)),
+    );
+  });
+
+  it("agrees with the JavaScript walk on a small, dense tree (subtrees emptied and edges merged)", async () => {
+    await compareWalks(10, 78, 25, (rand) => BigInt(Math.floor(rand() * 1024)));
   });
 
   it("merges an untouched edge into the one above when a deletion leaves it alone", async () => {
