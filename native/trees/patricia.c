@@ -158,7 +158,7 @@ struct pt_update {
   size_t *rank_start;
   int rank_count;
 
-  int failed, oom;
+  int failed;
   char err[200];
 };
 
@@ -170,6 +170,8 @@ static void fail(pt_update *u, const char *fmt, ...) {
   vsnprintf(u->err, sizeof u->err, fmt, ap);
   va_end(ap);
 }
+
+static void out_of_memory(pt_update *u) { fail(u, "out of memory"); }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
   if (need <= *cap) return 1;
@@ -184,8 +186,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
 
 static int32_t new_node(pt_update *u, uint8_t t) {
   if (!grow((void **)&u->nodes, &u->node_cap, u->node_count + 1, sizeof(pnode))) {
-    u->oom = 1;
-    fail(u, "out of memory");
+    out_of_memory(u);
     return FAILED;
   }
   pnode *p = &u->nodes[u->node_count];
@@ -251,18 +252,16 @@ static int32_t extend(pt_update *u, u256 path, int len, int32_t child) {
 static int need(pt_update *u, int32_t node, int h, int64_t index) {
   if (!grow((void **)&u->need_hashes, &u->need_cap, u->need_count + 1, 32) ||
       !grow((void **)&u->need_positions, &u->need_positions_cap, 2 * (u->need_count + 1), sizeof(int32_t)) ||
-      !grow((void **)&u->need_nodes, &u->need_nodes_cap, u->need_count + 1, sizeof(int32_t)))
-    goto oom;
+      !grow((void **)&u->need_nodes, &u->need_nodes_cap, u->need_count + 1, sizeof(int32_t))) {
+    out_of_memory(u);
+    return 0;
+  }
   memcpy(u->need_hashes + u->need_count * 32, u->nodes[node].hash, 32);
   u->need_nodes[u->need_count] = node;
   u->need_positions[2 * u->need_count] = u->height - h;
   u->need_positions[2 * u->need_count + 1] = (int32_t)index;
   u->need_count++;
   return 1;
-oom:
-  u->oom = 1;
-  fail(u, "out of memory");
-  return 0;
 }
 
 static void hex32(const uint8_t *h, char *out) {
@@ -385,8 +384,7 @@ static int expand(pt_update *u, int32_t node, int32_t *l, int32_t *r) {
 
 static int push_task(pt_update *u, int32_t node, int h, int64_t index, size_t lo, size_t hi) {
   if (!grow((void **)&u->next, &u->next_cap, u->next_count + 1, sizeof(task))) {
-    u->oom = 1;
-    fail(u, "out of memory");
+    out_of_memory(u);
     return 0;
   }
   u->next[u->next_count++] = (task){node, h, index, lo, hi};
@@ -517,8 +515,7 @@ static int rank_new(pt_update *u, int32_t node, int h, int64_t index) {
   p->h = h;
   p->index = index;
   if (!grow((void **)&u->ranked, &u->ranked_cap, u->ranked_count + 1, sizeof(int32_t))) {
-    u->oom = 1;
-    fail(u, "out of memory");
+    out_of_memory(u);
     return 0;
   }
   u->ranked[u->ranked_count++] = node;
@@ -532,8 +529,7 @@ static int sort_by_rank(pt_update *u) {
   free(u->rank_start);
   u->rank_start = calloc((size_t)u->rank_count + 2, sizeof(size_t));
   if (!u->rank_start || !grow((void **)&u->by_rank, &u->by_rank_cap, n ? n : 1, sizeof(int32_t))) {
-    u->oom = 1;
-    fail(u, "out of memory");
+    out_of_memory(u);
     return 0;
   }
   for (size_t i = 0; i < n; i++) u->rank_start[u->nodes[u->ranked[i]].rank]++;
@@ -541,8 +537,7 @@ static int sort_by_rank(pt_update *u) {
   for (int r = 1; r <= u->rank_count; r++) u->rank_start[r] += u->rank_start[r - 1];
   size_t *at = calloc((size_t)u->rank_count + 2, sizeof(size_t));
   if (!at) {
-    u->oom = 1;
-    fail(u, "out of memory");
+    out_of_memory(u);
     return 0;
   }
   for (int r = 1; r <= u->rank_count; r++) at[r] = u->rank_start[r - 1];
@@ -561,8 +556,8 @@ static const uint8_t *hash_of(const pt_update *u, int32_t node) {
 
 /**
  * The growing buffers of the last update freed on this thread, for the next one: a W-spot batch's
- * update fills ~20 MiB of them, and fresh pages cost a page fault each (on the VMs measured, a
- * third of the walk's time). Per thread, since any thread may run updates (one at a time each).
+ * update fills ~20 MiB of them, which as fresh memory would cost a page fault per 4 KiB page in
+ * every batch (expensive on the VMs measured). Per thread, since any thread may run updates.
  */
 typedef struct {
   int held;

@@ -34,11 +34,13 @@ const RECORD = 65;
 export type PatriciaWalkName = "native" | "js";
 
 /**
- * The Patricia walk to use: `DACD_TREE_WALK` (native | js) forces one; otherwise the native walk
- * wherever the addon loads. Forced native without the addon is an error rather than a silent JS walk.
+ * The Patricia walk to use: `DACD_TREE_WALK` (native | js) forces one; otherwise (auto) the native
+ * walk wherever the addon loads. Forced native without the addon is an error rather than a silent JS walk.
  */
 export function nativePatricia(env: NodeJS.ProcessEnv = process.env): NativePatricia | null {
-  const forced = env.DACD_TREE_WALK?.trim();
+  const forced = env.DACD_TREE_WALK?.trim() || "auto";
+  if (forced !== "native" && forced !== "js" && forced !== "auto")
+    throw new DacdError("CONFIG", `DACD_TREE_WALK must be native, js or auto, got ${forced}`);
   if (forced === "js") return null;
   const addon = loadNativeAddon() as unknown as Partial<NativePatricia> | null;
   const native = addon && typeof addon.patriciaCreate === "function" ? (addon as NativePatricia) : null;
@@ -47,8 +49,6 @@ export function nativePatricia(env: NodeJS.ProcessEnv = process.env): NativePatr
       "CONFIG",
       "DACD_TREE_WALK=native, but the native addon is not built or lacks the walk",
     );
-  if (forced && forced !== "native" && forced !== "auto")
-    throw new DacdError("CONFIG", `DACD_TREE_WALK must be native, js or auto, got ${forced}`);
   return native;
 }
 
