@@ -176,6 +176,30 @@ describe.skipIf(!native)("the native Patricia walk", () => {
     }
   });
 
+  it("refuses malformed input at the addon's boundary with errors, not crashes", () => {
+    const ids = (...xs: bigint[]) => {
+      const out = new Uint8Array(xs.length * 32);
+      xs.forEach((x, i) => out.set(bigintToBytes32(x), i * 32));
+      return out;
+    };
+    const leaves = (n: number) => new Uint8Array(n * 32).fill(1);
+    const root = new Uint8Array(32);
+    const create = (idBytes: Uint8Array, leafBytes: Uint8Array, height = 8) =>
+      native!.patriciaCreate(height, 0, idBytes, leafBytes, root);
+    expect(() => create(ids(5n, 3n), leaves(2))).toThrow(/not in ascending order/);
+    expect(() => create(ids(5n, 5n), leaves(2))).toThrow(/are equal/);
+    expect(() => create(ids(256n), leaves(1))).toThrow(/does not fit a tree of height 8/);
+    expect(() => create(ids(1n), leaves(2))).toThrow(/as many/);
+    expect(() => create(ids(1n), leaves(1), 0)).toThrow(/bad tree update/);
+    expect(() => create(ids(), leaves(0))).toThrow(/bad tree update/);
+    const h = create(ids(1n, 2n), leaves(2));
+    // Records for a step that asked for none, a rank that does not exist, a freed handle.
+    expect(() => native!.patriciaSupply(h, new Uint8Array(65), new Uint32Array(1))).toThrow(/one record per/);
+    expect(() => native!.patriciaRankInputs(h, 7)).toThrow(/no such rank/);
+    native!.patriciaFree(h);
+    expect(() => native!.patriciaStep(h)).toThrow(/not a live Patricia update/);
+  });
+
   it("is chosen by DACD_TREE_WALK, and a wrong value is refused", () => {
     expect(nativePatricia({ DACD_TREE_WALK: "js" })).toBeNull();
     expect(nativePatricia({ DACD_TREE_WALK: "native" })).not.toBeNull();
