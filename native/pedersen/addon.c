@@ -27,15 +27,9 @@
 #include <string.h>
 
 #include "core.h"
+#include "../napi_call.h"
 #include "../trees/patricia_napi.h"
 
-#define CALL(env, expr)                                   \
-  do {                                                    \
-    if ((expr) != napi_ok) {                              \
-      napi_throw_error((env), NULL, "N-API call failed"); \
-      return NULL;                                        \
-    }                                                     \
-  } while (0)
 
 static int get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len, const char *what) {
   bool is_ta = false;
@@ -143,7 +137,7 @@ static void throw_kernel_failed(napi_env env) {
 static napi_value hash_many(napi_env env, napi_callback_info info) {
   size_t argc = 4;
   napi_value argv[4];
-  CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 3) {
     napi_throw_type_error(env, NULL, "hashMany(xs, ys, out, kernel?) needs three buffers");
     return NULL;
@@ -162,7 +156,7 @@ static napi_value hash_many(napi_env env, napi_callback_info info) {
 static napi_value hash_const(napi_env env, napi_callback_info info) {
   size_t argc = 5;
   napi_value argv[5];
-  CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 4) {
     napi_throw_type_error(env, NULL, "hashConst(vs, c, cIsY, out, kernel?) needs four arguments");
     return NULL;
@@ -173,7 +167,7 @@ static napi_value hash_const(napi_env env, napi_callback_info info) {
   if (get_bytes(env, argv[0], &vs, &vl, "vs") || get_bytes(env, argv[1], &c, &cl, "c") ||
       get_bytes(env, argv[3], &out, &ol, "out"))
     return NULL;
-  CALL(env, napi_get_value_bool(env, argv[2], &c_is_y));
+  NAPI_CALL(env, napi_get_value_bool(env, argv[2], &c_is_y));
   const ped_kernel *k = kernel_arg(env, argv[4], argc >= 5);
   if (!k) return NULL;
   if (cl != 32 || vl % 32 != 0) {
@@ -216,7 +210,7 @@ static int check_chains(napi_env env, size_t n, const uint8_t *from, const uint8
 static napi_value climb_chains(napi_env env, napi_callback_info info) {
   size_t argc = 10;
   napi_value argv[10];
-  CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 9) {
     napi_throw_type_error(env, NULL,
                           "climbChains(starts, paths, from, to, empty, step, slots, tops, marks, kernel?) needs nine arguments");
@@ -230,8 +224,8 @@ static napi_value climb_chains(napi_env env, napi_callback_info info) {
       get_bytes(env, argv[4], &empty, &el, "empty") || get_bytes(env, argv[7], &tops, &ol, "tops") ||
       get_bytes(env, argv[8], &marks, &ml, "marks"))
     return NULL;
-  CALL(env, napi_get_value_uint32(env, argv[5], &step));
-  CALL(env, napi_get_value_uint32(env, argv[6], &slots));
+  NAPI_CALL(env, napi_get_value_uint32(env, argv[5], &step));
+  NAPI_CALL(env, napi_get_value_uint32(env, argv[6], &slots));
   const ped_kernel *k = kernel_arg(env, argv[9], argc >= 10);
   if (!k) return NULL;
   const size_t n = sl / 32;
@@ -250,7 +244,7 @@ static napi_value climb_chains(napi_env env, napi_callback_info info) {
 static napi_value check_inputs_js(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
-  CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   uint8_t *xs, *ys;
   size_t xl, yl;
   if (argc < 2 || get_bytes(env, argv[0], &xs, &xl, "xs") || get_bytes(env, argv[1], &ys, &yl, "ys")) {
@@ -264,12 +258,12 @@ static napi_value check_inputs_js(napi_env env, napi_callback_info info) {
 static napi_value kernels_js(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value arr, s;
-  CALL(env, napi_create_array(env, &arr));
+  NAPI_CALL(env, napi_create_array(env, &arr));
   uint32_t j = 0;
   for (size_t i = 0; i < ped_kernel_count; i++) {
     if (!ped_kernels[i].supported()) continue;
-    CALL(env, napi_create_string_utf8(env, ped_kernels[i].name, NAPI_AUTO_LENGTH, &s));
-    CALL(env, napi_set_element(env, arr, j++, s));
+    NAPI_CALL(env, napi_create_string_utf8(env, ped_kernels[i].name, NAPI_AUTO_LENGTH, &s));
+    NAPI_CALL(env, napi_set_element(env, arr, j++, s));
   }
   return arr;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../napi_call.h"
 #include "patricia.h"
 #include "patricia_napi.h"
 
@@ -22,13 +23,6 @@ static void finalize(napi_env env, void *data, void *hint) {
   free(h);
 }
 
-#define CHECK(env, expr)                                  \
-  do {                                                    \
-    if ((expr) != napi_ok) {                              \
-      napi_throw_error((env), NULL, "N-API call failed"); \
-      return NULL;                                        \
-    }                                                     \
-  } while (0)
 
 static int args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   size_t argc = want;
@@ -60,6 +54,12 @@ static pt_update *update_of(napi_env env, napi_value v) {
   return h->u;
 }
 
+/** The call's first `want` arguments, the first being a live update: that update, or NULL (thrown). */
+static pt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+  if (!args(env, info, want, argv)) return NULL;
+  return update_of(env, argv[0]);
+}
+
 /** A new typed array of `length` elements; its data in *data. */
 static napi_value new_typed(napi_env env, napi_typedarray_type type, size_t length, size_t elem, void **data) {
   napi_value ab, out;
@@ -73,9 +73,9 @@ static napi_value new_typed(napi_env env, napi_typedarray_type type, size_t leng
 
 static napi_value pair(napi_env env, napi_value a, napi_value b) {
   napi_value arr;
-  CHECK(env, napi_create_array_with_length(env, 2, &arr));
-  CHECK(env, napi_set_element(env, arr, 0, a));
-  CHECK(env, napi_set_element(env, arr, 1, b));
+  NAPI_CALL(env, napi_create_array_with_length(env, 2, &arr));
+  NAPI_CALL(env, napi_set_element(env, arr, 0, a));
+  NAPI_CALL(env, napi_set_element(env, arr, 1, b));
   return arr;
 }
 
@@ -89,8 +89,8 @@ static napi_value create(napi_env env, napi_callback_info info) {
   napi_value argv[5];
   if (!args(env, info, 5, argv)) return NULL;
   int32_t height, remembered;
-  CHECK(env, napi_get_value_int32(env, argv[0], &height));
-  CHECK(env, napi_get_value_int32(env, argv[1], &remembered));
+  NAPI_CALL(env, napi_get_value_int32(env, argv[0], &height));
+  NAPI_CALL(env, napi_get_value_int32(env, argv[1], &remembered));
   uint8_t *ids, *leaves, *root;
   size_t ni, nl, nr;
   if (!typed(env, argv[2], napi_uint8_array, (void **)&ids, &ni) ||
@@ -122,8 +122,7 @@ static napi_value create(napi_env env, napi_callback_info info) {
 /** patriciaStep(handle): null when built, else [hashes, positions] of the records it needs. */
 static napi_value step(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  if (!args(env, info, 1, argv)) return NULL;
-  pt_update *u = update_of(env, argv[0]);
+  pt_update *u = update_call(env, info, 1, argv);
   if (!u) return NULL;
   long n = pt_step(u);
   if (n < 0) {
@@ -132,7 +131,7 @@ static napi_value step(napi_env env, napi_callback_info info) {
   }
   napi_value out;
   if (n == 0) {
-    CHECK(env, napi_get_null(env, &out));
+    NAPI_CALL(env, napi_get_null(env, &out));
     return out;
   }
   const uint8_t *hashes;
@@ -151,8 +150,7 @@ static napi_value step(napi_env env, napi_callback_info info) {
 /** patriciaSupply(handle, records, lengths): PT_MAX_RECORD bytes per record, lengths a Uint32Array. */
 static napi_value supply(napi_env env, napi_callback_info info) {
   napi_value argv[3];
-  if (!args(env, info, 3, argv)) return NULL;
-  pt_update *u = update_of(env, argv[0]);
+  pt_update *u = update_call(env, info, 3, argv);
   if (!u) return NULL;
   uint8_t *records;
   uint32_t *lengths;
@@ -176,10 +174,9 @@ static napi_value supply(napi_env env, napi_callback_info info) {
 /** patriciaRanks(handle): how many ranks of new nodes to hash. */
 static napi_value ranks(napi_env env, napi_callback_info info) {
   napi_value argv[1], out;
-  if (!args(env, info, 1, argv)) return NULL;
-  pt_update *u = update_of(env, argv[0]);
+  pt_update *u = update_call(env, info, 1, argv);
   if (!u) return NULL;
-  CHECK(env, napi_create_int32(env, pt_rank_count(u), &out));
+  NAPI_CALL(env, napi_create_int32(env, pt_rank_count(u), &out));
   return out;
 }
 
@@ -194,8 +191,7 @@ static int rank_arg(napi_env env, napi_value v, pt_update *u, int32_t *r) {
 /** patriciaRankInputs(handle, r): [xs, ys], the pairs of rank r's nodes. */
 static napi_value rank_inputs(napi_env env, napi_callback_info info) {
   napi_value argv[2];
-  if (!args(env, info, 2, argv)) return NULL;
-  pt_update *u = update_of(env, argv[0]);
+  pt_update *u = update_call(env, info, 2, argv);
   int32_t r;
   if (!u || !rank_arg(env, argv[1], u, &r)) return NULL;
   size_t n = pt_rank_size(u, r);
@@ -211,8 +207,7 @@ static napi_value rank_inputs(napi_env env, napi_callback_info info) {
 /** patriciaRankHashes(handle, r, hashes): the engine's hashes of rank r's pairs. */
 static napi_value rank_hashes(napi_env env, napi_callback_info info) {
   napi_value argv[3];
-  if (!args(env, info, 3, argv)) return NULL;
-  pt_update *u = update_of(env, argv[0]);
+  pt_update *u = update_call(env, info, 3, argv);
   int32_t r;
   if (!u || !rank_arg(env, argv[1], u, &r)) return NULL;
   uint8_t *hashes;
@@ -229,8 +224,7 @@ static napi_value rank_hashes(napi_env env, napi_callback_info info) {
 /** patriciaResult(handle): [root, hashes, records (65 bytes each), lengths, positions]. */
 static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  if (!args(env, info, 1, argv)) return NULL;
-  pt_update *u = update_of(env, argv[0]);
+  pt_update *u = update_call(env, info, 1, argv);
   if (!u) return NULL;
   size_t n = pt_new_count(u);
   void *root, *hashes, *records, *lengths, *positions;
@@ -243,8 +237,8 @@ static napi_value result(napi_env env, napi_callback_info info) {
     return NULL;
   pt_result(u, root, hashes, records, lengths, positions);
   napi_value arr;
-  CHECK(env, napi_create_array_with_length(env, 5, &arr));
-  for (uint32_t i = 0; i < 5; i++) CHECK(env, napi_set_element(env, arr, i, v[i]));
+  NAPI_CALL(env, napi_create_array_with_length(env, 5, &arr));
+  for (uint32_t i = 0; i < 5; i++) NAPI_CALL(env, napi_set_element(env, arr, i, v[i]));
   return arr;
 }
 
