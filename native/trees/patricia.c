@@ -380,6 +380,33 @@ static int expand(pt_update *u, int32_t node, int32_t *l, int32_t *r) {
   }
 }
 
+/**
+ * One step of the walk down from a loaded node at height h, for changes lo..hi−1: either all of
+ * them follow the same path for `shared` levels (through an edge or an empty subtree) to `rest`,
+ * or (shared 0) they go to the children l and r, the first `split` − lo of them left.
+ */
+typedef struct {
+  int shared;
+  int32_t rest, l, r;
+  size_t split;
+} descent;
+
+/** The walk's next step from `node` (descent); 0 when it failed. */
+static int descend(pt_update *u, int32_t node, int h, size_t lo, size_t hi, descent *d) {
+  int shared = shared_levels(u, h, lo, hi);
+  const pnode *p = &u->nodes[node];
+  if (p->t == T_EDGE) shared = levels_along_edge(u, p, h, lo, shared);
+  if (shared > 0 && (p->t == T_EDGE || p->t == T_EMPTY)) {
+    d->shared = shared;
+    d->rest = p->t == T_EDGE ? below_top(u, node, shared) : EMPTY_NODE;
+    return d->rest >= 0;
+  }
+  d->shared = 0;
+  if (!expand(u, node, &d->l, &d->r)) return 0;
+  d->split = first_with_bit(u, lo, hi, h - 1);
+  return 1;
+}
+
 /* ---- discovery ---- */
 
 static int push_task(pt_update *u, int32_t node, int h, int64_t index, size_t lo, size_t hi) {
@@ -405,21 +432,15 @@ static void discover(pt_update *u, int32_t node, int h, int64_t index, size_t lo
     }
     node = read;
   }
-  int shared = shared_levels(u, h, lo, hi);
-  if (u->nodes[node].t == T_EDGE) {
-    shared = levels_along_edge(u, &u->nodes[node], h, lo, shared);
-    if (shared > 0) {
-      int32_t rest = below_top(u, node, shared);
-      if (rest >= 0) discover(u, rest, h - shared, index_of(u, lo, h - shared), lo, hi);
-      return;
-    }
+  descent d;
+  if (!descend(u, node, h, lo, hi, &d)) return;
+  if (d.shared > 0) {
+    discover(u, d.rest, h - d.shared, index_of(u, lo, h - d.shared), lo, hi);
+    return;
   }
-  int32_t l, r;
-  if (!expand(u, node, &l, &r)) return;
-  size_t split = first_with_bit(u, lo, hi, h - 1);
   u256 zero = {{0, 0, 0, 0}}, one = {{1, 0, 0, 0}};
-  discover(u, l, h - 1, index_below(u, index, h, 1, &zero), lo, split);
-  discover(u, r, h - 1, index_below(u, index, h, 1, &one), split, hi);
+  discover(u, d.l, h - 1, index_below(u, index, h, 1, &zero), lo, d.split);
+  discover(u, d.r, h - 1, index_below(u, index, h, 1, &one), d.split, hi);
 }
 
 /* ---- build ---- */
@@ -452,28 +473,20 @@ static int32_t combine(pt_update *u, int32_t l, int32_t r, int h, int64_t index)
 }
 
 static int32_t walk_loaded(pt_update *u, int32_t node, int h, int64_t index, size_t lo, size_t hi) {
-  int shared = shared_levels(u, h, lo, hi);
-  pnode p = u->nodes[node];
-  if (p.t == T_EDGE) {
-    shared = levels_along_edge(u, &p, h, lo, shared);
-    if (shared > 0) {
-      int32_t rest = below_top(u, node, shared);
-      if (rest < 0) return rest;
-      int32_t below = walk(u, rest, h - shared, index_of(u, lo, h - shared), lo, hi);
-      return wrap(u, u_shr(p.path, (unsigned)(p.len - shared)), shared, below, h, index);
-    }
-  } else if (p.t == T_EMPTY && shared > 0) {
-    int32_t below = walk(u, EMPTY_NODE, h - shared, index_of(u, lo, h - shared), lo, hi);
-    return wrap(u, id_bits(u, lo, h - shared, shared), shared, below, h, index);
+  descent d;
+  if (!descend(u, node, h, lo, hi, &d)) return FAILED;
+  if (d.shared > 0) {
+    /* The levels skipped become (part of) an edge: the old edge's top bits, or the changes' own. */
+    const pnode *p = &u->nodes[node];
+    u256 path = p->t == T_EDGE ? u_shr(p->path, (unsigned)(p->len - d.shared)) : id_bits(u, lo, h - d.shared, d.shared);
+    int32_t below = walk(u, d.rest, h - d.shared, index_of(u, lo, h - d.shared), lo, hi);
+    return wrap(u, path, d.shared, below, h, index);
   }
-  int32_t l, r;
-  if (!expand(u, node, &l, &r)) return FAILED;
-  size_t split = first_with_bit(u, lo, hi, h - 1);
   u256 zero = {{0, 0, 0, 0}}, one = {{1, 0, 0, 0}};
   /* Both sides are walked even when one waits for a record, so that a round asks for all it can. */
-  int32_t nl = walk(u, l, h - 1, index_below(u, index, h, 1, &zero), lo, split);
+  int32_t nl = walk(u, d.l, h - 1, index_below(u, index, h, 1, &zero), lo, d.split);
   if (nl == FAILED) return FAILED;
-  int32_t nr = walk(u, r, h - 1, index_below(u, index, h, 1, &one), split, hi);
+  int32_t nr = walk(u, d.r, h - 1, index_below(u, index, h, 1, &one), d.split, hi);
   return combine(u, nl, nr, h, index);
 }
 
