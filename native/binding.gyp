@@ -11,6 +11,9 @@
         "pedersen/kernel_adx.c",
         "pedersen/kernel_ifma.c",
         "pedersen/safegcd.c",
+        "napi_util.c",
+        "trees/merkle.c",
+        "trees/merkle_napi.c",
         "trees/patricia.c",
         "trees/patricia_napi.c"
       ],

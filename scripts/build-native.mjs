@@ -106,13 +106,13 @@ function probe() {
   return { kernels, windowBits: Number(windowBits) };
 }
 
-/** The newest modification time among the addon's sources: binding.gyp, native/*.h, pedersen/, trees/. */
+/** The newest modification time among the addon's sources: binding.gyp, native/*.{c,h}, pedersen/, trees/. */
 function newestSource() {
   const dirs = ["pedersen", "trees"].map((d) => path.join(nativeDir, d));
   const files = [
     path.join(nativeDir, "binding.gyp"),
     ...readdirSync(nativeDir)
-      .filter((f) => f.endsWith(".h"))
+      .filter((f) => f.endsWith(".h") || f.endsWith(".c"))
       .map((f) => path.join(nativeDir, f)),
     ...dirs.flatMap((dir) => readdirSync(dir).map((f) => path.join(dir, f))),
   ];

@@ -21,7 +21,7 @@ import { loadPrivateKey } from "./signer/key-file.js";
 import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
 import type { HashEngine } from "./verifier/hash/engine.js";
-import { patriciaWalkName } from "./verifier/patricia-native.js";
+import { treeWalkName } from "./verifier/tree-walk.js";
 import { createEngine } from "./verifier/hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./verifier/profile.js";
 import { TopNodeCache } from "./verifier/node-cache.js";
@@ -164,7 +164,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
         member_key: signer.memberKey,
         chain: signer.chainKind,
         engine: engine.name,
-        tree_walk: patriciaWalkName(),
+        tree_walk: treeWalkName(),
         data_dir: config.dataDir,
       },
       "dacd started",

@@ -16,86 +16,13 @@
  * Nodes read from the store are never changed once made, so every pass shares them.
  */
 #include "patricia.h"
+#include "tree_util.h"
+#include "u256.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- 256-bit unsigned values, 64-bit limbs, w[0] least significant ---- */
-
-typedef struct {
-  uint64_t w[4];
-} u256;
-
-static u256 u_from_be(const uint8_t *b) {
-  u256 v;
-  for (int i = 0; i < 4; i++) {
-    uint64_t x = 0;
-    for (int j = 0; j < 8; j++) x = (x << 8) | b[(3 - i) * 8 + j];
-    v.w[i] = x;
-  }
-  return v;
-}
-
-static void u_to_be(u256 v, uint8_t *b) {
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 8; j++) b[(3 - i) * 8 + j] = (uint8_t)(v.w[i] >> (56 - 8 * j));
-}
-
-static u256 u_shr(u256 v, unsigned k) {
-  u256 r = {{0, 0, 0, 0}};
-  if (k >= 256) return r;
-  unsigned limbs = k / 64, bits = k % 64;
-  for (unsigned i = 0; i + limbs < 4; i++) {
-    uint64_t lo = v.w[i + limbs] >> bits;
-    uint64_t hi = (bits && i + limbs + 1 < 4) ? v.w[i + limbs + 1] << (64 - bits) : 0;
-    r.w[i] = lo | hi;
-  }
-  return r;
-}
-
-static u256 u_shl(u256 v, unsigned k) {
-  u256 r = {{0, 0, 0, 0}};
-  if (k >= 256) return r;
-  unsigned limbs = k / 64, bits = k % 64;
-  for (unsigned i = limbs; i < 4; i++) {
-    uint64_t lo = v.w[i - limbs] << bits;
-    uint64_t hi = (bits && i > limbs) ? v.w[i - limbs - 1] >> (64 - bits) : 0;
-    r.w[i] = lo | hi;
-  }
-  return r;
-}
-
-/** The low k bits of v. */
-static u256 u_low_bits(u256 v, unsigned k) {
-  for (unsigned i = 0; i < 4; i++) {
-    if (k >= 64 * (i + 1)) continue;
-    v.w[i] = k <= 64 * i ? 0 : v.w[i] & ((UINT64_C(1) << (k - 64 * i)) - 1);
-  }
-  return v;
-}
-
-static u256 u_or(u256 a, u256 b) {
-  for (int i = 0; i < 4; i++) a.w[i] |= b.w[i];
-  return a;
-}
-
-static unsigned u_bit_length(u256 v) {
-  for (int i = 3; i >= 0; i--)
-    if (v.w[i]) return (unsigned)(64 * i + 64 - __builtin_clzll(v.w[i]));
-  return 0;
-}
-
-static unsigned u_xor_bit_length(const u256 *a, const u256 *b) {
-  for (int i = 3; i >= 0; i--) {
-    uint64_t x = a->w[i] ^ b->w[i];
-    if (x) return (unsigned)(64 * i + 64 - __builtin_clzll(x));
-  }
-  return 0;
-}
-
-static int u_bit(const u256 *v, unsigned k) { return (int)((v->w[k / 64] >> (k % 64)) & 1); }
 
 /* ---- nodes ---- */
 
@@ -173,16 +100,6 @@ static void fail(pt_update *u, const char *fmt, ...) {
 
 static void out_of_memory(pt_update *u) { fail(u, "out of memory"); }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-  if (need <= *cap) return 1;
-  size_t c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, c * size);
-  if (!q) return 0;
-  *p = q;
-  *cap = c;
-  return 1;
-}
 
 static int32_t new_node(pt_update *u, uint8_t t) {
   if (!grow((void **)&u->nodes, &u->node_cap, u->node_count + 1, sizeof(pnode))) {
@@ -264,14 +181,6 @@ static int need(pt_update *u, int32_t node, int h, int64_t index) {
   return 1;
 }
 
-static void hex32(const uint8_t *h, char *out) {
-  static const char digits[] = "0123456789abcdef";
-  for (int i = 0; i < 32; i++) {
-    out[2 * i] = digits[h[i] >> 4];
-    out[2 * i + 1] = digits[h[i] & 15];
-  }
-  out[64] = 0;
-}
 
 /**
  * The node that the record `rec` (`len` bytes in the store, 0: not there) of `hash` describes at

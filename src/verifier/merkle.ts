@@ -15,9 +15,11 @@ import {
   packedEmpties,
   setEdgePath,
 } from "./merkle-edge.js";
+import { NATIVE_MERKLE_MAX_REMEMBERED, updateMerkleNative } from "./merkle-native.js";
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
+import { nativeTreeWalks } from "./tree-walk.js";
 
 const byIndex = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -181,15 +183,37 @@ export async function updateMerkleWhileHashing(
   const order = Array.from(ids, (_, i) => i).sort((a, b) => byIndex(ids[a]!, ids[b]!));
   const remembered = nodes.remember ? Math.min(nodes.rememberedLevels ?? 0, height + 1) : 0;
   const sortedIds = order.map((i) => ids[i]!);
+  const sortedHashes = async (): Promise<Uint8Array> => {
+    const hashed = await hashes;
+    const leafHashes = new Uint8Array(order.length * 32);
+    order.forEach((i, k) => leafHashes.set(hashed[i]!, k * 32));
+    return leafHashes;
+  };
+  const native = remembered <= NATIVE_MERKLE_MAX_REMEMBERED ? nativeTreeWalks() : null;
+  if (native) {
+    if (sortedIds[0]! < 0n || sortedIds[sortedIds.length - 1]! >> BigInt(height) !== 0n)
+      throw new RangeError(`a leaf id does not fit a tree of height ${height}`);
+    const packed = new PackedIds(sortedIds).bytes;
+    const root = await updateMerkleNative(
+      native,
+      engine,
+      nodes,
+      empty,
+      remembered,
+      oldRoot,
+      packed,
+      sortedHashes,
+      treeName,
+      out,
+    );
+    return { root, newNodes: out };
+  }
   const paths = changedPaths(sortedIds, height, remembered);
 
   const { old, splits } = await readOldPaths(nodes, empty, oldRoot, paths, treeName);
   await climbToSplits(engine, empty, splits);
 
-  const hashed = await hashes;
-  const leafHashes = new Uint8Array(order.length * 32);
-  order.forEach((i, k) => leafHashes.set(hashed[i]!, k * 32));
-  return buildNewPaths(engine, nodes, empty, leafHashes, paths, old, treeName, out);
+  return buildNewPaths(engine, nodes, empty, await sortedHashes(), paths, old, treeName, out);
 }
 
 /**

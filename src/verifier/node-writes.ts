@@ -40,6 +40,25 @@ export class NodeWrites implements Iterable<NodeWrite> {
     this.count = n + 1;
   }
 
+  /**
+   * Adds records packed the same way: hash i is 32 bytes of `hashes` from 32i, the records are back
+   * to back in `records`, record i `lengths[i]` bytes long. Copied in two calls, not per record.
+   */
+  addAll(hashes: Uint8Array, records: Uint8Array, lengths: Uint32Array): void {
+    const k = lengths.length;
+    let total = 0;
+    for (let i = 0; i < k; i++) total += lengths[i]!;
+    if (hashes.length !== k * 32 || records.length !== total)
+      throw new RangeError("addAll needs 32 bytes of hash per record and the records' lengths to add up");
+    const n = this.count;
+    const at = this.ends[n]!;
+    this.reserve(n + k, at + total);
+    this.hashBuf.set(hashes, n * 32);
+    this.recordBuf.set(records, at);
+    for (let i = 0, end = at; i < k; i++) this.ends[n + 1 + i] = end += lengths[i]!;
+    this.count = n + k;
+  }
+
   /** Hash i, as a view (valid for as long as the list is). */
   hash(i: number): Uint8Array {
     return this.hashBuf.subarray(i * 32, i * 32 + 32);

@@ -1,8 +1,7 @@
-import { DacdError } from "../errors.js";
 import type { HashEngine } from "./hash/engine.js";
-import { loadNativeAddon } from "./hash/native-engine.js";
 import type { NodeSource } from "./node-source.js";
 import type { NodeWrites } from "./node-writes.js";
+import { asStoreError } from "./tree-walk.js";
 
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
@@ -30,32 +29,6 @@ export interface NativePatricia {
 
 /** Records cross padded to the longest a Patricia node has (an edge: bottom ‖ path ‖ length). */
 const RECORD = 65;
-
-export type PatriciaWalkName = "native" | "js";
-
-/**
- * The Patricia walk to use: `DACD_TREE_WALK` (native | js) forces one; otherwise (auto) the native
- * walk wherever the addon loads. Forced native without the addon is an error rather than a silent JS walk.
- */
-export function nativePatricia(env: NodeJS.ProcessEnv = process.env): NativePatricia | null {
-  const forced = env.DACD_TREE_WALK?.trim() || "auto";
-  if (forced !== "native" && forced !== "js" && forced !== "auto")
-    throw new DacdError("CONFIG", `DACD_TREE_WALK must be native, js or auto, got ${forced}`);
-  if (forced === "js") return null;
-  const addon = loadNativeAddon() as unknown as Partial<NativePatricia> | null;
-  const native = addon && typeof addon.patriciaCreate === "function" ? (addon as NativePatricia) : null;
-  if (forced === "native" && !native)
-    throw new DacdError(
-      "CONFIG",
-      "DACD_TREE_WALK=native, but the native addon is not built or lacks the walk",
-    );
-  return native;
-}
-
-/** Which walk updatePatricia takes here, for the start-up log. */
-export function patriciaWalkName(env: NodeJS.ProcessEnv = process.env): PatriciaWalkName {
-  return nativePatricia(env) ? "native" : "js";
-}
 
 /**
  * updatePatricia (patricia.ts) with the walk and the node building in native code. This side reads
@@ -103,17 +76,6 @@ export async function updatePatriciaNative(
     return root;
   } finally {
     native.patriciaFree(handle);
-  }
-}
-
-/** Calls the addon, turning a corrupt or missing record into the store error patricia.ts gives. */
-function asStoreError<T>(treeName: string, call: () => T): T {
-  try {
-    return call();
-  } catch (err) {
-    if ((err as { code?: string }).code === "ERR_PATRICIA_STORE")
-      throw new DacdError("STORE", `${treeName} tree: ${(err as Error).message}`);
-    throw err;
   }
 }
 

@@ -4,7 +4,8 @@ import type { HashEngine } from "./hash/engine.js";
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
-import { nativePatricia, updatePatriciaNative } from "./patricia-native.js";
+import { updatePatriciaNative } from "./patricia-native.js";
+import { nativeTreeWalks } from "./tree-walk.js";
 
 /**
  * Patricia-Merkle tree (committee-algorithms §3): empty subtrees are 0, a node with two non-empty
@@ -146,7 +147,7 @@ export async function updatePatricia(
   const last = sorted[sorted.length - 1]![0];
   if (sorted[0]![0] < 0n || last >= 1n << BIG[height]!)
     throw new RangeError(`a leaf id does not fit a tree of height ${height}`);
-  const native = nativePatricia();
+  const native = nativeTreeWalks();
   if (native) {
     const ids = new PackedIds(sorted.map(([id]) => id));
     const leafHashes = new Uint8Array(sorted.length * 32);

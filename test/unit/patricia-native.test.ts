@@ -6,7 +6,7 @@ import { prng } from "../../src/util/prng.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import type { NodeSource } from "../../src/verifier/node-source.js";
 import { NodeWrites } from "../../src/verifier/node-writes.js";
-import { nativePatricia } from "../../src/verifier/patricia-native.js";
+import { nativeTreeWalks } from "../../src/verifier/tree-walk.js";
 import { updatePatricia } from "../../src/verifier/patricia.js";
 import { naivePatriciaRoot } from "../helpers/naive-trees.js";
 
@@ -100,7 +100,7 @@ async function compareWalks(
   expect(toHex64(nativeRoot)).toBe(toHex64(bigintToBytes32(naivePatriciaRoot(height, state))));
 }
 
-const native = nativePatricia({});
+const native = nativeTreeWalks({});
 
 describe.skipIf(!native)("the native Patricia walk", () => {
   afterEach(() => {
@@ -201,8 +201,8 @@ describe.skipIf(!native)("the native Patricia walk", () => {
   });
 
   it("is chosen by DACD_TREE_WALK, and a wrong value is refused", () => {
-    expect(nativePatricia({ DACD_TREE_WALK: "js" })).toBeNull();
-    expect(nativePatricia({ DACD_TREE_WALK: "native" })).not.toBeNull();
-    expect(() => nativePatricia({ DACD_TREE_WALK: "fast" })).toThrow(/must be native, js or auto/);
+    expect(nativeTreeWalks({ DACD_TREE_WALK: "js" })).toBeNull();
+    expect(nativeTreeWalks({ DACD_TREE_WALK: "native" })).not.toBeNull();
+    expect(() => nativeTreeWalks({ DACD_TREE_WALK: "fast" })).toThrow(/must be native, js or auto/);
   });
 });

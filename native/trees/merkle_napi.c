@@ -1,0 +1,241 @@
+/*
+ * The Merkle update (merkle.h) for JavaScript: src/verifier/merkle-native.ts drives it. An update
+ * is an external handle; every buffer crosses as a typed array, copied on the way in and out, so no
+ * JavaScript memory is held between calls.
+ */
+#include <node_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../napi_call.h"
+#include "../napi_util.h"
+#include "merkle.h"
+#include "merkle_napi.h"
+
+typedef struct {
+  mt_update *u;
+} handle;
+
+static void finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  handle *h = data;
+  mt_free(h->u);
+  free(h);
+}
+
+/** The call's first `want` arguments, the first being a live update: that update, or NULL (thrown). */
+static mt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+  if (!nu_args(env, info, want, argv)) return NULL;
+  handle *h = NULL;
+  if (napi_get_value_external(env, argv[0], (void **)&h) != napi_ok || !h || !h->u) {
+    napi_throw_type_error(env, NULL, "not a live Merkle update");
+    return NULL;
+  }
+  return h->u;
+}
+
+static napi_value throw_input(napi_env env, const char *msg) {
+  napi_throw_range_error(env, "ERR_MERKLE_INPUT", msg);
+  return NULL;
+}
+
+static napi_value throw_failed(napi_env env, const mt_update *u) {
+  napi_throw_error(env, mt_error_code(u), mt_error(u));
+  return NULL;
+}
+
+static napi_value null_value(napi_env env) {
+  napi_value out;
+  NAPI_CALL(env, napi_get_null(env, &out));
+  return out;
+}
+
+/** merkleCreate(height, remembered, ids, oldRoot, empty): a handle. */
+static napi_value create(napi_env env, napi_callback_info info) {
+  napi_value argv[5];
+  if (!nu_args(env, info, 5, argv)) return NULL;
+  int32_t height, remembered;
+  NAPI_CALL(env, napi_get_value_int32(env, argv[0], &height));
+  NAPI_CALL(env, napi_get_value_int32(env, argv[1], &remembered));
+  uint8_t *ids, *root, *empty;
+  size_t ni, nr, ne;
+  if (!nu_typed(env, argv[2], napi_uint8_array, (void **)&ids, &ni) ||
+      !nu_typed(env, argv[3], napi_uint8_array, (void **)&root, &nr) ||
+      !nu_typed(env, argv[4], napi_uint8_array, (void **)&empty, &ne))
+    return NULL;
+  if (ni % 32 || nr != 32 || height < 1 || ne != 32 * ((size_t)height + 1))
+    return throw_input(env, "ids: 32 bytes each; root: 32; empty: E[0..height], 32 bytes each");
+  char err[160];
+  mt_update *u = mt_create(height, remembered, ids, ni / 32, root, empty, err, sizeof err);
+  if (!u) return throw_input(env, err);
+  handle *h = malloc(sizeof *h);
+  napi_value out;
+  if (!h || napi_create_external(env, h, finalize, NULL, &out) != napi_ok) {
+    free(h);
+    mt_free(u);
+    napi_throw_error(env, "ERR_MERKLE_MEMORY", "out of memory");
+    return NULL;
+  }
+  h->u = u;
+  return out;
+}
+
+/** merkleStep(handle): null when the old paths are read, else [hashes, positions] of the records it needs. */
+static napi_value step(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  mt_update *u = update_call(env, info, 1, argv);
+  if (!u) return NULL;
+  long n = mt_step(u);
+  if (n < 0) return throw_failed(env, u);
+  if (n == 0) return null_value(env);
+  const uint8_t *hashes;
+  const int32_t *positions;
+  mt_needs(u, &hashes, &positions);
+  void *h, *p;
+  napi_value v[2];
+  if (!(v[0] = nu_new_typed(env, napi_uint8_array, (size_t)n * 32, 1, &h)) ||
+      !(v[1] = nu_new_typed(env, napi_int32_array, (size_t)n * 2, 4, &p)))
+    return NULL;
+  memcpy(h, hashes, (size_t)n * 32);
+  memcpy(p, positions, (size_t)n * 8);
+  return nu_tuple(env, v, 2);
+}
+
+/** merkleSupply(handle, records, lengths): records back to back, lengths a Uint32Array (MT_MISSING: none). */
+static napi_value supply(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  mt_update *u = update_call(env, info, 3, argv);
+  if (!u) return NULL;
+  uint8_t *records;
+  uint32_t *lengths;
+  size_t nr, nl;
+  if (!nu_typed(env, argv[1], napi_uint8_array, (void **)&records, &nr) ||
+      !nu_typed(env, argv[2], napi_uint32_array, (void **)&lengths, &nl))
+    return NULL;
+  if (nl != mt_pending_count(u)) return throw_input(env, "one record per record asked for");
+  size_t sum = 0;
+  for (size_t i = 0; i < nl; i++)
+    if (lengths[i] != MT_MISSING) sum += lengths[i];
+  if (sum != nr) return throw_input(env, "the records' lengths do not add up to their bytes");
+  if (mt_supply(u, records, nr, lengths) < 0) return throw_failed(env, u);
+  return NULL;
+}
+
+/** merkleBuild(handle, leafHashes): null without chains, else the climb [starts, paths, from, to, slots]. */
+static napi_value build(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  mt_update *u = update_call(env, info, 2, argv);
+  if (!u) return NULL;
+  uint8_t *leaves;
+  size_t nl;
+  if (!nu_typed(env, argv[1], napi_uint8_array, (void **)&leaves, &nl)) return NULL;
+  if (nl != mt_leaf_count(u) * 32) return throw_input(env, "one leaf hash (32 bytes) per leaf id");
+  long n = mt_build(u, leaves);
+  if (n < 0) return throw_failed(env, u);
+  if (n == 0) return null_value(env);
+  void *starts, *paths, *from, *to;
+  napi_value v[5];
+  if (!(v[0] = nu_new_typed(env, napi_uint8_array, (size_t)n * 32, 1, &starts)) ||
+      !(v[1] = nu_new_typed(env, napi_uint8_array, (size_t)n * 32, 1, &paths)) ||
+      !(v[2] = nu_new_typed(env, napi_uint8_array, (size_t)n, 1, &from)) ||
+      !(v[3] = nu_new_typed(env, napi_uint8_array, (size_t)n, 1, &to)))
+    return NULL;
+  NAPI_CALL(env, napi_create_int32(env, mt_chain_slots(u), &v[4]));
+  mt_chain_job(u, starts, paths, from, to);
+  return nu_tuple(env, v, 5);
+}
+
+/** merkleChainsClimbed(handle, tops, marks): the engine's climb of merkleBuild's chains. */
+static napi_value chains_climbed(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  mt_update *u = update_call(env, info, 3, argv);
+  if (!u) return NULL;
+  uint8_t *tops, *marks;
+  size_t nt, nm;
+  if (!nu_typed(env, argv[1], napi_uint8_array, (void **)&tops, &nt) ||
+      !nu_typed(env, argv[2], napi_uint8_array, (void **)&marks, &nm))
+    return NULL;
+  size_t n = mt_chain_count(u);
+  if (nt != n * 32 || nm != n * (size_t)mt_chain_slots(u) * 32)
+    return throw_input(env, "tops: 32 bytes per chain; marks: 32 bytes per slot per chain");
+  if (mt_chains_climbed(u, tops, marks) < 0) return throw_failed(env, u);
+  return NULL;
+}
+
+/** merkleNextLevel(handle): null when every level is hashed, else the next level's pairs [xs, ys]. */
+static napi_value next_level(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  mt_update *u = update_call(env, info, 1, argv);
+  if (!u) return NULL;
+  long n = mt_next_level(u);
+  if (n < 0) return throw_failed(env, u);
+  if (n == 0) return null_value(env);
+  void *xs, *ys;
+  napi_value v[2];
+  if (!(v[0] = nu_new_typed(env, napi_uint8_array, (size_t)n * 32, 1, &xs)) ||
+      !(v[1] = nu_new_typed(env, napi_uint8_array, (size_t)n * 32, 1, &ys)))
+    return NULL;
+  mt_level_inputs(u, xs, ys);
+  return nu_tuple(env, v, 2);
+}
+
+/** merkleLevelHashes(handle, hashes): the engine's hashes of the current level's pairs. */
+static napi_value level_hashes(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  mt_update *u = update_call(env, info, 2, argv);
+  if (!u) return NULL;
+  uint8_t *hashes;
+  size_t n;
+  if (!nu_typed(env, argv[1], napi_uint8_array, (void **)&hashes, &n)) return NULL;
+  size_t want = mt_level_size(u);
+  if (want == 0 || n != want * 32) return throw_input(env, "one hash per binary node of the current level");
+  mt_level_hashes(u, hashes);
+  return NULL;
+}
+
+/** merkleResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions]. */
+static napi_value result(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  mt_update *u = update_call(env, info, 1, argv);
+  if (!u) return NULL;
+  if (!mt_done(u)) return throw_input(env, "the result before every level is hashed");
+  size_t n = mt_new_count(u);
+  void *root, *hashes, *records, *lengths, *positions;
+  napi_value v[5];
+  if (!(v[0] = nu_new_typed(env, napi_uint8_array, 32, 1, &root)) ||
+      !(v[1] = nu_new_typed(env, napi_uint8_array, n * 32, 1, &hashes)) ||
+      !(v[2] = nu_new_typed(env, napi_uint8_array, mt_new_bytes(u), 1, &records)) ||
+      !(v[3] = nu_new_typed(env, napi_uint32_array, n, 4, &lengths)) ||
+      !(v[4] = nu_new_typed(env, napi_int32_array, n * 2, 4, &positions)))
+    return NULL;
+  mt_result(u, root, hashes, records, lengths, positions);
+  return nu_tuple(env, v, 5);
+}
+
+/** merkleFree(handle): frees the update now rather than when the collector finds the handle. */
+static napi_value release(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  if (!nu_args(env, info, 1, argv)) return NULL;
+  handle *h = NULL;
+  if (napi_get_value_external(env, argv[0], (void **)&h) == napi_ok && h) {
+    mt_free(h->u);
+    h->u = NULL;
+  }
+  return NULL;
+}
+
+int mt_register(napi_env env, napi_value exports) {
+  static const nu_named_fn fns[] = {
+      {"merkleCreate", create},
+      {"merkleStep", step},
+      {"merkleSupply", supply},
+      {"merkleBuild", build},
+      {"merkleChainsClimbed", chains_climbed},
+      {"merkleNextLevel", next_level},
+      {"merkleLevelHashes", level_hashes},
+      {"merkleResult", result},
+      {"merkleFree", release},
+  };
+  return nu_register_all(env, exports, fns, sizeof fns / sizeof fns[0]);
+}
