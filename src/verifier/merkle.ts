@@ -138,6 +138,10 @@ function indexAt(paths: Paths, leaf: number, h: number): number {
  * Every level is an array of path nodes in id order, given by their first leaves (Paths), with
  * typed arrays aligned to it: no BigInt, map or object per node. A parent's one or two path
  * children are the next nodes of the level below.
+ *
+ * Where the native addon loads (tree-walk.ts), the same walk runs in C (native/trees/merkle.c,
+ * driven by merkle-native.ts), with this side's reads and engine; this code is the fallback and
+ * the reference the native walk is tested against.
  */
 export async function updateMerkle(
   engine: HashEngine,

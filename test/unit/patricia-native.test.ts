@@ -1,34 +1,16 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DacdError } from "../../src/errors.js";
-import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
-import type { NodeSource } from "../../src/verifier/node-source.js";
 import { NodeWrites } from "../../src/verifier/node-writes.js";
 import { nativeTreeWalks } from "../../src/verifier/tree-walk.js";
 import { updatePatricia } from "../../src/verifier/patricia.js";
 import { naivePatriciaRoot } from "../helpers/naive-trees.js";
+import { hex, RecordingStore } from "../helpers/recording-store.js";
 
 const engine = createEngine("auto");
 const HEIGHT = 251;
-const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
-
-/** A store that also takes `remember` calls, noting each as text for comparing walks. */
-class RecordingStore implements NodeSource {
-  readonly memory = new MemoryNodeStore();
-  readonly rememberedLevels = 9;
-  remembered: string[] = [];
-
-  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
-    return this.memory.getNodes(hashes);
-  }
-
-  remember(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void {
-    this.remembered.push(`${tree} ${depth} ${index} ${hex(hash)} ${hex(record)}`);
-  }
-}
-
 interface StepResult {
   root: string;
   written: string[];

@@ -145,14 +145,25 @@ describe("incremental trees equal a naive full recomputation", () => {
       ),
   });
 
-  it.each([1, 2, 3])("Merkle height 12, in memory, seed %i", async (seed) => {
-    await differential(merkle, seed, 15, 12, inMemory);
+  // The native walks where the addon is built (the default), and the JavaScript ones they fall back to.
+  it.each([
+    [1, "auto"],
+    [2, "auto"],
+    [3, "auto"],
+    [1, "js"],
+    [2, "js"],
+  ])("Merkle height 12, in memory, seed %i, %s walk", async (seed, walk) => {
+    process.env.DACD_TREE_WALK = walk;
+    try {
+      await differential(merkle, seed, 15, 12, inMemory);
+    } finally {
+      delete process.env.DACD_TREE_WALK;
+    }
   });
   // The naive recomputation (JS BigInt Pedersen) makes each step of a tall tree slow: fewer steps.
   it("Merkle height 40 (long single-leaf chains), in memory", async () => {
     await differential({ ...merkle, height: 40 }, 9, 8, 40, inMemory);
   });
-  // The native walk where the addon is built (the default), and the JavaScript one it falls back to.
   it.each([
     [4, "auto"],
     [5, "auto"],
