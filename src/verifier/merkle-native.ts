@@ -1,6 +1,6 @@
 import { climbChains, type HashEngine } from "./hash/engine.js";
 import { CHECKPOINT_STEP, packedEmpties } from "./merkle-edge.js";
-import type { NodeSource } from "./node-source.js";
+import { MISSING_RECORD, type NodeSource, type PackedNodes } from "./node-source.js";
 import type { NodeWrites } from "./node-writes.js";
 import { asStoreError } from "./tree-walk.js";
 
@@ -18,7 +18,7 @@ export interface NativeMerkle {
   ): Handle;
   /** null when the old paths are read; else the records it needs: hashes, and (depth, index) each. */
   merkleStep(h: Handle): [Uint8Array, Int32Array] | null;
-  /** Those records back to back, with their lengths (MISSING: not in the store). */
+  /** Those records back to back, with their lengths (MISSING_RECORD: not in the store). */
   merkleSupply(h: Handle, records: Uint8Array, lengths: Uint32Array): void;
   /** The new paths' shape from the leaf hashes: null, or the chains to climb (starts, paths, from, to, slots). */
   merkleBuild(
@@ -33,9 +33,6 @@ export interface NativeMerkle {
   merkleResult(h: Handle): [Uint8Array, Uint8Array, Uint8Array, Uint32Array, Int32Array];
   merkleFree(h: Handle): void;
 }
-
-/** The length merkleSupply takes for a record the store does not have (MT_MISSING). */
-const MISSING = 0xffffffff;
 
 /** The highest `remembered` the addon takes (positions stay int32). */
 export const NATIVE_MERKLE_MAX_REMEMBERED = 30;
@@ -90,6 +87,33 @@ async function readRecords(
   [hashes, positions]: [Uint8Array, Int32Array],
   treeName: string,
 ): Promise<void> {
+  const { records, lengths, fromStore } = nodes.getPacked
+    ? await nodes.getPacked(treeName, hashes, positions)
+    : await getPacked(nodes, hashes);
+  // The addon checks every record first: a corrupt one fails the update and is not remembered.
+  asStoreError(treeName, () => native.merkleSupply(handle, records, lengths));
+  if (!nodes.remember) return;
+  // Those that came from the store (the cache's own are there already), by position.
+  for (let i = 0, k = 0, at = 0; k < fromStore.length; i++) {
+    const length = lengths[i] === MISSING_RECORD ? 0 : lengths[i]!;
+    if (i === fromStore[k]) {
+      k++;
+      const index = positions[2 * i + 1]!;
+      if (index >= 0)
+        nodes.remember(
+          treeName,
+          positions[2 * i]!,
+          index,
+          hashes.subarray(i * 32, i * 32 + 32),
+          records.subarray(at, at + length),
+        );
+    }
+    at += length;
+  }
+}
+
+/** NodeSource.getPacked for a source without it: one getNodes, packed (every record from the store). */
+async function getPacked(nodes: NodeSource, hashes: Uint8Array): Promise<PackedNodes> {
   const n = hashes.length / 32;
   const wanted = new Array<Uint8Array>(n);
   for (let i = 0; i < n; i++) wanted[i] = hashes.subarray(i * 32, i * 32 + 32);
@@ -97,9 +121,8 @@ async function readRecords(
   const lengths = new Uint32Array(n);
   let bytes = 0;
   for (let i = 0; i < n; i++) {
-    const rec = found[i];
-    lengths[i] = rec === undefined ? MISSING : rec.length;
-    bytes += rec?.length ?? 0;
+    lengths[i] = found[i]?.length ?? MISSING_RECORD;
+    bytes += found[i]?.length ?? 0;
   }
   const records = new Uint8Array(bytes);
   for (let i = 0, at = 0; i < n; i++) {
@@ -108,13 +131,7 @@ async function readRecords(
     records.set(rec, at);
     at += rec.length;
   }
-  // The addon checks every record first: a corrupt one fails the update and is not remembered.
-  asStoreError(treeName, () => native.merkleSupply(handle, records, lengths));
-  if (!nodes.remember) return;
-  for (let i = 0; i < n; i++) {
-    const index = positions[2 * i + 1]!;
-    if (index >= 0) nodes.remember(treeName, positions[2 * i]!, index, wanted[i]!, found[i]!);
-  }
+  return { records, lengths, fromStore: Array.from(wanted.keys()) };
 }
 
 /** Tells the cache where the new nodes at its levels sit (positions with an index). */
@@ -126,6 +143,7 @@ function rememberAll(
   lengths: Uint32Array,
   positions: Int32Array,
 ): void {
+  if (nodes.rememberPacked) return nodes.rememberPacked(treeName, hashes, records, lengths, positions);
   for (let i = 0, at = 0; i < lengths.length; at += lengths[i]!, i++) {
     const index = positions[2 * i + 1]!;
     if (index >= 0)

@@ -1,5 +1,5 @@
 import { ByteChunks } from "../util/byte-chunks.js";
-import type { NodeSource } from "./node-source.js";
+import { MISSING_RECORD, type NodeSource, type PackedNodes } from "./node-source.js";
 
 /**
  * 19 levels: up to 2^19 positions per tree, at most ~55 MiB per tree (about 100 bytes a node). A
@@ -63,16 +63,21 @@ export class TopNodeCache {
 
   /** The record of a node, if cached. */
   get(hash: Uint8Array): Uint8Array | undefined {
+    const slot = this.find(hash, 0);
+    if (slot < 0) return undefined;
+    const at = slot * SLOT;
+    // A copy: the slot may be overwritten by a newer node at its position, and the slab regrown.
+    return this.copyOut(at + 33, this.slab[at + 32]!);
+  }
+
+  /** The slot of the node whose hash is at `hash[off]`, or −1. */
+  private find(hash: Uint8Array, off: number): number {
     const mask = this.table.length - 1;
-    const key = hashKey(hash, 0);
+    const key = hashKey(hash, off);
     for (let cell = key & mask; ; cell = (cell + 1) & mask) {
       const entry = this.table[cell]!;
-      if (entry === 0) return undefined;
-      if (this.keys[cell] === key && this.holds(entry - 1, hash)) {
-        const at = (entry - 1) * SLOT;
-        // A copy: the slot may be overwritten by a newer node at its position, and the slab regrown.
-        return this.copyOut(at + 33, this.slab[at + 32]!);
-      }
+      if (entry === 0) return -1;
+      if (this.keys[cell] === key && this.holdsAt(entry - 1, hash, off)) return entry - 1;
     }
   }
 
@@ -82,22 +87,33 @@ export class TopNodeCache {
    */
   remember(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void {
     if (depth >= this.levels || record.length > MAX_RECORD) return;
+    const slot = this.slotFor(tree, depth, index, hash, 0);
+    if (slot < 0) return;
+    const base = slot * SLOT;
+    this.slab[base + 32] = record.length;
+    this.slab.set(record, base + 33);
+  }
+
+  /**
+   * The slot for the node whose hash is at `hash[off]`, at a position: filed under that hash, its
+   * record left for the caller to write. −1 when the position holds that node already.
+   */
+  private slotFor(tree: string, depth: number, index: number, hash: Uint8Array, off: number): number {
     let levels = this.byPosition.get(tree);
     if (!levels) this.byPosition.set(tree, (levels = []));
     const level = (levels[depth] ??= new Int32Array(2 ** depth));
     let slot = level[index]! - 1;
     if (slot >= 0) {
-      if (this.holds(slot, hash)) return;
+      if (this.holdsAt(slot, hash, off)) return -1;
       // The slot now holds the newer node; the old one's table cell goes stale.
     } else {
       slot = this.allocate();
       level[index] = slot + 1;
     }
     const base = slot * SLOT;
-    this.slab.set(hash, base);
-    this.slab[base + 32] = record.length;
-    this.slab.set(record, base + 33);
+    for (let i = 0; i < 32; i++) this.slab[base + i] = hash[off + i]!;
     this.insert(slot);
+    return slot;
   }
 
   /**
@@ -118,7 +134,105 @@ export class TopNodeCache {
       getCached: (hash) => this.get(hash),
       rememberedLevels: this.levels,
       remember: (tree, depth, index, hash, record) => this.remember(tree, depth, index, hash, record),
+      getPacked: (tree, hashes, positions) => this.getPacked(source, tree, hashes, positions),
+      rememberPacked: (tree, hashes, records, lengths, positions) =>
+        this.rememberPacked(tree, hashes, records, lengths, positions),
     };
+  }
+
+  /**
+   * Notes many nodes (remember), packed: hash i at 32i of `hashes`, the records back to back. The
+   * native walks hand over their new nodes so, without a view per node.
+   */
+  rememberPacked(
+    tree: string,
+    hashes: Uint8Array,
+    records: Uint8Array,
+    lengths: Uint32Array,
+    positions: Int32Array,
+  ): void {
+    for (let i = 0, at = 0; i < lengths.length; at += lengths[i]!, i++) {
+      const depth = positions[2 * i]!;
+      const index = positions[2 * i + 1]!;
+      const length = lengths[i]!;
+      if (index < 0 || depth >= this.levels || length > MAX_RECORD) continue;
+      const slot = this.slotFor(tree, depth, index, hashes, i * 32);
+      if (slot < 0) continue;
+      const base = slot * SLOT;
+      this.slab[base + 32] = length;
+      for (let k = 0; k < length; k++) this.slab[base + 33 + k] = records[at + k]!;
+    }
+  }
+
+  /**
+   * Looks nodes up by position first (one array read and a hash compare, where the table would
+   * probe), then by hash; hits are copied straight into the packed result, and the rest come from
+   * `source` in one lookup. Nodes below the cached levels are never here: they go to the source
+   * without a probe.
+   */
+  private async getPacked(
+    source: NodeSource,
+    tree: string,
+    hashes: Uint8Array,
+    positions: Int32Array,
+  ): Promise<PackedNodes> {
+    const n = hashes.length >>> 5;
+    const lengths = new Uint32Array(n);
+    const hitSlots = new Int32Array(n);
+    const levels = this.byPosition.get(tree);
+    const missing: number[] = [];
+    let hitBytes = 0;
+    for (let i = 0; i < n; i++) {
+      const depth = positions[2 * i]!;
+      const index = positions[2 * i + 1]!;
+      let slot = -1;
+      if (index >= 0 && depth < this.levels) {
+        const atPosition = (levels?.[depth]?.[index] ?? 0) - 1;
+        slot =
+          atPosition >= 0 && this.holdsAt(atPosition, hashes, i * 32)
+            ? atPosition
+            : this.find(hashes, i * 32);
+      }
+      if (slot < 0) {
+        missing.push(i);
+        continue;
+      }
+      hitSlots[i] = slot + 1;
+      hitBytes += lengths[i] = this.slab[slot * SLOT + 32]!;
+    }
+    // The hits are copied now: while the store is read, another tree's update may reuse their slots.
+    const hits = new Uint8Array(hitBytes);
+    for (let i = 0, at = 0; i < n; i++) {
+      if (hitSlots[i] === 0) continue;
+      const from = (hitSlots[i]! - 1) * SLOT + 33;
+      for (let k = 0; k < lengths[i]!; k++) hits[at + k] = this.slab[from + k]!;
+      at += lengths[i]!;
+    }
+    if (missing.length === 0) return { records: hits, lengths, fromStore: missing };
+    const wanted = new Array<Uint8Array>(missing.length);
+    for (let k = 0; k < missing.length; k++)
+      wanted[k] = hashes.subarray(missing[k]! * 32, missing[k]! * 32 + 32);
+    const found = await source.getNodes(wanted);
+    let bytes = hitBytes;
+    for (let k = 0; k < missing.length; k++) {
+      const rec = found[k];
+      lengths[missing[k]!] = rec === undefined ? MISSING_RECORD : rec.length;
+      bytes += rec?.length ?? 0;
+    }
+    const records = new Uint8Array(bytes);
+    for (let i = 0, at = 0, fromHits = 0, k = 0; i < n; i++) {
+      if (hitSlots[i] !== 0) {
+        for (let b = 0; b < lengths[i]!; b++) records[at + b] = hits[fromHits + b]!;
+        fromHits += lengths[i]!;
+        at += lengths[i]!;
+      } else {
+        const rec = found[k++];
+        if (rec === undefined) continue;
+        records.set(rec, at);
+        at += rec.length;
+      }
+    }
+    return { records, lengths, fromStore: missing };
   }
 
   /**
@@ -152,9 +266,10 @@ export class TopNodeCache {
     return out;
   }
 
-  private holds(slot: number, hash: Uint8Array): boolean {
+  /** Whether the slot holds the node whose hash is at `hash[off]`. */
+  private holdsAt(slot: number, hash: Uint8Array, off: number): boolean {
     const base = slot * SLOT;
-    for (let i = 0; i < 32; i++) if (this.slab[base + i] !== hash[i]) return false;
+    for (let i = 0; i < 32; i++) if (this.slab[base + i] !== hash[off + i]) return false;
     return true;
   }
 

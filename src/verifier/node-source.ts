@@ -16,6 +16,31 @@ export interface NodeSource {
    * Tree updates call it only for depths below `rememberedLevels`, so the index is a small number.
    */
   remember?(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void;
+  /**
+   * getNodes for nodes of `tree` whose positions are known (the native walks'): `hashes` n × 32
+   * bytes, `positions` (depth, index) each (index −1: below the remembered levels). Optional; a
+   * cache answers from its positions without a view per record.
+   */
+  getPacked?(tree: string, hashes: Uint8Array, positions: Int32Array): Promise<PackedNodes>;
+  /** remember for many nodes, packed as PackedNodes with hashes n × 32 bytes; index −1 is skipped. */
+  rememberPacked?(
+    tree: string,
+    hashes: Uint8Array,
+    records: Uint8Array,
+    lengths: Uint32Array,
+    positions: Int32Array,
+  ): void;
+}
+
+/** The length of a record that is not there, in PackedNodes. */
+export const MISSING_RECORD = 0xffffffff;
+
+/** Records looked up together: back to back in `records`, record i `lengths[i]` bytes long (or MISSING_RECORD). */
+export interface PackedNodes {
+  readonly records: Uint8Array;
+  readonly lengths: Uint32Array;
+  /** The indices of the records that came from the store rather than the cache (for remembering). */
+  readonly fromStore: readonly number[];
 }
 
 /** A node record to be stored under its hash. */

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DacdError } from "../../src/errors.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
+import { MemoryNodeStore } from "../../src/storage/memory-store.js";
+import { TopNodeCache } from "../../src/verifier/node-cache.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { emptySubtreeRoots, updateMerkle } from "../../src/verifier/merkle.js";
 import { packedEmpties } from "../../src/verifier/merkle-edge.js";
@@ -135,6 +137,42 @@ describe.skipIf(!native)("the native Merkle walk", () => {
       });
       return changes;
     });
+  });
+
+  it("reads and remembers through the node cache's packed calls as the JavaScript walk through its own", async () => {
+    const height = 31;
+    const empty = await empties(height);
+    const walks = (["js", "native"] as const).map((walk) => {
+      const memory = new MemoryNodeStore();
+      const cache = new TopNodeCache(12);
+      return { walk, memory, cache, view: cache.over(memory), root: empty[height]! };
+    });
+    const rand = prng(94);
+    const batch = randomBatch(300, (r) => BigInt(Math.floor(r() * 2 ** 31)));
+    const state = new Map<bigint, bigint>();
+    for (let step = 0; step < 6; step++) {
+      const changes = batch(step, rand, state);
+      for (const [id, v] of changes) state.set(id, v);
+      const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
+      const written: string[][] = [];
+      for (const w of walks) {
+        process.env.DACD_TREE_WALK = w.walk;
+        const r = await updateMerkle(engine, w.view, empty, w.root, leaves, "vault");
+        written.push([...r.newNodes].map((n) => `${hex(n.hash)} ${hex(n.record)}`).sort());
+        w.memory.putNodes(r.newNodes);
+        w.root = r.root;
+      }
+      expect(hex(walks[1]!.root), `step ${step}`).toBe(hex(walks[0]!.root));
+      expect(written[1], `step ${step}: new records`).toEqual(written[0]);
+      expect(walks[1]!.cache.size, `step ${step}: cached nodes`).toBe(walks[0]!.cache.size);
+      // Every node of the new tree's top levels is in both caches, with the same record.
+      for (const line of written[0]!) {
+        const hash = Buffer.from(line.slice(0, 64), "hex");
+        expect(hex(walks[1]!.cache.get(hash) ?? new Uint8Array())).toBe(
+          hex(walks[0]!.cache.get(hash) ?? new Uint8Array()),
+        );
+      }
+    }
   });
 
   it("reports a missing or corrupt record as the JavaScript walk does, naming the tree and node", async () => {

@@ -9,7 +9,7 @@ import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { computeRoots, type Roots } from "../../src/verifier/compute-roots.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { TopNodeCache } from "../../src/verifier/node-cache.js";
-import type { NodeSource } from "../../src/verifier/node-source.js";
+import { MISSING_RECORD, type NodeSource } from "../../src/verifier/node-source.js";
 import { NodeWrites } from "../../src/verifier/node-writes.js";
 import type { TreeSpec } from "../../src/verifier/profile.js";
 import { prng } from "../../src/util/prng.js";
@@ -18,6 +18,7 @@ import type { LeafChanges } from "../../src/wire/types.js";
 const engine = createEngine("auto");
 const toHex = (b: Uint8Array | undefined): string => Buffer.from(b ?? []).toString("hex");
 const h = (n: number): Uint8Array => new Uint8Array(32).fill(n);
+const concat = (parts: Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat(parts));
 
 describe("TopNodeCache", () => {
   it("answers by hash, keeps one node per position and ignores levels below its depth", () => {
@@ -75,6 +76,89 @@ describe("TopNodeCache", () => {
       const found = cache.get(Buffer.from(hex, "hex"));
       if (current.has(hex)) expect(toHex(found)).toBe(toHex(record));
       else expect(found).toBeUndefined();
+    }
+  });
+
+  it("looks up packed by position, then by hash, and reads the rest from the source in one lookup", async () => {
+    const cache = new TopNodeCache(4);
+    const source = new MemoryNodeStore();
+    source.putNodes([
+      { hash: h(7), record: h(17) },
+      { hash: h(8), record: new Uint8Array(161).fill(18) },
+    ]);
+    const lookups: number[] = [];
+    const counted: NodeSource = {
+      getNodes: (hashes) => (lookups.push(hashes.length), source.getNodes(hashes)),
+    };
+    cache.remember("vault", 1, 0, h(1), h(11));
+    cache.remember("vault", 3, 5, h(2), new Uint8Array(65).fill(12));
+    cache.remember("order", 2, 1, h(3), h(13));
+    const view = cache.over(counted);
+    // At its position; asked at another position (found by hash); in the other tree (by hash);
+    // below the cached levels (the source, though the cache has it); from the source; nowhere.
+    const asked: [Uint8Array, number, number][] = [
+      [h(1), 1, 0],
+      [h(2), 3, 6],
+      [h(3), 2, 1],
+      [h(1), 4, -1],
+      [h(8), 3, 2],
+      [h(9), 0, 0],
+    ];
+    const hashes = new Uint8Array(asked.length * 32);
+    const positions = new Int32Array(asked.length * 2);
+    asked.forEach(([hash, depth, index], i) => {
+      hashes.set(hash, i * 32);
+      positions.set([depth, index], 2 * i);
+    });
+    const packed = await view.getPacked!("vault", hashes, positions);
+    expect([...packed.lengths]).toEqual([32, 65, 32, MISSING_RECORD, 161, MISSING_RECORD]);
+    expect(toHex(packed.records)).toBe(
+      toHex(concat([h(11), new Uint8Array(65).fill(12), h(13), new Uint8Array(161).fill(18)])),
+    );
+    expect(packed.fromStore).toEqual([3, 4, 5]);
+    expect(lookups).toEqual([3]);
+  });
+
+  it("copies packed hits before reading the source, which may replace their slots meanwhile", async () => {
+    const cache = new TopNodeCache(4);
+    cache.remember("vault", 2, 1, h(1), h(11));
+    const source: NodeSource = {
+      getNodes: async (hashes) => {
+        cache.remember("vault", 2, 1, h(2), h(12)); // another tree's update, during the read
+        for (let i = 0; i < 3000; i++) cache.remember("order", 3, i % 8, h(i % 200), h(i % 250));
+        return hashes.map(() => undefined);
+      },
+    };
+    const hashes = concat([h(1), h(5)]);
+    const packed = await cache.over(source).getPacked!("vault", hashes, Int32Array.from([2, 1, 0, 0]));
+    expect(toHex(packed.records)).toBe(toHex(h(11)));
+  });
+
+  it("remembers packed nodes as one remember call each would", () => {
+    const rand = prng(8);
+    const one = new TopNodeCache(6);
+    const many = new TopNodeCache(6);
+    for (let round = 0; round < 5; round++) {
+      const n = 200;
+      const hashes = new Uint8Array(n * 32);
+      const positions = new Int32Array(n * 2);
+      const lengths = new Uint32Array(n);
+      const parts: Uint8Array[] = [];
+      for (let i = 0; i < n; i++) {
+        const depth = Math.floor(rand() * 8); // some below the cached levels
+        const index = depth < 6 && rand() < 0.9 ? Math.floor(rand() * 2 ** depth) : -1;
+        const hash = h(Math.floor(rand() * 250));
+        hashes.set(hash, i * 32);
+        positions.set([depth, index], 2 * i);
+        const record = new Uint8Array([64, 65, 97, 161][Math.floor(rand() * 4)]!).fill(i % 256);
+        lengths[i] = record.length;
+        parts.push(record);
+        if (index >= 0) one.remember("vault", depth, index, hash, record);
+      }
+      many.rememberPacked("vault", hashes, concat(parts), lengths, positions);
+      expect(many.size).toBe(one.size);
+      for (let b = 0; b < 250; b++)
+        expect(toHex(many.get(h(b))), `round ${round} hash ${b}`).toBe(toHex(one.get(h(b))));
     }
   });
 
