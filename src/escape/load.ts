@@ -14,7 +14,7 @@ import { buildMerkle, buildPatricia, type NodeSink } from "../verifier/bulk-buil
 import { emptyRoots, type Roots } from "../verifier/compute-roots.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import type { NodeWrite } from "../verifier/node-source.js";
-import { encodeLeafRecord, hashLeaves } from "../verifier/leaves.js";
+import { hashAndEncodeLeaves } from "../verifier/leaves.js";
 import { isProfileName, keptTrees, makeProfile, type TreeName, type TreeSpec } from "../verifier/profile.js";
 import type { Leaf } from "../wire/types.js";
 import type { LoadedBatchRecord } from "./common.js";
@@ -293,10 +293,10 @@ async function readLeaves(
   let pending: Leaf[] = [];
   const flush = async (): Promise<void> => {
     if (pending.length === 0) return;
-    const hs = await hashLeaves(engine, spec.leaf, pending);
+    const { hashes: hs, records: encoded } = await hashAndEncodeLeaves(engine, spec.leaf, pending);
     const records: NodeWrite[] = [];
     for (let i = 0; i < pending.length; i++) {
-      const record = encodeLeafRecord(spec.leaf, pending[i]!);
+      const record = encoded[i];
       if (record) records.push({ hash: hs[i]!, record });
     }
     await writer.put(Prefix.leaf, records);

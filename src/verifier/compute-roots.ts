@@ -1,6 +1,6 @@
 import type { Leaf, LeafChanges } from "../wire/types.js";
 import type { HashEngine } from "./hash/engine.js";
-import { emptyLeaf, encodeLeafRecord, hashLeaves } from "./leaves.js";
+import { emptyLeaf, hashAndEncodeLeaves, hashLeaves } from "./leaves.js";
 import { emptySubtreeRoots, updateMerkleWhileHashing } from "./merkle.js";
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
@@ -54,7 +54,10 @@ export async function computeRoots(
 ): Promise<ComputedRoots> {
   // Every tree adds its records to the same two lists, in whatever order they interleave: the
   // commit puts them in key order anyway, a run at each `onTreeDone` and the rest at the end.
-  const out: Written = { newNodes: new NodeWrites(), newLeaves: new NodeWrites() };
+  const out: Written = {
+    newNodes: new NodeWrites(...lastSizes.newNodes),
+    newLeaves: new NodeWrites(...lastSizes.newLeaves),
+  };
   const results = await Promise.all(
     trees.map(async (spec) => {
       const start = prevRoots?.[spec.name] ?? (await emptyRoot(engine, spec));
@@ -66,7 +69,23 @@ export async function computeRoots(
   );
   const roots: Roots = {};
   for (const r of results) roots[r.spec.name] = r.root;
+  lastSizes.newNodes = withMargin(out.newNodes);
+  lastSizes.newLeaves = withMargin(out.newLeaves);
   return { roots, ...out };
+}
+
+/** The last batch's list sizes (records, bytes), for the next batch's first allocation. */
+const lastSizes: Record<keyof Written, [number, number]> = { newNodes: [16, 1024], newLeaves: [16, 1024] };
+
+/**
+ * A list's size and 1/8 more (batches in a row are alike, and a slightly larger one then grows
+ * once), capped so that one huge batch does not make every later one start with its allocation.
+ */
+function withMargin(list: NodeWrites): [number, number] {
+  return [
+    Math.min(Math.ceil(list.length * 1.125), 1 << 20) + 16,
+    Math.min(Math.ceil(list.recordBytes * 1.125), 64 << 20) + 1024,
+  ];
 }
 
 type Written = Pick<ComputedRoots, "newNodes" | "newLeaves">;
@@ -83,9 +102,9 @@ async function updateTree(
   const values = ids.map((id) => changes.get(id)!);
   // The leaves' hashes, their records added to the batch's list as soon as they are known.
   const hashAndRecord = () =>
-    hashLeaves(engine, spec.leaf, values).then((hashes) => {
+    hashAndEncodeLeaves(engine, spec.leaf, values).then(({ hashes, records }) => {
       for (let i = 0; i < values.length; i++) {
-        const record = encodeLeafRecord(spec.leaf, values[i]!);
+        const record = records[i];
         if (record) out.newLeaves.add(hashes[i]!, 0, record, 0, record.length);
       }
       return hashes;

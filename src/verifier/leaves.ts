@@ -1,5 +1,5 @@
 import { ByteChunks } from "../util/byte-chunks.js";
-import { bigintToBytes32, bytesToBigint, writeBigint32 } from "../util/bytes.js";
+import { bigintToBytes32, bytesToBigint, copy32, writeBigint32 } from "../util/bytes.js";
 import type { Leaf, OrderLeaf, PositionLeaf, VaultLeaf } from "../wire/types.js";
 import type { HashEngine } from "./hash/engine.js";
 import type { LeafKind } from "./profile.js";
@@ -56,19 +56,34 @@ export async function hashPairs(
 const b32 = bigintToBytes32;
 
 async function hashVaults(engine: HashEngine, vaults: readonly VaultLeaf[]): Promise<Uint8Array[]> {
+  return (await hashVaultRecords(engine, vaults)).hashes;
+}
+
+/**
+ * Vaults' hashes and records (key ‖ token ‖ balance, 96 bytes each, back to back): the hash inputs
+ * are the records' fields, so each field is converted from BigInt once for both.
+ */
+async function hashVaultRecords(
+  engine: HashEngine,
+  vaults: readonly VaultLeaf[],
+): Promise<{ hashes: Uint8Array[]; records: Uint8Array }> {
   const n = vaults.length;
-  if (n === 0) return [];
+  const records = new Uint8Array(n * 96);
+  if (n === 0) return { hashes: [], records };
   const keys = new Uint8Array(n * 32);
   const tokens = new Uint8Array(n * 32);
   const balances = new Uint8Array(n * 32);
   for (let i = 0; i < n; i++) {
     const v = normalizeVault(vaults[i]!);
-    writeBigint32(v.key, keys, i * 32);
-    writeBigint32(v.token, tokens, i * 32);
-    writeBigint32(v.balance, balances, i * 32);
+    writeBigint32(v.key, records, i * 96);
+    writeBigint32(v.token, records, i * 96 + 32);
+    writeBigint32(v.balance, records, i * 96 + 64);
+    copy32(keys, i * 32, records, i * 96);
+    copy32(tokens, i * 32, records, i * 96 + 32);
+    copy32(balances, i * 32, records, i * 96 + 64);
   }
   const inner = await engine.hashMany(keys, tokens);
-  return unpack(await engine.hashMany(inner, balances));
+  return { hashes: unpack(await engine.hashMany(inner, balances)), records };
 }
 
 function assetMessage(a: PositionLeaf["assets"][number]): bigint {
@@ -150,6 +165,23 @@ export function encodeLeafRecord(kind: LeafKind, leaf: Leaf): Uint8Array | null 
     return rec;
   }
   return null;
+}
+
+/**
+ * Hashes many leaves of one kind and encodes their records (encodeLeafRecord; null for orders),
+ * both in the input's order. Vaults' fields are converted once for both.
+ */
+export async function hashAndEncodeLeaves(
+  engine: HashEngine,
+  kind: LeafKind,
+  leaves: readonly Leaf[],
+): Promise<{ hashes: Uint8Array[]; records: (Uint8Array | null)[] }> {
+  if (kind === "vault") {
+    const { hashes, records } = await hashVaultRecords(engine, leaves as VaultLeaf[]);
+    return { hashes, records: hashes.map((_, i) => records.subarray(i * 96, i * 96 + 96)) };
+  }
+  const hashes = await hashLeaves(engine, kind, leaves);
+  return { hashes, records: leaves.map((leaf) => encodeLeafRecord(kind, leaf)) };
 }
 
 export function decodeLeafRecord(kind: LeafKind, rec: Uint8Array): Leaf {
