@@ -183,14 +183,14 @@ static int need(pt_update *u, int32_t node, int h, int64_t index) {
 
 
 /**
- * The node that the record `rec` (`len` bytes in the store, 0: not there) of `hash` describes at
+ * The node that the record `rec` (`len` bytes in the store, PT_MISSING: not there) of `hash` describes at
  * height h; FAILED, with the reason patricia.ts gives, when it is missing or corrupt.
  */
 static int32_t decode(pt_update *u, const uint8_t *hash, const uint8_t *rec, uint32_t len, int h) {
   if (len != 64 && !(len == 65 && rec[64] >= 1 && rec[64] <= h)) {
     char hex[65];
     hex32(hash, hex);
-    if (len == 0) fail(u, "node %s at height %d: missing", hex, h);
+    if (len == PT_MISSING) fail(u, "node %s at height %d: missing", hex, h);
     else if (len == 65) fail(u, "node %s at height %d: edge length %d", hex, h, rec[64]);
     else fail(u, "node %s at height %d: record of %u bytes", hex, h, len);
     return FAILED;
@@ -621,10 +621,12 @@ void pt_needs(const pt_update *u, const uint8_t **hashes, const int32_t **positi
 size_t pt_pending_count(const pt_update *u) { return u->need_count; }
 
 int pt_supply(pt_update *u, const uint8_t *records, const uint32_t *lengths) {
+  size_t at = 0;
   for (size_t i = 0; i < u->need_count && !u->failed; i++) {
     int32_t asking = u->need_nodes[i];
     int h = u->height - u->need_positions[2 * i];
-    int32_t read = decode(u, u->need_hashes + 32 * i, records + (size_t)PT_MAX_RECORD * i, lengths[i], h);
+    int32_t read = decode(u, u->need_hashes + 32 * i, records + at, lengths[i], h);
+    if (lengths[i] != PT_MISSING) at += lengths[i];
     if (read > 0) u->nodes[asking].b = read;
   }
   u->need_count = 0;
@@ -668,23 +670,29 @@ void pt_rank_hashes(pt_update *u, int r, const uint8_t *hashes) {
 
 size_t pt_new_count(const pt_update *u) { return u->ranked_count; }
 
-void pt_result(const pt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *records, uint8_t *lengths,
+size_t pt_new_bytes(const pt_update *u) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < u->ranked_count; i++) bytes += u->nodes[u->by_rank[i]].t == T_BINARY ? 64 : 65;
+  return bytes;
+}
+
+void pt_result(const pt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *records, uint32_t *lengths,
                int32_t *positions) {
   memcpy(root, hash_of(u, u->new_root), 32);
+  uint8_t *rec = records;
   for (size_t i = 0; i < u->ranked_count; i++) {
     const pnode *p = &u->nodes[u->by_rank[i]];
-    uint8_t *rec = records + (size_t)PT_MAX_RECORD * i;
     memcpy(hashes + 32 * i, p->hash, 32);
     memcpy(rec, hash_of(u, p->a), 32);
     if (p->t == T_BINARY) {
       memcpy(rec + 32, hash_of(u, p->b), 32);
-      rec[64] = 0;
       lengths[i] = 64;
     } else {
       u_to_be(p->path, rec + 32);
       rec[64] = (uint8_t)p->len;
       lengths[i] = 65;
     }
+    rec += lengths[i];
     positions[2 * i] = u->height - p->h;
     positions[2 * i + 1] = (int32_t)p->index;
   }

@@ -15,8 +15,8 @@
 
 typedef struct pt_update pt_update;
 
-/** A record as the store holds it: binary nodes 64 bytes, edges 65; longer ones are corrupt. */
-#define PT_MAX_RECORD 65
+/** The length pt_supply takes for a record that is not in the store. */
+#define PT_MISSING UINT32_MAX
 
 /**
  * A new update of the tree of `height` (1..255) whose root is `old_root`, for `n` changed leaves:
@@ -39,8 +39,9 @@ void pt_needs(const pt_update *u, const uint8_t **hashes, const int32_t **positi
 /** How many records the last pt_step asked for (0 once they are supplied). */
 size_t pt_pending_count(const pt_update *u);
 /**
- * The records of the last pt_step's needs, in order: `records` holds PT_MAX_RECORD bytes per
- * record, `lengths` each one's length in the store (0: not found; above PT_MAX_RECORD: corrupt).
+ * The records of the last pt_step's needs, in order and back to back in `records`, `lengths` each
+ * one's length (PT_MISSING: not found, and no bytes; binary nodes are 64 bytes, edges 65, others
+ * corrupt).
  * −1 when one is missing or corrupt (pt_error says which), else 0.
  */
 int pt_supply(pt_update *u, const uint8_t *records, const uint32_t *lengths);
@@ -53,9 +54,10 @@ void pt_rank_inputs(const pt_update *u, int r, uint8_t *xs, uint8_t *ys);
 /** The engine's hashes of rank r's pairs: the nodes' hashes follow (an edge's adds its length). */
 void pt_rank_hashes(pt_update *u, int r, const uint8_t *hashes);
 
-/** After every rank is hashed: the new root and the new nodes (records padded to 65 bytes). */
+/** After every rank is hashed: the new root and the new nodes (records back to back). */
 size_t pt_new_count(const pt_update *u);
-void pt_result(const pt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *records, uint8_t *lengths,
+size_t pt_new_bytes(const pt_update *u);
+void pt_result(const pt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *records, uint32_t *lengths,
                int32_t *positions);
 
 const char *pt_error(const pt_update *u);

@@ -109,7 +109,7 @@ static napi_value step(napi_env env, napi_callback_info info) {
   return nu_tuple(env, both, 2);
 }
 
-/** patriciaSupply(handle, records, lengths): PT_MAX_RECORD bytes per record, lengths a Uint32Array. */
+/** patriciaSupply(handle, records, lengths): records back to back, lengths a Uint32Array (PT_MISSING: none). */
 static napi_value supply(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   pt_update *u = update_call(env, info, 3, argv);
@@ -120,13 +120,16 @@ static napi_value supply(napi_env env, napi_callback_info info) {
   if (!nu_typed(env, argv[1], napi_uint8_array, (void **)&records, &nr) ||
       !nu_typed(env, argv[2], napi_uint32_array, (void **)&lengths, &nl))
     return NULL;
-  if (nr != nl * PT_MAX_RECORD) {
-    napi_throw_range_error(env, "ERR_PATRICIA_INPUT", "records: 65 bytes per length");
-    return NULL;
-  }
   /* pt_supply reads exactly as many records as the last step asked for. */
   if (nl != pt_pending_count(u)) {
     napi_throw_range_error(env, "ERR_PATRICIA_INPUT", "one record per record asked for");
+    return NULL;
+  }
+  size_t sum = 0;
+  for (size_t i = 0; i < nl; i++)
+    if (lengths[i] != PT_MISSING) sum += lengths[i];
+  if (sum != nr) {
+    napi_throw_range_error(env, "ERR_PATRICIA_INPUT", "the records' lengths do not add up to their bytes");
     return NULL;
   }
   if (pt_supply(u, records, lengths) < 0) throw_failed(env, u);
@@ -184,7 +187,7 @@ static napi_value rank_hashes(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/** patriciaResult(handle): [root, hashes, records (65 bytes each), lengths, positions]. */
+/** patriciaResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions]. */
 static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   pt_update *u = update_call(env, info, 1, argv);
@@ -194,8 +197,8 @@ static napi_value result(napi_env env, napi_callback_info info) {
   napi_value v[5];
   if (!(v[0] = nu_new_typed(env, napi_uint8_array, 32, 1, &root)) ||
       !(v[1] = nu_new_typed(env, napi_uint8_array, n * 32, 1, &hashes)) ||
-      !(v[2] = nu_new_typed(env, napi_uint8_array, n * PT_MAX_RECORD, 1, &records)) ||
-      !(v[3] = nu_new_typed(env, napi_uint8_array, n, 1, &lengths)) ||
+      !(v[2] = nu_new_typed(env, napi_uint8_array, pt_new_bytes(u), 1, &records)) ||
+      !(v[3] = nu_new_typed(env, napi_uint32_array, n, 4, &lengths)) ||
       !(v[4] = nu_new_typed(env, napi_int32_array, n * 2, 4, &positions)))
     return NULL;
   pt_result(u, root, hashes, records, lengths, positions);

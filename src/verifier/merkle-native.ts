@@ -1,8 +1,8 @@
 import { climbChains, type HashEngine } from "./hash/engine.js";
 import { CHECKPOINT_STEP, packedEmpties } from "./merkle-edge.js";
-import { MISSING_RECORD, type NodeSource, type PackedNodes } from "./node-source.js";
+import type { NodeSource } from "./node-source.js";
 import type { NodeWrites } from "./node-writes.js";
-import { asStoreError } from "./tree-walk.js";
+import { asStoreError, readRecords, rememberNewNodes } from "./tree-walk.js";
 
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
@@ -60,7 +60,9 @@ export async function updateMerkleNative(
   const handle = native.merkleCreate(empty.length - 1, remembered, ids, oldRoot, packedEmpty);
   try {
     const step = () => asStoreError(treeName, () => native.merkleStep(handle));
-    for (let needs = step(); needs; needs = step()) await readRecords(native, handle, nodes, needs, treeName);
+    const supply = (records: Uint8Array, lengths: Uint32Array) =>
+      native.merkleSupply(handle, records, lengths);
+    for (let needs = step(); needs; needs = step()) await readRecords(nodes, needs, treeName, supply);
     const job = native.merkleBuild(handle, await leafHashes());
     if (job) {
       const [starts, paths, from, to, slots] = job;
@@ -72,87 +74,9 @@ export async function updateMerkleNative(
       native.merkleLevelHashes(handle, await engine.hashMany(level[0], level[1]));
     const [root, hashes, records, lengths, positions] = native.merkleResult(handle);
     out.addAll(hashes, records, lengths);
-    if (remembered > 0) rememberAll(nodes, treeName, hashes, records, lengths, positions);
+    if (remembered > 0) rememberNewNodes(nodes, treeName, hashes, records, lengths, positions);
     return root;
   } finally {
     native.merkleFree(handle);
-  }
-}
-
-/** Reads the records a step asked for, supplies them, and remembers those the cache keeps. */
-async function readRecords(
-  native: NativeMerkle,
-  handle: Handle,
-  nodes: NodeSource,
-  [hashes, positions]: [Uint8Array, Int32Array],
-  treeName: string,
-): Promise<void> {
-  const { records, lengths, fromStore } = nodes.getPacked
-    ? await nodes.getPacked(treeName, hashes, positions)
-    : await getPacked(nodes, hashes);
-  // The addon checks every record first: a corrupt one fails the update and is not remembered.
-  asStoreError(treeName, () => native.merkleSupply(handle, records, lengths));
-  if (!nodes.remember) return;
-  // Those that came from the store (the cache's own are there already), by position.
-  for (let i = 0, k = 0, at = 0; k < fromStore.length; i++) {
-    const length = lengths[i] === MISSING_RECORD ? 0 : lengths[i]!;
-    if (i === fromStore[k]) {
-      k++;
-      const index = positions[2 * i + 1]!;
-      if (index >= 0)
-        nodes.remember(
-          treeName,
-          positions[2 * i]!,
-          index,
-          hashes.subarray(i * 32, i * 32 + 32),
-          records.subarray(at, at + length),
-        );
-    }
-    at += length;
-  }
-}
-
-/** NodeSource.getPacked for a source without it: one getNodes, packed (every record from the store). */
-async function getPacked(nodes: NodeSource, hashes: Uint8Array): Promise<PackedNodes> {
-  const n = hashes.length / 32;
-  const wanted = new Array<Uint8Array>(n);
-  for (let i = 0; i < n; i++) wanted[i] = hashes.subarray(i * 32, i * 32 + 32);
-  const found = await nodes.getNodes(wanted);
-  const lengths = new Uint32Array(n);
-  let bytes = 0;
-  for (let i = 0; i < n; i++) {
-    lengths[i] = found[i]?.length ?? MISSING_RECORD;
-    bytes += found[i]?.length ?? 0;
-  }
-  const records = new Uint8Array(bytes);
-  for (let i = 0, at = 0; i < n; i++) {
-    const rec = found[i];
-    if (rec === undefined) continue;
-    records.set(rec, at);
-    at += rec.length;
-  }
-  return { records, lengths, fromStore: Array.from(wanted.keys()) };
-}
-
-/** Tells the cache where the new nodes at its levels sit (positions with an index). */
-function rememberAll(
-  nodes: NodeSource,
-  treeName: string,
-  hashes: Uint8Array,
-  records: Uint8Array,
-  lengths: Uint32Array,
-  positions: Int32Array,
-): void {
-  if (nodes.rememberPacked) return nodes.rememberPacked(treeName, hashes, records, lengths, positions);
-  for (let i = 0, at = 0; i < lengths.length; at += lengths[i]!, i++) {
-    const index = positions[2 * i + 1]!;
-    if (index >= 0)
-      nodes.remember!(
-        treeName,
-        positions[2 * i]!,
-        index,
-        hashes.subarray(i * 32, i * 32 + 32),
-        records.subarray(at, at + lengths[i]!),
-      );
   }
 }

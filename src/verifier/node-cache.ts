@@ -181,6 +181,7 @@ export class TopNodeCache {
     const hitSlots = new Int32Array(n);
     const levels = this.byPosition.get(tree);
     const missing: number[] = [];
+    const unplaced: number[] = [];
     let hitBytes = 0;
     for (let i = 0; i < n; i++) {
       const depth = positions[2 * i]!;
@@ -188,13 +189,12 @@ export class TopNodeCache {
       let slot = -1;
       if (index >= 0 && depth < this.levels) {
         const atPosition = (levels?.[depth]?.[index] ?? 0) - 1;
-        slot =
-          atPosition >= 0 && this.holdsAt(atPosition, hashes, i * 32)
-            ? atPosition
-            : this.find(hashes, i * 32);
+        if (atPosition >= 0 && this.holdsAt(atPosition, hashes, i * 32)) slot = atPosition;
+        else if ((slot = this.find(hashes, i * 32)) >= 0) unplaced.push(i); // kept under another position
       }
       if (slot < 0) {
         missing.push(i);
+        unplaced.push(i);
         continue;
       }
       hitSlots[i] = slot + 1;
@@ -208,7 +208,7 @@ export class TopNodeCache {
       for (let k = 0; k < lengths[i]!; k++) hits[at + k] = this.slab[from + k]!;
       at += lengths[i]!;
     }
-    if (missing.length === 0) return { records: hits, lengths, fromStore: missing };
+    if (missing.length === 0) return { records: hits, lengths, unplaced };
     const wanted = new Array<Uint8Array>(missing.length);
     for (let k = 0; k < missing.length; k++)
       wanted[k] = hashes.subarray(missing[k]! * 32, missing[k]! * 32 + 32);
@@ -232,7 +232,7 @@ export class TopNodeCache {
         at += rec.length;
       }
     }
-    return { records, lengths, fromStore: missing };
+    return { records, lengths, unplaced };
   }
 
   /**

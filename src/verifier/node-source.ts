@@ -39,8 +39,11 @@ export const MISSING_RECORD = 0xffffffff;
 export interface PackedNodes {
   readonly records: Uint8Array;
   readonly lengths: Uint32Array;
-  /** The indices of the records that came from the store rather than the cache (for remembering). */
-  readonly fromStore: readonly number[];
+  /**
+   * The indices, ascending, of the records not found at their own position in a cache (read from
+   * the store, or found under another position), which the caller remembers at theirs.
+   */
+  readonly unplaced: readonly number[];
 }
 
 /** A node record to be stored under its hash. */

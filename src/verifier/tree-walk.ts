@@ -1,6 +1,7 @@
 import { DacdError } from "../errors.js";
 import { loadNativeAddon } from "./hash/native-engine.js";
 import type { NativeMerkle } from "./merkle-native.js";
+import { MISSING_RECORD, type NodeSource, type PackedNodes } from "./node-source.js";
 import type { NativePatricia } from "./patricia-native.js";
 
 /** The native addon's tree walks (native/trees/, built into the Pedersen addon). */
@@ -47,5 +48,85 @@ export function asStoreError<T>(treeName: string, call: () => T): T {
     if (STORE_CODES.has((err as { code?: string }).code ?? ""))
       throw new DacdError("STORE", `${treeName} tree: ${(err as Error).message}`);
     throw err;
+  }
+}
+
+/**
+ * Reads the records a native walk asked for (hashes, and positions: depth and index each), hands
+ * them to `supply` back to back with their lengths, and then remembers those the cache does not
+ * hold at their position. The addon checks every record first: a corrupt one fails the update and is not remembered.
+ */
+export async function readRecords(
+  nodes: NodeSource,
+  [hashes, positions]: [Uint8Array, Int32Array],
+  treeName: string,
+  supply: (records: Uint8Array, lengths: Uint32Array) => void,
+): Promise<void> {
+  const { records, lengths, unplaced } = nodes.getPacked
+    ? await nodes.getPacked(treeName, hashes, positions)
+    : await getPacked(nodes, hashes);
+  asStoreError(treeName, () => supply(records, lengths));
+  if (!nodes.remember) return;
+  // The cache's own are at their positions already.
+  for (let i = 0, k = 0, at = 0; k < unplaced.length; i++) {
+    const length = lengths[i] === MISSING_RECORD ? 0 : lengths[i]!;
+    if (i === unplaced[k]) {
+      k++;
+      const index = positions[2 * i + 1]!;
+      if (index >= 0)
+        nodes.remember(
+          treeName,
+          positions[2 * i]!,
+          index,
+          hashes.subarray(i * 32, i * 32 + 32),
+          records.subarray(at, at + length),
+        );
+    }
+    at += length;
+  }
+}
+
+/** NodeSource.getPacked for a source without it: one getNodes, packed (every record unplaced). */
+async function getPacked(nodes: NodeSource, hashes: Uint8Array): Promise<PackedNodes> {
+  const n = hashes.length / 32;
+  const wanted = new Array<Uint8Array>(n);
+  for (let i = 0; i < n; i++) wanted[i] = hashes.subarray(i * 32, i * 32 + 32);
+  const found = await nodes.getNodes(wanted);
+  const lengths = new Uint32Array(n);
+  let bytes = 0;
+  for (let i = 0; i < n; i++) {
+    lengths[i] = found[i]?.length ?? MISSING_RECORD;
+    bytes += found[i]?.length ?? 0;
+  }
+  const records = new Uint8Array(bytes);
+  for (let i = 0, at = 0; i < n; i++) {
+    const rec = found[i];
+    if (rec === undefined) continue;
+    records.set(rec, at);
+    at += rec.length;
+  }
+  return { records, lengths, unplaced: Array.from(wanted.keys()) };
+}
+
+/** Tells the cache where a native walk's new nodes at its levels sit (positions with an index). */
+export function rememberNewNodes(
+  nodes: NodeSource,
+  treeName: string,
+  hashes: Uint8Array,
+  records: Uint8Array,
+  lengths: Uint32Array,
+  positions: Int32Array,
+): void {
+  if (nodes.rememberPacked) return nodes.rememberPacked(treeName, hashes, records, lengths, positions);
+  for (let i = 0, at = 0; i < lengths.length; at += lengths[i]!, i++) {
+    const index = positions[2 * i + 1]!;
+    if (index >= 0)
+      nodes.remember!(
+        treeName,
+        positions[2 * i]!,
+        index,
+        hashes.subarray(i * 32, i * 32 + 32),
+        records.subarray(at, at + lengths[i]!),
+      );
   }
 }

@@ -115,7 +115,7 @@ describe("TopNodeCache", () => {
     expect(toHex(packed.records)).toBe(
       toHex(concat([h(11), new Uint8Array(65).fill(12), h(13), new Uint8Array(161).fill(18)])),
     );
-    expect(packed.fromStore).toEqual([3, 4, 5]);
+    expect(packed.unplaced).toEqual([1, 2, 3, 4, 5]);
     expect(lookups).toEqual([3]);
   });
 
