@@ -1,7 +1,94 @@
 /* napi_util.h */
 #include "napi_util.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "napi_call.h"
+
+/** What nu_wrap puts in an external: the object, how to free it, and its kind. */
+typedef struct {
+  void *p;
+  void (*release)(void *);
+  const char *what;
+} handle;
+
+static void finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  handle *h = data;
+  if (h->p) h->release(h->p);
+  free(h);
+}
+
+napi_value nu_wrap(napi_env env, void *p, void (*release)(void *), const char *what, const char *memory_code) {
+  handle *h = malloc(sizeof *h);
+  napi_value out;
+  if (!h || napi_create_external(env, h, finalize, NULL, &out) != napi_ok) {
+    free(h);
+    release(p);
+    napi_throw_error(env, memory_code, "out of memory");
+    return NULL;
+  }
+  *h = (handle){p, release, what};
+  return out;
+}
+
+/** The handle inside an external of kind `what`, or NULL. */
+static handle *handle_of(napi_env env, napi_value v, const char *what) {
+  napi_valuetype type;
+  handle *h = NULL;
+  if (napi_typeof(env, v, &type) != napi_ok || type != napi_external ||
+      napi_get_value_external(env, v, (void **)&h) != napi_ok || !h || h->what != what)
+    return NULL;
+  return h;
+}
+
+void *nu_unwrap(napi_env env, napi_value v, const char *what) {
+  handle *h = handle_of(env, v, what);
+  if (!h || !h->p) {
+    char msg[80];
+    snprintf(msg, sizeof msg, "not a live %s", what);
+    napi_throw_type_error(env, NULL, msg);
+    return NULL;
+  }
+  return h->p;
+}
+
+void nu_release(napi_env env, napi_value v, const char *what) {
+  handle *h = handle_of(env, v, what);
+  if (h && h->p) {
+    h->release(h->p);
+    h->p = NULL;
+  }
+}
+
+napi_value nu_needs(napi_env env, size_t n, const uint8_t *hashes, const int32_t *positions) {
+  void *h, *p;
+  napi_value v[2];
+  if (!(v[0] = nu_new_typed(env, napi_uint8_array, n * 32, 1, &h)) ||
+      !(v[1] = nu_new_typed(env, napi_int32_array, n * 2, 4, &p)))
+    return NULL;
+  memcpy(h, hashes, n * 32);
+  memcpy(p, positions, n * 2 * sizeof(int32_t));
+  return nu_tuple(env, v, 2);
+}
+
+int nu_lengths_add_up(const uint32_t *lengths, size_t n, uint32_t missing, size_t bytes) {
+  size_t sum = 0;
+  for (size_t i = 0; i < n; i++)
+    if (lengths[i] != missing) sum += lengths[i];
+  return sum == bytes;
+}
+
+int nu_new_nodes(napi_env env, size_t n, size_t bytes, napi_value v[5], void *data[5]) {
+  return (v[0] = nu_new_typed(env, napi_uint8_array, 32, 1, &data[0])) &&
+         (v[1] = nu_new_typed(env, napi_uint8_array, n * 32, 1, &data[1])) &&
+         (v[2] = nu_new_typed(env, napi_uint8_array, bytes, 1, &data[2])) &&
+         (v[3] = nu_new_typed(env, napi_uint32_array, n, 4, &data[3])) &&
+         (v[4] = nu_new_typed(env, napi_int32_array, n * 2, 4, &data[4]));
+}
 
 int nu_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   size_t argc = want;

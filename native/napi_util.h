@@ -4,6 +4,7 @@
 
 #include <node_api.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /** The call's first `want` arguments into argv; 0 (a TypeError thrown) when there are fewer. */
 int nu_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv);
@@ -13,6 +14,27 @@ int nu_typed(napi_env env, napi_value v, napi_typedarray_type type, void **data,
 napi_value nu_new_typed(napi_env env, napi_typedarray_type type, size_t length, size_t elem, void **data);
 /** A JavaScript array of `n` values. NULL (thrown) on failure. */
 napi_value nu_tuple(napi_env env, const napi_value *values, uint32_t n);
+/**
+ * An external that owns `p`, tagged with `what` (a string constant naming its kind): `release`
+ * frees it when nu_release is called or the collector finds the external. NULL on failure (an
+ * error with `memory_code` thrown, and `p` released).
+ */
+napi_value nu_wrap(napi_env env, void *p, void (*release)(void *), const char *what, const char *memory_code);
+/** The live object inside an external that nu_wrap made with the same `what`; NULL (a TypeError) otherwise. */
+void *nu_unwrap(napi_env env, napi_value v, const char *what);
+/** Releases the object inside an external of kind `what` now (nothing if it is released already). */
+void nu_release(napi_env env, napi_value v, const char *what);
+
+/** [hashes, positions] of n records a walk needs: 32 bytes and (depth, index) each, copied. */
+napi_value nu_needs(napi_env env, size_t n, const uint8_t *hashes, const int32_t *positions);
+/** Whether n lengths (`missing`: a record not there, no bytes) add up to `bytes`. */
+int nu_lengths_add_up(const uint32_t *lengths, size_t n, uint32_t missing, size_t bytes);
+/**
+ * A walk's result as five new arrays in v: the root (32 bytes), n hashes, `bytes` of records, n
+ * lengths (Uint32Array) and n positions (Int32Array pairs); their data in data[0..5]. 0 when thrown.
+ */
+int nu_new_nodes(napi_env env, size_t n, size_t bytes, napi_value v[5], void *data[5]);
+
 /** Registers `n` functions on `exports` under their names; 0 on failure. */
 typedef struct {
   const char *name;

@@ -95,8 +95,7 @@ struct mt_update {
   int height, remembered;
   size_t n;
   u256 *ids;
-  const uint8_t *empty; /* E[0..height], the caller's copy */
-  uint8_t *empty_copy;
+  uint8_t *empty; /* E[0..height], copied */
 
   /* Levels: node j of height h is at base[h] + j; count[h] nodes. */
   size_t *base, *count;
@@ -267,10 +266,9 @@ mt_update *mt_create(int height, int remembered, const uint8_t *ids, size_t n, c
   u->remembered = remembered;
   u->n = n;
   u->ids = room(u, &u->b.ids, n * sizeof(u256));
-  u->empty_copy = malloc(32 * ((size_t)height + 1));
-  if (!u->ids || !u->empty_copy) goto oom;
-  memcpy(u->empty_copy, empty, 32 * ((size_t)height + 1));
-  u->empty = u->empty_copy;
+  u->empty = malloc(32 * ((size_t)height + 1));
+  if (!u->ids || !u->empty) goto oom;
+  memcpy(u->empty, empty, 32 * ((size_t)height + 1));
   for (size_t i = 0; i < n; i++) {
     u->ids[i] = u_from_be(ids + 32 * i);
     if (u_bit_length(u->ids[i]) > (unsigned)height) {
@@ -306,7 +304,7 @@ void mt_free(mt_update *u) {
   free(u->base);
   free(u->count);
   free(u->pair_start);
-  free(u->empty_copy);
+  free(u->empty);
   if (!spare_held) {
     spare = u->b;
     spare_held = 1;

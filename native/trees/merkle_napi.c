@@ -1,7 +1,7 @@
 /*
  * The Merkle update (merkle.h) for JavaScript: src/verifier/merkle-native.ts drives it. An update
- * is an external handle; every buffer crosses as a typed array, copied on the way in and out, so no
- * JavaScript memory is held between calls.
+ * is an external handle (nu_wrap); every buffer crosses as a typed array, copied on the way in and
+ * out, so no JavaScript memory is held between calls.
  */
 #include <node_api.h>
 #include <stdlib.h>
@@ -12,27 +12,15 @@
 #include "merkle.h"
 #include "merkle_napi.h"
 
-typedef struct {
-  mt_update *u;
-} handle;
+/** The kind of external an update lives in (nu_wrap). */
+static const char WHAT[] = "Merkle update";
 
-static void finalize(napi_env env, void *data, void *hint) {
-  (void)env;
-  (void)hint;
-  handle *h = data;
-  mt_free(h->u);
-  free(h);
-}
+static void release_update(void *u) { mt_free(u); }
 
 /** The call's first `want` arguments, the first being a live update: that update, or NULL (thrown). */
 static mt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   if (!nu_args(env, info, want, argv)) return NULL;
-  handle *h = NULL;
-  if (napi_get_value_external(env, argv[0], (void **)&h) != napi_ok || !h || !h->u) {
-    napi_throw_type_error(env, NULL, "not a live Merkle update");
-    return NULL;
-  }
-  return h->u;
+  return nu_unwrap(env, argv[0], WHAT);
 }
 
 static napi_value throw_input(napi_env env, const char *msg) {
@@ -69,16 +57,7 @@ static napi_value create(napi_env env, napi_callback_info info) {
   char err[160];
   mt_update *u = mt_create(height, remembered, ids, ni / 32, root, empty, err, sizeof err);
   if (!u) return throw_input(env, err);
-  handle *h = malloc(sizeof *h);
-  napi_value out;
-  if (!h || napi_create_external(env, h, finalize, NULL, &out) != napi_ok) {
-    free(h);
-    mt_free(u);
-    napi_throw_error(env, "ERR_MERKLE_MEMORY", "out of memory");
-    return NULL;
-  }
-  h->u = u;
-  return out;
+  return nu_wrap(env, u, release_update, WHAT, "ERR_MERKLE_MEMORY");
 }
 
 /** merkleStep(handle): null when the old paths are read, else [hashes, positions] of the records it needs. */
@@ -92,14 +71,7 @@ static napi_value step(napi_env env, napi_callback_info info) {
   const uint8_t *hashes;
   const int32_t *positions;
   mt_needs(u, &hashes, &positions);
-  void *h, *p;
-  napi_value v[2];
-  if (!(v[0] = nu_new_typed(env, napi_uint8_array, (size_t)n * 32, 1, &h)) ||
-      !(v[1] = nu_new_typed(env, napi_int32_array, (size_t)n * 2, 4, &p)))
-    return NULL;
-  memcpy(h, hashes, (size_t)n * 32);
-  memcpy(p, positions, (size_t)n * 8);
-  return nu_tuple(env, v, 2);
+  return nu_needs(env, (size_t)n, hashes, positions);
 }
 
 /** merkleSupply(handle, records, lengths): records back to back, lengths a Uint32Array (MT_MISSING: none). */
@@ -114,10 +86,8 @@ static napi_value supply(napi_env env, napi_callback_info info) {
       !nu_typed(env, argv[2], napi_uint32_array, (void **)&lengths, &nl))
     return NULL;
   if (nl != mt_pending_count(u)) return throw_input(env, "one record per record asked for");
-  size_t sum = 0;
-  for (size_t i = 0; i < nl; i++)
-    if (lengths[i] != MT_MISSING) sum += lengths[i];
-  if (sum != nr) return throw_input(env, "the records' lengths do not add up to their bytes");
+  if (!nu_lengths_add_up(lengths, nl, MT_MISSING, nr))
+    return throw_input(env, "the records' lengths do not add up to their bytes");
   if (mt_supply(u, records, nr, lengths) < 0) return throw_failed(env, u);
   return NULL;
 }
@@ -200,28 +170,17 @@ static napi_value result(napi_env env, napi_callback_info info) {
   mt_update *u = update_call(env, info, 1, argv);
   if (!u) return NULL;
   if (!mt_done(u)) return throw_input(env, "the result before every level is hashed");
-  size_t n = mt_new_count(u);
-  void *root, *hashes, *records, *lengths, *positions;
   napi_value v[5];
-  if (!(v[0] = nu_new_typed(env, napi_uint8_array, 32, 1, &root)) ||
-      !(v[1] = nu_new_typed(env, napi_uint8_array, n * 32, 1, &hashes)) ||
-      !(v[2] = nu_new_typed(env, napi_uint8_array, mt_new_bytes(u), 1, &records)) ||
-      !(v[3] = nu_new_typed(env, napi_uint32_array, n, 4, &lengths)) ||
-      !(v[4] = nu_new_typed(env, napi_int32_array, n * 2, 4, &positions)))
-    return NULL;
-  mt_result(u, root, hashes, records, lengths, positions);
+  void *d[5];
+  if (!nu_new_nodes(env, mt_new_count(u), mt_new_bytes(u), v, d)) return NULL;
+  mt_result(u, d[0], d[1], d[2], d[3], d[4]);
   return nu_tuple(env, v, 5);
 }
 
 /** merkleFree(handle): frees the update now rather than when the collector finds the handle. */
 static napi_value release(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  if (!nu_args(env, info, 1, argv)) return NULL;
-  handle *h = NULL;
-  if (napi_get_value_external(env, argv[0], (void **)&h) == napi_ok && h) {
-    mt_free(h->u);
-    h->u = NULL;
-  }
+  if (nu_args(env, info, 1, argv)) nu_release(env, argv[0], WHAT);
   return NULL;
 }
 

@@ -1,6 +1,6 @@
 /*
  * The Patricia update (patricia.h) for JavaScript: src/verifier/patricia-native.ts drives it. An
- * update is an external handle; every buffer crosses as a typed array, copied on the way in and
+ * update is an external handle (nu_wrap); every buffer crosses as a typed array, copied on the way in and
  * out, so no JavaScript memory is held between calls.
  */
 #include <node_api.h>
@@ -12,32 +12,15 @@
 #include "patricia.h"
 #include "patricia_napi.h"
 
-typedef struct {
-  pt_update *u;
-} handle;
+/** The kind of external an update lives in (nu_wrap). */
+static const char WHAT[] = "Patricia update";
 
-static void finalize(napi_env env, void *data, void *hint) {
-  (void)env;
-  (void)hint;
-  handle *h = data;
-  pt_free(h->u);
-  free(h);
-}
-
-
-static pt_update *update_of(napi_env env, napi_value v) {
-  handle *h = NULL;
-  if (napi_get_value_external(env, v, (void **)&h) != napi_ok || !h || !h->u) {
-    napi_throw_type_error(env, NULL, "not a live Patricia update");
-    return NULL;
-  }
-  return h->u;
-}
+static void release_update(void *u) { pt_free(u); }
 
 /** The call's first `want` arguments, the first being a live update: that update, or NULL (thrown). */
 static pt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   if (!nu_args(env, info, want, argv)) return NULL;
-  return update_of(env, argv[0]);
+  return nu_unwrap(env, argv[0], WHAT);
 }
 
 static void throw_failed(napi_env env, pt_update *u) {
@@ -68,16 +51,7 @@ static napi_value create(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, "ERR_PATRICIA_INPUT", err);
     return NULL;
   }
-  handle *h = malloc(sizeof *h);
-  napi_value out;
-  if (!h || napi_create_external(env, h, finalize, NULL, &out) != napi_ok) {
-    free(h);
-    pt_free(u);
-    napi_throw_error(env, "ERR_PATRICIA_MEMORY", "out of memory");
-    return NULL;
-  }
-  h->u = u;
-  return out;
+  return nu_wrap(env, u, release_update, WHAT, "ERR_PATRICIA_MEMORY");
 }
 
 /** patriciaStep(handle): null when built, else [hashes, positions] of the records it needs. */
@@ -98,15 +72,7 @@ static napi_value step(napi_env env, napi_callback_info info) {
   const uint8_t *hashes;
   const int32_t *positions;
   pt_needs(u, &hashes, &positions);
-  void *h, *p;
-  napi_value hv = nu_new_typed(env, napi_uint8_array, (size_t)n * 32, 1, &h);
-  if (!hv) return NULL;
-  napi_value pv = nu_new_typed(env, napi_int32_array, (size_t)n * 2, 4, &p);
-  if (!pv) return NULL;
-  memcpy(h, hashes, (size_t)n * 32);
-  memcpy(p, positions, (size_t)n * 8);
-  napi_value both[2] = {hv, pv};
-  return nu_tuple(env, both, 2);
+  return nu_needs(env, (size_t)n, hashes, positions);
 }
 
 /** patriciaSupply(handle, records, lengths): records back to back, lengths a Uint32Array (PT_MISSING: none). */
@@ -125,10 +91,7 @@ static napi_value supply(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, "ERR_PATRICIA_INPUT", "one record per record asked for");
     return NULL;
   }
-  size_t sum = 0;
-  for (size_t i = 0; i < nl; i++)
-    if (lengths[i] != PT_MISSING) sum += lengths[i];
-  if (sum != nr) {
+  if (!nu_lengths_add_up(lengths, nl, PT_MISSING, nr)) {
     napi_throw_range_error(env, "ERR_PATRICIA_INPUT", "the records' lengths do not add up to their bytes");
     return NULL;
   }
@@ -192,28 +155,17 @@ static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   pt_update *u = update_call(env, info, 1, argv);
   if (!u) return NULL;
-  size_t n = pt_new_count(u);
-  void *root, *hashes, *records, *lengths, *positions;
   napi_value v[5];
-  if (!(v[0] = nu_new_typed(env, napi_uint8_array, 32, 1, &root)) ||
-      !(v[1] = nu_new_typed(env, napi_uint8_array, n * 32, 1, &hashes)) ||
-      !(v[2] = nu_new_typed(env, napi_uint8_array, pt_new_bytes(u), 1, &records)) ||
-      !(v[3] = nu_new_typed(env, napi_uint32_array, n, 4, &lengths)) ||
-      !(v[4] = nu_new_typed(env, napi_int32_array, n * 2, 4, &positions)))
-    return NULL;
-  pt_result(u, root, hashes, records, lengths, positions);
+  void *d[5];
+  if (!nu_new_nodes(env, pt_new_count(u), pt_new_bytes(u), v, d)) return NULL;
+  pt_result(u, d[0], d[1], d[2], d[3], d[4]);
   return nu_tuple(env, v, 5);
 }
 
 /** patriciaFree(handle): frees the update now rather than when the collector finds the handle. */
 static napi_value release(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  if (!nu_args(env, info, 1, argv)) return NULL;
-  handle *h = NULL;
-  if (napi_get_value_external(env, argv[0], (void **)&h) == napi_ok && h) {
-    pt_free(h->u);
-    h->u = NULL;
-  }
+  if (nu_args(env, info, 1, argv)) nu_release(env, argv[0], WHAT);
   return NULL;
 }
 

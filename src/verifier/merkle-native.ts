@@ -2,7 +2,7 @@ import { climbChains, type HashEngine } from "./hash/engine.js";
 import { CHECKPOINT_STEP, packedEmpties } from "./merkle-edge.js";
 import type { NodeSource } from "./node-source.js";
 import type { NodeWrites } from "./node-writes.js";
-import { asStoreError, readRecords, rememberNewNodes } from "./tree-walk.js";
+import { asStoreError, readRecords, takeResult, type NativeResult } from "./tree-walk.js";
 
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
@@ -30,7 +30,7 @@ export interface NativeMerkle {
   merkleNextLevel(h: Handle): [Uint8Array, Uint8Array] | null;
   merkleLevelHashes(h: Handle, hashes: Uint8Array): void;
   /** The root, and the new nodes: hashes, records back to back, lengths, (depth, index) each. */
-  merkleResult(h: Handle): [Uint8Array, Uint8Array, Uint8Array, Uint32Array, Int32Array];
+  merkleResult(h: Handle): NativeResult;
   merkleFree(h: Handle): void;
 }
 
@@ -72,10 +72,7 @@ export async function updateMerkleNative(
     }
     for (let level = native.merkleNextLevel(handle); level; level = native.merkleNextLevel(handle))
       native.merkleLevelHashes(handle, await engine.hashMany(level[0], level[1]));
-    const [root, hashes, records, lengths, positions] = native.merkleResult(handle);
-    out.addAll(hashes, records, lengths);
-    if (remembered > 0) rememberNewNodes(nodes, treeName, hashes, records, lengths, positions);
-    return root;
+    return takeResult(native.merkleResult(handle), out, nodes, treeName, remembered);
   } finally {
     native.merkleFree(handle);
   }

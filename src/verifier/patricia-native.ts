@@ -1,7 +1,7 @@
 import type { HashEngine } from "./hash/engine.js";
 import type { NodeSource } from "./node-source.js";
 import type { NodeWrites } from "./node-writes.js";
-import { asStoreError, readRecords, rememberNewNodes } from "./tree-walk.js";
+import { asStoreError, readRecords, takeResult, type NativeResult } from "./tree-walk.js";
 
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
@@ -23,7 +23,7 @@ export interface NativePatricia {
   patriciaRankInputs(h: Handle, rank: number): [Uint8Array, Uint8Array];
   patriciaRankHashes(h: Handle, rank: number, hashes: Uint8Array): void;
   /** The root, and the new nodes: hashes, records back to back, lengths, (depth, index) each. */
-  patriciaResult(h: Handle): [Uint8Array, Uint8Array, Uint8Array, Uint32Array, Int32Array];
+  patriciaResult(h: Handle): NativeResult;
   patriciaFree(h: Handle): void;
 }
 
@@ -56,10 +56,7 @@ export async function updatePatriciaNative(
       const [xs, ys] = native.patriciaRankInputs(handle, r);
       native.patriciaRankHashes(handle, r, await engine.hashMany(xs, ys));
     }
-    const [root, hashes, records, lengths, positions] = native.patriciaResult(handle);
-    out.addAll(hashes, records, lengths);
-    if (remembered > 0) rememberNewNodes(nodes, treeName, hashes, records, lengths, positions);
-    return root;
+    return takeResult(native.patriciaResult(handle), out, nodes, treeName, remembered);
   } finally {
     native.patriciaFree(handle);
   }

@@ -2,6 +2,7 @@ import { DacdError } from "../errors.js";
 import { loadNativeAddon } from "./hash/native-engine.js";
 import type { NativeMerkle } from "./merkle-native.js";
 import { MISSING_RECORD, type NodeSource, type PackedNodes } from "./node-source.js";
+import type { NodeWrites } from "./node-writes.js";
 import type { NativePatricia } from "./patricia-native.js";
 
 /** The native addon's tree walks (native/trees/, built into the Pedersen addon). */
@@ -108,8 +109,24 @@ async function getPacked(nodes: NodeSource, hashes: Uint8Array): Promise<PackedN
   return { records, lengths, unplaced: Array.from(wanted.keys()) };
 }
 
+/** A native walk's result: the root, and the new nodes' hashes, records back to back, lengths and positions. */
+export type NativeResult = [Uint8Array, Uint8Array, Uint8Array, Uint32Array, Int32Array];
+
+/** Adds a native walk's new nodes to `out`, tells the cache about them, and returns the new root. */
+export function takeResult(
+  [root, hashes, records, lengths, positions]: NativeResult,
+  out: NodeWrites,
+  nodes: NodeSource,
+  treeName: string,
+  remembered: number,
+): Uint8Array {
+  out.addAll(hashes, records, lengths);
+  if (remembered > 0) rememberNewNodes(nodes, treeName, hashes, records, lengths, positions);
+  return root;
+}
+
 /** Tells the cache where a native walk's new nodes at its levels sit (positions with an index). */
-export function rememberNewNodes(
+function rememberNewNodes(
   nodes: NodeSource,
   treeName: string,
   hashes: Uint8Array,

@@ -7,9 +7,15 @@ import { TopNodeCache } from "../../src/verifier/node-cache.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { emptySubtreeRoots, updateMerkle } from "../../src/verifier/merkle.js";
 import { packedEmpties } from "../../src/verifier/merkle-edge.js";
-import type { NodeWrites } from "../../src/verifier/node-writes.js";
 import { nativeTreeWalks } from "../../src/verifier/tree-walk.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
+import {
+  compareWalks,
+  randomBatches,
+  updateWith,
+  type TreeUpdate,
+  type Walk,
+} from "../helpers/compare-walks.js";
 import { hex, RecordingStore } from "../helpers/recording-store.js";
 
 const engine = createEngine("auto");
@@ -18,85 +24,37 @@ const native = nativeTreeWalks({});
 /** E[0..height] with the empty leaf 0, as the naive root takes it. */
 const empties = (height: number) => emptySubtreeRoots(engine, new Uint8Array(32), height);
 
-interface StepResult {
-  root: string;
-  rootBytes: Uint8Array;
-  out: NodeWrites;
-  written: string[];
-  remembered: string[];
-}
+/** The Merkle update of the tree whose empty subtrees are `empty`, as DACD_TREE_WALK picks it. */
+const merkle =
+  (empty: readonly Uint8Array[]): TreeUpdate =>
+  (store, root, leaves) =>
+    updateMerkle(engine, store, empty, root, leaves, "vault");
 
-/** One update with the given walk, everything it wrote and remembered, in a comparable form. */
-async function update(
-  walk: "js" | "native",
+/** One update with the given walk, everything it wrote and remembered. */
+const update = (
+  walk: Walk,
   store: RecordingStore,
   empty: readonly Uint8Array[],
   root: Uint8Array,
   changes: Map<bigint, bigint>,
-): Promise<StepResult> {
-  process.env.DACD_TREE_WALK = walk;
-  store.remembered = [];
-  const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
-  const r = await updateMerkle(engine, store, empty, root, leaves, "vault");
-  return {
-    root: hex(r.root),
-    rootBytes: r.root,
-    out: r.newNodes,
-    written: [...r.newNodes].map((w) => `${hex(w.hash)} ${hex(w.record)}`).sort(),
-    remembered: [...store.remembered].sort(),
-  };
-}
+) => updateWith(walk, merkle(empty), store, root, changes);
 
-/**
- * Runs the same batches through both walks, each on a store of its own, and checks that they write
- * and remember the same records and reach the same roots; the last root against the naive one.
- * `nextBatch` draws a batch's changes from the state so far (value 0 deletes a leaf).
- */
-async function compareWalks(
+/** Both walks over the same batches (compareWalks); the last root against the naive one. */
+async function compareOnBatches(
   height: number,
-  seed: number,
   steps: number,
-  nextBatch: (step: number, rand: () => number, state: ReadonlyMap<bigint, bigint>) => Map<bigint, bigint>,
+  nextBatch: (step: number, state: ReadonlyMap<bigint, bigint>) => Map<bigint, bigint>,
 ) {
-  const rand = prng(seed);
   const empty = await empties(height);
-  const jsStore = new RecordingStore();
-  const nativeStore = new RecordingStore();
-  let jsRoot = empty[height]!;
-  let nativeRoot = empty[height]!;
-  const state = new Map<bigint, bigint>();
-  for (let step = 0; step < steps; step++) {
-    const changes = nextBatch(step, rand, state);
-    for (const [id, v] of changes) state.set(id, v);
-    const a = await update("js", jsStore, empty, jsRoot, changes);
-    const b = await update("native", nativeStore, empty, nativeRoot, changes);
-    expect(b.root, `step ${step}`).toBe(a.root);
-    expect(b.written, `step ${step}: new records`).toEqual(a.written);
-    expect(b.remembered, `step ${step}: remembered nodes`).toEqual(a.remembered);
-    jsStore.memory.putNodes(a.out);
-    nativeStore.memory.putNodes(b.out);
-    jsRoot = a.rootBytes;
-    nativeRoot = b.rootBytes;
-  }
+  const { state, root } = await compareWalks(merkle(empty), empty[height]!, steps, nextBatch);
   // The naive root (BigInt Pedersen over every leaf) is slow: checked once, at the end.
-  expect(toHex64(nativeRoot)).toBe(toHex64(bigintToBytes32(naiveMerkleRoot(height, state, 0n))));
+  expect(toHex64(root)).toBe(toHex64(bigintToBytes32(naiveMerkleRoot(height, state, 0n))));
 }
 
-/** n random changes: new ids from `randomId`, existing leaves overwritten or deleted. */
-function randomBatch(n: number, randomId: (rand: () => number) => bigint) {
-  return (step: number, rand: () => number, state: ReadonlyMap<bigint, bigint>) => {
-    const changes = new Map<bigint, bigint>();
-    const existing = [...state.keys()];
-    const size = step === 0 ? n * 4 : 1 + Math.floor(rand() * n);
-    while (changes.size < size) {
-      const id =
-        rand() < 0.35 && existing.length > 0
-          ? existing[Math.floor(rand() * existing.length)]!
-          : randomId(rand);
-      changes.set(id, rand() < 0.3 && step > 0 ? 0n : BigInt(1 + Math.floor(rand() * 1e9)));
-    }
-    return changes;
-  };
+/** Random batches of ids below 2^bits (randomBatches), from `seed`. */
+function randomIds(seed: number, n: number, bits: number) {
+  const rand = prng(seed);
+  return randomBatches(rand, n, () => BigInt(Math.floor(rand() * 2 ** bits)));
 }
 
 describe.skipIf(!native)("the native Merkle walk", () => {
@@ -105,28 +63,19 @@ describe.skipIf(!native)("the native Merkle walk", () => {
   });
 
   it("writes and remembers exactly what the JavaScript walk does, batch after batch (height 31)", async () => {
-    await compareWalks(
-      31,
-      91,
-      12,
-      randomBatch(30, (rand) => BigInt(Math.floor(rand() * 2 ** 31))),
-    );
+    await compareOnBatches(31, 12, randomIds(91, 30, 31));
   });
 
   it("agrees on a small, dense tree (subtrees emptied, edges split and climbing past deleted neighbours)", async () => {
-    await compareWalks(
-      10,
-      92,
-      25,
-      randomBatch(60, (rand) => BigInt(Math.floor(rand() * 1024))),
-    );
+    await compareOnBatches(10, 25, randomIds(92, 60, 10));
   });
 
   it("agrees where new leaves split old edges at every height, checkpoints included (height 64)", async () => {
     // Lone leaves first, then for each a neighbour that meets it at height k + 1: the new leaf splits
     // the old leaf's edge at height k, which the old leaf's chain climbs through from its checkpoint.
     const lone = Array.from({ length: 64 }, (_, k) => (BigInt(k + 1) * 0x9e3779b97f4a7c15n) % (1n << 64n));
-    await compareWalks(64, 93, 3, (step, rand) => {
+    const rand = prng(93);
+    await compareOnBatches(64, 3, (step) => {
       if (step === 0) return new Map(lone.map((id) => [id, BigInt(1 + Math.floor(rand() * 1e9))]));
       const changes = new Map<bigint, bigint>();
       lone.forEach((id, k) => {
@@ -147,11 +96,10 @@ describe.skipIf(!native)("the native Merkle walk", () => {
       const cache = new TopNodeCache(12);
       return { walk, memory, cache, view: cache.over(memory), root: empty[height]! };
     });
-    const rand = prng(94);
-    const batch = randomBatch(300, (r) => BigInt(Math.floor(r() * 2 ** 31)));
+    const batch = randomIds(94, 300, 31);
     const state = new Map<bigint, bigint>();
     for (let step = 0; step < 6; step++) {
-      const changes = batch(step, rand, state);
+      const changes = batch(step, state);
       for (const [id, v] of changes) state.set(id, v);
       const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
       const written: string[][] = [];
@@ -249,5 +197,10 @@ describe.skipIf(!native)("the native Merkle walk", () => {
     expect(() => native!.merkleNextLevel(h)).toThrow(/before the chains were climbed/);
     native!.merkleFree(h);
     expect(() => native!.merkleStep(h)).toThrow(/not a live Merkle update/);
+    // Another walk's handle is refused, not read as this one's.
+    const other = native!.patriciaCreate(height, 0, ids(1n), new Uint8Array(32).fill(1), new Uint8Array(32));
+    expect(() => native!.merkleStep(other)).toThrow(/not a live Merkle update/);
+    expect(() => native!.patriciaStep(h)).toThrow(/not a live Patricia update/);
+    native!.patriciaFree(other);
   });
 });

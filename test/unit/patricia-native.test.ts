@@ -3,83 +3,45 @@ import { DacdError } from "../../src/errors.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
-import { NodeWrites } from "../../src/verifier/node-writes.js";
 import { nativeTreeWalks } from "../../src/verifier/tree-walk.js";
 import { updatePatricia } from "../../src/verifier/patricia.js";
 import { naivePatriciaRoot } from "../helpers/naive-trees.js";
+import {
+  compareWalks,
+  randomBatches,
+  updateWith,
+  type TreeUpdate,
+  type Walk,
+} from "../helpers/compare-walks.js";
 import { hex, RecordingStore } from "../helpers/recording-store.js";
 
 const engine = createEngine("auto");
 const HEIGHT = 251;
-interface StepResult {
-  root: string;
-  written: string[];
-  remembered: string[];
-}
+/** The Patricia update at `height` as DACD_TREE_WALK picks it. */
+const patricia =
+  (height = HEIGHT): TreeUpdate =>
+  (store, root, leaves) =>
+    updatePatricia(engine, store, height, root, leaves, "order");
 
-/** One update with the given walk, everything it wrote and remembered, in a comparable form. */
-async function update(
-  walk: "js" | "native",
-  store: RecordingStore,
-  root: Uint8Array,
-  changes: Map<bigint, bigint>,
-  height = HEIGHT,
-): Promise<StepResult & { rootBytes: Uint8Array; out: NodeWrites }> {
-  process.env.DACD_TREE_WALK = walk;
-  store.remembered = [];
-  const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
-  const r = await updatePatricia(engine, store, height, root, leaves, "order");
-  const written = [...r.newNodes].map((w) => `${hex(w.hash)} ${hex(w.record)}`).sort();
-  return {
-    root: hex(r.root),
-    rootBytes: r.root,
-    out: r.newNodes,
-    written,
-    remembered: [...store.remembered].sort(),
-  };
-}
+/** One update with the given walk at height 251, everything it wrote and remembered. */
+const update = (walk: Walk, store: RecordingStore, root: Uint8Array, changes: Map<bigint, bigint>) =>
+  updateWith(walk, patricia(), store, root, changes);
 
 /**
- * Runs the same batches through both walks, each on a store of its own, and checks that they write
- * and remember the same records and reach the same roots; the last root against the naive one.
- * `randomId` draws a leaf id; existing leaves are overwritten or deleted (set to 0) too.
+ * Both walks over the same random batches (compareWalks); the last root against the naive one.
+ * `randomId` draws a new leaf id.
  */
-async function compareWalks(
+async function compareOnRandomBatches(
   height: number,
   seed: number,
   steps: number,
   randomId: (r: () => number) => bigint,
 ) {
   const rand = prng(seed);
-  const jsStore = new RecordingStore();
-  const nativeStore = new RecordingStore();
-  let jsRoot: Uint8Array = new Uint8Array(32);
-  let nativeRoot: Uint8Array = new Uint8Array(32);
-  const state = new Map<bigint, bigint>();
-  for (let step = 0; step < steps; step++) {
-    const changes = new Map<bigint, bigint>();
-    const existing = [...state.keys()];
-    const n = step === 0 ? 400 : 1 + Math.floor(rand() * 60);
-    while (changes.size < n) {
-      const id =
-        rand() < 0.35 && existing.length > 0
-          ? existing[Math.floor(rand() * existing.length)]!
-          : randomId(rand);
-      changes.set(id, rand() < 0.3 && step > 0 ? 0n : BigInt(1 + Math.floor(rand() * 1e9)));
-    }
-    for (const [id, v] of changes) state.set(id, v);
-    const a = await update("js", jsStore, jsRoot, changes, height);
-    const b = await update("native", nativeStore, nativeRoot, changes, height);
-    expect(b.root, `step ${step}`).toBe(a.root);
-    expect(b.written, `step ${step}: new records`).toEqual(a.written);
-    expect(b.remembered, `step ${step}: remembered nodes`).toEqual(a.remembered);
-    jsStore.memory.putNodes(a.out);
-    nativeStore.memory.putNodes(b.out);
-    jsRoot = a.rootBytes;
-    nativeRoot = b.rootBytes;
-  }
+  const batches = randomBatches(rand, 60, () => randomId(rand));
+  const { state, root } = await compareWalks(patricia(height), new Uint8Array(32), steps, batches);
   // The naive root (BigInt Pedersen over every leaf) is slow: checked once, at the end.
-  expect(toHex64(nativeRoot)).toBe(toHex64(bigintToBytes32(naivePatriciaRoot(height, state))));
+  expect(toHex64(root)).toBe(toHex64(bigintToBytes32(naivePatriciaRoot(height, state))));
 }
 
 const native = nativeTreeWalks({});
@@ -91,7 +53,7 @@ describe.skipIf(!native)("the native Patricia walk", () => {
 
   it("writes and remembers exactly what the JavaScript walk does, batch after batch", async () => {
     // Clustered ids and ids spread over 251 bits.
-    await compareWalks(HEIGHT, 77, 12, (rand) =>
+    await compareOnRandomBatches(HEIGHT, 77, 12, (rand) =>
       rand() < 0.4
         ? BigInt(Math.floor(rand() * 4096))
         : BigInt(Math.floor(rand() * 2 ** 48)) << BigInt(Math.floor(rand() * 200)),
@@ -99,7 +61,7 @@ describe.skipIf(!native)("the native Patricia walk", () => {
   });
 
   it("agrees with the JavaScript walk on a small, dense tree (subtrees emptied and edges merged)", async () => {
-    await compareWalks(10, 78, 25, (rand) => BigInt(Math.floor(rand() * 1024)));
+    await compareOnRandomBatches(10, 78, 25, (rand) => BigInt(Math.floor(rand() * 1024)));
   });
 
   it("merges an untouched edge into the one above when a deletion leaves it alone", async () => {
