@@ -26,7 +26,8 @@ const MAX_RECORD = SLOT - 33;
  * a position replaces the one there before, so old versions leave on their own and the size is
  * bounded by the trees' shape (at most 2^levels positions per tree), not by the number of batches.
  * Lookups are by hash, like the store's: nodes are content-addressed, so a record found here is
- * the stored record, and a node that is not here is simply read from the store. Merkle edge records
+ * the stored record, and a node that is not here is simply read from the store. The native walks,
+ * which know where each node they read sits, look up by position first (getPacked). Merkle edge records
  * above height 8 (longer than a slot's 65 bytes; one per leaf path's end) are not kept: they are
  * read about once each.
  *
