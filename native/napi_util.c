@@ -64,7 +64,14 @@ void nu_release(napi_env env, napi_value v, const char *what) {
   }
 }
 
+napi_value nu_null(napi_env env) {
+  napi_value out;
+  NAPI_CALL(env, napi_get_null(env, &out));
+  return out;
+}
+
 napi_value nu_needs(napi_env env, size_t n, const uint8_t *hashes, const int32_t *positions) {
+  if (n == 0) return nu_null(env);
   void *h, *p;
   napi_value v[2];
   if (!(v[0] = nu_new_typed(env, napi_uint8_array, n * 32, 1, &h)) ||
@@ -75,11 +82,25 @@ napi_value nu_needs(napi_env env, size_t n, const uint8_t *hashes, const int32_t
   return nu_tuple(env, v, 2);
 }
 
-int nu_lengths_add_up(const uint32_t *lengths, size_t n, uint32_t missing, size_t bytes) {
+int nu_supplied(napi_env env, napi_value recs, napi_value lens, size_t pending, uint32_t missing,
+                const char *code, uint8_t **records, size_t *bytes, uint32_t **lengths) {
+  size_t n;
+  if (!nu_typed(env, recs, napi_uint8_array, (void **)records, bytes) ||
+      !nu_typed(env, lens, napi_uint32_array, (void **)lengths, &n))
+    return 0;
+  /* The walk reads exactly as many records as its last step asked for. */
+  if (n != pending) {
+    napi_throw_range_error(env, code, "one record per record asked for");
+    return 0;
+  }
   size_t sum = 0;
   for (size_t i = 0; i < n; i++)
-    if (lengths[i] != missing) sum += lengths[i];
-  return sum == bytes;
+    if ((*lengths)[i] != missing) sum += (*lengths)[i];
+  if (sum != *bytes) {
+    napi_throw_range_error(env, code, "the records' lengths do not add up to their bytes");
+    return 0;
+  }
+  return 1;
 }
 
 int nu_new_nodes(napi_env env, size_t n, size_t bytes, napi_value v[5], void *data[5]) {

@@ -25,10 +25,20 @@ void *nu_unwrap(napi_env env, napi_value v, const char *what);
 /** Releases the object inside an external of kind `what` now (nothing if it is released already). */
 void nu_release(napi_env env, napi_value v, const char *what);
 
-/** [hashes, positions] of n records a walk needs: 32 bytes and (depth, index) each, copied. */
+/** JavaScript's null (NULL, thrown, if even that fails). */
+napi_value nu_null(napi_env env);
+/**
+ * A walk step's answer: null when it needs nothing (n = 0), else [hashes, positions] of the n
+ * records it needs, 32 bytes and (depth, index) each, copied.
+ */
 napi_value nu_needs(napi_env env, size_t n, const uint8_t *hashes, const int32_t *positions);
-/** Whether n lengths (`missing`: a record not there, no bytes) add up to `bytes`. */
-int nu_lengths_add_up(const uint32_t *lengths, size_t n, uint32_t missing, size_t bytes);
+/**
+ * The records a walk is supplied with: `recs` (a Uint8Array, back to back) and `lens` (a
+ * Uint32Array, `missing` for a record not there), one per record the walk asked for (`pending`)
+ * and adding up to the bytes given. 0 when not (a RangeError with `code` thrown).
+ */
+int nu_supplied(napi_env env, napi_value recs, napi_value lens, size_t pending, uint32_t missing,
+                const char *code, uint8_t **records, size_t *bytes, uint32_t **lengths);
 /**
  * A walk's result as five new arrays in v: the root (32 bytes), n hashes, `bytes` of records, n
  * lengths (Uint32Array) and n positions (Int32Array pairs); their data in data[0..5]. 0 when thrown.

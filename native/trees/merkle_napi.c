@@ -33,12 +33,6 @@ static napi_value throw_failed(napi_env env, const mt_update *u) {
   return NULL;
 }
 
-static napi_value null_value(napi_env env) {
-  napi_value out;
-  NAPI_CALL(env, napi_get_null(env, &out));
-  return out;
-}
-
 /** merkleCreate(height, remembered, ids, oldRoot, empty): a handle. */
 static napi_value create(napi_env env, napi_callback_info info) {
   napi_value argv[5];
@@ -67,7 +61,6 @@ static napi_value step(napi_env env, napi_callback_info info) {
   if (!u) return NULL;
   long n = mt_step(u);
   if (n < 0) return throw_failed(env, u);
-  if (n == 0) return null_value(env);
   const uint8_t *hashes;
   const int32_t *positions;
   mt_needs(u, &hashes, &positions);
@@ -81,14 +74,11 @@ static napi_value supply(napi_env env, napi_callback_info info) {
   if (!u) return NULL;
   uint8_t *records;
   uint32_t *lengths;
-  size_t nr, nl;
-  if (!nu_typed(env, argv[1], napi_uint8_array, (void **)&records, &nr) ||
-      !nu_typed(env, argv[2], napi_uint32_array, (void **)&lengths, &nl))
+  size_t bytes;
+  if (!nu_supplied(env, argv[1], argv[2], mt_pending_count(u), MT_MISSING, "ERR_MERKLE_INPUT", &records, &bytes,
+                   &lengths))
     return NULL;
-  if (nl != mt_pending_count(u)) return throw_input(env, "one record per record asked for");
-  if (!nu_lengths_add_up(lengths, nl, MT_MISSING, nr))
-    return throw_input(env, "the records' lengths do not add up to their bytes");
-  if (mt_supply(u, records, nr, lengths) < 0) return throw_failed(env, u);
+  if (mt_supply(u, records, bytes, lengths) < 0) return throw_failed(env, u);
   return NULL;
 }
 
@@ -103,7 +93,7 @@ static napi_value build(napi_env env, napi_callback_info info) {
   if (nl != mt_leaf_count(u) * 32) return throw_input(env, "one leaf hash (32 bytes) per leaf id");
   long n = mt_build(u, leaves);
   if (n < 0) return throw_failed(env, u);
-  if (n == 0) return null_value(env);
+  if (n == 0) return nu_null(env);
   void *starts, *paths, *from, *to;
   napi_value v[5];
   if (!(v[0] = nu_new_typed(env, napi_uint8_array, (size_t)n * 32, 1, &starts)) ||
@@ -140,7 +130,7 @@ static napi_value next_level(napi_env env, napi_callback_info info) {
   if (!u) return NULL;
   long n = mt_next_level(u);
   if (n < 0) return throw_failed(env, u);
-  if (n == 0) return null_value(env);
+  if (n == 0) return nu_null(env);
   void *xs, *ys;
   napi_value v[2];
   if (!(v[0] = nu_new_typed(env, napi_uint8_array, (size_t)n * 32, 1, &xs)) ||

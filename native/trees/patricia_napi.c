@@ -23,9 +23,10 @@ static pt_update *update_call(napi_env env, napi_callback_info info, size_t want
   return nu_unwrap(env, argv[0], WHAT);
 }
 
-static void throw_failed(napi_env env, pt_update *u) {
+static napi_value throw_failed(napi_env env, pt_update *u) {
   const char *msg = pt_error(u);
   napi_throw_error(env, strcmp(msg, "out of memory") == 0 ? "ERR_PATRICIA_MEMORY" : "ERR_PATRICIA_STORE", msg);
+  return NULL;
 }
 
 /** patriciaCreate(height, remembered, ids, leafHashes, oldRoot): a handle. */
@@ -60,15 +61,7 @@ static napi_value step(napi_env env, napi_callback_info info) {
   pt_update *u = update_call(env, info, 1, argv);
   if (!u) return NULL;
   long n = pt_step(u);
-  if (n < 0) {
-    throw_failed(env, u);
-    return NULL;
-  }
-  napi_value out;
-  if (n == 0) {
-    NAPI_CALL(env, napi_get_null(env, &out));
-    return out;
-  }
+  if (n < 0) return throw_failed(env, u);
   const uint8_t *hashes;
   const int32_t *positions;
   pt_needs(u, &hashes, &positions);
@@ -82,20 +75,11 @@ static napi_value supply(napi_env env, napi_callback_info info) {
   if (!u) return NULL;
   uint8_t *records;
   uint32_t *lengths;
-  size_t nr, nl;
-  if (!nu_typed(env, argv[1], napi_uint8_array, (void **)&records, &nr) ||
-      !nu_typed(env, argv[2], napi_uint32_array, (void **)&lengths, &nl))
+  size_t bytes;
+  if (!nu_supplied(env, argv[1], argv[2], pt_pending_count(u), PT_MISSING, "ERR_PATRICIA_INPUT", &records,
+                   &bytes, &lengths))
     return NULL;
-  /* pt_supply reads exactly as many records as the last step asked for. */
-  if (nl != pt_pending_count(u)) {
-    napi_throw_range_error(env, "ERR_PATRICIA_INPUT", "one record per record asked for");
-    return NULL;
-  }
-  if (!nu_lengths_add_up(lengths, nl, PT_MISSING, nr)) {
-    napi_throw_range_error(env, "ERR_PATRICIA_INPUT", "the records' lengths do not add up to their bytes");
-    return NULL;
-  }
-  if (pt_supply(u, records, lengths) < 0) throw_failed(env, u);
+  if (pt_supply(u, records, lengths) < 0) return throw_failed(env, u);
   return NULL;
 }
 
