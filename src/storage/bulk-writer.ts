@@ -89,8 +89,8 @@ class Partition {
  * Writes the millions of records of a bulk load (escape load, the bench's initial states) in
  * LevelDB's key order. Records are keyed by their hash, so a tree hands them over in random key
  * order, and LevelDB, fed random keys, flushes tables that overlap one another and then merges
- * them again and again (compaction: 26 of the 138 CPU-seconds of W-spot's load, and a backlog that
- * the first batches after the load pay for; bench/, docs/performance-history.md). Here records are
+ * them again and again (a large share of a load's CPU, and a backlog that the first batches after
+ * the load pay for; docs/performance.md). Here records are
  * first spilled to files, one per prefix byte and top bits of the hash; `finish` sorts each file
  * in turn and writes it in order, so every table LevelDB flushes follows the one before, and
  * compaction only moves tables down. Memory: one partition (a 32nd of a prefix's records) at a

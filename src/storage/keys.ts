@@ -36,12 +36,12 @@ export function metaKey(name: string): Uint8Array {
  * The order of these hashes by their first 24 bits (ties in the given order): the order of their
  * keys in LevelDB, near enough. LevelDB's memtable is a skip list, and inserting or looking up random
  * keys one after another misses the CPU caches at almost every step; in key order, each step starts
- * next to the one before (bench/: see docs/performance-history.md). `hashes` is a list of 32-byte hashes, or
- * one buffer of them packed end to end.
+ * next to the one before (bench/key-order.ts). `hashes` is a list of 32-byte hashes, or one buffer
+ * of them packed end to end.
  *
  * From 1,024 hashes on, a radix sort: two stable passes of 12 bits (the low half of the prefix,
- * then the high half), linear in the count, where sorting the prefixes as numbers took 7–8× as
- * long for a W-spot batch's 170k records (bench/key-order.ts). Below that the sort stays: the
+ * then the high half), linear in the count, where sorting the prefixes as numbers is several times
+ * slower for a batch's records (bench/key-order.ts). Below that the sort stays: the
  * passes' two count arrays of 4,096 entries are a fixed cost that a few hundred hashes do not repay.
  */
 export function keyOrder(hashes: readonly Uint8Array[] | Uint8Array): Uint32Array {

@@ -60,9 +60,8 @@ export class LevelStore implements NodeSource {
     const db: Db = new Level<Uint8Array, Uint8Array>(dir, {
       keyEncoding: "view",
       valueEncoding: "view",
-      // Nodes and leaves are hashes: Snappy cannot shrink them and only costs compaction CPU
-      // (W-spot batches 1.74 and 1.83 s without it, 2.19 and 1.94 s with it, back to back). Tables
-      // written with compression stay readable: LevelDB marks each block.
+      // Nodes and leaves are hashes: Snappy cannot shrink them and only costs compaction CPU.
+      // Tables written with compression stay readable: LevelDB marks each block.
       compression: false,
       ...opts,
     });
@@ -111,7 +110,7 @@ export class LevelStore implements NodeSource {
 
   /**
    * One getMany runs its lookups one after another on one libuv thread; a large one is split so that
-   * two threads look up at once (about 1.3× faster for 10k random keys on 2 cores; bench/).
+   * two threads look up at once.
    */
   async getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
     if (hashes.length === 0) return [];
@@ -137,7 +136,7 @@ export class LevelStore implements NodeSource {
     }
     // The records are put back in the caller's order, copied into one buffer, one view each:
     // classic-level makes a Buffer with an ArrayBuffer of its own per record, which the trees
-    // would keep until their update ends (W-spot: ~35 ms less scavenging per batch).
+    // would keep until their update ends, for the young generation to copy again and again.
     const out = new Array<Uint8Array | undefined>(hashes.length);
     let bytes = 0;
     for (const record of found) if (record) bytes += record.length;
@@ -250,9 +249,9 @@ export class LevelStore implements NodeSource {
   }
 
   /**
-   * A batch's write goes into LevelDB's memtable whole (16.6 MiB, 171k records for W-spot), and
+   * A batch's write goes into LevelDB's memtable whole (a large batch is ~170k records), and
    * that memtable stays the one lookups search first until the next write: every lookup of the next
-   * batch then walks a skip list of 171k entries (a quarter of the reads' CPU in `perf`). A write
+   * batch would then walk a skip list of that size. A write
    * of one key right after it makes LevelDB start a new memtable and flush the full one to a table,
    * whose index and Bloom filter answer a lookup for less. Not fsynced: it carries nothing, and
    * its failure is ignored, since the batch is stored by then (a store that cannot write any more
@@ -324,8 +323,8 @@ export class LevelStore implements NodeSource {
   /**
    * MB that LevelDB has written into its levels since the store was opened: memtable flushes into
    * level 0 and the merges below it (the Write(MB) column of its `leveldb.stats`, summed; whole
-   * MB). Records keyed by hash are merged down the levels again and again, ~12 times their size
-   * over 16 W-spot batches: the background work that competes with a batch for the CPU.
+   * MB). Records keyed by hash are merged down the levels again and again: the background work
+   * that competes with a batch for the CPU.
    */
   compactionWrittenMb(): number {
     // classic-level's method, which `level`'s types leave out (as compactRange, above).
@@ -348,7 +347,7 @@ export class LevelStore implements NodeSource {
 /**
  * One atomic write being assembled in a chained batch (which copies each key and value when it is
  * put). A verification puts each tree's records as soon as that tree is done, while the others
- * still hash: the put loop (~0.25 s of main thread for a W-spot batch) then mostly runs while the
+ * still hash: the put loop then mostly runs while the
  * main thread would wait anyway. Records are put in runs, each run in key order. Nothing reaches
  * the store before LevelStore.commitBatch writes the batch; `abandon` drops it.
  */

@@ -110,9 +110,9 @@ async function updateTree(
       return hashes;
     });
   if (spec.kind === "merkle") {
-    // The leaves are hashed while the tree reads its old paths (W-spot: the vault tree's two
-    // rounds of 10,000 hashes used to hold back its first read by ~0.3 s). The update takes the
-    // promise at once, so a failed hashing is never left unhandled.
+    // The leaves are hashed while the tree reads its old paths, so hashing does not hold back
+    // the first read. The update takes the promise at once, so a failed hashing is never left
+    // unhandled.
     const empty = await emptyRoots(engine, spec.leaf, spec.height);
     const hashing = hashAndRecord();
     return (

@@ -2,11 +2,9 @@ import { ByteChunks } from "../util/byte-chunks.js";
 import { MISSING_RECORD, type NodeSource, type PackedNodes } from "./node-source.js";
 
 /**
- * 19 levels: up to 2^19 positions per tree, at most ~55 MiB per tree (about 100 bytes a node). A
- * W-spot batch (17k changed leaves, a million-vault tree) then reads 37.9k nodes from the store.
- * 19 rather than 18 since the trees read while they hash (compute-roots.ts) and the reads hold up the
- * main thread: W-spot batches 0.85× as long (reads −28%), W-perp 0.90× (reads −29%), for ~45 MiB
- * more RSS and a warm-up ~3 s longer (docs/performance-history.md).
+ * 19 levels: up to 2^19 positions per tree, at most ~55 MiB per tree (about 100 bytes a node).
+ * The trees read while they hash (compute-roots.ts) and the reads hold up the main thread, so a
+ * level more than the reads alone would justify is worth its memory (docs/performance.md).
  */
 export const DEFAULT_CACHE_LEVELS = 19;
 
@@ -20,7 +18,7 @@ const MAX_RECORD = SLOT - 33;
 /**
  * The top levels of each tree, kept in memory from one batch to the next. Every batch changes
  * leaves all over the tree, so it reads and rewrites the nodes near the root each time, and the
- * random reads below them cost ~10–25 µs each in LevelDB; this cache answers those near the root.
+ * random reads below them are LevelDB lookups; this cache answers those near the root.
  *
  * It holds one node per position (tree, depth, index) for depths below `levels`: a node written at
  * a position replaces the one there before, so old versions leave on their own and the size is
@@ -120,8 +118,8 @@ export class TopNodeCache {
   /**
    * The store seen through the cache: cached records come from memory, the rest in one lookup.
    * One view per source, made once: the trees' optimized code inlines these functions, and a new
-   * view per batch would be new closures that throw that code away every batch (each batch's
-   * JIT recompiles, on a 2-core machine, took CPU from the batch; docs/performance-history.md).
+   * view per batch would be new closures that throw that code away every batch, and the
+   * recompiles take CPU from the batch.
    */
   over(source: NodeSource): NodeSource {
     let view = this.views.get(source);
@@ -238,7 +236,7 @@ export class TopNodeCache {
 
   /**
    * Cached records at once, the rest in one lookup in `source`. Loops rather than array callbacks:
-   * callbacks made per call were compiled again in every batch (docs/performance-history.md).
+   * callbacks made per call would be compiled again in every batch.
    */
   private async getNodes(
     source: NodeSource,

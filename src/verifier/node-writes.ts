@@ -9,8 +9,7 @@ import type { NodeWrite } from "./node-source.js";
  * A W-spot batch makes ~170k node records and keeps them all until its commit. As `{hash, record}`
  * objects, each with two views, they were half a million small objects living through the whole
  * batch, which every young-generation collection copied and then promoted; packed, they are three
- * growing buffers, and the commit puts straight from them (W-spot: ~120 ms less scavenging per
- * batch, batches ~0.9× as long).
+ * growing buffers, and the commit puts straight from them.
  */
 export class NodeWrites implements Iterable<NodeWrite> {
   private hashBuf: Uint8Array;
@@ -21,7 +20,7 @@ export class NodeWrites implements Iterable<NodeWrite> {
   /**
    * Room for `records` records of `recordBytes` in all to start with (it grows past them). A batch
    * sized like the last one (computeRoots passes its sizes) then allocates each buffer once rather
-   * than doubling up to it: W-spot's ~17 MiB took ~30 ms of copies and fresh pages per batch.
+   * than doubling up to it, sparing the copies and fresh pages of every doubling.
    */
   constructor(records = 16, recordBytes = records * 64) {
     this.hashBuf = new Uint8Array(records * 32);

@@ -182,8 +182,8 @@ type Change = readonly [bigint, Uint8Array];
 
 /**
  * One update's walk down the tree. Its steps are methods, not closures made per update: V8
- * compiled a new closure's optimized code again in every batch (walkLoaded alone ~55 ms of a
- * compiler thread's time per W-spot batch), and the walk ran unoptimized until it had.
+ * would compile a new closure's optimized code again in every batch, and the walk would run
+ * unoptimized until it had.
  */
 class PatriciaWalk {
   private readonly reader: BatchedReader;

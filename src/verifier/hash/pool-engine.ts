@@ -114,15 +114,9 @@ export class PoolEngine implements HashEngine {
     this.local = new NativeEngine(addon, opts.kernel);
     this.kernel = this.local.kernel;
     this.threads = Math.max(1, Math.floor(opts.threads ?? os.availableParallelism()));
-    // Calls of 512–4095 pairs used to run on the calling thread. Since the trees read while they
-    // hash (compute-roots.ts), that thread has other work meanwhile, so one worker takes them (W-spot,
-    // 14 batches alternated in one process: medians 2.20 against 2.27 s; W-perp, 12: 3.57 against
-    // 3.94 s). With the faster scalar kernels, 256 pairs and climbs of 2048 hashes (were 512 and
-    // 4096) again: W-spot 1.59 against 1.68 s (14 batches alternated, 6 of 7 pairs faster), W-perp
-    // 2.44 against 2.47 s (12 batches, 3 of 6). A threshold of 1024 for every kind of call once made
-    // W-perp batches slower, with the slower kernels. With IFMA (5× faster than adx), four times
-    // these (1024 and 8192) did too: W-perp 2.00 / 2.02 against 1.64 / 1.81 s, more CPU per batch
-    // (docs/performance-history.md).
+    // The calling thread reads the store while the trees hash (compute-roots.ts), so even
+    // mid-sized calls go to a worker; larger thresholds cost batch time and CPU with every kernel
+    // (docs/performance.md, "Tried and left out").
     this.threshold = Math.max(1, Math.floor(opts.threshold ?? 256));
     this.climbThreshold = Math.max(1, Math.floor(opts.climbThreshold ?? 2048));
   }
