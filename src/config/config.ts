@@ -19,8 +19,8 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { validate as validateCron } from "node-cron";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import { DacdError } from "../errors.js";
+import { DEFAULT_HEIGHTS } from "../verifier/profile.js";
 import {
-  PROFILE_HEIGHTS,
   REFERENCE_ENV,
   SCHEMA,
   type Config,
@@ -31,7 +31,7 @@ import {
   type Schedule,
 } from "./schema.js";
 
-export { LOG_LEVELS, PROFILE_HEIGHTS, PROFILE_VARIANT, PROFILES, SCHEMA } from "./schema.js";
+export { LOG_LEVELS, PROFILES, SCHEMA } from "./schema.js";
 export type { Config, Heights, LogLevel, Profile, Schedule } from "./schema.js";
 
 /** A YAML value reduced to what validation needs. */
@@ -322,22 +322,16 @@ function readEnv(env: Env, warnings: string[]): Map<string, { name: string; text
 }
 
 function buildHeights(profile: Profile, raw: Record<string, unknown>, p: Problems, source: string): Heights {
-  const defaults = PROFILE_HEIGHTS[profile];
+  const defaults = DEFAULT_HEIGHTS[profile];
   const heights: Heights = { ...defaults };
-  const map: Record<string, keyof Heights> = {
-    vault: "vault",
-    order: "order",
-    rollup_vault: "rollupVault",
-    position: "position",
-  };
   for (const [key, value] of Object.entries(raw)) {
-    const field = map[key];
-    if (field === undefined || typeof value !== "number") continue;
-    if (defaults[field] === undefined) {
+    if (typeof value !== "number") continue;
+    const tree = key as keyof Heights;
+    if (defaults[tree] === undefined) {
       p.add(`${source}: heights.${key} does not apply to profile ${profile} (it has no such tree)`);
       continue;
     }
-    heights[field] = value;
+    heights[tree] = value;
   }
   return heights;
 }
@@ -384,7 +378,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
   let heights: Heights = { order: 0 };
   if (profile !== undefined) {
     heights = buildHeights(profile, (raw.heights as Record<string, unknown> | undefined) ?? {}, p, "config");
-    if (raw.validate_rollup === true && PROFILE_HEIGHTS[profile].rollupVault === undefined) {
+    if (raw.validate_rollup === true && DEFAULT_HEIGHTS[profile].rollup_vault === undefined) {
       p.add(`validate_rollup: true does not apply to profile ${profile} (it has no rollup vault tree)`);
     }
   }

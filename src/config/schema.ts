@@ -8,7 +8,7 @@
  *   data_dir → dataDir                      polling_interval_s → pollingIntervalS
  *   validate_orders → validateOrders        validate_rollup → validateRollup
  *   certificates_path → certificatesPath    http_request_timeout_s → httpRequestTimeoutS
- *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollupVault,position}
+ *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollup_vault,position}
  *   metrics_port → metricsPort              metrics_host → metricsHost
  *   max_ready_lag → maxReadyLag             log_level → logLevel
  *   hash_engine → hashEngine                node_cache_levels → nodeCacheLevels
@@ -19,36 +19,16 @@
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../verifier/node-cache.js";
+import { PROFILE_NAMES, type Heights, type ProfileName } from "../verifier/profile.js";
 
-export const PROFILES = ["perpetual", "spot", "spot-v4.0"] as const;
-export type Profile = (typeof PROFILES)[number];
+export const PROFILES = PROFILE_NAMES;
+export type Profile = ProfileName;
+export type { Heights };
 
 export const HASH_ENGINES = ["auto", "native", "wasm", "js"] as const;
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/** Tree heights. `order` always exists; the others exist only for the profiles that have that tree. */
-export interface Heights {
-  vault?: number;
-  order: number;
-  rollupVault?: number;
-  position?: number;
-}
-
-/** Default heights of each profile; a file's `heights` may override the trees a profile has. */
-export const PROFILE_HEIGHTS: Readonly<Record<Profile, Readonly<Heights>>> = Object.freeze({
-  perpetual: Object.freeze({ position: 64, order: 64 }),
-  spot: Object.freeze({ vault: 31, order: 251, rollupVault: 31 }),
-  "spot-v4.0": Object.freeze({ vault: 31, order: 63 }),
-});
-
-/** Gateway interface variant of each profile (P: positions, G: vaults). */
-export const PROFILE_VARIANT: Readonly<Record<Profile, "P" | "G">> = Object.freeze({
-  perpetual: "P",
-  spot: "G",
-  "spot-v4.0": "G",
-});
 
 export interface Schedule {
   check?: string;

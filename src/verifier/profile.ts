@@ -2,7 +2,8 @@
  * Profiles: which trees a member keeps for each kind of service (committee-algorithms §4).
  * Tree names double as the keys of `roots` in replay output, batch records and dumps.
  */
-export type ProfileName = "perpetual" | "spot" | "spot-v4.0";
+export const PROFILE_NAMES = ["perpetual", "spot", "spot-v4.0"] as const;
+export type ProfileName = (typeof PROFILE_NAMES)[number];
 export type TreeName = "position" | "vault" | "order" | "rollup_vault";
 export type TreeKind = "merkle" | "patricia";
 /** What a leaf holds, and so how it is encoded and hashed. */
@@ -28,14 +29,15 @@ export interface Profile {
 
 export type Heights = Partial<Record<TreeName, number>>;
 
-export const DEFAULT_HEIGHTS: Record<ProfileName, Heights> = {
+/** Default heights of each profile; a configuration's `heights` may override the trees it has. */
+export const DEFAULT_HEIGHTS: Readonly<Record<ProfileName, Readonly<Heights>>> = {
   perpetual: { position: 64, order: 64 },
   spot: { vault: 31, order: 251, rollup_vault: 31 },
   "spot-v4.0": { vault: 31, order: 63 },
 };
 
 export function isProfileName(s: unknown): s is ProfileName {
-  return s === "perpetual" || s === "spot" || s === "spot-v4.0";
+  return (PROFILE_NAMES as readonly unknown[]).includes(s);
 }
 
 /** Builds a profile; heights default from the preset and may be overridden by configuration. */

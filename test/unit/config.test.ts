@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadConfig, PROFILE_HEIGHTS } from "../../src/config/config.js";
+import { loadConfig } from "../../src/config/config.js";
+import { DEFAULT_HEIGHTS, makeProfile } from "../../src/verifier/profile.js";
 import { DacdError } from "../../src/errors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "dacd-config-"));
@@ -37,7 +38,7 @@ describe("example configs", () => {
     it(`config/${name}.yaml loads`, () => {
       const cfg = loadConfig(resolve("config", `${name}.yaml`), {});
       expect(cfg.profile).toBe(name);
-      expect(cfg.heights).toEqual(PROFILE_HEIGHTS[name]);
+      expect(cfg.heights).toEqual(DEFAULT_HEIGHTS[name]);
       expect(cfg.warnings).toEqual([]);
     });
   }
@@ -47,6 +48,35 @@ describe("example configs", () => {
     expect(cfg.certificatesPath).toBe(resolve("config", "certs"));
     expect(cfg.validateRollup).toBe(true);
     expect(cfg.schedule).toEqual({});
+  });
+});
+
+describe("heights reach the trees", () => {
+  // Every height a configuration may set, for each profile, must end up in the tree it names: a key
+  // the configuration accepts but the trees do not read would be silently ignored.
+  const profiles = {
+    perpetual: { position: 40, order: 50 },
+    spot: { vault: 29, order: 200, rollup_vault: 40 },
+    "spot-v4.0": { vault: 30, order: 60 },
+  } as const;
+  for (const [name, heights] of Object.entries(profiles)) {
+    it(`${name}: every configured height is the tree's height`, () => {
+      const yaml = Object.entries(heights)
+        .map(([k, v]) => `  ${k}: ${v}`)
+        .join("\n");
+      const cfg = loadConfig(
+        write(`${BASE.replace("profile: spot", `profile: ${name}`)}heights:\n${yaml}\n`),
+        {},
+      );
+      const profile = makeProfile(cfg.profile, cfg.heights);
+      const trees = [profile.main, profile.order, ...(profile.rollup ? [profile.rollup] : [])];
+      expect(Object.fromEntries(trees.map((t) => [t.name, t.height]))).toEqual(heights);
+    });
+  }
+
+  it("DACD_HEIGHTS_ROLLUP_VAULT reaches the rollup vault tree", () => {
+    const cfg = loadConfig(write(BASE), { DACD_HEIGHTS_ROLLUP_VAULT: "40" });
+    expect(makeProfile(cfg.profile, cfg.heights).rollup?.height).toBe(40);
   });
 });
 
@@ -61,7 +91,7 @@ describe("loadConfig", () => {
       pollingIntervalS: 5,
       validateOrders: true,
       httpRequestTimeoutS: 30,
-      heights: { vault: 31, order: 251, rollupVault: 31 },
+      heights: { vault: 31, order: 251, rollup_vault: 31 },
       metricsHost: "127.0.0.1",
       maxReadyLag: 5,
       logLevel: "info",
@@ -258,7 +288,7 @@ describe("environment overrides", () => {
     expect(cfg.validateRollup).toBe(false);
     expect(cfg.validateOrders).toBe(false);
     expect(cfg.metricsPort).toBe(9000);
-    expect(cfg.heights).toEqual({ vault: 31, order: 200, rollupVault: 31 });
+    expect(cfg.heights).toEqual({ vault: 31, order: 200, rollup_vault: 31 });
     expect(cfg.schedule).toEqual({ prune: "0 4 * * *" });
     expect(cfg.dataDir).toBe(resolve(process.cwd(), "rel/data"));
     expect(cfg.logLevel).toBe("warn");
