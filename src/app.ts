@@ -6,6 +6,7 @@ import { DacdError } from "./errors.js";
 import { showBatch, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
 import { escapeJobs } from "./ops/escape-jobs.js";
+import { checkImportedStore } from "./escape/reference-store.js";
 import { DACD_VERSION, DacdMetrics, type MetricsState } from "./ops/metrics.js";
 import {
   memberMetricsState,
@@ -114,6 +115,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
   const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles });
   let control: Server | undefined;
   try {
+    await checkImportedStore(store, validateRollup);
     const ctx = await bindVerifyContext(store, {
       profile,
       engine,

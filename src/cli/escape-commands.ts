@@ -11,6 +11,7 @@ import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
 import { LevelStore, type LevelTuning } from "../storage/level-store.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
+import { loadFromReference } from "./reference-commands.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
@@ -169,27 +170,43 @@ export function registerEscapeCommands(program: Command): void {
       .description(
         "build a fresh store from a dump (checked against its manifest) and continue after its batch",
       )
-      .requiredOption("--from <dir>", "dump directory (from `dacd dump`)"),
-  ).action(async (opts: StoreOptions & { from: string }) => {
-    const bar = progressLine();
-    const started = Date.now();
-    const result = await run(
-      opts,
-      { threads: "auto" },
-      (store, engine, profile) =>
-        loadDump(store, engine, {
-          fromDir: opts.from,
-          expectProfile: profile,
-          progress: (tree, phase, n, total) =>
-            bar.update(
-              `load ${tree}: ${n}${total === undefined ? "" : ` of ${total}`} ${LOAD_PHASES[phase]}`,
-            ),
-        }),
-      { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
-    );
-    bar.done();
-    print({ ...result, duration_ms: Date.now() - started });
-  });
+      .option("--from <dir>", "dump directory (from `dacd dump`)")
+      .option(
+        "--from-reference <file>",
+        "the reference member's state archive (state.bz2 from its dump_state)",
+      )
+      .option("--profile <name>", "with --db and --from-reference: the store's profile (spot or spot-v4.0)")
+      .option("--force", "with --from-reference: replace a non-empty store once the import succeeded"),
+  ).action(
+    async (
+      opts: StoreOptions & { from?: string; fromReference?: string; profile?: string; force?: boolean },
+    ) => {
+      if ((opts.from === undefined) === (opts.fromReference === undefined))
+        throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
+      if (opts.fromReference !== undefined) {
+        print(await loadFromReference(opts.fromReference, opts));
+        return;
+      }
+      const bar = progressLine();
+      const started = Date.now();
+      const result = await run(
+        opts,
+        { threads: "auto" },
+        (store, engine, profile) =>
+          loadDump(store, engine, {
+            fromDir: opts.from!,
+            expectProfile: profile,
+            progress: (tree, phase, n, total) =>
+              bar.update(
+                `load ${tree}: ${n}${total === undefined ? "" : ` of ${total}`} ${LOAD_PHASES[phase]}`,
+              ),
+          }),
+        { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
+      );
+      bar.done();
+      print({ ...result, duration_ms: Date.now() - started });
+    },
+  );
 
   withStore(
     program
