@@ -416,6 +416,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     storeMaxOpenFiles: raw.store_max_open_files as number,
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,
+    mode: raw.mode as Config["mode"],
     warnings,
   };
   const optional: [keyof Config, string][] = [
