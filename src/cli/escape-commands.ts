@@ -5,6 +5,7 @@ import { DacdError } from "../errors.js";
 import { checkStore } from "../escape/check.js";
 import { dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
+import { dumpReference } from "../escape/reference-dump.js";
 import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
 import { pruneStore } from "../escape/prune.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
@@ -106,11 +107,40 @@ export function registerEscapeCommands(program: Command): void {
     program
       .command("dump")
       .description("write every non-empty leaf of every tree of a batch to files, with a manifest")
-      .requiredOption("--out <dir>", "output directory (created; must be empty)")
-      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
-  ).action(async (opts: StoreOptions & { out: string; batch?: string }) => {
+      .requiredOption(
+        "--out <path>",
+        "output directory (created; must be empty); with --format reference a new file",
+      )
+      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)")
+      .option(
+        "--format <format>",
+        "dacd (a directory with a manifest) or reference (the reference member's state archive)",
+        "dacd",
+      )
+      .option("--subtrees <n>", "with --format reference: order subtrees, a power of two", "4"),
+  ).action(async (opts: StoreOptions & { out: string; batch?: string; format: string; subtrees: string }) => {
     const bar = progressLine();
     const started = Date.now();
+    if (opts.format !== "dacd" && opts.format !== "reference")
+      throw new DacdError("CONFIG", `--format ${JSON.stringify(opts.format)}: dacd or reference`);
+    if (opts.format === "reference") {
+      const result = await run(
+        opts,
+        {},
+        (store, engine) =>
+          dumpReference(store, engine, {
+            out: opts.out,
+            batchId: batchId(opts.batch),
+            subtrees: Number(opts.subtrees),
+            progress: (tree, n) =>
+              bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
+          }),
+        { maxOpenFiles: DUMP_MAX_OPEN_FILES },
+      );
+      bar.done();
+      print(result);
+      return;
+    }
     const manifest = await run(
       opts,
       {},

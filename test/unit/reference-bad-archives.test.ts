@@ -1,13 +1,11 @@
-import { createReadStream } from "node:fs";
 import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { extract as tarExtract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bunzip2 } from "../../src/escape/bzip2.js";
 import { writeArchive, type ArchiveEntry } from "../../src/escape/reference-archive.js";
 import { importReference } from "../../src/escape/reference-load.js";
 import { LevelStore } from "../../src/storage/level-store.js";
+import { readArchiveFiles } from "../helpers/reference-archive.js";
 import { FIXTURES } from "../helpers/vectors.js";
 import { cleanup, engine, tempDir } from "./escape-helpers.js";
 
@@ -20,23 +18,8 @@ import { cleanup, engine, tempDir } from "./escape-helpers.js";
 const ARCHIVE = join(FIXTURES, "reference-state-spot", "state.bz2");
 let original: Map<string, string>;
 
-async function readOriginal(): Promise<Map<string, string>> {
-  const files = new Map<string, string>();
-  const bz = bunzip2("state.bz2");
-  const ex = tarExtract();
-  const feeding = pipeline(createReadStream(ARCHIVE), bz.input);
-  const unpacking = pipeline(bz.output, ex);
-  for await (const entry of ex) {
-    const chunks: Buffer[] = [];
-    for await (const c of entry as AsyncIterable<Buffer>) chunks.push(c);
-    files.set(entry.header.name, Buffer.concat(chunks).toString("latin1"));
-  }
-  await Promise.all([feeding, unpacking, bz.done]);
-  return files;
-}
-
 beforeAll(async () => {
-  original = await readOriginal();
+  original = await readArchiveFiles(ARCHIVE);
 });
 afterAll(cleanup);
 
