@@ -337,9 +337,9 @@ function vaultConsumer(writer: BulkWriter, engine: HashEngine, leaves: FileLeave
         const balance = p.amount(line, "balance", f[3]!);
         pending.push({ key, token, balance });
         if (pending.length >= block) {
-          flush();
           // One block hashing while the next is parsed; no more.
           await inFlight;
+          flush();
         }
       }
     },
