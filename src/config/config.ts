@@ -62,6 +62,7 @@ const OTHER_ENV = new Set([
   "DACD_NATIVE_REBUILD",
   "DACD_NATIVE_VERBOSE",
   "DACD_PEDERSEN_WINDOW_BITS",
+  "DACD_BZIP2",
 ]);
 
 class Problems {
