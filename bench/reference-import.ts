@@ -28,6 +28,8 @@ export interface ReferenceImportResult {
   readonly archive_mb: number;
   readonly generated_s?: number;
   readonly import_s: number;
+  /** CPU seconds of this process (all its threads) during the import; bzip2's child process not included. */
+  readonly import_cpu_s: number;
   /** Seconds from the start of the import to the end of each phase. */
   readonly phases_s: Record<string, number>;
 }
@@ -164,6 +166,7 @@ export async function runReferenceImport(opts: {
   const dir = await mkdtemp(join(tmpdir(), "dacd-bench-import-"));
   const phases_s: Record<string, number> = {};
   const started = performance.now();
+  const cpu0 = process.cpuUsage();
   let lastLog = 0;
   const progress = (p: ReferenceProgress): void => {
     const at = (performance.now() - started) / 1000;
@@ -183,7 +186,17 @@ export async function runReferenceImport(opts: {
       progress,
     });
     const import_s = (performance.now() - started) / 1000;
-    return { vaults: opts.vaults, orders: opts.orders, archive_mb, generated_s, import_s, phases_s };
+    const cpu = process.cpuUsage(cpu0);
+    const import_cpu_s = (cpu.user + cpu.system) / 1e6;
+    return {
+      vaults: opts.vaults,
+      orders: opts.orders,
+      archive_mb,
+      generated_s,
+      import_s,
+      import_cpu_s,
+      phases_s,
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
