@@ -1,3 +1,5 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startDaemon, type Daemon } from "../../src/app.js";
 import { loadConfig } from "../../src/config/config.js";
@@ -13,6 +15,8 @@ import { loadChain } from "../helpers/vectors.js";
  * receives no POST; switched to active, the member continues at its cursor and posts only the
  * batches that follow.
  */
+
+const BIN = join(import.meta.dirname, "..", "..", "bin", "dacd.js");
 
 interface LogLine {
   msg: string;
@@ -101,4 +105,40 @@ describe("shadow mode", () => {
     },
     180_000,
   );
+
+  it("dacd run --shadow: the flag puts a configured active member in shadow mode", async () => {
+    const { responses, expected } = loadChain("spot-chain");
+    gateway = await new VectorGateway(responses, expected, "G").start();
+    const setup = await memberSetup({
+      profile: "spot",
+      privateKey: expected.private_key,
+      gatewayUrl: gateway.url,
+    });
+    const child = spawn(process.execPath, [BIN, "run", "--config", setup.configPath, "--shadow"], {
+      env: { ...process.env, DACD_HASH_ENGINE: "wasm" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const lines: LogLine[] = [];
+    let rest = "";
+    child.stdout.setEncoding("utf8").on("data", (s: string) => {
+      const parts = (rest + s).split("\n");
+      rest = parts.pop()!;
+      for (const p of parts) if (p.startsWith("{")) lines.push(JSON.parse(p) as LogLine);
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await waitFor(
+        () => lines.filter((l) => l.outcome === "shadow").length >= responses.length,
+        120_000,
+        "all batches shadowed",
+      );
+      expect(lines.find((l) => l.msg.startsWith("dacd started"))).toMatchObject({ mode: "shadow" });
+      expect(gateway.posts).toEqual([]);
+      const shadowed = lines.filter((l) => l.outcome === "shadow");
+      expect(shadowed.map((l) => l.claim_hash)).toEqual(expected.batches.map((b) => b.claim_hash));
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+  }, 180_000);
 });
