@@ -6,6 +6,7 @@ import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { DEFAULT_CACHE_LEVELS } from "../src/verifier/node-cache.js";
 import { benchEngines } from "./engines.js";
+import { runReferenceImport } from "./reference-import.js";
 import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.js";
 
 /**
@@ -23,6 +24,9 @@ import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.j
  * writes a CPU profile of the third native batch to PREFIX-<workload>.cpuprofile, `--heap-profile
  * PREFIX` its sampled allocations to PREFIX-<workload>.heapprofile (open either in Chrome's DevTools
  * or summarise with bench/profile-summary.ts).
+ * `--only reference-import` times alone the import of a reference member's state archive of 1M
+ * vaults and 500k orders (bench/reference-import.ts; `--reference-import` adds it to a full run;
+ * `--ref-vaults N`, `--ref-orders N` change the size).
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -35,9 +39,10 @@ const wasmRuns = Number(arg("--wasm-runs") ?? 3);
 const nativeRuns = Number(arg("--native-runs") ?? 5);
 const cacheLevels = Number(arg("--cache-levels") ?? DEFAULT_CACHE_LEVELS);
 const onlyArg = arg("--only");
-if (onlyArg !== undefined && onlyArg !== "spot" && onlyArg !== "perp")
-  throw new Error("--only takes spot or perp");
-const only: "spot" | "perp" | undefined = onlyArg;
+if (onlyArg !== undefined && onlyArg !== "spot" && onlyArg !== "perp" && onlyArg !== "reference-import")
+  throw new Error("--only takes spot, perp or reference-import");
+const referenceOnly = onlyArg === "reference-import";
+const only: "spot" | "perp" | undefined = onlyArg === "reference-import" ? undefined : onlyArg;
 const cpuProfile = arg("--cpu-profile");
 const heapProfile = arg("--heap-profile");
 const level: LevelTuning = {
@@ -89,6 +94,44 @@ const sampler = setInterval(() => {
   fileAtPeak = rssKinds();
 }, 100);
 
+async function referenceImport(): Promise<void> {
+  phase = "reference import";
+  const engine = createEngine("native", { threads: "auto" });
+  try {
+    const r = await runReferenceImport({
+      engine,
+      vaults: Number(arg("--ref-vaults") ?? 1_000_000),
+      orders: Number(arg("--ref-orders") ?? 500_000),
+      log,
+    });
+    console.log(
+      `\nReference state archive import (dacd load --from-reference), spot profile, 4 order subtrees`,
+    );
+    console.log(
+      "| vaults | orders | archive MB | import s | CPU s (dacd, all threads) | phases (s from start, at each one's end) |",
+    );
+    console.log("|---|---|---|---|---|---|");
+    const phases = Object.entries(r.phases_s)
+      .map(([k, s]) => `${k} ${s.toFixed(1)}`)
+      .join(", ");
+    console.log(
+      `| ${r.vaults.toLocaleString("en")} | ${r.orders.toLocaleString("en")} | ${r.archive_mb.toFixed(1)} | ${r.import_s.toFixed(1)} | ${r.import_cpu_s.toFixed(1)} | ${phases} |`,
+    );
+    if (r.generated_s !== undefined)
+      console.log(`(archive generated first in ${r.generated_s.toFixed(1)} s, untimed)`);
+  } finally {
+    await engine.close?.();
+  }
+}
+if (referenceOnly) {
+  await referenceImport();
+  clearInterval(sampler);
+  console.log(
+    `\npeak RSS: ${(Math.max(peakRss, process.resourceUsage().maxRSS * 1024) / 2 ** 20).toFixed(0)} MiB`,
+  );
+  process.exit(0);
+}
+
 const engines = only ? [] : await benchEngines({ quick });
 // The tables' window width is chosen when the addon is built (scripts/build-native.mjs).
 const windowBits = loadNativeAddon()?.windowBits;
@@ -131,6 +174,7 @@ for (const kind of only ? [only] : (["spot", "perp"] as const)) {
   });
 }
 await native.close?.();
+if (process.argv.includes("--reference-import")) await referenceImport();
 clearInterval(sampler);
 peakRss = Math.max(peakRss, process.resourceUsage().maxRSS * 1024);
 

@@ -6,6 +6,7 @@ import { DacdError } from "./errors.js";
 import { showBatch, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
 import { escapeJobs } from "./ops/escape-jobs.js";
+import { checkImportedStore } from "./escape/reference-store.js";
 import { DACD_VERSION, DacdMetrics, type MetricsState } from "./ops/metrics.js";
 import {
   memberMetricsState,
@@ -114,6 +115,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
   const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles });
   let control: Server | undefined;
   try {
+    await checkImportedStore(store, validateRollup);
     const ctx = await bindVerifyContext(store, {
       profile,
       engine,
@@ -126,7 +128,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       availability,
       feeder,
       log,
-      { pollIntervalMs: config.pollingIntervalS * 1000, validateRollup },
+      { pollIntervalMs: config.pollingIntervalS * 1000, validateRollup, mode: config.mode },
       mergeEvents(metrics.memberEvents(), opts.events),
     );
     const started = (await storeStatus(store)).last_signed_batch;
@@ -137,6 +139,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
     control = await startControlServer(config.dataDir, {
       "/status": async () => ({
         ...(await storeStatus(store)),
+        mode: member.state.mode,
         member_key: signer.memberKey,
         engine: engine.name,
         runtime: member.state,
@@ -158,6 +161,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       engine: engine.name,
       version: DACD_VERSION,
     });
+    metrics.setMode(config.mode);
     log.info(
       {
         profile: profile.name,
@@ -166,8 +170,9 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
         engine: engine.name,
         tree_walk: treeWalkName(),
         data_dir: config.dataDir,
+        mode: config.mode,
       },
-      "dacd started",
+      config.mode === "shadow" ? "dacd started in shadow mode: nothing will be posted" : "dacd started",
     );
     const done = member.run(abort.signal);
     // In the background: the first batches find the top levels in memory, and the start is not delayed.

@@ -5,12 +5,14 @@ import { DacdError } from "../errors.js";
 import { checkStore } from "../escape/check.js";
 import { dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
+import { dumpReference } from "../escape/reference-dump.js";
 import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
 import { pruneStore } from "../escape/prune.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
 import { LevelStore, type LevelTuning } from "../storage/level-store.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
+import { loadFromReference } from "./reference-commands.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
@@ -105,11 +107,40 @@ export function registerEscapeCommands(program: Command): void {
     program
       .command("dump")
       .description("write every non-empty leaf of every tree of a batch to files, with a manifest")
-      .requiredOption("--out <dir>", "output directory (created; must be empty)")
-      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
-  ).action(async (opts: StoreOptions & { out: string; batch?: string }) => {
+      .requiredOption(
+        "--out <path>",
+        "output directory (created; must be empty); with --format reference a new file",
+      )
+      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)")
+      .option(
+        "--format <format>",
+        "dacd (a directory with a manifest) or reference (the reference member's state archive)",
+        "dacd",
+      )
+      .option("--subtrees <n>", "with --format reference: order subtrees, a power of two", "4"),
+  ).action(async (opts: StoreOptions & { out: string; batch?: string; format: string; subtrees: string }) => {
     const bar = progressLine();
     const started = Date.now();
+    if (opts.format !== "dacd" && opts.format !== "reference")
+      throw new DacdError("CONFIG", `--format ${JSON.stringify(opts.format)}: dacd or reference`);
+    if (opts.format === "reference") {
+      const result = await run(
+        opts,
+        {},
+        (store, engine) =>
+          dumpReference(store, engine, {
+            out: opts.out,
+            batchId: batchId(opts.batch),
+            subtrees: Number(opts.subtrees),
+            progress: (tree, n) =>
+              bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
+          }),
+        { maxOpenFiles: DUMP_MAX_OPEN_FILES },
+      );
+      bar.done();
+      print(result);
+      return;
+    }
     const manifest = await run(
       opts,
       {},
@@ -169,27 +200,43 @@ export function registerEscapeCommands(program: Command): void {
       .description(
         "build a fresh store from a dump (checked against its manifest) and continue after its batch",
       )
-      .requiredOption("--from <dir>", "dump directory (from `dacd dump`)"),
-  ).action(async (opts: StoreOptions & { from: string }) => {
-    const bar = progressLine();
-    const started = Date.now();
-    const result = await run(
-      opts,
-      { threads: "auto" },
-      (store, engine, profile) =>
-        loadDump(store, engine, {
-          fromDir: opts.from,
-          expectProfile: profile,
-          progress: (tree, phase, n, total) =>
-            bar.update(
-              `load ${tree}: ${n}${total === undefined ? "" : ` of ${total}`} ${LOAD_PHASES[phase]}`,
-            ),
-        }),
-      { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
-    );
-    bar.done();
-    print({ ...result, duration_ms: Date.now() - started });
-  });
+      .option("--from <dir>", "dump directory (from `dacd dump`)")
+      .option(
+        "--from-reference <file>",
+        "the reference member's state archive (state.bz2 from its dump_state)",
+      )
+      .option("--profile <name>", "with --db and --from-reference: the store's profile (spot or spot-v4.0)")
+      .option("--force", "with --from-reference: replace a non-empty store once the import succeeded"),
+  ).action(
+    async (
+      opts: StoreOptions & { from?: string; fromReference?: string; profile?: string; force?: boolean },
+    ) => {
+      if ((opts.from === undefined) === (opts.fromReference === undefined))
+        throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
+      if (opts.fromReference !== undefined) {
+        print(await loadFromReference(opts.fromReference, opts));
+        return;
+      }
+      const bar = progressLine();
+      const started = Date.now();
+      const result = await run(
+        opts,
+        { threads: "auto" },
+        (store, engine, profile) =>
+          loadDump(store, engine, {
+            fromDir: opts.from!,
+            expectProfile: profile,
+            progress: (tree, phase, n, total) =>
+              bar.update(
+                `load ${tree}: ${n}${total === undefined ? "" : ` of ${total}`} ${LOAD_PHASES[phase]}`,
+              ),
+          }),
+        { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
+      );
+      bar.done();
+      print({ ...result, duration_ms: Date.now() - started });
+    },
+  );
 
   withStore(
     program

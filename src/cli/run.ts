@@ -7,6 +7,7 @@ interface RunOptions {
   config: string;
   debug?: boolean;
   allowInsecureKeyFile?: boolean;
+  shadow?: boolean;
 }
 
 /** `dacd run`: the service. Stops cleanly on SIGTERM/SIGINT; setup problems are one line and exit 1/78. */
@@ -20,8 +21,10 @@ export function registerRunCommand(program: Command): void {
       "--allow-insecure-key-file",
       "accept a key or password file readable by group or others (logs a warning)",
     )
+    .option("--shadow", "shadow mode (as `mode: shadow`): verify, store and sign every batch, post nothing")
     .action(async (opts: RunOptions) => {
-      const config = loadConfig(opts.config);
+      const loaded = loadConfig(opts.config);
+      const config = opts.shadow ? { ...loaded, mode: "shadow" as const } : loaded;
       const log = createLogger({ level: opts.debug ? "debug" : config.logLevel, pretty: opts.debug });
       const daemon = await startDaemon(config, { log, allowInsecureKeyFile: opts.allowInsecureKeyFile });
       const onSignal = (sig: NodeJS.Signals): void => {

@@ -62,6 +62,7 @@ const OTHER_ENV = new Set([
   "DACD_NATIVE_REBUILD",
   "DACD_NATIVE_VERBOSE",
   "DACD_PEDERSEN_WINDOW_BITS",
+  "DACD_BZIP2",
 ]);
 
 class Problems {
@@ -410,6 +411,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     storeMaxOpenFiles: raw.store_max_open_files as number,
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,
+    mode: raw.mode as Config["mode"],
     warnings,
   };
   const optional: [keyof Config, string][] = [

@@ -16,6 +16,7 @@
  *   schedule.{check,backup,prune} → schedule.{check,backup,prune}
  *   backup_dir → backupDir                  backup_keep → backupKeep
  *   prune_keep_batches → pruneKeepBatches
+ *   mode → mode
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../verifier/node-cache.js";
@@ -26,6 +27,10 @@ export type Profile = ProfileName;
 export type { Heights };
 
 export const HASH_ENGINES = ["auto", "native", "wasm", "js"] as const;
+
+/** active: post every signature; shadow: verify, store and sign, never post (docs/operations.md). */
+export const MODES = ["active", "shadow"] as const;
+export type Mode = (typeof MODES)[number];
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -73,6 +78,7 @@ export interface Config {
   backupDir?: string;
   backupKeep: number;
   pruneKeepBatches?: number;
+  mode: Mode;
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -116,6 +122,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   backup_dir: { kind: "path" },
   backup_keep: { kind: "int", min: 1, default: 3 },
   prune_keep_batches: { kind: "int", min: 1 },
+  mode: { kind: "enum", values: MODES, default: "active" },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */

@@ -32,6 +32,7 @@ export function readiness(state: MemberState, maxReadyLag: number): Check {
     lag: lag ?? null,
     max_ready_lag: maxReadyLag,
     last_signed_batch_id: state.lastSigned?.batch_id ?? null,
+    mode: state.mode,
   };
   if (state.phase === "stopped")
     return { ok: false, status: "stopped", reason: "the member is stopping", ...facts };
@@ -55,7 +56,8 @@ export function readiness(state: MemberState, maxReadyLag: number): Check {
   if (state.phase === "starting") {
     return { ok: false, status: "starting", reason: "catching up after start-up", ...facts };
   }
-  return { ok: true, status: "ok", reason: "caught up and the gateway is reachable", ...facts };
+  const shadow = state.mode === "shadow" ? " (shadow mode: signatures are made, never posted)" : "";
+  return { ok: true, status: "ok", reason: `caught up and the gateway is reachable${shadow}`, ...facts };
 }
 
 /** Liveness: the store answers a read within `timeoutMs`. */

@@ -98,6 +98,7 @@ export class DacdMetrics {
   readonly jobSeconds: Histogram<"task">;
   readonly jobLastSuccess: Gauge<"task">;
   readonly info: Gauge<(typeof INFO_LABELS)[number]>;
+  readonly mode: Gauge<"mode">;
 
   private readonly startedAtMs = Date.now();
   private disk: { at: number; size?: number; free?: number; total?: number } | undefined;
@@ -269,8 +270,21 @@ export class DacdMetrics {
       registers,
     });
     this.setInfo(opts.info ?? {});
+    this.mode = new Gauge({
+      name: `${PREFIX}mode`,
+      help: "1 for the mode the member runs in, 0 for the other: active (posts) or shadow (signs, never posts)",
+      labelNames: ["mode"],
+      registers,
+    });
+    this.setMode("active");
 
     if (opts.processDefaults !== false) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+  }
+
+  /** Sets `dacd_mode{mode="active"|"shadow"}`: 1 for this mode, 0 for the other. */
+  setMode(mode: "active" | "shadow"): void {
+    this.mode.set({ mode: "active" }, mode === "active" ? 1 : 0);
+    this.mode.set({ mode: "shadow" }, mode === "shadow" ? 1 : 0);
   }
 
   /** Replaces the labels of the single `dacd_info` series. */

@@ -10,6 +10,7 @@ import {
 } from "../verifier/verify-batch.js";
 import type { AvailabilityGateway, FeederGateway } from "./gateway-client.js";
 import { sleep } from "./retry.js";
+import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
 
 export const SIGNATURE_ACCEPTED = "signature accepted";
 
@@ -34,6 +35,8 @@ export interface MemberState {
   };
   /** Whether the last call to a gateway succeeded; for readiness. */
   gatewayReachable: boolean;
+  /** shadow: signatures are made but never posted. */
+  mode: MemberMode;
 }
 
 /** Hooks for metrics; every one optional. */
@@ -48,6 +51,8 @@ export interface MemberOptions {
   /** Longest wait between retries of a failing batch. */
   readonly maxBackoffMs?: number;
   readonly validateRollup: boolean | undefined;
+  /** Default active. */
+  readonly mode?: MemberMode;
 }
 
 /** Codes that mean the batch itself is unacceptable (as opposed to a transport problem). */
@@ -70,7 +75,7 @@ export class Member {
     private readonly opts: MemberOptions,
     private readonly events: MemberEvents = {},
   ) {
-    this.state = { phase: "starting", nextBatchId: 0, gatewayReachable: true };
+    this.state = { phase: "starting", nextBatchId: 0, gatewayReachable: true, mode: opts.mode ?? "active" };
   }
 
   private get store(): LevelStore {
@@ -117,6 +122,12 @@ export class Member {
     }
 
     let record = await this.store.getBatch(batchId);
+    if (record?.shadowed_at && !record.accepted_at) {
+      // Passed in shadow mode before a crash that came before the cursor write: never posted.
+      await markShadowed(this.store, record, new Date(record.shadowed_at));
+      this.state.nextBatchId = batchId + 1;
+      return true;
+    }
     if (record?.accepted_at) {
       // Accepted before a crash that came before the cursor write: move on.
       await this.store.markAccepted(record, new Date(record.accepted_at));
@@ -140,8 +151,37 @@ export class Member {
       this.log.info({ batch_id: batchId }, "re-posting the stored signature of a verified batch");
     }
     if (signal.aborted) return false;
-    await this.post(record, detail);
+    if (postsClaims(this.state.mode)) await this.post(record, detail);
+    else await this.shadow(record, detail);
     return true;
+  }
+
+  /** Shadow mode: the batch is verified, stored and signed; its signature is logged, never posted. */
+  private async shadow(record: BatchRecord, detail: VerifyDetail): Promise<void> {
+    const shadowed = await markShadowed(this.store, record, new Date());
+    this.state.nextBatchId = record.batch_id + 1;
+    this.state.lastSigned = {
+      batch_id: record.batch_id,
+      sequence_number: record.sequence_number,
+      roots: record.roots,
+      signed_at: shadowed.shadowed_at!,
+    };
+    this.events.onSigned?.(record, detail);
+    this.log.info(
+      {
+        batch_id: record.batch_id,
+        prev_batch_id: record.prev_batch_id,
+        sequence_number: record.sequence_number,
+        roots: record.roots,
+        claim_hash: record.claim_hash,
+        signature: record.signature,
+        member_key: record.member_key,
+        verify_ms: Math.round(detail.durationMs),
+        reused: detail.reused,
+        outcome: "shadow",
+      },
+      "batch verified and signed in shadow mode; nothing posted",
+    );
   }
 
   private async post(record: BatchRecord, detail: VerifyDetail): Promise<void> {

@@ -38,6 +38,18 @@ export interface BulkOptions {
   readonly sinkBytes?: number;
   /** Pairs per engine call (default 65536). */
   readonly engineChunk?: number;
+  /** Reports the tree's nodes at one height (checking stated subtree roots); no record is written for it. */
+  readonly probe?: NodeProbe;
+}
+
+/**
+ * Hears the hash of every non-empty node of the canonical tree at `height`, by index (its id's
+ * bits above that height), whether it is a record of its own or lies inside an edge. Nodes not
+ * reported are empty (E[height] in a Merkle tree, 0 in a Patricia tree).
+ */
+export interface NodeProbe {
+  readonly height: number;
+  readonly onNode: (index: bigint, hash: Uint8Array) => void;
 }
 
 /** Edge record bytes held at once while their chains are hashed (bounds the leaves per chunk). */
@@ -137,6 +149,8 @@ export async function buildMerkle(
   }
   const n = ids.length;
   if (n === 0) return empty[height]!;
+  // The probe climbs single-leaf subtrees from their leaf, which the edge pass overwrites.
+  const leafHashes = opts.probe ? tops.slice(0, n * 32) : undefined;
 
   // The height of each leaf's maximal single-leaf subtree; `tops` holds its hash once computed.
   const topH = new Uint16Array(n);
@@ -165,7 +179,11 @@ export async function buildMerkle(
   for (let h = 0; h <= height; h++) {
     const from = starts[h]!;
     const to = starts[h + 1]!;
-    if (from === to && curIds.length === 0) continue;
+    if (from === to && curIds.length === 0) {
+      if (opts.probe?.height === h)
+        await probeMerkle(engine, empty, ids, topH, leafHashes!, [], new Uint8Array(0), opts.probe);
+      continue;
+    }
     const c = curIds.length;
     const levelIds: bigint[] = [];
     const levelHashes = new Uint8Array((c + to - from) * 32);
@@ -182,6 +200,8 @@ export async function buildMerkle(
         q++;
       }
     }
+    if (opts.probe?.height === h)
+      await probeMerkle(engine, empty, ids, topH, leafHashes!, levelIds, levelHashes, opts.probe);
     if (h === height) {
       if (levelIds.length !== 1) throw new Error(`buildMerkle: ${levelIds.length} nodes at the root`);
       curHashes = levelHashes;
@@ -231,6 +251,40 @@ export async function buildMerkle(
   }
   await out.flush();
   return curHashes.slice(0, 32);
+}
+
+/**
+ * A Merkle probe at height h: the binary pass's nodes at h, and for each leaf alone in a subtree
+ * higher than h (its edge passes through h without a record there) its chain climbed to h.
+ */
+async function probeMerkle(
+  engine: HashEngine,
+  empty: readonly Uint8Array[],
+  ids: readonly bigint[],
+  topH: Uint16Array,
+  leafHashes: Uint8Array,
+  levelIds: readonly bigint[],
+  levelHashes: Uint8Array,
+  probe: NodeProbe,
+): Promise<void> {
+  const h = probe.height;
+  levelIds.forEach((id, i) => probe.onNode(id, levelHashes.slice(i * 32, i * 32 + 32)));
+  const alone: number[] = [];
+  for (let i = 0; i < ids.length; i++) if (topH[i]! > h) alone.push(i);
+  if (alone.length === 0) return;
+  let cur = new Uint8Array(alone.length * 32);
+  alone.forEach((i, k) => cur.set(leafHashes.subarray(i * 32, i * 32 + 32), k * 32));
+  for (let k = 0; k < h; k++) {
+    const ls = new Uint8Array(cur.length);
+    const rs = new Uint8Array(cur.length);
+    alone.forEach((i, j) => {
+      const right = ((ids[i]! >> BigInt(k)) & 1n) === 1n;
+      (right ? ls : rs).set(empty[k]!, j * 32);
+      (right ? rs : ls).set(cur.subarray(j * 32, j * 32 + 32), j * 32);
+    });
+    cur = Uint8Array.from(await engine.hashMany(ls, rs));
+  }
+  alone.forEach((i, k) => probe.onNode(ids[i]! >> BigInt(h), cur.slice(k * 32, k * 32 + 32)));
 }
 
 /**
@@ -387,7 +441,39 @@ export async function buildPatricia(
     return res;
   };
 
+  /** The probe: merges below it are done, so each non-empty subtree there is one cluster. */
+  const probeClusters = async (probe: NodeProbe): Promise<void> => {
+    const h = probe.height;
+    const starts: number[] = [];
+    for (let i = 0; i < n; i = endOfStart[i]! + 1) starts.push(i);
+    const at = new Uint8Array(starts.length * 32);
+    const bottoms: Uint8Array[] = [];
+    const paths: Uint8Array[] = [];
+    const lengths: number[] = [];
+    const raised: number[] = [];
+    starts.forEach((start, k) => {
+      const from = topH[start]!;
+      if (from === h) return void at.set(tops.subarray(start * 32, start * 32 + 32), k * 32);
+      const length = h - from;
+      const path = new Uint8Array(32);
+      writeBigint32((ids[start]! >> BigInt(from)) & ((1n << BigInt(length)) - 1n), path, 0);
+      bottoms.push(tops.subarray(start * 32, start * 32 + 32));
+      paths.push(path);
+      lengths.push(length);
+      raised.push(k);
+    });
+    if (raised.length > 0) {
+      const xs = new Uint8Array(raised.length * 32);
+      const ys = new Uint8Array(raised.length * 32);
+      raised.forEach((_, j) => (xs.set(bottoms[j]!, j * 32), ys.set(paths[j]!, j * 32)));
+      const hashed = await engine.hashMany(xs, ys);
+      raised.forEach((k, j) => at.set(addSmall(hashed.subarray(j * 32, j * 32 + 32), lengths[j]!), k * 32));
+    }
+    starts.forEach((start, k) => probe.onNode(ids[start]! >> BigInt(h), at.slice(k * 32, k * 32 + 32)));
+  };
+
   for (let m = 1; m <= height; m++) {
+    if (opts.probe?.height === m - 1) await probeClusters(opts.probe);
     const from = counts[m]!;
     const to = counts[m + 1]!;
     if (from === to) continue;
@@ -421,6 +507,7 @@ export async function buildPatricia(
       startOfEnd[rightEnd] = left;
     }
   }
+  if (opts.probe?.height === height) await probeClusters(opts.probe);
   const root = await raise([{ start: 0, to: height }]);
   await out.flush();
   return root;

@@ -14,6 +14,8 @@ export async function memberSetup(opts: {
   feeder?: boolean;
   extra?: string;
   timeoutS?: number;
+  /** Spot only: validate_rollup (default true); null leaves the key out. */
+  validateRollup?: boolean | null;
 }): Promise<{ dir: string; configPath: string; config: Config }> {
   const dir = await mkdtemp(join(tmpdir(), "dacd-member-"));
   await writeFile(join(dir, "member.key"), opts.privateKey + "\n");
@@ -26,7 +28,9 @@ export async function memberSetup(opts: {
     `data_dir: data`,
     `polling_interval_s: 0.05`,
     `http_request_timeout_s: ${opts.timeoutS ?? 2}`,
-    opts.profile === "spot" ? "validate_rollup: true" : "",
+    opts.profile === "spot" && opts.validateRollup !== null
+      ? `validate_rollup: ${opts.validateRollup ?? true}`
+      : "",
     opts.extra ?? "",
   ].join("\n");
   const configPath = join(dir, "dacd.yaml");

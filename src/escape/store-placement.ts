@@ -1,0 +1,86 @@
+import { open, mkdir, readdir, rename, rm } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import { Level } from "level";
+import { DacdError } from "../errors.js";
+
+/**
+ * Builds a store in a directory beside `dataDir` and moves it into place only when `build`
+ * succeeded: a refused import leaves nothing behind, and a store in use or holding data is
+ * never replaced unless `force` says so (then the old one is removed only after the move).
+ */
+export async function buildBeside<T>(
+  dataDir: string,
+  force: boolean,
+  build: (dir: string) => Promise<T>,
+): Promise<T> {
+  const target = resolve(dataDir);
+  const parent = dirname(target);
+  const building = join(parent, `.${basename(target)}.importing`);
+  const replaced = join(parent, `.${basename(target)}.replaced`);
+  if (!(await isEmptyDir(target))) {
+    if (!force)
+      throw new DacdError(
+        "BAD_INPUT",
+        `the store ${target} is not empty; an import builds a fresh store (--force replaces it once the import succeeded)`,
+      );
+    await refuseIfLocked(target);
+  }
+  await mkdir(parent, { recursive: true });
+  // A killed import's leftovers; LevelDB's lock tells whether another import is still at work.
+  if (!(await isEmptyDir(building))) await refuseIfLocked(building);
+  await rm(building, { recursive: true, force: true });
+  await mkdir(building, { mode: 0o700 });
+  let result: T;
+  try {
+    result = await build(building);
+  } catch (err) {
+    await rm(building, { recursive: true, force: true });
+    throw err;
+  }
+  try {
+    await rm(replaced, { recursive: true, force: true });
+    if (!(await isEmptyDir(target))) await rename(target, replaced);
+    else await rm(target, { recursive: true, force: true });
+    await rename(building, target);
+    await syncDir(parent);
+  } catch (err) {
+    await rm(building, { recursive: true, force: true });
+    throw new DacdError("STORE", `cannot move the imported store into ${target}: ${(err as Error).message}`);
+  }
+  await rm(replaced, { recursive: true, force: true });
+  return result;
+}
+
+async function isEmptyDir(dir: string): Promise<boolean> {
+  try {
+    return (await readdir(dir)).length === 0;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return true;
+    throw new DacdError("STORE", `cannot read ${dir}: ${(err as Error).message}`);
+  }
+}
+
+/** Refuses a directory whose LevelDB another process holds open (a running daemon or import). */
+async function refuseIfLocked(dir: string): Promise<void> {
+  // Not a LevelDB store (opening one would leave LevelDB's files in it): nothing holds it.
+  if (!(await readdir(dir)).includes("CURRENT")) return;
+  const db = new Level(dir, { createIfMissing: false });
+  try {
+    await db.open();
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    if (cause?.code === "LEVEL_LOCKED" || /lock/i.test(cause?.message ?? ""))
+      throw new DacdError("STORE", `the store ${dir} is in use by another process (LevelDB lock held)`);
+    return; // not a LevelDB store: nothing holds it
+  }
+  await db.close();
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const fh = await open(dir, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
