@@ -4,79 +4,40 @@
 // Run by `npm install`/`npm ci` through the "install" script. It never fails the install: if the
 // toolchain, the Node headers or the compiler are missing, dacd falls back to the WASM engine, so
 // this prints one line saying so and exits 0. Set DACD_SKIP_NATIVE=1 to skip the build. An addon
-// already built from the current sources, for the same window width, and loadable is kept.
+// already built from the current sources, for the same window width, and loadable is kept; so is a
+// prebuilt one the package carries (prebuilds/), when it was built from these sources and loads.
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  findNodeGyp,
+  matchingPrebuilt,
+  nodeDirArgs,
+  nativeSources,
+  probeAddon,
+} from "./native-toolchain.mjs";
 import { chooseWindowBits } from "./window-bits.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const nativeDir = path.join(root, "native");
 const addon = path.join(nativeDir, "build", "Release", "pedersen.node");
 const verbose = process.env.DACD_NATIVE_VERBOSE === "1";
+const platform = `${process.platform}-${process.arch}`;
 
+/** No addon built here: the package's prebuilt one is used where it loads, else the WASM engine. */
 function unavailable(reason) {
   const hint = verbose ? "" : "; DACD_NATIVE_VERBOSE=1 shows the build output";
-  console.log(`dacd: native Pedersen engine unavailable (${reason}); the WASM engine will be used${hint}`);
-  process.exit(0);
-}
-
-/** The node-gyp entry point: npm's own (npm passes it to scripts), else next to the npm on PATH. */
-function findNodeGyp() {
-  const candidates = [];
-  if (process.env.npm_config_node_gyp) candidates.push(process.env.npm_config_node_gyp);
-  if (process.env.npm_execpath) {
-    candidates.push(
-      path.join(
-        path.dirname(process.env.npm_execpath),
-        "..",
-        "node_modules",
-        "node-gyp",
-        "bin",
-        "node-gyp.js",
-      ),
+  const prebuilt = matchingPrebuilt(root);
+  const loaded = prebuilt ? probeAddon(prebuilt) : null;
+  if (loaded) {
+    console.log(
+      `dacd: native Pedersen addon not built here (${reason}); the prebuilt ${platform} addon will be used (kernels: ${loaded.kernels}; ${loaded.windowBits}-bit windows)${hint}`,
     );
+  } else {
+    console.log(`dacd: native Pedersen engine unavailable (${reason}); the WASM engine will be used${hint}`);
   }
-  const which = spawnSync(process.platform === "win32" ? "where" : "which", ["npm"], { encoding: "utf8" });
-  if (which.status === 0 && which.stdout.trim()) {
-    try {
-      const npmBin = realpathSync(which.stdout.trim().split(/\r?\n/)[0]);
-      candidates.push(
-        path.join(path.dirname(npmBin), "..", "node_modules", "node-gyp", "bin", "node-gyp.js"),
-      );
-    } catch {
-      // ignore: try the next candidate
-    }
-  }
-  candidates.push(
-    path.join(
-      path.dirname(process.execPath),
-      "..",
-      "lib",
-      "node_modules",
-      "npm",
-      "node_modules",
-      "node-gyp",
-      "bin",
-      "node-gyp.js",
-    ),
-  );
-  try {
-    candidates.push(createRequire(import.meta.url).resolve("node-gyp/bin/node-gyp.js"));
-  } catch {
-    // not installed locally
-  }
-  return candidates.find((c) => existsSync(c));
-}
-
-/** Local headers so the build works offline: npm's nodedir setting, else the prefix node runs from. */
-function nodeDirArgs() {
-  if (process.env.npm_config_nodedir) return [`--nodedir=${process.env.npm_config_nodedir}`];
-  const prefix = path.resolve(path.dirname(process.execPath), "..");
-  if (existsSync(path.join(prefix, "include", "node", "node_api.h"))) return [`--nodedir=${prefix}`];
-  return [];
+  process.exit(0);
 }
 
 /** /proc/cpuinfo, or "" where there is none (not Linux): the CPU's features decide the window width. */
@@ -88,35 +49,9 @@ function cpuinfo() {
   }
 }
 
-/**
- * Loads the addon in a child process, so a broken binary is reported here rather than at run time:
- * its kernels and window width, or null when it does not load (missing, another Node ABI, broken).
- */
-function probe() {
-  const child = spawnSync(
-    process.execPath,
-    [
-      "-e",
-      `const a = require(${JSON.stringify(addon)}); if (!a.kernels().length) process.exit(1); console.log(a.kernels().join(","), a.windowBits);`,
-    ],
-    { encoding: "utf8", timeout: 60_000 },
-  );
-  if (child.status !== 0) return null;
-  const [kernels, windowBits] = child.stdout.trim().split(" ");
-  return { kernels, windowBits: Number(windowBits) };
-}
-
-/** The newest modification time among the addon's sources: binding.gyp, native/*.{c,h}, pedersen/, trees/. */
+/** The newest modification time among the addon's sources. */
 function newestSource() {
-  const dirs = ["pedersen", "trees"].map((d) => path.join(nativeDir, d));
-  const files = [
-    path.join(nativeDir, "binding.gyp"),
-    ...readdirSync(nativeDir)
-      .filter((f) => f.endsWith(".h") || f.endsWith(".c"))
-      .map((f) => path.join(nativeDir, f)),
-    ...dirs.flatMap((dir) => readdirSync(dir).map((f) => path.join(dir, f))),
-  ];
-  return Math.max(...files.map((f) => statSync(f).mtimeMs));
+  return Math.max(...nativeSources(nativeDir).map((f) => statSync(f).mtimeMs));
 }
 
 if (process.env.DACD_SKIP_NATIVE === "1") unavailable("DACD_SKIP_NATIVE=1");
@@ -131,10 +66,24 @@ const bits = chooseWindowBits(process.env.DACD_PEDERSEN_WINDOW_BITS, cpuinfo(), 
 // loadable, is kept; DACD_NATIVE_REBUILD=1 forces a build.
 const existing =
   process.env.DACD_NATIVE_REBUILD !== "1" && existsSync(addon) && statSync(addon).mtimeMs > newestSource()
-    ? probe()
+    ? probeAddon(addon)
     : null;
 if (existing?.windowBits === bits) {
   console.log(`dacd: native Pedersen engine up to date (kernels: ${existing.kernels}; ${bits}-bit windows)`);
+  process.exit(0);
+}
+
+// The package carries an addon prebuilt for linux-x64 (scripts/build-prebuilds.mjs): when it was
+// built from these sources, for the width chosen here, and loads, it spares the compiler (dacd
+// loads it from prebuilds/ when native/build has no addon).
+const prebuilt = process.env.DACD_NATIVE_REBUILD !== "1" ? matchingPrebuilt(root) : null;
+const fromPrebuilt = prebuilt ? probeAddon(prebuilt) : null;
+if (fromPrebuilt?.windowBits === bits) {
+  // dacd prefers native/build's addon to the prebuilt one: one left there is stale or another width.
+  rmSync(addon, { force: true });
+  console.log(
+    `dacd: native Pedersen engine prebuilt for ${platform} (kernels: ${fromPrebuilt.kernels}; ${bits}-bit windows)`,
+  );
   process.exit(0);
 }
 
@@ -153,6 +102,6 @@ const build = spawnSync(
 if (build.status !== 0 || !existsSync(addon)) {
   unavailable(build.error ? build.error.message : `node-gyp exited with ${build.status ?? build.signal}`);
 }
-const built = probe();
+const built = probeAddon(addon);
 if (!built) unavailable("the built addon does not load");
 console.log(`dacd: native Pedersen engine built (kernels: ${built.kernels}; ${bits}-bit windows)`);

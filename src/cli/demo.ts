@@ -8,6 +8,7 @@ import { loadConfig } from "../config/config.js";
 import { startDevnet } from "../devnet/main.js";
 import { createLogger } from "../logging.js";
 import { ethAddressFromPrivateKey } from "../signer/eth-signer.js";
+import { demoNextSteps, freeLocalPort } from "./demo-next-steps.js";
 
 interface DemoOptions {
   variant: string;
@@ -60,6 +61,7 @@ export function registerDemoCommand(program: Command): void {
       }
       const storeDir = join(dir, `store-${profile}-${Date.now()}`);
       const configPath = join(dir, "dacd.yaml");
+      const metricsPort = await freeLocalPort();
       await writeFile(
         configPath,
         [
@@ -70,12 +72,14 @@ export function registerDemoCommand(program: Command): void {
           "private_key_path: member.key",
           `data_dir: "${storeDir}"`,
           "polling_interval_s: 0.5",
+          `metrics_port: ${metricsPort}`,
           variant === "G" ? "validate_rollup: true" : "",
           "",
         ].join("\n"),
       );
       const log = createLogger({ level: "info", pretty: true });
       const daemon = await startDaemon(loadConfig(configPath), { log });
+      process.stdout.write(demoNextSteps({ configPath, metricsPort }));
       const stop = async (): Promise<void> => {
         await daemon.stop();
         await devnet.close();

@@ -11,7 +11,7 @@
  */
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { Level } from "level";
+import { ClassicLevel } from "classic-level";
 import { DacdError } from "../errors.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { yieldToEventLoop } from "./jobs.js";
@@ -55,7 +55,7 @@ export async function backupStore(
   const partial = join(backupDir, `.${name}.partial`);
   const final = join(backupDir, name);
 
-  const target = new Level<Uint8Array, Uint8Array>(partial, {
+  const target = new ClassicLevel<Uint8Array, Uint8Array>(partial, {
     keyEncoding: "view",
     valueEncoding: "view",
     createIfMissing: true,

@@ -1,12 +1,12 @@
 import { mkdir, open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import type { Level } from "level";
+import type { ClassicLevel } from "classic-level";
 import type { NodeWrite } from "../verifier/node-source.js";
 import { copy32 } from "../util/bytes.js";
 import { exactKeyOrder } from "./keys.js";
 import { putInOrder, rawPut, type PackedRecords } from "./sorted-puts.js";
 
-type Db = Level<Uint8Array, Uint8Array>;
+type Db = ClassicLevel<Uint8Array, Uint8Array>;
 
 export interface BulkWriterOptions {
   /** Records per LevelDB write at most (default 65536). */

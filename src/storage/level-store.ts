@@ -1,6 +1,6 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { Level } from "level";
+import { ClassicLevel } from "classic-level";
 import { DacdError } from "../errors.js";
 import type { NodeSource } from "../verifier/node-source.js";
 import type { NodeWrites } from "../verifier/node-writes.js";
@@ -9,7 +9,7 @@ import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from ".
 import { BULK_SPILL_DIR } from "./bulk-writer.js";
 import { putSorted, rawPut } from "./sorted-puts.js";
 
-type Db = Level<Uint8Array, Uint8Array>;
+type Db = ClassicLevel<Uint8Array, Uint8Array>;
 
 /** LevelDB's tunables that dacd sets (classic-level's names; unset: LevelDB's defaults). */
 export interface LevelTuning {
@@ -57,7 +57,7 @@ export class LevelStore implements NodeSource {
    * table files: whole-store walks (dump) pass a small number so that RSS stays bounded.
    */
   static async open(dir: string, opts: LevelTuning = {}): Promise<LevelStore> {
-    const db: Db = new Level<Uint8Array, Uint8Array>(dir, {
+    const db: Db = new ClassicLevel<Uint8Array, Uint8Array>(dir, {
       keyEncoding: "view",
       valueEncoding: "view",
       // Nodes and leaves are hashes: Snappy cannot shrink them and only costs compaction CPU.
@@ -313,11 +313,10 @@ export class LevelStore implements NodeSource {
   /**
    * Merges every table of the store into LevelDB's sorted levels now. After a bulk load of
    * millions of records this spares the first batches the background compaction that would
-   * otherwise compete with them for the CPU (`level` does not type this classic-level method).
+   * otherwise compete with them for the CPU.
    */
   async compact(): Promise<void> {
-    const db = this.db as unknown as { compactRange(start: Uint8Array, end: Uint8Array): Promise<void> };
-    await db.compactRange(Uint8Array.of(0x00), Uint8Array.of(0xff));
+    await this.db.compactRange(Uint8Array.of(0x00), Uint8Array.of(0xff));
   }
 
   /**
@@ -327,10 +326,8 @@ export class LevelStore implements NodeSource {
    * that competes with a batch for the CPU.
    */
   compactionWrittenMb(): number {
-    // classic-level's method, which `level`'s types leave out (as compactRange, above).
-    const db = this.db as unknown as { getProperty(name: string): string };
     let mb = 0;
-    for (const line of db.getProperty("leveldb.stats").split("\n")) {
+    for (const line of this.db.getProperty("leveldb.stats").split("\n")) {
       // Level, Files, Size(MB), Time(sec), Read(MB), Write(MB).
       const cols = line.trim().split(/\s+/);
       if (cols.length === 6 && /^\d+$/.test(cols[0]!)) mb += Number(cols[5]);

@@ -1,9 +1,9 @@
-import type { Level } from "level";
+import type { ClassicLevel } from "classic-level";
 import { copy32 } from "../util/bytes.js";
 import type { NodeWrites } from "../verifier/node-writes.js";
 import { keyOrder } from "./keys.js";
 
-type ChainedBatch = ReturnType<Level<Uint8Array, Uint8Array>["batch"]>;
+type ChainedBatch = ReturnType<ClassicLevel<Uint8Array, Uint8Array>["batch"]>;
 
 /**
  * The put of a chained batch without abstract-level's per-call wrapper, which builds an operation

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { Level } from "level";
+import { ClassicLevel } from "classic-level";
 import { afterAll, describe, expect, it } from "vitest";
 import { prng } from "../../src/util/prng.js";
 import { checkStore } from "../../src/escape/check.js";
@@ -359,7 +359,7 @@ describe("the store's node format", () => {
       message: expect.stringMatching(/format 1, this dacd reads format 2/) as unknown,
     });
     // Refused without keeping LevelDB's lock: the same directory opens again once it is marked.
-    const raw = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
+    const raw = new ClassicLevel<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
     await raw.put(metaKey("format"), new TextEncoder().encode("2"));
     await raw.close();
     const reopened = await LevelStore.open(dir);

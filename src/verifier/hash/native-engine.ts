@@ -49,14 +49,26 @@ function findRoot(): string | null {
   return null;
 }
 
-/** Path of the built addon (`DACD_NATIVE_ADDON` overrides it), or null when it is not there. */
+/**
+ * Path of the addon (`DACD_NATIVE_ADDON` overrides it): the one built on this host (native/build/),
+ * else the one the package carries prebuilt for this platform (prebuilds/linux-x64/, used when the
+ * install script did not run or could not build); null when neither is there.
+ */
 export function nativeAddonPath(): string | null {
   const override = process.env.DACD_NATIVE_ADDON;
   if (override) return existsSync(override) ? path.resolve(override) : null;
   const root = findRoot();
   if (!root) return null;
-  const p = path.join(root, ADDON_RELATIVE);
-  return existsSync(p) ? p : null;
+  const built = path.join(root, ADDON_RELATIVE);
+  if (existsSync(built)) return built;
+  const prebuilt = path.join(root, "prebuilds", `${process.platform}-${process.arch}`, "pedersen.node");
+  return existsSync(prebuilt) ? prebuilt : null;
+}
+
+/** The install script that builds the addon, as a path to run it by (for the message when it is missing). */
+export function nativeBuildScriptPath(): string {
+  const root = findRoot();
+  return root ? path.join(root, "scripts", "build-native.mjs") : "scripts/build-native.mjs";
 }
 
 /** Path of the plain-JS worker used by the pool engine (it lives next to the addon sources). */

@@ -1,7 +1,7 @@
 import os from "node:os";
 import type { HashEngine } from "./engine.js";
 import { JsEngine } from "./js-engine.js";
-import { lastLoadError, loadNativeEngine } from "./native-engine.js";
+import { lastLoadError, loadNativeEngine, nativeBuildScriptPath } from "./native-engine.js";
 import { PoolEngine } from "./pool-engine.js";
 import { WasmEngine } from "./wasm-engine.js";
 
@@ -62,7 +62,7 @@ export function createEngine(
       const reason =
         why instanceof Error
           ? `does not load: ${why.message}`
-          : "is not built (run `node scripts/build-native.mjs`)";
+          : `is not built (run \`node ${nativeBuildScriptPath()}\`)`;
       if (name === "native") throw new Error(`native Pedersen engine requested but the addon ${reason}`);
       opts.warn?.(`native Pedersen engine unavailable (addon ${reason}); falling back to the WASM engine`);
       return new WasmEngine();

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The package as a user gets it: `npm pack` (prepack builds dist/ and the prebuilt addon), then the
+# tarball installed globally without devDependencies into temporary prefixes, once with its install
+# script and once with --ignore-scripts (as a later npm may install it when allowScripts does not
+# cover it). Each installed `dacd` must answer --help and replay the golden vector
+# (test/fixtures/vectors/spot-golden) to the expected roots, claim and signature. Called by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fail() {
+  echo "check-package: $*" >&2
+  exit 1
+}
+
+npm pack --silent --pack-destination "$tmp" >"$tmp/pack.out"
+tarball="$tmp/$(tail -n 1 "$tmp/pack.out")"
+[ -f "$tarball" ] || fail "npm pack did not write a tarball"
+tar tzf "$tarball" >"$tmp/files"
+echo "check-package: $(basename "$tarball"), $(wc -l <"$tmp/files") files, $(du -k "$tarball" | cut -f1) KiB"
+
+# What it carries: the compiled CLI, the addon's sources and install script; no tests, benchmarks,
+# CI files, TypeScript sources or source maps.
+for f in bin/dacd.js dist/src/cli/main.js native/binding.gyp native/pedersen-worker.mjs \
+  native/pedersen/addon.c scripts/build-native.mjs scripts/native-toolchain.mjs scripts/window-bits.mjs; do
+  grep -qx "package/$f" "$tmp/files" || fail "the tarball lacks $f"
+done
+if grep -E '^package/(test|bench|\.ci|src|dist/bench|dist/test|native/build)/|\.map$|\.ts$' "$tmp/files"; then
+  fail "the tarball carries files it should not (above)"
+fi
+prebuilt=no
+if [ "$(node -p 'process.platform + "-" + process.arch')" = linux-x64 ]; then
+  grep -qx package/prebuilds/linux-x64/pedersen.node "$tmp/files" || fail "the tarball lacks the prebuilt addon"
+  prebuilt=yes
+fi
+
+golden=test/fixtures/vectors/spot-golden
+node -e 'process.stdout.write(require(process.argv[1]).private_key)' "$PWD/$golden/expected.json" >"$tmp/member.key"
+chmod 600 "$tmp/member.key"
+
+# npm 11 has allowScripts: name the two packages whose install scripts this install needs.
+allow=()
+[ "$(npm config get allow-scripts)" != undefined ] && allow=(--allow-scripts=dacd,classic-level)
+
+check_install() {
+  local mode="$1" prefix="$tmp/$1"
+  shift
+  npm install -g --omit=dev --no-audit --no-fund --loglevel=error --prefix "$prefix" "$@" "$tarball" \
+    >"$tmp/$mode.install" 2>&1 || { cat "$tmp/$mode.install" >&2; fail "$mode: npm install failed"; }
+  "$prefix/bin/dacd" --help | grep -q '^  replay' || fail "$mode: dacd --help does not list replay"
+  # With the prebuilt addon (linux-x64) the native engine must load whether or not a script ran.
+  local engine=auto
+  [ "$prebuilt" = yes ] && engine=native
+  DACD_HASH_ENGINE="$engine" "$prefix/bin/dacd" replay --profile spot --key-file "$tmp/member.key" \
+    --input "$golden/responses.json" --db "$tmp/$mode.db" >"$tmp/$mode.out" 2>"$tmp/$mode.err" ||
+    { cat "$tmp/$mode.err" >&2; fail "$mode: dacd replay failed"; }
+  [ "$(grep -c 'WASM engine' "$tmp/$mode.err" || true)" -le 1 ] || fail "$mode: the WASM fallback is said more than once"
+  ENGINE="$engine" node -e '
+    const [expectedFile, outFile, mode] = process.argv.slice(1);
+    const want = require(expectedFile).batches;
+    const got = require("fs").readFileSync(outFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    if (got.length !== want.length) throw new Error(`${mode}: ${got.length} batches replayed, ${want.length} expected`);
+    want.forEach((w, i) => {
+      const g = got[i];
+      for (const k of ["claim_hash", "signature"]) {
+        if (g[k] !== w[k]) throw new Error(`${mode}: batch ${w.batch_id} ${k} ${g[k]}, expected ${w[k]}`);
+      }
+      for (const [tree, root] of Object.entries(w.roots)) {
+        const hex = (v) => BigInt("0x" + String(v).replace(/^0x/, ""));
+        if (hex(g.roots[tree]) !== hex(root)) throw new Error(`${mode}: batch ${w.batch_id} ${tree} root differs`);
+      }
+    });
+    console.log(`check-package: ${mode}: dacd --help and the golden replay (${want.length} batch, engine ${process.env.ENGINE}) match`);
+  ' "$PWD/$golden/expected.json" "$tmp/$mode.out" "$mode"
+}
+
+check_install with-scripts "${allow[@]}"
+check_install ignore-scripts --ignore-scripts
