@@ -10,7 +10,7 @@ import type { LevelStore } from "../storage/level-store.js";
 import { backupStore } from "./backup.js";
 import { checkJob } from "./check.js";
 import { batchLag, liveness, readiness } from "./health.js";
-import { startOpsServer, type OpsServer } from "./http-server.js";
+import { startOpsServer, type OpsListener, type OpsServer } from "./http-server.js";
 import { JobRunner } from "./jobs.js";
 import type { DacdMetrics, MetricsState } from "./metrics.js";
 import { createSystemdNotifier, type SystemdNotifier } from "./systemd.js";
@@ -35,6 +35,8 @@ export interface OperationsDeps {
   metrics: DacdMetrics;
   jobs?: JobImplementations;
   env?: NodeJS.ProcessEnv;
+  /** metrics_port bound already (by startDaemon, before the member started); else bound here. */
+  listener?: OpsListener;
 }
 
 export interface Operations {
@@ -83,14 +85,16 @@ export async function startOperations(deps: OperationsDeps): Promise<Operations>
   validateSchedules(config, impl);
 
   let server: OpsServer | undefined;
-  if (config.metricsPort !== undefined) {
-    server = await startOpsServer({
-      host: config.metricsHost,
-      port: config.metricsPort,
+  if (config.metricsPort !== undefined || deps.listener) {
+    const handlers = {
       metrics,
       healthz: () => liveness(store),
       readyz: () => readiness(member.state, config.maxReadyLag),
-    });
+    };
+    if (deps.listener) deps.listener.attach(handlers);
+    server =
+      deps.listener ??
+      (await startOpsServer({ host: config.metricsHost, port: config.metricsPort!, ...handlers }));
     log.info({ url: server.url }, "metrics and health endpoints listening (/metrics, /healthz, /readyz)");
   }
 
