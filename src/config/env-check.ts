@@ -31,6 +31,7 @@ const oneOf =
 /** Checks of the switches' values; undefined when the value is acceptable. */
 const SWITCHES: Readonly<Record<string, (value: string) => string | undefined>> = {
   DACD_TREE_WALK: oneOf(["auto", "native", "js"]),
+  // Also the hash_engine key, but read by every command, with or without a configuration.
   DACD_HASH_ENGINE: oneOf(HASH_ENGINES),
   // The kernel's availability is checked when the native engine loads; here only its form.
   DACD_HASH_KERNEL: (v) =>
@@ -50,9 +51,9 @@ export function environmentProblems(env: Env = process.env): string[] {
   const problems: string[] = [];
   for (const [name, raw] of Object.entries(env)) {
     if (!name.startsWith("DACD_") || raw === undefined || raw === "") continue;
-    if (known.has(name)) continue; // its value is checked with the configuration
     const check = SWITCHES[name];
     if (!check) {
+      if (known.has(name)) continue; // its value is checked with the configuration
       if (!OTHER_ENV.has(name))
         problems.push(
           `environment variable ${name} is not a dacd setting (unset it; docs/operations.md lists the names)`,

@@ -7,7 +7,9 @@ import { DacdError } from "../errors.js";
 import type { Logger } from "../logging.js";
 import type { Member } from "../poller/member.js";
 import type { LevelStore } from "../storage/level-store.js";
-import { backupStore } from "./backup.js";
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+import { backupStore, listBackups } from "./backup.js";
 import { checkJob } from "./check.js";
 import { batchLag, liveness, readiness } from "./health.js";
 import { startOpsServer, type OpsListener, type OpsServer } from "./http-server.js";
@@ -102,7 +104,16 @@ export async function startOperations(deps: OperationsDeps): Promise<Operations>
   const { check, backup, prune } = config.schedule;
   try {
     if (check || backup || prune) jobs = scheduleJobs(deps, impl);
+    // The newest backup on disk is the last success, so that the staleness alert survives restarts.
+    if (backup) {
+      const newest = (await listBackups(config.backupDir!)).at(-1);
+      const at = newest
+        ? (await stat(join(config.backupDir!, newest)).catch(() => undefined))?.mtimeMs
+        : undefined;
+      if (at !== undefined) metrics.jobLastSuccess.set({ task: "backup" }, at / 1000);
+    }
   } catch (err) {
+    await jobs?.stop();
     await server?.close();
     throw err;
   }
