@@ -113,7 +113,11 @@ describe("dacd run and signals", () => {
     // At debug level each batch has its per-tree detail.
     gw.available = expected.batches.length;
     await waitFor(() => gw.accepted.length === expected.batches.length, 60_000, "all signed");
-    await waitFor(() => out().includes('"msg":"batch trees"'), 20_000, "per-tree detail");
+    await waitFor(
+      () => logLines(out()).filter((l) => l.msg === "batch trees").length === 3,
+      20_000,
+      "per-tree detail of batches 3 to 5",
+    );
     const trees = logLines(out()).filter((l) => l.msg === "batch trees");
     expect(trees.map((l) => l.batch_id)).toEqual([3, 4, 5]);
     for (const l of trees) {
