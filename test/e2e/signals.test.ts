@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, openSync, closeSync, readFileSync, statSync } from "node:fs";
-import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { memberSetup, waitFor } from "../helpers/daemon.js";
@@ -37,7 +36,7 @@ async function setup(extra = "") {
  */
 async function slowNotifyEnv(dir: string): Promise<NodeJS.ProcessEnv> {
   const bin = join(dir, "bin");
-  await (await import("node:fs/promises")).mkdir(bin);
+  await mkdir(bin);
   const script = join(bin, "systemd-notify");
   await writeFile(script, '#!/bin/sh\ncase "$*" in *STOPPING=1*) sleep 3;; esac\nexit 0\n');
   await chmod(script, 0o755);
