@@ -1,5 +1,6 @@
 import { access, constants, mkdir } from "node:fs/promises";
 import type { Server } from "node:http";
+import { buildInfo } from "./build-info.js";
 import type { Config } from "./config/config.js";
 import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
@@ -7,6 +8,7 @@ import { showBatch, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
 import { escapeJobs } from "./ops/escape-jobs.js";
 import { checkImportedStore } from "./escape/reference-store.js";
+import { listenOpsServer, type OpsListener } from "./ops/http-server.js";
 import { DACD_VERSION, DacdMetrics, type MetricsState } from "./ops/metrics.js";
 import {
   memberMetricsState,
@@ -62,6 +64,24 @@ export interface DaemonOptions {
 }
 
 export async function startDaemon(config: Config, opts: DaemonOptions): Promise<Daemon> {
+  // Bound first: a port in use is one line and exit 78 before the key is read or anything signed.
+  const listener =
+    config.metricsPort !== undefined
+      ? await listenOpsServer({ host: config.metricsHost, port: config.metricsPort })
+      : undefined;
+  try {
+    return await startDaemonWith(config, opts, listener);
+  } catch (err) {
+    await listener?.close();
+    throw err;
+  }
+}
+
+async function startDaemonWith(
+  config: Config,
+  opts: DaemonOptions,
+  listener: OpsListener | undefined,
+): Promise<Daemon> {
   const { log } = opts;
   for (const w of config.warnings) log.warn(w);
   const profile = makeProfile(config.profile, config.heights);
@@ -162,8 +182,12 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       version: DACD_VERSION,
     });
     metrics.setMode(config.mode);
+    const build = buildInfo();
     log.info(
       {
+        version: build.version,
+        commit: build.commit,
+        node: build.node,
         profile: profile.name,
         member_key: signer.memberKey,
         chain: signer.chainKind,
@@ -189,6 +213,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       metrics,
       jobs: jobImplementations,
       env: opts.env,
+      listener,
     }).catch(async (err: unknown) => {
       abort.abort(new DacdError("GATEWAY", "shutting down"));
       await done.catch(() => undefined);

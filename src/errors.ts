@@ -9,6 +9,7 @@ export type ErrorCode =
   | "CONFLICTING_CLAIM" // the batch id is already signed with another claim
   | "GATEWAY" // transport failure or unexpected answer from a gateway
   | "CONFIG" // invalid configuration or key material
+  | "USAGE" // a command-line argument or flag is invalid
   | "STORE"; // the local store is unusable or inconsistent
 
 export class DacdError extends Error {

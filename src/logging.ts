@@ -1,3 +1,4 @@
+import { fstatSync } from "node:fs";
 import pino, { type Logger } from "pino";
 
 export type { Logger } from "pino";
@@ -16,12 +17,56 @@ export function redactDeep(value: unknown, depth = 0): unknown {
   return out;
 }
 
+export type LogFormat = "json" | "pretty";
+
 export interface LoggerOptions {
   level?: string;
-  /** Human-readable output (pino-pretty) instead of JSON lines. */
+  /** Human-readable output (pino-pretty) instead of JSON lines; same as format "pretty". */
   pretty?: boolean;
+  format?: LogFormat;
   /** Where JSON lines go; default stdout (journald captures it under systemd). */
   destination?: pino.DestinationStream;
+  /**
+   * Prefix each JSON line with its syslog priority (`<3>` for error…), which journald reads from a
+   * service's stdout (SyslogLevelPrefix=, on by default): `journalctl -p err` then shows dacd's
+   * errors. Default: when stdout is the journal (journalStdout()).
+   */
+  syslogPrefix?: boolean;
+}
+
+/** Syslog priority of each pino level (sd-daemon(3)): fatal is crit, trace is debug. */
+const PRIORITY: Readonly<Record<string, number>> = {
+  fatal: 2,
+  error: 3,
+  warn: 4,
+  info: 6,
+  debug: 7,
+  trace: 7,
+};
+
+/**
+ * True when stdout is connected to the journal: systemd sets JOURNAL_STREAM to the device and
+ * inode of that stream (systemd.exec(5)), so a redirected stdout (a file, a pipe to another
+ * program) is told apart from the journal even under systemd.
+ */
+export function journalStdout(env: NodeJS.ProcessEnv = process.env, fd = 1): boolean {
+  const stream = env.JOURNAL_STREAM;
+  if (!stream) return false;
+  const m = /^(\d+):(\d+)$/.exec(stream);
+  if (!m) return false;
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    return st.dev === BigInt(m[1]!) && st.ino === BigInt(m[2]!);
+  } catch {
+    return false;
+  }
+}
+
+/** `<N>` before a JSON line whose first field is the level name (see formatters.level below). */
+export function withSyslogPrefix(line: string): string {
+  const m = /^\{"level":"([a-z]+)"/.exec(line);
+  const priority = (m && PRIORITY[m[1]!]) ?? 6;
+  return `<${priority}>${line}`;
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
@@ -29,16 +74,24 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     level: opts.level ?? "info",
     base: { service: "dacd" },
     timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { log: (obj) => redactDeep(obj) as Record<string, unknown> },
+    formatters: {
+      // Level names ("error"), not pino's numbers (50): readable, and what journald's prefix needs.
+      level: (label) => ({ level: label }),
+      log: (obj) => redactDeep(obj) as Record<string, unknown>,
+    },
   };
-  if (opts.pretty) {
+  if (opts.pretty || opts.format === "pretty") {
     return pino({
       ...options,
+      formatters: { log: options.formatters!.log },
       transport: {
         target: "pino-pretty",
         options: { colorize: process.stdout.isTTY, ignore: "pid,hostname,service", singleLine: true },
       },
     });
+  }
+  if (opts.syslogPrefix ?? (opts.destination === undefined && journalStdout())) {
+    options.hooks = { streamWrite: withSyslogPrefix };
   }
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }

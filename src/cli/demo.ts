@@ -9,6 +9,8 @@ import { startDevnet } from "../devnet/main.js";
 import { createLogger } from "../logging.js";
 import { ethAddressFromPrivateKey } from "../signer/eth-signer.js";
 import { demoNextSteps, freeLocalPort } from "./demo-next-steps.js";
+import { DacdError } from "../errors.js";
+import { handleSignals } from "./signals.js";
 
 interface DemoOptions {
   variant: string;
@@ -30,7 +32,15 @@ export function registerDemoCommand(program: Command): void {
     .option("--data-dir <dir>", "folder for the member's key, config and store", ".devnet-data")
     .option("--traffic <tx_per_s>", "transactions per second the traffic generator submits", "20")
     .action(async (opts: DemoOptions) => {
-      const variant = opts.variant.toUpperCase() === "P" ? "P" : "G";
+      const variant = opts.variant.toUpperCase();
+      if (variant !== "P" && variant !== "G")
+        throw new DacdError("USAGE", `--variant must be P or G, got ${JSON.stringify(opts.variant)}`);
+      const traffic = Number(opts.traffic);
+      if (!/^[0-9.]+$/.test(opts.traffic) || !Number.isFinite(traffic) || traffic <= 0)
+        throw new DacdError(
+          "USAGE",
+          `--traffic must be a positive number, got ${JSON.stringify(opts.traffic)}`,
+        );
       const dir = resolve(opts.dataDir);
       await mkdir(dir, { recursive: true, mode: 0o700 });
       const keyPath = join(dir, "member.key");
@@ -48,7 +58,7 @@ export function registerDemoCommand(program: Command): void {
         variant,
         committee: [address],
         quorum: 1,
-        traffic: Number(opts.traffic),
+        traffic,
         batchIntervalMs: 1000,
       });
       process.stdout.write(
@@ -80,13 +90,18 @@ export function registerDemoCommand(program: Command): void {
       const log = createLogger({ level: "info", pretty: true });
       const daemon = await startDaemon(loadConfig(configPath), { log });
       process.stdout.write(demoNextSteps({ configPath, metricsPort }));
-      const stop = async (): Promise<void> => {
-        await daemon.stop();
-        await devnet.close();
-      };
-      process.once("SIGINT", () => void stop());
-      process.once("SIGTERM", () => void stop());
-      await daemon.done;
-      await stop();
+      let stopping: Promise<void> | undefined;
+      const stop = (): Promise<void> =>
+        (stopping ??= (async () => {
+          await daemon.stop();
+          await devnet.close();
+        })());
+      const dispose = handleSignals({ log, stop });
+      try {
+        await daemon.done;
+      } finally {
+        await stop();
+        dispose();
+      }
     });
 }

@@ -1,8 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { loadConfig } from "../config/config.js";
 import { DacdError } from "../errors.js";
-import { checkStore } from "../escape/check.js";
+import { checkStore, type CheckReport } from "../escape/check.js";
 import { dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
 import { dumpReference } from "../escape/reference-dump.js";
@@ -13,11 +12,16 @@ import { LevelStore, type LevelTuning } from "../storage/level-store.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
 import { loadFromReference } from "./reference-commands.js";
+import { checkSummary } from "./check-summary.js";
+import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
+import { EXIT } from "./exit-codes.js";
+import { idSummary, printJson, wantsJson } from "./output.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
  * verify-proof, load, check, prune. They open the store directly, so the daemon must be stopped
- * (LevelDB admits one process); the daemon itself runs pruneStore in-process.
+ * (LevelDB admits one process); the daemon itself runs pruneStore in-process. dump, proof and
+ * check only read: the store must exist and is not changed. Exit statuses: exit-codes.ts.
  */
 
 interface StoreOptions {
@@ -25,24 +29,20 @@ interface StoreOptions {
   db?: string;
 }
 
+/** --db, else the data_dir of --config (default: DACD_CONFIG, else /etc/dacd/dacd.yaml). */
 function storeDir(opts: StoreOptions): { dir: string; profile?: string } {
   if (opts.db) return { dir: opts.db };
-  if (opts.config) {
-    const config = loadConfig(opts.config);
-    return { dir: config.dataDir, profile: config.profile };
-  }
-  throw new DacdError("CONFIG", "name the store with --config FILE or --db DIR");
+  const config = loadConfigFor(opts.config);
+  return { dir: config.dataDir, profile: config.profile };
 }
 
 const withStore = (cmd: Command): Command =>
-  cmd
-    .option("--config <file>", "configuration file (its data_dir is used)")
-    .option("--db <dir>", "store directory");
+  cmd.option("--config <file>", CONFIG_HELP).option("--db <dir>", "store directory");
 
 function batchId(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   if (!/^(0|[1-9][0-9]*)$/.test(v))
-    throw new DacdError("BAD_INPUT", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
+    throw new DacdError("USAGE", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
   return Number(v);
 }
 
@@ -57,14 +57,21 @@ async function run<T>(
   opts: StoreOptions,
   engineOpts: CreateEngineOptions,
   fn: (store: LevelStore, engine: HashEngine, profile: string | undefined) => Promise<T>,
-  storeOpts: LevelTuning = {},
+  storeOpts: LevelTuning & { readOnly?: boolean } = {},
 ): Promise<T> {
   const { dir, profile } = storeDir(opts);
+  const { readOnly, ...tuning } = storeOpts;
   const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
     warn: (m) => process.stderr.write(`${m}\n`),
     ...engineOpts,
   });
-  const store = await LevelStore.open(dir, storeOpts);
+  let store: LevelStore;
+  try {
+    store = readOnly ? await LevelStore.openExisting(dir, tuning) : await LevelStore.open(dir, tuning);
+  } catch (err) {
+    await engine.close?.();
+    throw err;
+  }
   try {
     return await fn(store, engine, profile);
   } finally {
@@ -73,9 +80,7 @@ async function run<T>(
   }
 }
 
-const print = (v: unknown): void => {
-  process.stdout.write(JSON.stringify(v, null, 2) + "\n");
-};
+const print = printJson;
 
 const LOAD_PHASES = {
   leaves: "leaves",
@@ -152,7 +157,7 @@ export function registerEscapeCommands(program: Command): void {
             bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
         }),
       // The walk reads every table file once; few open (memory-mapped) files keep RSS bounded.
-      { maxOpenFiles: DUMP_MAX_OPEN_FILES },
+      { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
     );
     bar.done();
     print(manifest);
@@ -166,21 +171,26 @@ export function registerEscapeCommands(program: Command): void {
       )
       .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
   ).action(async (object: string, id: string, opts: StoreOptions & { batch?: string }) => {
-    print(await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batchId(opts.batch))));
+    print(
+      await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batchId(opts.batch)), {
+        readOnly: true,
+      }),
+    );
   });
 
   program
     .command("verify-proof <file>")
-    .description("check a proof from `dacd proof` against its root, with no store; exit 0 only if valid")
+    .description(
+      "check a proof from `dacd proof` against its root, with no store; exit 0 valid, 1 invalid, 2 unreadable",
+    )
     .option("--root <hex>", "the root the proof must be for (e.g. from the base chain)")
     .action(async (file: string, opts: { root?: string }) => {
       let proof: Proof;
       try {
         proof = JSON.parse(await readFile(file === "-" ? "/dev/stdin" : file, "utf8")) as Proof;
       } catch (err) {
-        print({ valid: false, reason: `cannot read the proof: ${(err as Error).message}` });
-        process.exitCode = 1;
-        return;
+        // Not a verdict on the proof: the command could not run.
+        throw new DacdError("STORE", `cannot read the proof ${file}: ${(err as Error).message}`);
       }
       const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
         warn: (m) => process.stderr.write(`${m}\n`),
@@ -188,7 +198,7 @@ export function registerEscapeCommands(program: Command): void {
       try {
         const verdict = await verifyProof(engine, proof, opts.root);
         print(verdict);
-        process.exitCode = verdict.valid ? 0 : 1;
+        process.exitCode = verdict.valid ? EXIT.OK : EXIT.INVALID;
       } finally {
         await engine.close?.();
       }
@@ -241,21 +251,31 @@ export function registerEscapeCommands(program: Command): void {
   withStore(
     program
       .command("check")
-      .description("integrity: the batch chain up to the cursor; with --deep every node of the latest batch")
+      .description(
+        "integrity: the batch chain up to the cursor; with --deep every node of the latest batch; exit 0 consistent, 1 not, 2 could not run",
+      )
       .option("--deep", "re-hash every reachable node and leaf record")
-      .option("--batch <ids>", "with --deep: the batches to check (comma-separated; default the newest)"),
-  ).action(async (opts: StoreOptions & { deep?: boolean; batch?: string }) => {
+      .option("--batch <ids>", "with --deep: the batches to check (comma-separated; default the newest)")
+      .option("--json", "JSON even on a terminal")
+      .option("--no-json", "the summary even when not on a terminal"),
+  ).action(async (opts: StoreOptions & { deep?: boolean; batch?: string; json?: boolean }) => {
     const bar = progressLine();
-    const report = await run(opts, {}, (store, engine) =>
-      checkStore(store, engine, {
-        deep: opts.deep === true,
-        deepBatches: batchList(opts.batch),
-        progress: (id, tree, n) => bar.update(`check batch ${id} ${tree}: ${n} nodes`),
-      }),
+    const deepBatches = batchList(opts.batch);
+    const report = await run(
+      opts,
+      {},
+      (store, engine) =>
+        checkStore(store, engine, {
+          deep: opts.deep === true,
+          deepBatches,
+          progress: (id, tree, n) => bar.update(`check batch ${id} ${tree}: ${n} nodes`),
+        }),
+      { readOnly: true },
     );
     bar.done();
-    print(report);
-    process.exitCode = report.ok ? 0 : 1;
+    if (wantsJson(opts.json)) print(summariseCheck(report));
+    else process.stdout.write(checkSummary(report));
+    process.exitCode = report.ok ? EXIT.OK : EXIT.INVALID;
   });
 
   withStore(
@@ -265,11 +285,36 @@ export function registerEscapeCommands(program: Command): void {
       .requiredOption("--keep-batches <k>", "keep the trees of the newest K batches")
       .option("--checkpoint <ids>", "also keep these batches (comma-separated)"),
   ).action(async (opts: StoreOptions & { keepBatches: string; checkpoint?: string }) => {
+    if (!/^[1-9][0-9]*$/.test(opts.keepBatches))
+      throw new DacdError(
+        "USAGE",
+        `--keep-batches must be a positive integer, got ${JSON.stringify(opts.keepBatches)}`,
+      );
     const k = Number(opts.keepBatches);
+    const checkpoints = batchList(opts.checkpoint);
     const report = await run(opts, {}, (store, engine) =>
-      pruneStore(store, { keepBatches: k, checkpoints: batchList(opts.checkpoint), engine, compact: true }),
+      pruneStore(store, { keepBatches: k, checkpoints, engine, compact: true }),
     );
-    print(report);
-    process.exitCode = report.aborted ? 1 : 0;
+    print({
+      ...report,
+      kept_batches: idSummary(report.kept_batches),
+      pruned_batches: idSummary(report.pruned_batches),
+    });
+    process.exitCode = report.aborted ? EXIT.INVALID : EXIT.OK;
   });
+}
+
+/** Problems shown in full in the JSON of `dacd check`; the rest are counted. */
+const PROBLEMS_SHOWN = 100;
+
+/** The check report with its batch id lists as ranges and at most PROBLEMS_SHOWN problems. */
+function summariseCheck(report: CheckReport): Record<string, unknown> {
+  return {
+    ...report,
+    skipped: idSummary(report.skipped),
+    pruned: idSummary(report.pruned),
+    loaded_from_dump: idSummary(report.loaded_from_dump),
+    problem_count: report.problems.length,
+    problems: report.problems.slice(0, PROBLEMS_SHOWN),
+  };
 }

@@ -1,66 +1,79 @@
 import type { Command } from "commander";
-import { loadConfig } from "../config/config.js";
 import { askDaemon } from "../control/client.js";
 import { DacdError } from "../errors.js";
 import { showBatch, showLeaf, storeStatus } from "../inspect/inspect.js";
 import { LevelStore } from "../storage/level-store.js";
 import { createEngine } from "../verifier/hash/select.js";
+import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
+import { printJson, snakeKeys, wantsJson } from "./output.js";
+import { statusSummary } from "./status-summary.js";
 
 interface StoreOptions {
   config?: string;
   db?: string;
+  json?: boolean;
 }
 
-function dataDirOf(opts: StoreOptions): string {
+/** --db, else the data_dir of --config (default: DACD_CONFIG, else /etc/dacd/dacd.yaml). */
+export function dataDirOf(opts: StoreOptions): string {
   if (opts.db) return opts.db;
-  if (opts.config) return loadConfig(opts.config).dataDir;
-  throw new DacdError("CONFIG", "name the store with --config FILE or --db DIR");
+  return loadConfigFor(opts.config).dataDir;
 }
 
 /**
  * Answers from the running daemon when there is one (it holds the LevelDB lock), otherwise from the
- * store opened directly. Either way nothing is written.
+ * store opened directly, which must exist: these commands never create or change a store.
  */
 async function inspect(
   opts: StoreOptions,
   daemonPath: string,
   query: Record<string, string>,
   direct: (store: LevelStore) => Promise<unknown>,
-): Promise<void> {
+): Promise<{ answer: unknown; fromDaemon: boolean }> {
   const dir = dataDirOf(opts);
-  let answer = await askDaemon(dir, daemonPath, query);
-  if (answer === undefined) {
-    const store = await LevelStore.open(dir);
-    try {
-      answer = await direct(store);
-    } finally {
-      await store.close();
-    }
+  const answer = await askDaemon(dir, daemonPath, query);
+  if (answer !== undefined) return { answer, fromDaemon: true };
+  const store = await LevelStore.openExisting(dir);
+  try {
+    return { answer: await direct(store), fromDaemon: false };
+  } finally {
+    await store.close();
   }
-  process.stdout.write(JSON.stringify(answer, null, 2) + "\n");
 }
 
 const storeOptions = (cmd: Command): Command =>
   cmd
-    .option("--config <file>", "configuration file (its data_dir is read)")
-    .option("--db <dir>", "store directory");
+    .option("--config <file>", CONFIG_HELP)
+    .option("--db <dir>", "store directory (instead of the configuration's data_dir)");
 
 function parseBatchId(v: string): number {
   if (!/^(0|[1-9][0-9]*)$/.test(v))
-    throw new DacdError("BAD_INPUT", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
+    throw new DacdError("USAGE", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
   return Number(v);
 }
 
 export function registerInspectCommands(program: Command): void {
   storeOptions(
-    program.command("status").description("JSON: profile, cursor, last signed batch, any failing batch"),
-  ).action(async (opts: StoreOptions) => inspect(opts, "/status", {}, (store) => storeStatus(store)));
+    program
+      .command("status")
+      .description(
+        "profile, cursor, last signed batch, any failing batch: a summary on a terminal, else JSON",
+      )
+      .option("--json", "JSON even on a terminal")
+      .option("--no-json", "the summary even when not on a terminal"),
+  ).action(async (opts: StoreOptions) => {
+    const { answer, fromDaemon } = await inspect(opts, "/status", {}, (store) => storeStatus(store));
+    if (wantsJson(opts.json)) printJson(answer);
+    else process.stdout.write(statusSummary(snakeKeys(answer) as Record<string, unknown>, fromDaemon));
+  });
 
-  const show = program.command("show").description("read-only inspection of the stored state");
+  const show = program.command("show").description("read-only inspection of the stored state (JSON)");
   storeOptions(show.command("batch <id>").description("the stored record of a batch")).action(
     async (id: string, opts: StoreOptions) => {
       const batchId = parseBatchId(id);
-      await inspect(opts, "/batch", { id: String(batchId) }, (store) => showBatch(store, batchId));
+      printJson(
+        (await inspect(opts, "/batch", { id: String(batchId) }, (store) => showBatch(store, batchId))).answer,
+      );
     },
   );
   storeOptions(
@@ -72,8 +85,9 @@ export function registerInspectCommands(program: Command): void {
     const batchId = opts.batch !== undefined ? parseBatchId(opts.batch) : undefined;
     const query: Record<string, string> = { object, id };
     if (batchId !== undefined) query.batch = String(batchId);
-    await inspect(opts, "/leaf", query, (store) =>
+    const { answer } = await inspect(opts, "/leaf", query, (store) =>
       showLeaf(store, createEngine("auto"), object, id, batchId),
     );
+    printJson(answer);
   });
 }

@@ -1,4 +1,6 @@
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
+import { versionLine } from "../build-info.js";
+import { checkEnvironment } from "../config/env-check.js";
 import { isDacdError } from "../errors.js";
 import { registerReplayCommand } from "./replay.js";
 import { registerKeygenCommand } from "./keygen-command.js";
@@ -7,15 +9,30 @@ import { registerDemoCommand } from "./demo.js";
 import { registerDevnetCommand } from "../devnet/cli.js";
 import { registerInspectCommands } from "./inspect-commands.js";
 import { registerEscapeCommands } from "./escape-commands.js";
-import { DACD_VERSION } from "../ops/metrics.js";
+import { registerConfigCommand } from "./config-command.js";
+import { EXIT, exitCodeFor } from "./exit-codes.js";
 
+// Settings made before the commands are added are inherited by every one of them: usage errors
+// are thrown (exit 64 below) and written as one `dacd: …` line.
 const program = new Command()
   .name("dacd")
   .description("Data-availability committee member daemon for StarkEx-style validium systems")
-  .version(DACD_VERSION)
-  .showHelpAfterError();
+  .version(versionLine(), "-V, --version", "print the version, the commit and the Node.js version")
+  .exitOverride()
+  .configureOutput({
+    outputError: (str, write) =>
+      write(
+        `dacd: ${str
+          .replace(/^error: /, "")
+          .trim()
+          .replace(/\n+/g, " ")}\n`,
+      ),
+  })
+  // Every DACD_* variable is checked before any command runs (not for --help or --version).
+  .hook("preAction", () => checkEnvironment());
 
 registerRunCommand(program);
+registerConfigCommand(program);
 registerInspectCommands(program);
 registerReplayCommand(program);
 registerDevnetCommand(program);
@@ -26,10 +43,18 @@ registerEscapeCommands(program);
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  // Expected failures are one clear line and a non-zero exit, never a stack trace.
-  if (isDacdError(err)) {
-    process.stderr.write(`dacd: ${err.message}\n`);
-    process.exitCode = err.code === "CONFIG" ? 78 : 1; // 78 = EX_CONFIG, so systemd does not hot-loop
+  if (err instanceof CommanderError) {
+    // Already written by commander (help, version, or the usage error's line).
+    process.exitCode = err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;
+  } else if (isDacdError(err)) {
+    // Expected failures are one clear line and a non-zero exit, never a stack trace.
+    // A list of configuration problems ("…:\n  - a\n  - b") becomes "…: a; b".
+    const line = err.message
+      .replace(/:\s*\n\s*-\s*/, ": ")
+      .replace(/\n\s*-\s*/g, "; ")
+      .replace(/\n\s*/g, " ");
+    process.stderr.write(`dacd: ${line}\n`);
+    process.exitCode = exitCodeFor(err.code);
   } else {
     throw err;
   }

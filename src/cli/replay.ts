@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { DacdError, isDacdError } from "../errors.js";
 import { createSigner } from "../signer/create-signer.js";
 import { loadPrivateKey } from "../signer/key-file.js";
@@ -36,7 +36,7 @@ export function registerReplayCommand(program: Command): void {
     .requiredOption("--db <dir>", "store directory (the same layout as the daemon's data_dir)")
     .option("--no-validate-orders", "take the stated order root as given")
     .option("--no-validate-rollup", "do not keep or check the rollup vault tree")
-    .option("--engine <name>", "hash engine: auto | native | wasm | js")
+    .addOption(new Option("--engine <name>", "hash engine").choices(["auto", "native", "wasm", "js"]))
     .action(async (opts: ReplayOptions) => {
       process.exitCode = await replay(opts);
     });
@@ -44,7 +44,10 @@ export function registerReplayCommand(program: Command): void {
 
 async function replay(opts: ReplayOptions): Promise<number> {
   if (!isProfileName(opts.profile))
-    throw new DacdError("CONFIG", `unknown profile ${JSON.stringify(opts.profile)}`);
+    throw new DacdError(
+      "USAGE",
+      `--profile must be perpetual, spot or spot-v4.0; got ${JSON.stringify(opts.profile)}`,
+    );
   const profile = makeProfile(opts.profile);
   const validateRollup = profile.rollup ? opts.validateRollup : undefined;
   const key = await loadPrivateKey(opts.keyFile, {

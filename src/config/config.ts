@@ -12,7 +12,8 @@
  * - Environment: `DACD_<KEY>` (upper case; nested keys as `DACD_HEIGHTS_ORDER`,
  *   `DACD_SCHEDULE_BACKUP`) override the file, parsed with the key's type (booleans: true/false,
  *   any case). The reference implementation's `PRIVATE_KEY_PATH`, `AVAILABILITY_GW_ENDPOINT` and
- *   `CERTIFICATES_PATH` also override the file but yield to `DACD_*`. Empty variables are ignored.
+ *   `CERTIFICATES_PATH` also override the file but yield to `DACD_*`. Empty variables are ignored;
+ *   a `DACD_` name that is neither a key nor one of OTHER_ENV is an error.
  */
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
@@ -26,13 +27,14 @@ import {
   type Config,
   type Field,
   type Heights,
+  type LogFormat,
   type LogLevel,
   type Profile,
   type Schedule,
 } from "./schema.js";
 
-export { LOG_LEVELS, PROFILES, SCHEMA } from "./schema.js";
-export type { Config, Heights, LogLevel, Profile, Schedule } from "./schema.js";
+export { LOG_FORMATS, LOG_LEVELS, PROFILES, SCHEMA } from "./schema.js";
+export type { Config, Heights, LogFormat, LogLevel, Profile, Schedule } from "./schema.js";
 
 /** A YAML value reduced to what validation needs. */
 type YNode =
@@ -51,9 +53,9 @@ const ENV_PREFIX = "DACD_";
 
 /**
  * DACD_ variables that are not configuration keys but are read elsewhere (the config file's path,
- * the native addon's and the verifier's switches, the addon build's): no warning for these.
+ * the native addon's and the verifier's switches, the addon build's): not an error for these.
  */
-const OTHER_ENV = new Set([
+export const OTHER_ENV: ReadonlySet<string> = new Set([
   "DACD_CONFIG",
   "DACD_HASH_KERNEL",
   "DACD_TREE_WALK",
@@ -288,7 +290,11 @@ function validateLevel(
 }
 
 /** Maps environment variables onto key paths ("polling_interval_s", "heights.order"). */
-function readEnv(env: Env, warnings: string[]): Map<string, { name: string; text: string }> {
+function readEnv(
+  env: Env,
+  warnings: string[],
+  unknown: string[],
+): Map<string, { name: string; text: string }> {
   const byEnvName = new Map<string, string>();
   for (const [key, field] of Object.entries(SCHEMA)) {
     byEnvName.set(`${ENV_PREFIX}${key.toUpperCase()}`, key);
@@ -303,8 +309,7 @@ function readEnv(env: Env, warnings: string[]): Map<string, { name: string; text
     if (!name.startsWith(ENV_PREFIX) || text === undefined || text === "") continue;
     const path = byEnvName.get(name);
     if (path === undefined) {
-      if (!OTHER_ENV.has(name))
-        warnings.push(`environment variable ${name} is not a configuration key; ignored`);
+      if (!OTHER_ENV.has(name)) unknown.push(`environment variable ${name} is not a configuration key`);
       continue;
     }
     out.set(path, { name, text });
@@ -369,7 +374,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
   const p = new Problems();
   const layer: Layer = {
     fileLabel: (key, line) => `key ${key} (line ${line})`,
-    env: readEnv(env, warnings),
+    // A DACD_ name that is no key is an error like an unknown key in the file (a typo is not ignored).
+    env: readEnv(env, warnings, p.list),
     configDir: dirname(configPath),
     cwd: process.cwd(),
   };
@@ -406,6 +412,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     metricsHost: raw.metrics_host as string,
     maxReadyLag: raw.max_ready_lag as number,
     logLevel: raw.log_level as LogLevel,
+    logFormat: raw.log_format as LogFormat,
     hashEngine: raw.hash_engine as Config["hashEngine"],
     nodeCacheLevels: raw.node_cache_levels as number,
     storeMaxOpenFiles: raw.store_max_open_files as number,

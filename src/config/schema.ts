@@ -11,6 +11,7 @@
  *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollup_vault,position}
  *   metrics_port → metricsPort              metrics_host → metricsHost
  *   max_ready_lag → maxReadyLag             log_level → logLevel
+ *   log_format → logFormat
  *   hash_engine → hashEngine                node_cache_levels → nodeCacheLevels
  *   store_max_open_files → storeMaxOpenFiles
  *   schedule.{check,backup,prune} → schedule.{check,backup,prune}
@@ -35,6 +36,8 @@ export type Mode = (typeof MODES)[number];
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+export const LOG_FORMATS = ["json", "pretty"] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 export interface Schedule {
   check?: string;
   backup?: string;
@@ -67,6 +70,8 @@ export interface Config {
   metricsHost: string;
   maxReadyLag: number;
   logLevel: LogLevel;
+  /** json: one JSON line per event (journald); pretty: human-readable lines. */
+  logFormat: LogFormat;
   /** Pedersen engine: auto (native when built, else WASM), native, wasm or js. */
   hashEngine: (typeof HASH_ENGINES)[number];
   /** Levels below each tree's root kept in memory between batches (0: none). */
@@ -115,6 +120,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   metrics_host: { kind: "string", default: "127.0.0.1" },
   max_ready_lag: { kind: "int", min: 0, default: 5 },
   log_level: { kind: "enum", values: LOG_LEVELS, default: "info" },
+  log_format: { kind: "enum", values: LOG_FORMATS, default: "json" },
   hash_engine: { kind: "enum", values: HASH_ENGINES, default: "auto" },
   node_cache_levels: { kind: "int", min: 0, max: 24, default: DEFAULT_CACHE_LEVELS },
   store_max_open_files: { kind: "int", min: 16, default: 1000 },

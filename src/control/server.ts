@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import { rmSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { isDacdError } from "../errors.js";
@@ -49,5 +50,10 @@ export async function startControlServer(
     server.listen(path, () => resolve());
   });
   server.unref();
+  // close() unlinks the socket; an exit without it (an uncaught error, a forced exit on the third
+  // signal) would leave it behind, so it is removed on the way out too.
+  const removeOnExit = (): void => rmSync(path, { force: true });
+  process.on("exit", removeOnExit);
+  server.once("close", () => process.off("exit", removeOnExit));
   return server;
 }

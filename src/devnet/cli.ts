@@ -2,6 +2,7 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { startDevnet, type DevnetOptions } from "./main.js";
 import { isProfileName } from "../verifier/profile.js";
+import { DacdError } from "../errors.js";
 
 interface CliOptions {
   variant: string;
@@ -36,12 +37,13 @@ const list = (v: string): string[] =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+/** Checks the flags together; a bad one is DacdError("USAGE"): one line and exit 64. */
 export function toDevnetOptions(o: CliOptions): DevnetOptions {
   const variant = o.variant.toUpperCase();
-  if (variant !== "P" && variant !== "G") throw new InvalidArgumentError("--variant must be P or G");
+  if (variant !== "P" && variant !== "G") throw new DacdError("USAGE", "--variant must be P or G");
   if (o.profile !== undefined && !isProfileName(o.profile))
-    throw new InvalidArgumentError("--profile must be perpetual, spot or spot-v4.0");
-  if (o.expected && !o.replay) throw new InvalidArgumentError("--expected needs --replay");
+    throw new DacdError("USAGE", "--profile must be perpetual, spot or spot-v4.0");
+  if (o.expected && !o.replay) throw new DacdError("USAGE", "--expected needs --replay");
   return {
     variant,
     profile: o.profile as DevnetOptions["profile"],

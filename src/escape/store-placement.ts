@@ -1,6 +1,6 @@
 import { open, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import { Level } from "level";
+import { ClassicLevel } from "classic-level";
 import { DacdError } from "../errors.js";
 
 /**
@@ -64,7 +64,7 @@ async function isEmptyDir(dir: string): Promise<boolean> {
 async function refuseIfLocked(dir: string): Promise<void> {
   // Not a LevelDB store (opening one would leave LevelDB's files in it): nothing holds it.
   if (!(await readdir(dir)).includes("CURRENT")) return;
-  const db = new Level(dir, { createIfMissing: false });
+  const db = new ClassicLevel(dir, { createIfMissing: false });
   try {
     await db.open();
   } catch (err) {

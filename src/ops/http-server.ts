@@ -9,13 +9,16 @@ import { DacdError } from "../errors.js";
 import type { Check } from "./health.js";
 import type { DacdMetrics } from "./metrics.js";
 
-export interface OpsServerOptions {
-  host: string;
-  /** 0 picks a free port (tests). */
-  port: number;
+export interface OpsHandlers {
   metrics: DacdMetrics;
   healthz: () => Promise<Check>;
   readyz: () => Check | Promise<Check>;
+}
+
+export interface OpsServerOptions extends OpsHandlers {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
 }
 
 export interface OpsServer {
@@ -25,7 +28,25 @@ export interface OpsServer {
   close(): Promise<void>;
 }
 
+/** A listener bound before the member starts; it answers 503 "starting" until `attach`. */
+export interface OpsListener extends OpsServer {
+  attach(handlers: OpsHandlers): void;
+}
+
+const STARTING: Check = { ok: false, status: "starting", reason: "dacd is starting" };
+
 export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer> {
+  const listener = await listenOpsServer(opts);
+  listener.attach(opts);
+  return listener;
+}
+
+/**
+ * Binds metrics_host:metrics_port. `dacd run` calls it before the key is used and the member
+ * starts, so that a port in use is one line and exit 78 before anything is signed.
+ */
+export async function listenOpsServer(opts: { host: string; port: number }): Promise<OpsListener> {
+  let handlers: OpsHandlers | undefined;
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://dacd").pathname;
     const send = (status: number, contentType: string, body: string): void => {
@@ -40,6 +61,12 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
       return;
     }
     const handle = async (): Promise<void> => {
+      if (!handlers) {
+        if (path === "/metrics" || path === "/healthz" || path === "/readyz") json(STARTING);
+        else send(404, "text/plain", "not found; try /metrics, /healthz or /readyz\n");
+        return;
+      }
+      const opts = handlers;
       switch (path) {
         case "/metrics": {
           const { contentType, body } = await opts.metrics.render();
@@ -67,7 +94,8 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
       reject(
         new DacdError(
           "CONFIG",
-          `cannot listen on metrics_host ${opts.host} metrics_port ${opts.port}: ${err.code ?? err.message}`,
+          `cannot listen on metrics_host ${opts.host} metrics_port ${opts.port}: ${err.code ?? err.message}` +
+            (err.code === "EADDRINUSE" ? " (another process uses the port)" : ""),
         ),
       ),
     );
@@ -78,6 +106,9 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
   return {
     server,
     url: `http://${host}:${port}`,
+    attach: (h) => {
+      handlers = h;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

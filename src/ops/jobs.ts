@@ -45,6 +45,7 @@ export class JobRunner {
     if (this.jobs.has(spec.name)) throw new Error(`job ${spec.name} is already scheduled`);
     const task = createTask(spec.schedule, () => this.trigger(spec.name), { name: `dacd-${spec.name}` });
     this.jobs.set(spec.name, { spec, task, busy: false });
+    this.metrics?.jobAdded(spec.name);
   }
 
   get names(): string[] {

@@ -8,10 +8,8 @@
  * - a state provider read at scrape time (last signed batch, feeder's last batch, lag, readiness);
  * - the file system, read at scrape time at most every 30 s (store size, free space).
  */
-import { readFileSync } from "node:fs";
 import { readdir, stat, statfs } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { DacdError } from "../errors.js";
 import type { MemberEvents } from "../poller/member.js";
@@ -19,6 +17,16 @@ import type { RequestOutcome } from "../poller/http.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import { chainHashes, climbChains, hashWithConstant, type HashEngine } from "../verifier/hash/engine.js";
 import type { VerifyDetail } from "../verifier/verify-batch.js";
+import { buildInfo } from "../build-info.js";
+
+/** Outcomes of a scheduled job run (jobs.ts). */
+export const JOB_OUTCOMES = ["ok", "failed", "skipped", "aborted"] as const;
+
+/** Final outcomes of a gateway call (poller/http.ts OutcomeKind). */
+export const GATEWAY_OUTCOMES = ["ok", "http_status", "transport", "bad_response", "aborted"] as const;
+
+/** The gateway endpoints the run loop calls (the feeder's only with feeder_gateway_url). */
+export const DAEMON_ENDPOINTS = ["get_batch_data", "approve_new_roots", "get_last_batch_id"] as const;
 
 /** Reasons a batch is refused (DacdError codes the run loop treats as "the batch is unacceptable"). */
 export const REFUSAL_REASONS = ["BAD_INPUT", "ROOT_MISMATCH", "UNKNOWN_PREV_BATCH"] as const;
@@ -52,22 +60,8 @@ export interface MetricsOptions {
 
 const PREFIX = "dacd_";
 
-/** dacd's version from its package.json (src/ and dist/src/ both sit below it), or "unknown". */
-export const DACD_VERSION: string = (() => {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++, dir = dirname(dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
-        name?: string;
-        version?: string;
-      };
-      if (pkg.name === "dacd" && pkg.version) return pkg.version;
-    } catch {
-      // not here
-    }
-  }
-  return "unknown";
-})();
+/** dacd's version from its package.json, or "unknown". */
+export const DACD_VERSION: string = buildInfo().version;
 
 /** Labels of `dacd_info`. */
 export const INFO_LABELS = ["profile", "chain", "member_key", "engine", "version"] as const;
@@ -99,6 +93,8 @@ export class DacdMetrics {
   readonly jobLastSuccess: Gauge<"task">;
   readonly info: Gauge<(typeof INFO_LABELS)[number]>;
   readonly mode: Gauge<"mode">;
+  readonly buildInfo: Gauge<"version" | "commit" | "node">;
+  readonly jobScheduled: Gauge<"task">;
 
   private readonly startedAtMs = Date.now();
   private disk: { at: number; size?: number; free?: number; total?: number } | undefined;
@@ -216,6 +212,12 @@ export class DacdMetrics {
       labelNames: ["endpoint"],
       registers,
     });
+    // Every series starts at 0, so that increase() and rate() see the first failure (a series
+    // born at 1 has no earlier sample to increase from).
+    for (const endpoint of DAEMON_ENDPOINTS) {
+      this.gatewayRetries.inc({ endpoint }, 0);
+      for (const outcome of GATEWAY_OUTCOMES) this.gatewayRequests.inc({ endpoint, outcome }, 0);
+    }
     const disk = (): Promise<typeof this.disk> => this.refreshDisk().then(() => this.disk);
     this.storeSizeBytes = new Gauge({
       name: `${PREFIX}store_size_bytes`,
@@ -263,12 +265,26 @@ export class DacdMetrics {
       labelNames: ["task"],
       registers,
     });
+    this.jobScheduled = new Gauge({
+      name: `${PREFIX}job_scheduled`,
+      help: "1 for each scheduled job (schedule.<task> is set)",
+      labelNames: ["task"],
+      registers,
+    });
     this.info = new Gauge({
       name: `${PREFIX}info`,
       help: "Constant 1, labelled with the member's static facts",
       labelNames: INFO_LABELS,
       registers,
     });
+    this.buildInfo = new Gauge({
+      name: `${PREFIX}build_info`,
+      help: "Constant 1, labelled with dacd's version, the commit it was built from and the Node.js version",
+      labelNames: ["version", "commit", "node"],
+      registers,
+    });
+    const build = buildInfo();
+    this.buildInfo.set({ version: build.version, commit: build.commit, node: build.node }, 1);
     this.setInfo(opts.info ?? {});
     this.mode = new Gauge({
       name: `${PREFIX}mode`,
@@ -285,6 +301,16 @@ export class DacdMetrics {
   setMode(mode: "active" | "shadow"): void {
     this.mode.set({ mode: "active" }, mode === "active" ? 1 : 0);
     this.mode.set({ mode: "shadow" }, mode === "shadow" ? 1 : 0);
+  }
+
+  /**
+   * A job is scheduled: its run counters start at 0 for every outcome, `dacd_job_scheduled` is 1,
+   * and `lastSuccessMs` (e.g. the newest backup found in backup_dir) seeds the last-success time.
+   */
+  jobAdded(task: string, lastSuccessMs?: number): void {
+    for (const outcome of JOB_OUTCOMES) this.jobRuns.inc({ task, outcome }, 0);
+    this.jobScheduled.set({ task }, 1);
+    if (lastSuccessMs !== undefined) this.jobLastSuccess.set({ task }, lastSuccessMs / 1000);
   }
 
   /** Replaces the labels of the single `dacd_info` series. */

@@ -7,10 +7,12 @@ import { DacdError } from "../errors.js";
 import type { Logger } from "../logging.js";
 import type { Member } from "../poller/member.js";
 import type { LevelStore } from "../storage/level-store.js";
-import { backupStore } from "./backup.js";
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+import { backupStore, listBackups } from "./backup.js";
 import { checkJob } from "./check.js";
 import { batchLag, liveness, readiness } from "./health.js";
-import { startOpsServer, type OpsServer } from "./http-server.js";
+import { startOpsServer, type OpsListener, type OpsServer } from "./http-server.js";
 import { JobRunner } from "./jobs.js";
 import type { DacdMetrics, MetricsState } from "./metrics.js";
 import { createSystemdNotifier, type SystemdNotifier } from "./systemd.js";
@@ -35,6 +37,8 @@ export interface OperationsDeps {
   metrics: DacdMetrics;
   jobs?: JobImplementations;
   env?: NodeJS.ProcessEnv;
+  /** metrics_port bound already (by startDaemon, before the member started); else bound here. */
+  listener?: OpsListener;
 }
 
 export interface Operations {
@@ -83,14 +87,16 @@ export async function startOperations(deps: OperationsDeps): Promise<Operations>
   validateSchedules(config, impl);
 
   let server: OpsServer | undefined;
-  if (config.metricsPort !== undefined) {
-    server = await startOpsServer({
-      host: config.metricsHost,
-      port: config.metricsPort,
+  if (config.metricsPort !== undefined || deps.listener) {
+    const handlers = {
       metrics,
       healthz: () => liveness(store),
       readyz: () => readiness(member.state, config.maxReadyLag),
-    });
+    };
+    if (deps.listener) deps.listener.attach(handlers);
+    server =
+      deps.listener ??
+      (await startOpsServer({ host: config.metricsHost, port: config.metricsPort!, ...handlers }));
     log.info({ url: server.url }, "metrics and health endpoints listening (/metrics, /healthz, /readyz)");
   }
 
@@ -98,7 +104,16 @@ export async function startOperations(deps: OperationsDeps): Promise<Operations>
   const { check, backup, prune } = config.schedule;
   try {
     if (check || backup || prune) jobs = scheduleJobs(deps, impl);
+    // The newest backup on disk is the last success, so that the staleness alert survives restarts.
+    if (backup) {
+      const newest = (await listBackups(config.backupDir!)).at(-1);
+      const at = newest
+        ? (await stat(join(config.backupDir!, newest)).catch(() => undefined))?.mtimeMs
+        : undefined;
+      if (at !== undefined) metrics.jobLastSuccess.set({ task: "backup" }, at / 1000);
+    }
   } catch (err) {
+    await jobs?.stop();
     await server?.close();
     throw err;
   }

@@ -222,6 +222,8 @@ export class Member {
       },
       "batch signed",
     );
+    if (detail.trees && this.log.isLevelEnabled("debug"))
+      this.log.debug({ batch_id: record.batch_id, trees: detail.trees }, "batch trees");
   }
 
   /**

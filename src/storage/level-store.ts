@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ClassicLevel } from "classic-level";
@@ -56,7 +57,26 @@ export class LevelStore implements NodeSource {
    * Opens (creating if needed) the store in `dir`. `maxOpenFiles` bounds LevelDB's open, memory-mapped
    * table files: whole-store walks (dump) pass a small number so that RSS stays bounded.
    */
-  static async open(dir: string, opts: LevelTuning = {}): Promise<LevelStore> {
+  /**
+   * Opens a store that must exist already, for the commands that only read (status, show, check,
+   * proof, dump): a missing directory is an error and nothing is created or cleaned up.
+   */
+  static async openExisting(dir: string, opts: LevelTuning = {}): Promise<LevelStore> {
+    if (!existsSync(join(dir, "CURRENT")))
+      throw new DacdError(
+        "STORE",
+        existsSync(dir)
+          ? `${dir} is not a dacd store (no LevelDB database in it)`
+          : `the store ${dir} does not exist`,
+      );
+    return LevelStore.open(dir, opts, { existing: true });
+  }
+
+  static async open(
+    dir: string,
+    opts: LevelTuning = {},
+    mode: { existing?: boolean } = {},
+  ): Promise<LevelStore> {
     const db: Db = new ClassicLevel<Uint8Array, Uint8Array>(dir, {
       keyEncoding: "view",
       valueEncoding: "view",
@@ -64,6 +84,7 @@ export class LevelStore implements NodeSource {
       // Tables written with compression stay readable: LevelDB marks each block.
       compression: false,
       ...opts,
+      createIfMissing: !mode.existing,
     });
     try {
       await db.open();
@@ -81,8 +102,8 @@ export class LevelStore implements NodeSource {
     const store = new LevelStore(db, dir);
     try {
       // Spill files of a load that was killed (they can take gigabytes): LevelDB's lock is held
-      // now, so no load is running in this store.
-      await rm(join(dir, BULK_SPILL_DIR), { recursive: true, force: true });
+      // now, so no load is running in this store. Left to a command that writes.
+      if (!mode.existing) await rm(join(dir, BULK_SPILL_DIR), { recursive: true, force: true });
       await store.checkFormat();
     } catch (err) {
       await db.close();

@@ -6,6 +6,7 @@ import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { updatePatricia } from "./patricia.js";
 import type { LeafKind, TreeName, TreeSpec } from "./profile.js";
+import { countingSource, countingWrites, type TreeStats } from "./tree-stats.js";
 
 export type Roots = Partial<Record<TreeName, Uint8Array>>;
 
@@ -15,6 +16,8 @@ export interface ComputedRoots {
   readonly newNodes: NodeWrites;
   /** Leaf records (vaults, positions) to be stored under their leaf hashes. */
   readonly newLeaves: NodeWrites;
+  /** What each tree's update did (leaves, nodes read and written, time). */
+  readonly trees: Partial<Record<TreeName, TreeStats>>;
 }
 
 // E[k] depends only on the engine's arithmetic, the leaf kind and the height; compute it once.
@@ -58,11 +61,21 @@ export async function computeRoots(
     newNodes: new NodeWrites(...lastSizes.newNodes),
     newLeaves: new NodeWrites(...lastSizes.newLeaves),
   };
+  const stats: Partial<Record<TreeName, TreeStats>> = {};
   const results = await Promise.all(
     trees.map(async (spec) => {
+      const began = performance.now();
       const start = prevRoots?.[spec.name] ?? (await emptyRoot(engine, spec));
       const leaves = changes[spec.name] ?? new Map<bigint, Leaf>();
-      const root = await updateTree(engine, nodes, spec, start, leaves, out);
+      const s: TreeStats = (stats[spec.name] = {
+        leaves: leaves.size,
+        nodes_read: 0,
+        nodes_written: 0,
+        ms: 0,
+      });
+      const mine = { newNodes: countingWrites(out.newNodes, s), newLeaves: out.newLeaves };
+      const root = await updateTree(engine, countingSource(nodes, s), spec, start, leaves, mine);
+      s.ms = Math.round((performance.now() - began) * 10) / 10;
       onTreeDone?.(out);
       return { spec, root };
     }),
@@ -71,7 +84,7 @@ export async function computeRoots(
   for (const r of results) roots[r.spec.name] = r.root;
   lastSizes.newNodes = withMargin(out.newNodes);
   lastSizes.newLeaves = withMargin(out.newLeaves);
-  return { roots, ...out };
+  return { roots, ...out, trees: stats };
 }
 
 /** The last batch's list sizes (records, bytes), for the next batch's first allocation. */

@@ -10,6 +10,7 @@ import { computeRoots, type ComputedRoots, type Roots } from "./compute-roots.js
 import type { HashEngine } from "./hash/engine.js";
 import { TopNodeCache } from "./node-cache.js";
 import { keptHeights, keptTrees, type Profile, type TreeName, type TreeSpec } from "./profile.js";
+import type { TreeStats } from "./tree-stats.js";
 
 export interface VerifyOptions {
   /** Check the order tree's root (default true); when off the stated order root is taken as given. */
@@ -49,6 +50,8 @@ export interface VerifyDetail {
   readonly leaves: Partial<Record<TreeName, number>>;
   readonly nodesWritten: number;
   readonly durationMs: number;
+  /** Per tree: leaves, nodes read and written, time (absent for a reused batch). */
+  readonly trees?: Partial<Record<TreeName, TreeStats>>;
 }
 
 /** The detail of a batch taken from the store as it was (nothing recomputed). */
@@ -164,6 +167,7 @@ async function signAndStore(
       leaves,
       nodesWritten: computed.newNodes.length,
       durationMs: performance.now() - started,
+      trees: computed.trees,
     },
   };
 }

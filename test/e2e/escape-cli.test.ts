@@ -46,7 +46,7 @@ describe("dacd escape commands", () => {
     const dump = dacd("dump", "--db", db, "--out", out);
     expect(dump.code).toBe(0);
     expect(JSON.parse(dump.out)).toMatchObject({ batch_id: 5, profile: "spot" });
-    expect(dacd("dump", "--db", db, "--out", out).code).toBe(1); // not empty
+    expect(dacd("dump", "--db", db, "--out", out).code).toBe(2); // not empty: could not run
 
     const proof = dacd("proof", "--db", db, "vault", "19237833");
     expect(proof.code).toBe(0);
@@ -62,7 +62,11 @@ describe("dacd escape commands", () => {
     const bad = dacd("verify-proof", join(dir, "bad.json"));
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.out)).toMatchObject({ valid: false });
-    expect(dacd("verify-proof", join(dir, "missing.json")).code).toBe(1);
+    // Exit 1 is an invalid proof; a proof that cannot be read is "could not run", 2, one line.
+    const missing = dacd("verify-proof", join(dir, "missing.json"));
+    expect(missing.code).toBe(2);
+    expect(missing.err.trim().split("\n")).toHaveLength(1);
+    expect(missing.err).toMatch(/^dacd: cannot read the proof .*missing\.json/);
 
     // load into a configured member's (empty) data_dir, then it is refused a second time.
     const { configPath } = await memberSetup({
@@ -74,19 +78,27 @@ describe("dacd escape commands", () => {
     expect(load.code).toBe(0);
     expect(JSON.parse(load.out)).toMatchObject({ batch_id: 5, sequence_number: 4 });
     const again = dacd("load", "--config", configPath, "--from", out);
-    expect(again.code).toBe(1);
+    expect(again.code).toBe(2);
     expect(again.err).toMatch(/not empty/);
     const check = dacd("check", "--config", configPath, "--deep");
     expect(check.code).toBe(0);
-    expect(JSON.parse(check.out)).toMatchObject({ ok: true, loaded_from_dump: [5] });
+    expect(JSON.parse(check.out)).toMatchObject({
+      ok: true,
+      loaded_from_dump: { count: 1, ranges: "5" },
+      problem_count: 0,
+    });
 
     expect(dacd("check", "--db", db).code).toBe(0);
     const prune = dacd("prune", "--db", db, "--keep-batches", "2", "--checkpoint", "1");
     expect(prune.code).toBe(0);
-    expect(JSON.parse(prune.out)).toMatchObject({ kept_batches: [1, 4, 5], pruned_batches: [0, 2, 3] });
+    // Batch id lists are summarised as a count and ranges, not listed one by one.
+    expect(JSON.parse(prune.out)).toMatchObject({
+      kept_batches: { count: 3, ranges: "1,4-5" },
+      pruned_batches: { count: 3, ranges: "0,2-3" },
+    });
     expect(dacd("check", "--db", db, "--deep", "--batch", "1,4,5").code).toBe(0);
     const pruned = dacd("proof", "--db", db, "vault", "1", "--batch", "2");
-    expect(pruned.code).toBe(1);
+    expect(pruned.code).toBe(2);
     expect(pruned.err).toMatch(/batch 2 was pruned/);
     expect(dacd("check", "--db", db, "--deep", "--batch", "2").code).toBe(1);
 
@@ -94,7 +106,7 @@ describe("dacd escape commands", () => {
     const csv = join(out, "vaults.csv");
     await writeFile(csv, (await readFile(csv, "utf8")) + "99,0x1,0x1,5\n");
     const refused = dacd("load", "--db", join(dir, "db3"), "--from", out);
-    expect(refused.code).toBe(1);
+    expect(refused.code).toBe(2);
     expect(refused.err).toMatch(/vaults\.csv/);
   });
 });

@@ -331,10 +331,12 @@ describe("environment overrides", () => {
     expect(both.warnings.some((w) => w.includes("PRIVATE_KEY_PATH is ignored"))).toBe(true);
   });
 
-  it("ignores empty variables and warns about unknown DACD_ ones", () => {
-    const cfg = loadConfig(write(BASE), { DACD_POLLING_INTERVAL_S: "", DACD_POLING: "1", PATH: "/bin" });
+  it("ignores empty variables and refuses unknown DACD_ ones", () => {
+    const cfg = loadConfig(write(BASE), { DACD_POLLING_INTERVAL_S: "", PATH: "/bin" });
     expect(cfg.pollingIntervalS).toBe(5);
-    expect(cfg.warnings).toEqual(["environment variable DACD_POLING is not a configuration key; ignored"]);
+    expect(cfg.warnings).toEqual([]);
+    const err = configError(() => loadConfig(write(BASE), { DACD_POLING: "1", PATH: "/bin" }));
+    expect(err.message).toMatch(/environment variable DACD_POLING is not a configuration key$/);
   });
 
   it("does not warn about the DACD_ switches read outside the configuration", () => {

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -88,6 +89,8 @@ describe("shipped monitoring artifacts", async () => {
     const rules = doc.groups.flatMap((g) => g.rules);
     const alerts = rules.map((r) => r.alert);
     for (const a of [
+      "DacdDown",
+      "DacdBackupStale",
       "DacdBatchLagGrowing",
       "DacdNoRecentSignature",
       "DacdRootMismatch",
@@ -100,7 +103,8 @@ describe("shipped monitoring artifacts", async () => {
       expect(typeof rule.expr, String(rule.alert)).toBe("string");
       const names = metricNamesIn(rule.expr as string);
       expect(names.length, String(rule.alert)).toBeGreaterThan(0);
-      for (const n of names) expect(exported, `${rule.alert}: ${n}`).toContain(n);
+      // `up` is Prometheus's own series for each scrape target.
+      for (const n of names) if (n !== "up") expect(exported, `${rule.alert}: ${n}`).toContain(n);
       expect(rule.labels?.severity, String(rule.alert)).toMatch(/^(critical|warning|info)$/);
     }
   });
@@ -123,6 +127,71 @@ describe("shipped monitoring artifacts", async () => {
     for (const v of dash.templating.list) {
       const q = typeof v.query === "object" && v.query ? (v.query as { query: string }).query : v.query;
       for (const n of String(q).match(/dacd_\w+/g) ?? []) expect(exported).toContain(n);
+    }
+  });
+  it("every alert has a promtool unit test (ops/prometheus/dacd-alerts.test.yml) that fires it and one that does not", () => {
+    const rules = (
+      parse(readFileSync(join(ROOT, "ops/prometheus/dacd-alerts.yml"), "utf8")) as {
+        groups: { rules: { alert?: string }[] }[];
+      }
+    ).groups.flatMap((g) => g.rules.map((r) => r.alert));
+    const tests = parse(readFileSync(join(ROOT, "ops/prometheus/dacd-alerts.test.yml"), "utf8")) as {
+      rule_files: string[];
+      tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[];
+    };
+    expect(tests.rule_files).toEqual(["dacd-alerts.yml"]);
+    const cases = tests.tests.flatMap((t) => t.alert_rule_test);
+    for (const alert of rules) {
+      const mine = cases.filter((c) => c.alertname === alert);
+      expect(
+        mine.some((c) => c.exp_alerts.length > 0),
+        `${alert} fires in a test`,
+      ).toBe(true);
+      expect(
+        mine.some((c) => c.exp_alerts.length === 0),
+        `${alert} stays quiet in a test`,
+      ).toBe(true);
+    }
+  });
+
+  const promtool = spawnSync("promtool", ["--version"], { encoding: "utf8" });
+  it.skipIf(promtool.status !== 0)(
+    "promtool test rules passes (where promtool is installed)",
+    () => {
+      const r = spawnSync("promtool", ["test", "rules", "dacd-alerts.test.yml"], {
+        cwd: join(ROOT, "ops/prometheus"),
+        encoding: "utf8",
+        timeout: 120_000,
+      });
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/SUCCESS/);
+    },
+    150_000,
+  );
+
+  it("the dashboard's ready and lag panels have thresholds", () => {
+    const dash = JSON.parse(readFileSync(join(ROOT, "ops/grafana/dacd-dashboard.json"), "utf8")) as {
+      panels: {
+        title: string;
+        fieldConfig?: {
+          defaults?: { thresholds?: { mode: string; steps: { color: string; value: number | null }[] } };
+        };
+      }[];
+    };
+    const steps = (title: string) =>
+      dash.panels.find((p) => p.title === title)?.fieldConfig?.defaults?.thresholds?.steps;
+    // Ready: 0 is red, 1 green.
+    expect(steps("Ready")).toEqual([
+      { color: "red", value: null },
+      { color: "green", value: 1 },
+    ]);
+    // Lag: green while caught up, amber from 1 batch behind, red beyond max_ready_lag (default 5).
+    for (const title of ["Batch lag", "Lag over time"]) {
+      expect(steps(title), title).toEqual([
+        { color: "green", value: null },
+        { color: "orange", value: 1 },
+        { color: "red", value: 6 },
+      ]);
     }
   });
 });

@@ -1,4 +1,5 @@
 import os from "node:os";
+import { DacdError } from "../../errors.js";
 import type { HashEngine } from "./engine.js";
 import { JsEngine } from "./js-engine.js";
 import { lastLoadError, loadNativeEngine, nativeBuildScriptPath } from "./native-engine.js";
@@ -45,7 +46,7 @@ export function createEngine(
   const chosen = override || requested;
   if (!isEngineName(chosen)) {
     const from = override ? "DACD_HASH_ENGINE" : "hash engine";
-    throw new Error(`${from} must be one of ${ENGINE_NAMES.join(", ")} (got "${chosen}")`);
+    throw new DacdError("CONFIG", `${from} must be one of ${ENGINE_NAMES.join(", ")} (got "${chosen}")`);
   }
   const name: EngineName = chosen;
   const kernel = env.DACD_HASH_KERNEL?.trim() || opts.kernel;
@@ -56,14 +57,22 @@ export function createEngine(
       return new WasmEngine();
     case "native":
     case "auto": {
-      const native = makeNative(kernel, opts);
+      let native: HashEngine | null;
+      try {
+        native = makeNative(kernel, opts);
+      } catch (err) {
+        // A kernel this CPU or build lacks is a setting to fix, not a crash.
+        if (kernel === undefined) throw err;
+        throw new DacdError("CONFIG", (err as Error).message, { cause: err });
+      }
       if (native) return native;
       const why = lastLoadError();
       const reason =
         why instanceof Error
           ? `does not load: ${why.message}`
           : `is not built (run \`node ${nativeBuildScriptPath()}\`)`;
-      if (name === "native") throw new Error(`native Pedersen engine requested but the addon ${reason}`);
+      if (name === "native")
+        throw new DacdError("CONFIG", `native Pedersen engine requested but the addon ${reason}`);
       opts.warn?.(`native Pedersen engine unavailable (addon ${reason}); falling back to the WASM engine`);
       return new WasmEngine();
     }

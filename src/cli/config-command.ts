@@ -1,0 +1,98 @@
+import type { Command } from "commander";
+import { stringify } from "yaml";
+import type { Config } from "../config/config.js";
+import { DacdError } from "../errors.js";
+import { escapeJobs } from "../ops/escape-jobs.js";
+import { validateSchedules } from "../ops/operations.js";
+import { loadPrivateKey } from "../signer/key-file.js";
+import { CONFIG_HELP, configPathOf, loadConfigFor } from "./config-path.js";
+
+interface CheckOptions {
+  config?: string;
+  json?: boolean;
+  key?: boolean;
+  allowInsecureKeyFile?: boolean;
+}
+
+/**
+ * `dacd config check`: what `dacd run` would refuse for configuration reasons, found without
+ * starting anything — the file and DACD_* variables, the schedules, and (unless --no-key) that
+ * the key file and its password load. Prints the effective configuration (file, defaults and
+ * environment merged) with credentials in URLs redacted; exit 0, or 78 with one line.
+ */
+export function registerConfigCommand(program: Command): void {
+  const config = program.command("config").description("configuration tools");
+  config
+    .command("check")
+    .description(
+      "validate the configuration and print the effective settings (secrets redacted); exit 0 or 78",
+    )
+    .option("--config <file>", CONFIG_HELP)
+    .option("--json", "print the effective configuration as JSON instead of YAML")
+    .option("--no-key", "do not check that the key file (and its password file) loads")
+    .option("--allow-insecure-key-file", "accept a key file readable by group or others, as `dacd run` would")
+    .action(async (opts: CheckOptions) => {
+      const cfg = loadConfigFor(opts.config);
+      validateSchedules(
+        cfg,
+        escapeJobs(() => {
+          throw new DacdError("CONFIG", "no engine in config check");
+        }),
+      );
+      const warnings = [...cfg.warnings];
+      if (opts.key !== false) {
+        const key = await loadPrivateKey(cfg.privateKeyPath, {
+          passwordPath: cfg.privateKeyPasswordPath,
+          allowInsecurePermissions: opts.allowInsecureKeyFile,
+          warn: (m) => warnings.push(m),
+        });
+        key.fill(0);
+      }
+      for (const w of warnings) process.stderr.write(`dacd: warning: ${w}\n`);
+      const effective = effectiveConfig(cfg);
+      process.stdout.write(
+        opts.json
+          ? JSON.stringify(effective, null, 2) + "\n"
+          : `# effective configuration of ${configPathOf(opts.config)}\n${stringify(effective)}`,
+      );
+    });
+}
+
+/** Config → the file's snake_case keys, without bookkeeping, with URL credentials redacted. */
+export function effectiveConfig(cfg: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(cfg)) {
+    if (k === "configPath" || k === "warnings" || v === undefined) continue;
+    out[snakeCase(k)] = redactValue(v);
+  }
+  return out;
+}
+
+function redactValue(v: unknown): unknown {
+  if (typeof v === "string") return redactUrl(v);
+  if (v && typeof v === "object" && !Array.isArray(v)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) if (x !== undefined) out[snakeCase(k)] = redactValue(x);
+    return out;
+  }
+  return v;
+}
+
+/** A URL's user name, password and query are the only secrets a configuration holds (key material is in files). */
+export function redactUrl(s: string): string {
+  if (!/^https?:\/\//i.test(s)) return s;
+  try {
+    const u = new URL(s);
+    if (!u.username && !u.password && !u.search) return s;
+    if (u.username || u.password) {
+      u.username = "redacted";
+      u.password = "";
+    }
+    if (u.search) u.search = "?redacted";
+    return u.toString();
+  } catch {
+    return s;
+  }
+}
+
+const snakeCase = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

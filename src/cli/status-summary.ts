@@ -1,0 +1,40 @@
+/** `dacd status` on a terminal: the JSON answer (snake_case) as a few aligned lines. */
+export function statusSummary(s: Record<string, unknown>, fromDaemon: boolean): string {
+  const rows: [string, string][] = [];
+  const obj = (v: unknown): Record<string, unknown> | undefined =>
+    v && typeof v === "object" ? (v as Record<string, unknown>) : undefined;
+  const runtime = obj(s.runtime);
+  rows.push(["profile", String(s.profile ?? "none (empty store)")]);
+  rows.push([
+    "daemon",
+    fromDaemon ? `running, ${String(runtime?.phase ?? "?")}` : "not running (store read directly)",
+  ]);
+  if (s.member_key) rows.push(["member key", String(s.member_key)]);
+  if (s.engine) rows.push(["engine", String(s.engine)]);
+  const cursor = obj(s.cursor);
+  if (cursor) rows.push(["next batch", String(cursor.next_batch_id)]);
+  if (runtime?.feeder_last_batch_id !== undefined)
+    rows.push(["feeder's last", String(runtime.feeder_last_batch_id)]);
+  const last = obj(s.last_signed_batch);
+  rows.push([
+    "last signed",
+    last
+      ? `batch ${String(last.batch_id)} (sequence ${String(last.sequence_number)}), accepted ${String(last.accepted_at ?? "?")}`
+      : "none",
+  ]);
+  const pending = obj(s.pending_batch);
+  if (pending)
+    rows.push([
+      "pending",
+      `batch ${String(pending.batch_id)} verified ${String(pending.verified_at)}, not yet accepted`,
+    ]);
+  const failing = obj(s.failing);
+  rows.push([
+    "failing",
+    failing
+      ? `batch ${String(failing.batch_id)}: ${String(failing.code)} ${String(failing.reason)} (since ${String(failing.since)}, ${String(failing.attempts)} attempts)`
+      : "no",
+  ]);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}\n`).join("");
+}
