@@ -416,6 +416,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     storeMaxOpenFiles: raw.store_max_open_files as number,
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,
+    maxResponseBytes: raw.max_response_bytes as number,
+    httpRequestDeadlineS: raw.http_request_deadline_s as number,
     warnings,
   };
   const optional: [keyof Config, string][] = [
@@ -426,6 +428,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     ["metricsPort", "metrics_port"],
     ["backupDir", "backup_dir"],
     ["pruneKeepBatches", "prune_keep_batches"],
+    ["claimsJournalPath", "claims_journal_path"],
+    ["chain", "chain"],
   ];
   for (const [field, key] of optional) {
     if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];

@@ -98,6 +98,7 @@ export class DacdMetrics {
   readonly jobSeconds: Histogram<"task">;
   readonly jobLastSuccess: Gauge<"task">;
   readonly info: Gauge<(typeof INFO_LABELS)[number]>;
+  readonly conflictingClaims: Counter;
 
   private readonly startedAtMs = Date.now();
   private disk: { at: number; size?: number; free?: number; total?: number } | undefined;
@@ -269,6 +270,11 @@ export class DacdMetrics {
       registers,
     });
     this.setInfo(opts.info ?? {});
+    this.conflictingClaims = new Counter({
+      name: `${PREFIX}conflicting_claims_total`,
+      help: "Claims refused because the claims journal holds another claim for the batch id (the store lost or replaced batches)",
+      registers,
+    });
 
     if (opts.processDefaults !== false) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
   }

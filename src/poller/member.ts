@@ -146,6 +146,8 @@ export class Member {
 
   private async post(record: BatchRecord, detail: VerifyDetail): Promise<void> {
     const started = performance.now();
+    // Durably journaled before it leaves; refused when the journal holds another claim for this id.
+    await this.ctx.claims?.ensure(record.batch_id, record.claim_hash, record.signature, record.member_key);
     const answer = await this.availability.approveNewRoots({
       batch_id: record.batch_id,
       signature: record.signature,

@@ -302,6 +302,15 @@ export class LevelStore implements NodeSource {
     else await this.db.put(metaKey(name), json(value));
   }
 
+  /** The base chain's kind this member signs for, pinned at its first start (chain-pin.ts). */
+  async getPinnedChain(): Promise<string | undefined> {
+    return this.getMeta<string>("chain");
+  }
+
+  async pinChain(kind: string): Promise<void> {
+    await this.db.put(metaKey("chain"), json(kind), { sync: true });
+  }
+
   async getNote<T>(name: "failing"): Promise<T | undefined> {
     return this.getMeta<T>(name);
   }
