@@ -1,4 +1,5 @@
-import { readFile } from "node:fs/promises";
+import { copyFile, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import type { Command } from "commander";
 import { loadConfig } from "../config/config.js";
 import { DacdError } from "../errors.js";
@@ -9,6 +10,9 @@ import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
 import { pruneStore } from "../escape/prune.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
 import { LevelStore, type LevelTuning } from "../storage/level-store.js";
+import { ClaimsJournal, readClaimsJournalEntries } from "../storage/claims-journal.js";
+import { claimsJournalPathOf } from "../storage/member-journal.js";
+import { compareWithJournal } from "../ops/journal-check.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
 
@@ -23,11 +27,11 @@ interface StoreOptions {
   db?: string;
 }
 
-function storeDir(opts: StoreOptions): { dir: string; profile?: string } {
-  if (opts.db) return { dir: opts.db };
+function storeDir(opts: StoreOptions): { dir: string; profile?: string; journal: string } {
+  if (opts.db) return { dir: opts.db, journal: claimsJournalPathOf({ dataDir: opts.db }) };
   if (opts.config) {
     const config = loadConfig(opts.config);
-    return { dir: config.dataDir, profile: config.profile };
+    return { dir: config.dataDir, profile: config.profile, journal: claimsJournalPathOf(config) };
   }
   throw new DacdError("CONFIG", "name the store with --config FILE or --db DIR");
 }
@@ -124,6 +128,10 @@ export function registerEscapeCommands(program: Command): void {
       { maxOpenFiles: DUMP_MAX_OPEN_FILES },
     );
     bar.done();
+    // The dump carries the member's claims journal, for a store rebuilt from it (`dacd load`).
+    await copyFile(storeDir(opts).journal, join(opts.out, "claims.journal")).catch((err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    });
     print(manifest);
   });
 
@@ -188,7 +196,10 @@ export function registerEscapeCommands(program: Command): void {
       { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
     );
     bar.done();
-    print({ ...result, duration_ms: Date.now() - started });
+    // A dump's claims journal joins this member's: what was signed before stays signed only so.
+    const fromJournal = join(opts.from, "claims.journal");
+    const imported = await mergeJournal(fromJournal, storeDir(opts).journal);
+    print({ ...result, claims_imported: imported, duration_ms: Date.now() - started });
   });
 
   withStore(
@@ -199,13 +210,17 @@ export function registerEscapeCommands(program: Command): void {
       .option("--batch <ids>", "with --deep: the batches to check (comma-separated; default the newest)"),
   ).action(async (opts: StoreOptions & { deep?: boolean; batch?: string }) => {
     const bar = progressLine();
-    const report = await run(opts, {}, (store, engine) =>
-      checkStore(store, engine, {
+    const report = await run(opts, {}, async (store, engine) => {
+      const r = await checkStore(store, engine, {
         deep: opts.deep === true,
         deepBatches: batchList(opts.batch),
         progress: (id, tree, n) => bar.update(`check batch ${id} ${tree}: ${n} nodes`),
-      }),
-    );
+      });
+      const journal = await compareWithJournal(store, storeDir(opts).journal);
+      r.problems.push(...journal.problems);
+      r.ok &&= journal.problems.length === 0;
+      return { ...r, claims_journal: { path: journal.path, found: journal.found, journaled: journal.journaled, lost: journal.lost } };
+    });
     bar.done();
     print(report);
     process.exitCode = report.ok ? 0 : 1;
@@ -225,4 +240,22 @@ export function registerEscapeCommands(program: Command): void {
     print(report);
     process.exitCode = report.aborted ? 1 : 0;
   });
+}
+
+/** Adds the claims of the journal at `from` (if any) to the journal at `to`; refuses conflicting ones. */
+async function mergeJournal(from: string, to: string): Promise<number> {
+  const source = await readClaimsJournalEntries(from);
+  if (source.length === 0) return 0;
+  const journal = await ClaimsJournal.open(to);
+  try {
+    const { added, conflicts } = await journal.importMissing(source);
+    if (conflicts.length > 0)
+      throw new DacdError(
+        "CONFLICTING_CLAIM",
+        `the dump's claims journal ${from} and this member's ${to} disagree on batches ${conflicts.slice(0, 10).join(", ")}`,
+      );
+    return added;
+  } finally {
+    await journal.close();
+  }
 }

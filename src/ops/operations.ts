@@ -7,6 +7,7 @@ import { DacdError } from "../errors.js";
 import type { Logger } from "../logging.js";
 import type { Member } from "../poller/member.js";
 import type { LevelStore } from "../storage/level-store.js";
+import { claimsJournalPathOf } from "../storage/member-journal.js";
 import { backupStore } from "./backup.js";
 import { checkJob } from "./check.js";
 import { batchLag, liveness, readiness } from "./health.js";
@@ -139,7 +140,11 @@ function scheduleJobs(deps: OperationsDeps, impl: JobImplementations): JobRunner
       name: "backup",
       schedule: backup,
       run: async (signal) => {
-        const r = await backupStore(store, dir, { keep: config.backupKeep, signal });
+        const r = await backupStore(store, dir, {
+          keep: config.backupKeep,
+          signal,
+          claimsJournalPath: claimsJournalPathOf(config),
+        });
         return { path: r.path, entries: r.entries, bytes: r.bytes, removed: r.removed.length };
       },
     });

@@ -216,6 +216,18 @@ export async function readClaimsJournal(path: string): Promise<Map<number, strin
   return out;
 }
 
+/** The records of a journal file (none when it does not exist), without opening it for writing. */
+export async function readClaimsJournalEntries(path: string): Promise<JournalEntry[]> {
+  let text: Buffer;
+  try {
+    text = await readFile(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw journalError(path, "cannot be read", err);
+  }
+  return parseJournal(path, text).entries;
+}
+
 function formatLine(record: JournalEntry & { at: string }): string {
   const body = JSON.stringify(record);
   return `${body}\t${crc32(body).toString(16).padStart(8, "0")}\n`;

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { readdir, readFile, rm, stat, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -7,6 +8,7 @@ import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { VectorGateway, type Post } from "../helpers/vector-gateway.js";
 import { loadChain } from "../helpers/vectors.js";
 
+const BIN = join(import.meta.dirname, "..", "..", "bin", "dacd.js");
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -95,6 +97,17 @@ describe("claims journal: a store that lost batches never signs them with other 
 
     const journal = await readFile(defaultClaimsJournalPath(setup.config.dataDir), "utf8");
     expect(journal.trim().split("\n")).toHaveLength(expected.batches.length);
+
+    // `dacd check` names the batches the store lost.
+    await daemon.stop();
+    const check = spawnSync(process.execPath, [BIN, "check", "--config", setup.configPath], {
+      encoding: "utf8",
+    });
+    expect(check.status).toBe(1);
+    const report = JSON.parse(check.stdout) as { claims_journal: { lost: number[] }; problems: unknown[] };
+    const lost = expected.batches.map((b) => b.batch_id).filter((id) => id >= lostFrom);
+    expect(report.claims_journal.lost).toEqual(lost);
+    expect(JSON.stringify(report.problems)).toContain("lost by the store");
   }, 120_000);
 
   it("signs the lost batches again when the gateway serves the same data (same claims)", async () => {
