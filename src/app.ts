@@ -1,5 +1,6 @@
 import { access, constants, mkdir, statfs } from "node:fs/promises";
 import type { Server } from "node:http";
+import { dirname, resolve } from "node:path";
 import type { Config } from "./config/config.js";
 import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
@@ -287,6 +288,9 @@ async function ensureDataDir(dir: string, timeoutMs = 10_000): Promise<void> {
   try {
     await Promise.race([
       (async () => {
+        // Looked at before mkdir: a recursive mkdir under /proc never returns.
+        const fsAbove = PSEUDO_FS[(await statfs(await nearestExisting(dir))).type];
+        if (fsAbove) throw new Error(`it is on ${fsAbove}, not on a disk`);
         await mkdir(dir, { recursive: true, mode: 0o700 });
         const fs = PSEUDO_FS[(await statfs(dir)).type];
         if (fs) throw new Error(`it is on ${fs}, not on a disk`);
@@ -298,6 +302,14 @@ async function ensureDataDir(dir: string, timeoutMs = 10_000): Promise<void> {
     throw new DacdError("CONFIG", `data_dir ${dir} is not a writable directory: ${(err as Error).message}`);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** `dir` or its nearest ancestor that exists. */
+async function nearestExisting(dir: string): Promise<string> {
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (await access(d).then(() => true, () => false)) return d;
+    if (dirname(d) === d) return d;
   }
 }
 

@@ -165,6 +165,12 @@ function checkUrl(text: string, label: string, p: Problems): string | undefined 
     return p.add(`${label} must be an http(s) URL, got scheme ${url.protocol}`);
   }
   if (url.search || url.hash) return p.add(`${label} must not carry a query or fragment`);
+  if (url.username || url.password) {
+    // Never echoed: the text holds a password.
+    return p.add(
+      `${label} must not carry credentials (user:password@${url.host}): they would never be sent; remove them (client authentication uses certificates_path)`,
+    );
+  }
   return text;
 }
 

@@ -18,7 +18,7 @@ export interface JsonLimits {
   readonly maxDepth: number;
   /** Elements: arrays, objects, strings (keys included) and commas, together. */
   readonly maxElements: number;
-  /** Longest string, in bytes of its JSON text. */
+  /** Longest string, in bytes of its JSON text; also the longest run of other bytes (a number, blanks). */
   readonly maxStringBytes: number;
 }
 
@@ -55,6 +55,7 @@ export class JsonShapeScanner {
   private inString = false;
   private escaped = false;
   private stringBytes = 0;
+  private runBytes = 0;
 
   constructor(private readonly limits: JsonLimits) {}
 
@@ -66,6 +67,7 @@ export class JsonShapeScanner {
     let inString = this.inString;
     let escaped = this.escaped;
     let stringBytes = this.stringBytes;
+    let runBytes = this.runBytes;
     let error: string | undefined;
     for (let i = 0; i < chunk.length; i++) {
       const c = chunk[i]!;
@@ -94,7 +96,15 @@ export class JsonShapeScanner {
         }
       } else if (c === 0x5d || c === 0x7d) depth--;
       else if (c === 0x2c) elements++;
-      else continue;
+      else if (c !== 0x3a) {
+        // Digits, literals, blanks: bounded between two tokens, so a body cannot be one huge number.
+        if (++runBytes > maxStringBytes) {
+          error = `more than ${maxStringBytes} bytes between two tokens`;
+          break;
+        }
+        continue;
+      }
+      runBytes = 0;
       if (elements > maxElements) {
         error = `more than ${maxElements} elements`;
         break;
@@ -105,6 +115,7 @@ export class JsonShapeScanner {
     this.inString = inString;
     this.escaped = escaped;
     this.stringBytes = stringBytes;
+    this.runBytes = runBytes;
     return error;
   }
 }

@@ -373,8 +373,8 @@ export class HttpClient {
       const ct = res.headers["content-type"];
       contentType = Array.isArray(ct) ? ct[0] : ct;
       const ok = status >= 200 && status < 300;
+      const declared = Number(res.headers["content-length"] ?? NaN);
       if (ok) {
-        const declared = Number(res.headers["content-length"]);
         if (Number.isFinite(declared) && declared > limit) {
           discard(res.body);
           return this.tooLarge(status, `declared ${declared} bytes`, limit);
@@ -395,7 +395,7 @@ export class HttpClient {
         };
       }
       const scanner = req.jsonLimits ? new JsonShapeScanner(req.jsonLimits) : undefined;
-      const read = await readLimited(res.body, limit, scanner);
+      const read = await readLimited(res.body, limit, scanner, Number.isFinite(declared) ? declared : undefined);
       if (read.overflow) return this.tooLarge(status, `more than ${limit} bytes`, limit);
       if (read.refused !== undefined) {
         return {
@@ -458,12 +458,15 @@ async function readLimited(
   body: AsyncIterable<Uint8Array> & { on(event: "error", fn: () => void): unknown; destroy(): unknown },
   limit: number,
   scanner?: JsonShapeScanner,
+  declared?: number,
 ): Promise<{ data: Buffer; overflow: boolean; refused?: string }> {
+  // With a declared length (within the limit) the body is read straight into its buffer: one copy.
+  const into = declared !== undefined && declared <= limit ? Buffer.from(new ArrayBuffer(declared)) : undefined;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    if (size + buf.length > limit) {
+    if (size + buf.length > limit || (into && size + buf.length > into.length)) {
       discard(body);
       return { data: Buffer.alloc(0), overflow: true };
     }
@@ -472,9 +475,11 @@ async function readLimited(
       discard(body);
       return { data: Buffer.alloc(0), overflow: false, refused };
     }
-    chunks.push(buf);
+    if (into) into.set(buf, size);
+    else chunks.push(buf);
     size += buf.length;
   }
+  if (into) return { data: size === into.length ? into : into.subarray(0, size), overflow: false };
   // A body of its own (not a slice of Node's shared pool), so that a parser may take it over.
   const data = Buffer.from(new ArrayBuffer(size));
   let at = 0;
