@@ -3,7 +3,8 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { loadConfig } from "../config/config.js";
 import { DacdError } from "../errors.js";
-import { checkStore } from "../escape/check.js";
+import { checkStore, type CheckReport } from "../escape/check.js";
+import { asStoreError } from "../storage/store-errors.js";
 import { dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
 import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
@@ -215,6 +216,11 @@ export function registerEscapeCommands(program: Command): void {
         deep: opts.deep === true,
         deepBatches: batchList(opts.batch),
         progress: (id, tree, n) => bar.update(`check batch ${id} ${tree}: ${n} nodes`),
+      }).catch((err: unknown) => {
+        // A damaged store is the check's finding, not a crash.
+        const damaged = asStoreError(err, store.dir);
+        if (!damaged) throw err;
+        return { ok: false, problems: [{ problem: damaged.message }] } as unknown as CheckReport;
       });
       const journal = await compareWithJournal(store, storeDir(opts).journal);
       r.problems.push(...journal.problems);

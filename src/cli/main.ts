@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { isDacdError } from "../errors.js";
+import { asStoreError } from "../storage/store-errors.js";
 import { registerReplayCommand } from "./replay.js";
 import { registerKeygenCommand } from "./keygen-command.js";
 import { registerRunCommand } from "./run.js";
@@ -25,8 +26,9 @@ registerEscapeCommands(program);
 
 try {
   await program.parseAsync(process.argv);
-} catch (err) {
+} catch (caught) {
   // Expected failures are one clear line and a non-zero exit, never a stack trace.
+  const err = asStoreError(caught) ?? caught;
   if (isDacdError(err)) {
     process.stderr.write(`dacd: ${err.message}\n`);
     process.exitCode = err.code === "CONFIG" ? 78 : 1; // 78 = EX_CONFIG, so systemd does not hot-loop

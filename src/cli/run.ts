@@ -30,8 +30,11 @@ export function registerRunCommand(program: Command): void {
       };
       process.once("SIGTERM", onSignal);
       process.once("SIGINT", onSignal);
-      await daemon.done;
-      await daemon.stop();
+      try {
+        await daemon.done;
+      } finally {
+        await daemon.stop();
+      }
       log.info("dacd stopped");
       log.flush?.();
     });

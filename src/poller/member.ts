@@ -10,6 +10,7 @@ import {
 } from "../verifier/verify-batch.js";
 import type { AvailabilityGateway, FeederGateway } from "./gateway-client.js";
 import { sleep } from "./retry.js";
+import { storeFailure } from "../storage/store-errors.js";
 
 export const SIGNATURE_ACCEPTED = "signature accepted";
 
@@ -93,8 +94,16 @@ export class Member {
         if (progressed) continue; // catching up: no wait between batches
         this.state.phase = "idle";
         await sleep(this.opts.pollIntervalMs, signal);
-      } catch (err) {
+      } catch (caught) {
         if (signal.aborted) break;
+        // A damaged store is not retried: the loop ends and dacd exits non-zero (store-errors.ts).
+        const store = storeFailure(caught, this.store.dir);
+        const err = store?.error ?? caught;
+        if (store?.fatal) {
+          this.recordFailure(err, failures + 1, 0);
+          this.state.phase = "stopped";
+          throw err;
+        }
         failures++;
         const delay = this.backoff(failures);
         this.recordFailure(err, failures, delay);

@@ -8,6 +8,7 @@ import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from "./keys.js";
 import { BULK_SPILL_DIR } from "./bulk-writer.js";
 import { putSorted, rawPut } from "./sorted-puts.js";
+import { asStoreError } from "./store-errors.js";
 
 type Db = Level<Uint8Array, Uint8Array>;
 
@@ -86,8 +87,8 @@ export class LevelStore implements NodeSource {
       await rm(join(dir, BULK_SPILL_DIR), { recursive: true, force: true });
       await store.checkFormat();
     } catch (err) {
-      await db.close();
-      throw err;
+      await db.close().catch(() => undefined);
+      throw asStoreError(err, dir) ?? err;
     }
     return store;
   }
