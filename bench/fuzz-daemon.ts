@@ -173,7 +173,9 @@ export async function fuzzDaemon(opts: { bodies: number; seed: number }): Promis
 }
 
 async function fuzzRound(bodies: number, rnd: () => number): Promise<FuzzFigures> {
-  const responses = JSON.parse(await readFile(join(FIXTURE, "responses.json"), "utf8")) as { update: unknown }[];
+  const responses = JSON.parse(await readFile(join(FIXTURE, "responses.json"), "utf8")) as {
+    update: unknown;
+  }[];
   const expected = JSON.parse(await readFile(join(FIXTURE, "expected.json"), "utf8")) as {
     private_key: string;
     heights: Record<string, number>;
@@ -275,14 +277,17 @@ async function fuzzRound(bodies: number, rnd: () => number): Promise<FuzzFigures
     abort.abort(new Error("done"));
     await done;
     const claims = new Map<number, Set<string>>();
-    for (const p of posts) (claims.get(p.batch_id) ?? claims.set(p.batch_id, new Set()).get(p.batch_id)!).add(p.claim_hash);
+    for (const p of posts)
+      (claims.get(p.batch_id) ?? claims.set(p.batch_id, new Set()).get(p.batch_id)!).add(p.claim_hash);
     return {
       seed: 0,
       rounds: 1,
       mutantsSigned,
       bodies: served,
       batches,
-      signedBatches: new Set(posts.filter((p) => expected.batches[p.batch_id]?.signature === p.signature).map((p) => p.batch_id)).size,
+      signedBatches: new Set(
+        posts.filter((p) => expected.batches[p.batch_id]?.signature === p.signature).map((p) => p.batch_id),
+      ).size,
       wrongSignatures,
       conflictingIds: [...claims.values()].filter((s) => s.size > 1).length,
       internalErrors,
@@ -308,7 +313,10 @@ function arg(name: string): string | undefined {
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split("/").pop()!)) {
-  const figures = await fuzzDaemon({ bodies: Number(arg("--bodies") ?? 10_000), seed: Number(arg("--seed") ?? 34) });
+  const figures = await fuzzDaemon({
+    bodies: Number(arg("--bodies") ?? 10_000),
+    seed: Number(arg("--seed") ?? 34),
+  });
   process.stdout.write(JSON.stringify(figures, null, 2) + "\n");
   process.exitCode = figures.wrongSignatures + figures.conflictingIds + figures.internalErrors === 0 ? 0 : 1;
 }

@@ -308,7 +308,13 @@ async function ensureDataDir(dir: string, timeoutMs = 10_000): Promise<void> {
 /** `dir` or its nearest ancestor that exists. */
 async function nearestExisting(dir: string): Promise<string> {
   for (let d = resolve(dir); ; d = dirname(d)) {
-    if (await access(d).then(() => true, () => false)) return d;
+    if (
+      await access(d).then(
+        () => true,
+        () => false,
+      )
+    )
+      return d;
     if (dirname(d) === d) return d;
   }
 }

@@ -225,7 +225,15 @@ export function registerEscapeCommands(program: Command): void {
       const journal = await compareWithJournal(store, storeDir(opts).journal);
       r.problems.push(...journal.problems);
       r.ok &&= journal.problems.length === 0;
-      return { ...r, claims_journal: { path: journal.path, found: journal.found, journaled: journal.journaled, lost: journal.lost } };
+      return {
+        ...r,
+        claims_journal: {
+          path: journal.path,
+          found: journal.found,
+          journaled: journal.journaled,
+          lost: journal.lost,
+        },
+      };
     });
     bar.done();
     print(report);

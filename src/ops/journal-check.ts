@@ -18,7 +18,13 @@ export interface JournalComparison {
 
 export async function compareWithJournal(store: LevelStore, path: string): Promise<JournalComparison> {
   const journal = await readClaimsJournal(path);
-  const out: JournalComparison = { path, found: journal !== undefined, journaled: journal?.size ?? 0, lost: [], problems: [] };
+  const out: JournalComparison = {
+    path,
+    found: journal !== undefined,
+    journaled: journal?.size ?? 0,
+    lost: [],
+    problems: [],
+  };
   if (!journal) return out;
   const stored = new Map<number, string>();
   for await (const r of store.batches()) stored.set(r.batch_id, r.claim_hash);

@@ -395,7 +395,12 @@ export class HttpClient {
         };
       }
       const scanner = req.jsonLimits ? new JsonShapeScanner(req.jsonLimits) : undefined;
-      const read = await readLimited(res.body, limit, scanner, Number.isFinite(declared) ? declared : undefined);
+      const read = await readLimited(
+        res.body,
+        limit,
+        scanner,
+        Number.isFinite(declared) ? declared : undefined,
+      );
       if (read.overflow) return this.tooLarge(status, `more than ${limit} bytes`, limit);
       if (read.refused !== undefined) {
         return {
@@ -461,7 +466,8 @@ async function readLimited(
   declared?: number,
 ): Promise<{ data: Buffer; overflow: boolean; refused?: string }> {
   // With a declared length (within the limit) the body is read straight into its buffer: one copy.
-  const into = declared !== undefined && declared <= limit ? Buffer.from(new ArrayBuffer(declared)) : undefined;
+  const into =
+    declared !== undefined && declared <= limit ? Buffer.from(new ArrayBuffer(declared)) : undefined;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {

@@ -82,7 +82,11 @@ export class ClaimsJournal implements ClaimsGuard {
         await created.close();
         await syncDir(dir);
       } catch (err) {
-        throw journalError(path, "cannot be created (set claims_journal_path to a writable place outside data_dir)", err);
+        throw journalError(
+          path,
+          "cannot be created (set claims_journal_path to a writable place outside data_dir)",
+          err,
+        );
       }
       text = Buffer.alloc(0);
     }
@@ -160,7 +164,9 @@ export class ClaimsJournal implements ClaimsGuard {
   ): Promise<void> {
     this.check(batchId, claimHash);
     if (this.claims.has(batchId)) return;
-    await this.append([{ batch_id: batchId, claim_hash: claimHash.toLowerCase(), signature, member_key: memberKey }]);
+    await this.append([
+      { batch_id: batchId, claim_hash: claimHash.toLowerCase(), signature, member_key: memberKey },
+    ]);
   }
 
   /**

@@ -5,7 +5,12 @@
  */
 import { DacdError } from "../errors.js";
 import type { Logger } from "../logging.js";
-import { ClaimsJournal, CONFLICT_ADVICE, defaultClaimsJournalPath, type JournalEntry } from "./claims-journal.js";
+import {
+  ClaimsJournal,
+  CONFLICT_ADVICE,
+  defaultClaimsJournalPath,
+  type JournalEntry,
+} from "./claims-journal.js";
 import type { LevelStore } from "./level-store.js";
 
 export function claimsJournalPathOf(config: { dataDir: string; claimsJournalPath?: string }): string {
@@ -29,7 +34,10 @@ export async function openMemberJournal(
   });
   try {
     if (journal.tornTail)
-      opts.log.warn({ path }, "the claims journal ended in a torn record (a crash mid-append); it was cut off");
+      opts.log.warn(
+        { path },
+        "the claims journal ended in a torn record (a crash mid-append); it was cut off",
+      );
     const { added, conflicts } = await journal.importMissing(storeClaims(store));
     if (added > 0) opts.log.info({ path, added }, "claims of stored batches added to the claims journal");
     if (conflicts.length > 0) {
@@ -59,6 +67,11 @@ export async function openMemberJournal(
 
 async function* storeClaims(store: LevelStore): AsyncGenerator<JournalEntry> {
   for await (const r of store.batches()) {
-    yield { batch_id: r.batch_id, claim_hash: r.claim_hash, signature: r.signature, member_key: r.member_key };
+    yield {
+      batch_id: r.batch_id,
+      claim_hash: r.claim_hash,
+      signature: r.signature,
+      member_key: r.member_key,
+    };
   }
 }

@@ -41,13 +41,14 @@ export function storeFailure(err: unknown, dir: string | undefined): StoreFailur
       ),
     };
   }
-  const damaged = code === "LEVEL_CORRUPTION" || causeCode === "LEVEL_CORRUPTION" ? "is damaged" : "cannot be read";
+  const damaged =
+    code === "LEVEL_CORRUPTION" || causeCode === "LEVEL_CORRUPTION" ? "is damaged" : "cannot be read";
   return {
     fatal: true,
     error: new DacdError(
       "STORE",
       `${where} ${damaged} (${oneLine(detail)}): stop dacd, restore the newest backup into data_dir ` +
-        "(docs/operations.md, Backups) or rebuild it from a dump, then run `dacd check --deep`",
+        "(docs/operations.md, To restore) or rebuild it from a dump, then run `dacd check --deep`",
       { cause: err },
     ),
   };

@@ -123,7 +123,8 @@ describe("hostile bodies: refused within bounds, SIGTERM answered", () => {
   }
 
   it("500 MB of well-formed vault entries are refused by the default size cap", async () => {
-    const vault = '"31387557":{"stark_key":"0xb02d8a9a830aa5fd8befbe3faa76dba85466dfdf70c7bb9c705de611712b","token":"0x17d3ddb3802f28561a16e4fa5f70e7b544f506f0e4a83bc64053037cda1a411","balance":"8759484507490742094"},';
+    const vault =
+      '"31387557":{"stark_key":"0xb02d8a9a830aa5fd8befbe3faa76dba85466dfdf70c7bb9c705de611712b","token":"0x17d3ddb3802f28561a16e4fa5f70e7b544f506f0e4a83bc64053037cda1a411","balance":"8759484507490742094"},';
     const url = await hostileServer(stream('{"update":{"prev_batch_id":-1,"vaults":{', vault, 500 * MB));
     const setup = await memberSetup({ profile: "spot", privateKey: KEY, gatewayUrl: url, timeoutS: 30 });
     cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
@@ -134,7 +135,9 @@ describe("hostile bodies: refused within bounds, SIGTERM answered", () => {
     const t0 = Date.now();
     run.child.kill("SIGTERM");
     expect(await run.exit).toBe(0);
-    console.log(`vault entries: peak RSS ${(rss / 2 ** 20).toFixed(0)} MiB, SIGTERM answered in ${Date.now() - t0} ms`);
+    console.log(
+      `vault entries: peak RSS ${(rss / 2 ** 20).toFixed(0)} MiB, SIGTERM answered in ${Date.now() - t0} ms`,
+    );
     expect(rss).toBeLessThan(2 * GIB);
   }, 120_000);
 });
@@ -188,8 +191,14 @@ describe("small holes", () => {
     const setup = await memberSetup({ profile: "spot", privateKey: KEY, gatewayUrl: "http://127.0.0.1:9" });
     cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
     const yaml = await readFile(setup.configPath, "utf8");
-    await writeFile(setup.configPath, yaml.replaceAll("http://127.0.0.1:9", "http://alice:s3cr3t-pw@127.0.0.1:9"));
-    const r = spawnSync(process.execPath, [BIN, "run", "--config", setup.configPath], { encoding: "utf8", timeout: 30_000 });
+    await writeFile(
+      setup.configPath,
+      yaml.replaceAll("http://127.0.0.1:9", "http://alice:s3cr3t-pw@127.0.0.1:9"),
+    );
+    const r = spawnSync(process.execPath, [BIN, "run", "--config", setup.configPath], {
+      encoding: "utf8",
+      timeout: 30_000,
+    });
     expect(r.status).toBe(78);
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.stderr).toContain("must not carry credentials");
@@ -201,8 +210,14 @@ describe("small holes", () => {
     cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
     const fifo = join(setup.dir, "fifo.key");
     mkfifo(fifo);
-    await writeFile(setup.configPath, (await readFile(setup.configPath, "utf8")).replace("member.key", "fifo.key"));
-    const r = spawnSync(process.execPath, [BIN, "run", "--config", setup.configPath], { encoding: "utf8", timeout: 30_000 });
+    await writeFile(
+      setup.configPath,
+      (await readFile(setup.configPath, "utf8")).replace("member.key", "fifo.key"),
+    );
+    const r = spawnSync(process.execPath, [BIN, "run", "--config", setup.configPath], {
+      encoding: "utf8",
+      timeout: 30_000,
+    });
     expect(r.signal).toBeNull();
     expect(r.status).toBe(78);
     expect(r.stderr).toContain("is not a regular file");
@@ -211,18 +226,31 @@ describe("small holes", () => {
   it("refuses a data_dir under /proc in one line instead of hanging", async () => {
     const setup = await memberSetup({ profile: "spot", privateKey: KEY, gatewayUrl: "http://127.0.0.1:9" });
     cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-    await writeFile(setup.configPath, (await readFile(setup.configPath, "utf8")).replace("data_dir: data", "data_dir: /proc/dacd-data"));
-    const r = spawnSync(process.execPath, [BIN, "run", "--config", setup.configPath], { encoding: "utf8", timeout: 30_000 });
+    await writeFile(
+      setup.configPath,
+      (await readFile(setup.configPath, "utf8")).replace("data_dir: data", "data_dir: /proc/dacd-data"),
+    );
+    const r = spawnSync(process.execPath, [BIN, "run", "--config", setup.configPath], {
+      encoding: "utf8",
+      timeout: 30_000,
+    });
     expect(r.signal).toBeNull();
     expect(r.status).toBe(78);
-    expect(r.stderr.trim()).toMatch(/^dacd: data_dir \/proc\/dacd-data is not a writable directory: it is on procfs/);
+    expect(r.stderr.trim()).toMatch(
+      /^dacd: data_dir \/proc\/dacd-data is not a writable directory: it is on procfs/,
+    );
   });
 
   it("pins the chain kind: a gateway that later answers STARKNET is refused, never followed", async () => {
     const { responses, expected } = loadChain("spot-chain");
     const gw = await new VectorGateway(responses, expected, "G").start();
     cleanups.push(() => gw.close());
-    const setup = await memberSetup({ profile: "spot", privateKey: expected.private_key, gatewayUrl: gw.url, feeder: true });
+    const setup = await memberSetup({
+      profile: "spot",
+      privateKey: expected.private_key,
+      gatewayUrl: gw.url,
+      feeder: true,
+    });
     cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
     const daemon = await startQuietDaemon(setup.config);
     await waitFor(() => daemon.member.state.nextBatchId === 2, 60_000, "two batches");
@@ -231,7 +259,9 @@ describe("small holes", () => {
     gw.blockchainType = "STARKNET";
     const err = await startQuietDaemon(setup.config).catch((e: unknown) => e);
     expect(isDacdError(err, "CONFIG")).toBe(true);
-    expect((err as Error).message).toMatch(/now reports a starknet chain, but this member signs for a ethereum chain/);
+    expect((err as Error).message).toMatch(
+      /now reports a starknet chain, but this member signs for a ethereum chain/,
+    );
     expect(gw.posts.length).toBe(posts);
     // The same when the store's record is lost: the journal's signatures still say secp256k1.
     await rm(setup.config.dataDir, { recursive: true });

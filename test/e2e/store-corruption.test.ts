@@ -17,7 +17,12 @@ beforeAll(async () => {
   const { responses, expected } = loadChain("spot-chain");
   gw = await new VectorGateway(responses, expected, "G").start();
   gw.available = 4;
-  const setup = await memberSetup({ profile: "spot", privateKey: expected.private_key, gatewayUrl: gw.url, feeder: true });
+  const setup = await memberSetup({
+    profile: "spot",
+    privateKey: expected.private_key,
+    gatewayUrl: gw.url,
+    feeder: true,
+  });
   base = setup.dir;
   dirs.push(base);
   const daemon = await startQuietDaemon(setup.config);
@@ -60,12 +65,17 @@ describe("a damaged store: one line, no stack trace, no retrying for ever", () =
     for (const cmd of [["status"], ["check"], ["check", "--deep"]]) {
       it(`${how} a table: dacd ${cmd.join(" ")}`, async () => {
         const config = await corruptCopy(how);
-        const r = spawnSync(process.execPath, [BIN, ...cmd, "--config", config], { encoding: "utf8", timeout: 60_000 });
+        const r = spawnSync(process.execPath, [BIN, ...cmd, "--config", config], {
+          encoding: "utf8",
+          timeout: 60_000,
+        });
         noStackTrace(r.stderr);
         if (r.status !== 0) {
           if (r.stderr) {
             expect(r.stderr.trim().split("\n")).toHaveLength(1);
-            expect(r.stderr).toMatch(/^dacd: the store .* (is damaged|cannot be read) .*restore the newest backup/);
+            expect(r.stderr).toMatch(
+              /^dacd: the store .* (is damaged|cannot be read) .*restore the newest backup/,
+            );
           } else {
             // check reports the damage in its JSON
             expect(JSON.parse(r.stdout).ok).toBe(false);
@@ -77,7 +87,9 @@ describe("a damaged store: one line, no stack trace, no retrying for ever", () =
     }
     it(`${how} a table: dacd run stops with one line and a non-zero exit`, async () => {
       const config = await corruptCopy(how);
-      const child = spawn(process.execPath, [BIN, "run", "--config", config], { stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, [BIN, "run", "--config", config], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       let out = "";
       let err = "";
       child.stdout!.on("data", (d: Buffer) => (out += d.toString()));

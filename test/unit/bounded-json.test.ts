@@ -17,14 +17,26 @@ describe("JsonShapeScanner", () => {
   });
   it("refuses depth, element count, string length and long runs, each by name", () => {
     expect(new JsonShapeScanner(limits).push(Buffer.from("[".repeat(9)))).toMatch(/deeper than 8/);
-    expect(new JsonShapeScanner(limits).push(Buffer.from("[" + "[],".repeat(600)))).toMatch(/more than 1000 elements/);
-    expect(new JsonShapeScanner(limits).push(Buffer.from('["' + "x".repeat(17) + '"]'))).toMatch(/string is longer/);
-    expect(new JsonShapeScanner(limits).push(Buffer.from("[" + "9".repeat(17)))).toMatch(/between two tokens/);
+    expect(new JsonShapeScanner(limits).push(Buffer.from("[" + "[],".repeat(600)))).toMatch(
+      /more than 1000 elements/,
+    );
+    expect(new JsonShapeScanner(limits).push(Buffer.from('["' + "x".repeat(17) + '"]'))).toMatch(
+      /string is longer/,
+    );
+    expect(new JsonShapeScanner(limits).push(Buffer.from("[" + "9".repeat(17)))).toMatch(
+      /between two tokens/,
+    );
   });
 });
 
 describe("parseJsonBounded", () => {
-  const big = { update: { vaults: Object.fromEntries(Array.from({ length: 40_000 }, (_, i) => [String(i), { balance: String(i * 7) }])) } };
+  const big = {
+    update: {
+      vaults: Object.fromEntries(
+        Array.from({ length: 40_000 }, (_, i) => [String(i), { balance: String(i * 7) }]),
+      ),
+    },
+  };
   const bigBytes = (): Uint8Array => new Uint8Array(Buffer.from(JSON.stringify(big)));
 
   it("parses a large body in the worker to the same value as JSON.parse", async () => {
@@ -33,7 +45,9 @@ describe("parseJsonBounded", () => {
     expect(await parseJsonBounded(bytes)).toEqual(big);
   });
   it("refuses a large body beyond the limits in the worker, and a small one inline", async () => {
-    await expect(parseJsonBounded(bigBytes(), { limits: { ...limits, maxElements: 10_000, maxDepth: 64 } })).rejects.toThrow(JsonLimitError);
+    await expect(
+      parseJsonBounded(bigBytes(), { limits: { ...limits, maxElements: 10_000, maxDepth: 64 } }),
+    ).rejects.toThrow(JsonLimitError);
     await expect(parseJsonBounded(Buffer.from("[[[[[[[[[[]]]]]]]]]]"), { limits })).rejects.toThrow(/deeper/);
     await expect(parseJsonBounded(Buffer.from("[1,"))).rejects.toThrow(SyntaxError);
   });
