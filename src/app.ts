@@ -1,6 +1,7 @@
-import { access, constants, mkdir } from "node:fs/promises";
+import { access, constants, mkdir, statfs } from "node:fs/promises";
 import type { Server } from "node:http";
 import { buildInfo } from "./build-info.js";
+import { dirname, resolve } from "node:path";
 import type { Config } from "./config/config.js";
 import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
@@ -23,6 +24,8 @@ import { createSigner } from "./signer/create-signer.js";
 import { loadPrivateKey } from "./signer/key-file.js";
 import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
+import { openMemberJournal } from "./storage/member-journal.js";
+import { resolveChainKind } from "./storage/chain-pin.js";
 import type { HashEngine } from "./verifier/hash/engine.js";
 import { treeWalkName } from "./verifier/tree-walk.js";
 import { createEngine } from "./verifier/hash/select.js";
@@ -92,7 +95,7 @@ async function startDaemonWith(
     allowInsecurePermissions: opts.allowInsecureKeyFile,
     warn: (m) => log.warn(m),
   });
-  await ensureWritableDir(config.dataDir);
+  await ensureDataDir(config.dataDir);
   // Scheduled integrity check (light scan + deep check of the newest trees) and pruning; they
   // hash with the engine created below, uncounted by the metrics.
   const jobImplementations: JobImplementations = escapeJobs(() => baseEngine);
@@ -111,6 +114,8 @@ async function startDaemonWith(
   const http = (baseUrl: string, attempts?: number): HttpClientOptions => ({
     baseUrl,
     timeoutMs: config.httpRequestTimeoutS * 1000,
+    deadlineMs: config.httpRequestDeadlineS * 1000,
+    maxBodyBytes: config.maxResponseBytes,
     retry: attempts ? { attempts } : opts.retryAttempts ? { attempts: opts.retryAttempts } : undefined,
     tls: config.certificatesPath ? { certificatesPath: config.certificatesPath } : undefined,
     signal: abort.signal,
@@ -125,23 +130,49 @@ async function startDaemonWith(
     ? new FeederGateway({ ...http(config.feederGatewayUrl), variant: profile.variant })
     : undefined;
 
-  // The base chain decides the signature scheme; ask before anything is signed.
-  const signer = createSigner(await chainKind(config, log), key);
-  key.fill(0);
+  // The base chain decides the signature scheme; ask before anything is signed (the answer must
+  // match the kind pinned at the first start).
+  const gatewayChain = await chainKind(config, log).catch((err: unknown) => {
+    key.fill(0);
+    throw err;
+  });
 
   // DACD_HASH_ENGINE overrides the configured engine; large tree levels go to a worker pool.
   const baseEngine = createEngine(config.hashEngine, { warn: (m) => log.warn(m), threads: "auto" });
   const engine = metrics.countingEngine(baseEngine);
-  const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles });
+  const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles }).catch(
+    async (err: unknown) => {
+      key.fill(0);
+      await engine.close?.();
+      throw err;
+    },
+  );
   let control: Server | undefined;
+  let journal: Awaited<ReturnType<typeof openMemberJournal>> | undefined;
   try {
     await checkImportedStore(store, validateRollup);
+    journal = await openMemberJournal(config, store, {
+      log,
+      onConflict: () => metrics.conflictingClaims.inc(),
+    });
+    let signer: Signer;
+    try {
+      const kind = await resolveChainKind(store, {
+        configured: config.chain,
+        journal: journal.signatureKind,
+        gateway: gatewayChain,
+      });
+      signer = createSigner(kind, key);
+    } finally {
+      key.fill(0);
+    }
     const ctx = await bindVerifyContext(store, {
       profile,
       engine,
       signer,
       options: { validateOrders: config.validateOrders, validateRollup },
       topNodes: new TopNodeCache(config.nodeCacheLevels),
+      claims: journal,
     });
     const member = new Member(
       ctx,
@@ -228,6 +259,7 @@ async function startDaemonWith(
         control?.close();
         await Promise.allSettled([availability.close(), feeder?.close()]);
         await store.close();
+        await journal?.close();
         await engine.close?.();
       })());
     return {
@@ -246,6 +278,7 @@ async function startDaemonWith(
   } catch (err) {
     control?.close();
     await store.close();
+    await journal?.close();
     await engine.close?.();
     throw err;
   }
@@ -270,12 +303,49 @@ function mergeEvents(a: MemberEvents, b: MemberEvents | undefined): MemberEvents
   };
 }
 
-async function ensureWritableDir(dir: string): Promise<void> {
+/** Pseudo file systems on which a store can never live (statfs f_type). */
+const PSEUDO_FS: Record<number, string> = { 0x9fa0: "procfs", 0x62656572: "sysfs", 0x1cd1: "devpts" };
+
+/** Creates data_dir if needed and checks it is a writable directory on a real file system, in bounded time. */
+async function ensureDataDir(dir: string, timeoutMs = 10_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no answer from the file system within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+  });
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    await access(dir, constants.W_OK);
+    await Promise.race([
+      (async () => {
+        // Looked at before mkdir: a recursive mkdir under /proc never returns.
+        const fsAbove = PSEUDO_FS[(await statfs(await nearestExisting(dir))).type];
+        if (fsAbove) throw new Error(`it is on ${fsAbove}, not on a disk`);
+        await mkdir(dir, { recursive: true, mode: 0o700 });
+        const fs = PSEUDO_FS[(await statfs(dir)).type];
+        if (fs) throw new Error(`it is on ${fs}, not on a disk`);
+        await access(dir, constants.W_OK);
+      })(),
+      timeout,
+    ]);
   } catch (err) {
     throw new DacdError("CONFIG", `data_dir ${dir} is not a writable directory: ${(err as Error).message}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** `dir` or its nearest ancestor that exists. */
+async function nearestExisting(dir: string): Promise<string> {
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (
+      await access(d).then(
+        () => true,
+        () => false,
+      )
+    )
+      return d;
+    if (dirname(d) === d) return d;
   }
 }
 

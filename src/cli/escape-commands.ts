@@ -1,7 +1,9 @@
-import { readFile } from "node:fs/promises";
+import { copyFile, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import type { Command } from "commander";
 import { DacdError } from "../errors.js";
 import { checkStore, type CheckReport } from "../escape/check.js";
+import { asStoreError } from "../storage/store-errors.js";
 import { dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
 import { dumpReference } from "../escape/reference-dump.js";
@@ -9,6 +11,9 @@ import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
 import { pruneStore } from "../escape/prune.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
 import { LevelStore, type LevelTuning } from "../storage/level-store.js";
+import { ClaimsJournal, readClaimsJournalEntries } from "../storage/claims-journal.js";
+import { claimsJournalPathOf } from "../storage/member-journal.js";
+import { compareWithJournal } from "../ops/journal-check.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
 import { loadFromReference } from "./reference-commands.js";
@@ -30,10 +35,10 @@ interface StoreOptions {
 }
 
 /** --db, else the data_dir of --config (default: DACD_CONFIG, else /etc/dacd/dacd.yaml). */
-function storeDir(opts: StoreOptions): { dir: string; profile?: string } {
-  if (opts.db) return { dir: opts.db };
+function storeDir(opts: StoreOptions): { dir: string; profile?: string; journal: string } {
+  if (opts.db) return { dir: opts.db, journal: claimsJournalPathOf({ dataDir: opts.db }) };
   const config = loadConfigFor(opts.config);
-  return { dir: config.dataDir, profile: config.profile };
+  return { dir: config.dataDir, profile: config.profile, journal: claimsJournalPathOf(config) };
 }
 
 const withStore = (cmd: Command): Command =>
@@ -160,6 +165,10 @@ export function registerEscapeCommands(program: Command): void {
       { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
     );
     bar.done();
+    // The dump carries the member's claims journal, for a store rebuilt from it (`dacd load`).
+    await copyFile(storeDir(opts).journal, join(opts.out, "claims.journal")).catch((err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    });
     print(manifest);
   });
 
@@ -227,6 +236,7 @@ export function registerEscapeCommands(program: Command): void {
         print(await loadFromReference(opts.fromReference, opts));
         return;
       }
+      const fromDir = opts.from!;
       const bar = progressLine();
       const started = Date.now();
       const result = await run(
@@ -234,7 +244,7 @@ export function registerEscapeCommands(program: Command): void {
         { threads: "auto" },
         (store, engine, profile) =>
           loadDump(store, engine, {
-            fromDir: opts.from!,
+            fromDir,
             expectProfile: profile,
             progress: (tree, phase, n, total) =>
               bar.update(
@@ -244,7 +254,9 @@ export function registerEscapeCommands(program: Command): void {
         { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
       );
       bar.done();
-      print({ ...result, duration_ms: Date.now() - started });
+      // A dump's claims journal joins this member's: what was signed before stays signed only so.
+      const imported = await mergeJournal(join(fromDir, "claims.journal"), storeDir(opts).journal);
+      print({ ...result, claims_imported: imported, duration_ms: Date.now() - started });
     },
   );
 
@@ -264,12 +276,30 @@ export function registerEscapeCommands(program: Command): void {
     const report = await run(
       opts,
       {},
-      (store, engine) =>
-        checkStore(store, engine, {
+      async (store, engine) => {
+        const r = await checkStore(store, engine, {
           deep: opts.deep === true,
           deepBatches,
           progress: (id, tree, n) => bar.update(`check batch ${id} ${tree}: ${n} nodes`),
-        }),
+        }).catch((err: unknown) => {
+          // A damaged store is the check's finding, not a crash.
+          const damaged = asStoreError(err, store.dir);
+          if (!damaged) throw err;
+          return { ok: false, problems: [{ problem: damaged.message }] } as unknown as CheckReport;
+        });
+        const journal = await compareWithJournal(store, storeDir(opts).journal);
+        r.problems.push(...journal.problems);
+        r.ok &&= journal.problems.length === 0;
+        return {
+          ...r,
+          claims_journal: {
+            path: journal.path,
+            found: journal.found,
+            journaled: journal.journaled,
+            lost: journal.lost,
+          },
+        };
+      },
       { readOnly: true },
     );
     bar.done();
@@ -317,4 +347,22 @@ function summariseCheck(report: CheckReport): Record<string, unknown> {
     problem_count: report.problems.length,
     problems: report.problems.slice(0, PROBLEMS_SHOWN),
   };
+}
+
+/** Adds the claims of the journal at `from` (if any) to the journal at `to`; refuses conflicting ones. */
+async function mergeJournal(from: string, to: string): Promise<number> {
+  const source = await readClaimsJournalEntries(from);
+  if (source.length === 0) return 0;
+  const journal = await ClaimsJournal.open(to);
+  try {
+    const { added, conflicts } = await journal.importMissing(source);
+    if (conflicts.length > 0)
+      throw new DacdError(
+        "CONFLICTING_CLAIM",
+        `the dump's claims journal ${from} and this member's ${to} disagree on batches ${conflicts.slice(0, 10).join(", ")}`,
+      );
+    return added;
+  } finally {
+    await journal.close();
+  }
 }

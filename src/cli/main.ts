@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { versionLine } from "../build-info.js";
 import { checkEnvironment } from "../config/env-check.js";
 import { isDacdError } from "../errors.js";
+import { asStoreError } from "../storage/store-errors.js";
 import { registerReplayCommand } from "./replay.js";
 import { registerKeygenCommand } from "./keygen-command.js";
 import { registerRunCommand } from "./run.js";
@@ -42,7 +43,8 @@ registerEscapeCommands(program);
 
 try {
   await program.parseAsync(process.argv);
-} catch (err) {
+} catch (caught) {
+  const err = asStoreError(caught) ?? caught;
   if (err instanceof CommanderError) {
     // Already written by commander (help, version, or the usage error's line).
     process.exitCode = err.exitCode === 0 ? EXIT.OK : EXIT.USAGE;

@@ -168,6 +168,12 @@ function checkUrl(text: string, label: string, p: Problems): string | undefined 
     return p.add(`${label} must be an http(s) URL, got scheme ${url.protocol}`);
   }
   if (url.search || url.hash) return p.add(`${label} must not carry a query or fragment`);
+  if (url.username || url.password) {
+    // Never echoed: the text holds a password.
+    return p.add(
+      `${label} must not carry credentials (user:password@${url.host}): they would never be sent; remove them (client authentication uses certificates_path)`,
+    );
+  }
   return text;
 }
 
@@ -419,6 +425,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,
     mode: raw.mode as Config["mode"],
+    maxResponseBytes: raw.max_response_bytes as number,
+    httpRequestDeadlineS: raw.http_request_deadline_s as number,
     warnings,
   };
   const optional: [keyof Config, string][] = [
@@ -429,6 +437,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     ["metricsPort", "metrics_port"],
     ["backupDir", "backup_dir"],
     ["pruneKeepBatches", "prune_keep_batches"],
+    ["claimsJournalPath", "claims_journal_path"],
+    ["chain", "chain"],
   ];
   for (const [field, key] of optional) {
     if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];

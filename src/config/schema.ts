@@ -18,10 +18,21 @@
  *   backup_dir → backupDir                  backup_keep → backupKeep
  *   prune_keep_batches → pruneKeepBatches
  *   mode → mode
+ *   claims_journal_path → claimsJournalPath  max_response_bytes → maxResponseBytes
+ *   chain → chain                           http_request_deadline_s → httpRequestDeadlineS
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../verifier/node-cache.js";
 import { PROFILE_NAMES, type Heights, type ProfileName } from "../verifier/profile.js";
+
+/**
+ * Default cap on one gateway answer. The largest plausible batch: StarkEx batches are bounded by
+ * the prover's capacity, a few hundred thousand changed leaves; the wire form of a spot vault is
+ * about 200 bytes of JSON (key, token, balance as decimal text), an order about 100, a position
+ * with a few assets about 400. 500,000 such leaves at 200 bytes each are 100 MB; 256 MiB leaves
+ * room for more than twice that.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
 export const PROFILES = PROFILE_NAMES;
 export type Profile = ProfileName;
@@ -84,6 +95,14 @@ export interface Config {
   backupKeep: number;
   pruneKeepBatches?: number;
   mode: Mode;
+  /** Absolute; the claims journal, outside data_dir (default `<data_dir>-claims/claims.journal`). */
+  claimsJournalPath?: string;
+  /** Total time one gateway request may take, answer included (httpRequestTimeoutS is an idle time-out). */
+  httpRequestDeadlineS: number;
+  /** Largest gateway answer accepted, in bytes. */
+  maxResponseBytes: number;
+  /** The base chain's kind, pinned in configuration (absent: asked once, then pinned in the store). */
+  chain?: "ethereum" | "starknet";
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -129,6 +148,10 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   backup_keep: { kind: "int", min: 1, default: 3 },
   prune_keep_batches: { kind: "int", min: 1 },
   mode: { kind: "enum", values: MODES, default: "active" },
+  claims_journal_path: { kind: "path" },
+  http_request_deadline_s: { kind: "number", exclusiveMin: 0, default: 300 },
+  max_response_bytes: { kind: "int", min: 1024, default: DEFAULT_MAX_RESPONSE_BYTES },
+  chain: { kind: "enum", values: ["ethereum", "starknet"] },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */

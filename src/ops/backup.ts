@@ -9,7 +9,7 @@
  * newest complete backups are kept. A backup is restored by stopping dacd and putting the backup
  * directory in place of data_dir (see docs/operations.md).
  */
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { copyFile, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { ClassicLevel } from "classic-level";
 import { DacdError } from "../errors.js";
@@ -27,6 +27,8 @@ export interface BackupOptions {
   chunkEntries?: number;
   /** Clock, for names (tests). */
   now?: () => Date;
+  /** The claims journal, copied into the backup as `claims.journal` (LevelDB ignores the file). */
+  claimsJournalPath?: string;
 }
 
 export interface BackupResult {
@@ -87,6 +89,11 @@ export async function backupStore(
     await target.put(Uint8Array.of(0xff), Uint8Array.of(), { sync: true });
     await target.del(Uint8Array.of(0xff), { sync: true });
     await target.close();
+    if (opts.claimsJournalPath) {
+      await copyFile(opts.claimsJournalPath, join(partial, "claims.journal")).catch((err: unknown) => {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      });
+    }
     await rename(partial, final);
   } catch (err) {
     await target.close().catch(() => undefined);

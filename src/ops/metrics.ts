@@ -95,6 +95,7 @@ export class DacdMetrics {
   readonly mode: Gauge<"mode">;
   readonly buildInfo: Gauge<"version" | "commit" | "node">;
   readonly jobScheduled: Gauge<"task">;
+  readonly conflictingClaims: Counter;
 
   private readonly startedAtMs = Date.now();
   private disk: { at: number; size?: number; free?: number; total?: number } | undefined;
@@ -293,6 +294,11 @@ export class DacdMetrics {
       registers,
     });
     this.setMode("active");
+    this.conflictingClaims = new Counter({
+      name: `${PREFIX}conflicting_claims_total`,
+      help: "Claims refused because the claims journal holds another claim for the batch id (the store lost or replaced batches)",
+      registers,
+    });
 
     if (opts.processDefaults !== false) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
   }

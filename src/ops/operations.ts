@@ -9,6 +9,7 @@ import type { Member } from "../poller/member.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
+import { claimsJournalPathOf } from "../storage/member-journal.js";
 import { backupStore, listBackups } from "./backup.js";
 import { checkJob } from "./check.js";
 import { batchLag, liveness, readiness } from "./health.js";
@@ -154,7 +155,11 @@ function scheduleJobs(deps: OperationsDeps, impl: JobImplementations): JobRunner
       name: "backup",
       schedule: backup,
       run: async (signal) => {
-        const r = await backupStore(store, dir, { keep: config.backupKeep, signal });
+        const r = await backupStore(store, dir, {
+          keep: config.backupKeep,
+          signal,
+          claimsJournalPath: claimsJournalPathOf(config),
+        });
         return { path: r.path, entries: r.entries, bytes: r.bytes, removed: r.removed.length };
       },
     });

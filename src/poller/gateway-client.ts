@@ -7,11 +7,14 @@
  * DacdError("GATEWAY") with the endpoint, the URL and the batch id when there is one.
  */
 import { DacdError } from "../errors.js";
+import { DEFAULT_JSON_LIMITS } from "./bounded-json.js";
 import type { PostedSignature } from "../signer/signer.js";
 import {
   BadResponse,
   decodeJson,
+  decodeJsonBounded,
   decodeText,
+  SMALL_BODY_BYTES,
   HttpClient,
   type HttpClientOptions,
   type HttpResponse,
@@ -93,9 +96,10 @@ export class AvailabilityGateway {
         path: "/availability_gateway/get_batch_data",
         query,
         batchId,
+        jsonLimits: DEFAULT_JSON_LIMITS,
       },
-      (res) => {
-        const v = decodeJson(res);
+      async (res) => {
+        const v = await decodeJsonBounded(res);
         if (!isPlainObject(v)) throw new BadResponse(`answer is not a JSON object but ${describeValue(v)}`);
         if (!("update" in v)) throw new BadResponse(`answer has no "update" key`);
         const update = v.update;
@@ -128,6 +132,7 @@ export class AvailabilityGateway {
         path: "/availability_gateway/approve_new_roots",
         json: body,
         batchId: sig.batch_id,
+        maxBodyBytes: SMALL_BODY_BYTES,
       },
       decodeText,
     );
@@ -136,7 +141,12 @@ export class AvailabilityGateway {
   /** POST /availability_gateway/get_blockchain_type: the base chain's name, e.g. `ETHEREUM`. */
   async getBlockchainType(): Promise<string> {
     return this.http.call(
-      { endpoint: "get_blockchain_type", method: "POST", path: "/availability_gateway/get_blockchain_type" },
+      {
+        endpoint: "get_blockchain_type",
+        method: "POST",
+        path: "/availability_gateway/get_blockchain_type",
+        maxBodyBytes: SMALL_BODY_BYTES,
+      },
       (res) => {
         const text = decodeText(res);
         if (text === "") throw new BadResponse("answer is empty");
@@ -178,7 +188,12 @@ export class FeederGateway {
   /** The last batch id used (an integer; -1 accepted for "none yet"). */
   async getLastBatchId(): Promise<number> {
     return this.http.call(
-      { endpoint: "get_last_batch_id", method: "GET", path: this.path("get_last_batch_id") },
+      {
+        endpoint: "get_last_batch_id",
+        method: "GET",
+        path: this.path("get_last_batch_id"),
+        maxBodyBytes: SMALL_BODY_BYTES,
+      },
       decodeBatchId("last batch id"),
     );
   }
@@ -193,6 +208,7 @@ export class FeederGateway {
         path: this.path("get_prev_batch_id"),
         query: { batch_id: String(batchId) },
         batchId,
+        maxBodyBytes: SMALL_BODY_BYTES,
       },
       decodeBatchId("previous batch id"),
     );
@@ -208,6 +224,7 @@ export class FeederGateway {
         path: this.path("get_batch_info"),
         query: { batch_id: String(batchId) },
         batchId,
+        maxBodyBytes: SMALL_BODY_BYTES,
       },
       decodeObject("batch information"),
     );

@@ -12,6 +12,7 @@ import { performance } from "node:perf_hooks";
 import { createSecureContext } from "node:tls";
 import { Agent, request } from "undici";
 import { DacdError } from "../errors.js";
+import { JsonLimitError, JsonShapeScanner, parseJsonBounded, type JsonLimits } from "./bounded-json.js";
 import {
   backoffDelay,
   DEFAULT_RETRY_POLICY,
@@ -51,8 +52,15 @@ export interface HttpClientOptions {
   retry?: Partial<RetryPolicy>;
   /** HTTP statuses that are retried. Default 429, 502, 503, 504. */
   retryStatuses?: readonly number[];
-  /** Largest accepted response body in bytes. Default 512 MiB. */
+  /** Largest accepted response body in bytes. Default DEFAULT_MAX_BODY_BYTES. */
   maxBodyBytes?: number;
+  /**
+   * Total time one attempt may take, from sending the request to the last byte of the answer
+   * (the idle time-outs alone let a body trickled a byte at a time hold a call open for ever).
+   * An attempt over it is not retried: the call fails, so the member counts a gateway failure.
+   * Default DEFAULT_DEADLINE_MS.
+   */
+  deadlineMs?: number;
   tls?: TlsOptions;
   /** Shutdown: aborts the attempt in flight and any backoff wait. */
   signal?: AbortSignal;
@@ -74,16 +82,27 @@ export interface CallRequest {
   json?: unknown;
   /** Batch id the call is about, for error messages. */
   batchId?: number;
+  /** Largest body for this call (default: the client's maxBodyBytes). */
+  maxBodyBytes?: number;
+  /** A JSON answer: its shape is checked against these limits while it arrives. */
+  jsonLimits?: JsonLimits;
 }
 
 export interface HttpResponse {
   status: number;
   contentType: string | undefined;
   body: Buffer;
+  /** Aborted on shutdown or when the attempt's deadline passes (for an asynchronous decode). */
+  signal?: AbortSignal;
+  /** The body passed the call's jsonLimits scan. */
+  scannedWith?: JsonLimits;
 }
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
-export const DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024;
+export const DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024;
+/** Bodies of answers that are a number or a short text (every endpoint but get_batch_data). */
+export const SMALL_BODY_BYTES = 1024 * 1024;
+export const DEFAULT_DEADLINE_MS = 300_000;
 export const DEFAULT_RETRY_STATUSES: readonly number[] = [429, 502, 503, 504];
 const ERROR_SNIPPET_BYTES = 2048;
 
@@ -154,6 +173,12 @@ function parseBaseUrl(baseUrl: string): URL {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new DacdError("CONFIG", `gateway URL ${url.origin} must use http or https`);
   }
+  if (url.username !== "" || url.password !== "") {
+    throw new DacdError(
+      "CONFIG",
+      `gateway URL ${url.protocol}//${url.host} carries credentials (user:password@); they are never sent: remove them (use certificates_path for client authentication)`,
+    );
+  }
   url.search = "";
   url.hash = "";
   url.pathname = url.pathname.replace(/\/+$/, "");
@@ -191,6 +216,7 @@ export class HttpClient {
   private readonly policy: RetryPolicy;
   private readonly retryStatuses: ReadonlySet<number>;
   private readonly maxBodyBytes: number;
+  private readonly deadlineMs: number;
   private readonly opts: HttpClientOptions;
 
   constructor(opts: HttpClientOptions) {
@@ -206,6 +232,9 @@ export class HttpClient {
     }
     this.retryStatuses = new Set(opts.retryStatuses ?? DEFAULT_RETRY_STATUSES);
     this.maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    if (!(this.deadlineMs > 0))
+      throw new DacdError("CONFIG", `HTTP deadline must be positive, got ${opts.deadlineMs}`);
     let tls: TlsMaterial | undefined;
     if (opts.tls !== undefined) {
       if (this.baseUrl.protocol !== "https:") {
@@ -252,7 +281,7 @@ export class HttpClient {
    * Performs `req` with retries; `decode` turns a 2xx answer into the result and throws (any
    * error, preferably BadResponse) when the answer is not acceptable — that is never retried.
    */
-  async call<T>(req: CallRequest, decode: (res: HttpResponse) => T): Promise<T> {
+  async call<T>(req: CallRequest, decode: (res: HttpResponse) => T | Promise<T>): Promise<T> {
     const started = performance.now();
     const signal = this.opts.signal;
     let attempts = 0;
@@ -309,6 +338,16 @@ export class HttpClient {
   }
 
   private async attempt(req: CallRequest, decode: (res: HttpResponse) => unknown): Promise<Attempt> {
+    const deadline = AbortSignal.timeout(this.deadlineMs);
+    const signal = this.opts.signal ? AbortSignal.any([this.opts.signal, deadline]) : deadline;
+    const limit = req.maxBodyBytes ?? this.maxBodyBytes;
+    const overDeadline = (cause: unknown): Attempt => ({
+      ok: false,
+      kind: "transport",
+      retryable: false,
+      reason: `no complete answer within the deadline of ${this.deadlineMs / 1000} s`,
+      cause,
+    });
     const headers: Record<string, string> = { accept: "application/json" };
     let body: string | undefined;
     if (req.json !== undefined) {
@@ -326,7 +365,7 @@ export class HttpClient {
         headers,
         body,
         dispatcher: this.agent,
-        signal: this.opts.signal,
+        signal,
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
       });
@@ -334,11 +373,11 @@ export class HttpClient {
       const ct = res.headers["content-type"];
       contentType = Array.isArray(ct) ? ct[0] : ct;
       const ok = status >= 200 && status < 300;
+      const declared = Number(res.headers["content-length"] ?? NaN);
       if (ok) {
-        const declared = Number(res.headers["content-length"]);
-        if (Number.isFinite(declared) && declared > this.maxBodyBytes) {
+        if (Number.isFinite(declared) && declared > limit) {
           discard(res.body);
-          return this.tooLarge(status, `declared ${declared} bytes`);
+          return this.tooLarge(status, `declared ${declared} bytes`, limit);
         }
       }
       if (!ok) {
@@ -355,12 +394,28 @@ export class HttpClient {
           status,
         };
       }
-      const read = await readLimited(res.body, this.maxBodyBytes);
-      if (read.overflow) return this.tooLarge(status, `more than ${this.maxBodyBytes} bytes`);
+      const scanner = req.jsonLimits ? new JsonShapeScanner(req.jsonLimits) : undefined;
+      const read = await readLimited(
+        res.body,
+        limit,
+        scanner,
+        Number.isFinite(declared) ? declared : undefined,
+      );
+      if (read.overflow) return this.tooLarge(status, `more than ${limit} bytes`, limit);
+      if (read.refused !== undefined) {
+        return {
+          ok: false,
+          kind: "bad_response",
+          retryable: false,
+          reason: `answer refused: ${read.refused}`,
+          status,
+        };
+      }
       payload = read.data;
     } catch (e) {
       if (this.opts.signal?.aborted)
         return { ok: false, kind: "aborted", retryable: false, reason: "aborted", cause: e };
+      if (deadline.aborted) return overDeadline(e);
       return {
         ok: false,
         kind: "transport",
@@ -370,19 +425,23 @@ export class HttpClient {
       };
     }
     try {
-      return { ok: true, value: decode({ status, contentType, body: payload }), status };
+      const value = await decode({ status, contentType, body: payload, signal, scannedWith: req.jsonLimits });
+      return { ok: true, value, status };
     } catch (e) {
+      if (this.opts.signal?.aborted)
+        return { ok: false, kind: "aborted", retryable: false, reason: "aborted", cause: e };
+      if (deadline.aborted) return overDeadline(e);
       const reason = e instanceof Error ? e.message : String(e);
       return { ok: false, kind: "bad_response", retryable: false, reason, status, cause: e };
     }
   }
 
-  private tooLarge(status: number, what: string): Attempt {
+  private tooLarge(status: number, what: string, limit: number): Attempt {
     return {
       ok: false,
       kind: "bad_response",
       retryable: false,
-      reason: `response body too large (${what}; limit ${this.maxBodyBytes} bytes)`,
+      reason: `response body too large (${what}; limit ${limit} bytes)`,
       status,
     };
   }
@@ -396,37 +455,85 @@ function discard(body: { on(event: "error", fn: () => void): unknown; destroy():
 
 /**
  * Reads at most `limit` bytes of `body`. When more arrives, stops, destroys the stream (which
- * drops the connection) and reports overflow, so an endless answer cannot exhaust memory.
+ * drops the connection) and reports overflow, so an endless answer cannot exhaust memory. With a
+ * scanner, each chunk's JSON shape is checked as it arrives, and a body beyond its limits is
+ * dropped at once (`refused`).
  */
 async function readLimited(
   body: AsyncIterable<Uint8Array> & { on(event: "error", fn: () => void): unknown; destroy(): unknown },
   limit: number,
-): Promise<{ data: Buffer; overflow: boolean }> {
+  scanner?: JsonShapeScanner,
+  declared?: number,
+): Promise<{ data: Buffer; overflow: boolean; refused?: string }> {
+  // With a declared length (within the limit) the body is read straight into its buffer: one copy.
+  const into =
+    declared !== undefined && declared <= limit ? Buffer.from(new ArrayBuffer(declared)) : undefined;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    if (size + buf.length > limit) {
-      chunks.push(buf.subarray(0, limit - size));
+    if (size + buf.length > limit || (into && size + buf.length > into.length)) {
       discard(body);
-      return { data: Buffer.concat(chunks), overflow: true };
+      return { data: Buffer.alloc(0), overflow: true };
     }
-    chunks.push(buf);
+    const refused = scanner?.push(buf);
+    if (refused !== undefined) {
+      discard(body);
+      return { data: Buffer.alloc(0), overflow: false, refused };
+    }
+    if (into) into.set(buf, size);
+    else chunks.push(buf);
     size += buf.length;
   }
-  return { data: Buffer.concat(chunks, size), overflow: false };
+  if (into) return { data: size === into.length ? into : into.subarray(0, size), overflow: false };
+  // A body of its own (not a slice of Node's shared pool), so that a parser may take it over.
+  const data = Buffer.from(new ArrayBuffer(size));
+  let at = 0;
+  for (const c of chunks) {
+    data.set(c, at);
+    at += c.length;
+  }
+  return { data, overflow: false };
 }
 
-/** Decodes a body as UTF-8 JSON; BadResponse when it is not JSON. */
+/** Decodes a small body as UTF-8 JSON on this thread; BadResponse when it is not JSON. */
 export function decodeJson(res: HttpResponse): unknown {
+  const refused = new JsonShapeScanner(res.scannedWith ?? DEFAULT_SMALL_LIMITS).push(res.body);
+  if (refused) throw new BadResponse(`answer refused: ${refused}`);
   const text = res.body.toString("utf8");
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
-    const detail = e instanceof Error ? e.message : String(e);
-    const excerpt = snippet(res.body);
-    throw new BadResponse(`answer is not valid JSON (${detail})${excerpt ? `: ${excerpt}` : ": empty body"}`);
+    throw notJson(res.body, e);
   }
+}
+
+/** Limits for the small answers decoded by decodeJson. */
+const DEFAULT_SMALL_LIMITS: JsonLimits = { maxDepth: 64, maxElements: 100_000, maxStringBytes: 65_536 };
+
+/**
+ * Decodes a body of any size as UTF-8 JSON within the limits it was scanned with, off the main
+ * thread when it is large; BadResponse when it is not JSON or breaks a limit.
+ */
+export async function decodeJsonBounded(res: HttpResponse): Promise<unknown> {
+  const saved = Buffer.from(res.body.subarray(0, 301)); // the body itself may move to the parsing worker
+  try {
+    return await parseJsonBounded(res.body, {
+      limits: res.scannedWith,
+      scanned: res.scannedWith !== undefined,
+      signal: res.signal,
+    });
+  } catch (e) {
+    if (res.signal?.aborted) throw e;
+    if (e instanceof JsonLimitError) throw new BadResponse(`answer refused: ${e.message}`);
+    throw notJson(saved, e);
+  }
+}
+
+function notJson(body: Buffer, e: unknown): BadResponse {
+  const detail = e instanceof Error ? e.message : String(e);
+  const excerpt = snippet(body);
+  return new BadResponse(`answer is not valid JSON (${detail})${excerpt ? `: ${excerpt}` : ": empty body"}`);
 }
 
 /** Decodes a text answer: trimmed, and unquoted when the whole text is a JSON string literal. */

@@ -11,6 +11,7 @@ import {
 import type { AvailabilityGateway, FeederGateway } from "./gateway-client.js";
 import { sleep } from "./retry.js";
 import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
+import { storeFailure } from "../storage/store-errors.js";
 
 export const SIGNATURE_ACCEPTED = "signature accepted";
 
@@ -98,8 +99,16 @@ export class Member {
         if (progressed) continue; // catching up: no wait between batches
         this.state.phase = "idle";
         await sleep(this.opts.pollIntervalMs, signal);
-      } catch (err) {
+      } catch (caught) {
         if (signal.aborted) break;
+        // A damaged store is not retried: the loop ends and dacd exits non-zero (store-errors.ts).
+        const store = storeFailure(caught, this.store.dir);
+        const err = store?.error ?? caught;
+        if (store?.fatal) {
+          this.recordFailure(err, failures + 1, 0);
+          this.state.phase = "stopped";
+          throw err;
+        }
         failures++;
         const delay = this.backoff(failures);
         this.recordFailure(err, failures, delay);
@@ -186,6 +195,8 @@ export class Member {
 
   private async post(record: BatchRecord, detail: VerifyDetail): Promise<void> {
     const started = performance.now();
+    // Durably journaled before it leaves; refused when the journal holds another claim for this id.
+    await this.ctx.claims?.ensure(record.batch_id, record.claim_hash, record.signature, record.member_key);
     const answer = await this.availability.approveNewRoots({
       batch_id: record.batch_id,
       signature: record.signature,

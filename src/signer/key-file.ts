@@ -36,7 +36,9 @@ async function readSecretFile(
 ): Promise<Buffer> {
   let handle: fs.FileHandle;
   try {
-    handle = await fs.open(path, constants.O_RDONLY);
+    // Non-blocking: opening a FIFO for reading would otherwise wait for a writer for ever; the
+    // stat below refuses it (and devices, directories) as not a regular file.
+    handle = await fs.open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "ENOENT") throw configError(`${what} ${path} does not exist`);

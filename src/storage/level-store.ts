@@ -9,6 +9,7 @@ import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from "./keys.js";
 import { BULK_SPILL_DIR } from "./bulk-writer.js";
 import { putSorted, rawPut } from "./sorted-puts.js";
+import { asStoreError } from "./store-errors.js";
 
 type Db = ClassicLevel<Uint8Array, Uint8Array>;
 
@@ -106,8 +107,8 @@ export class LevelStore implements NodeSource {
       if (!mode.existing) await rm(join(dir, BULK_SPILL_DIR), { recursive: true, force: true });
       await store.checkFormat();
     } catch (err) {
-      await db.close();
-      throw err;
+      await db.close().catch(() => undefined);
+      throw asStoreError(err, dir) ?? err;
     }
     return store;
   }
@@ -320,6 +321,15 @@ export class LevelStore implements NodeSource {
   async setNote(name: "failing", value: unknown): Promise<void> {
     if (value === undefined) await this.db.del(metaKey(name));
     else await this.db.put(metaKey(name), json(value));
+  }
+
+  /** The base chain's kind this member signs for, pinned at its first start (chain-pin.ts). */
+  async getPinnedChain(): Promise<string | undefined> {
+    return this.getMeta<string>("chain");
+  }
+
+  async pinChain(kind: string): Promise<void> {
+    await this.db.put(metaKey("chain"), json(kind), { sync: true });
   }
 
   async getNote<T>(name: "failing"): Promise<T | undefined> {

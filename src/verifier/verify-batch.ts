@@ -2,6 +2,7 @@ import { DacdError } from "../errors.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { Signer } from "../signer/signer.js";
 import type { BatchRecord } from "../storage/batch-record.js";
+import type { ClaimsGuard } from "../storage/claims-journal.js";
 import type { LevelStore, PendingCommit } from "../storage/level-store.js";
 import { bytesEqual, hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
 import { parseStateUpdate } from "../wire/parse-update.js";
@@ -27,6 +28,8 @@ export interface VerifyContext {
   readonly options: VerifyOptions;
   /** The top levels of the trees, kept between batches (absent: every node is read from the store). */
   readonly topNodes?: TopNodeCache;
+  /** The claims journal: a batch id is never signed with a claim other than the one it holds. */
+  readonly claims?: ClaimsGuard;
 }
 
 /**
@@ -147,6 +150,7 @@ async function signAndStore(
 
   const sequenceNumber = prev ? prev.sequence_number + 1 : 0;
   const claim = computeClaimHash(ctx.profile, roots, sequenceNumber);
+  ctx.claims?.check(batchId, toHex0x(claim));
   const record: BatchRecord = {
     batch_id: batchId,
     prev_batch_id: update.prevBatchId,

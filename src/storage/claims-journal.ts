@@ -1,0 +1,291 @@
+/**
+ * The claims journal: an append-only file, kept outside the LevelDB directory, of every claim this
+ * member has released (batch id, claim hash, signature). It is the member's memory of what it
+ * promised, independent of the store: a store that lost its write-ahead log's tail, a restored old
+ * backup or a store rebuilt from a dump can forget a batch, the journal cannot. A batch id is never
+ * signed nor posted with a claim other than the journaled one.
+ *
+ * Format: one record per line, `<json>\t<crc32 of the json, 8 hex digits>\n`. Each record is fsynced
+ * before the signature it names leaves the process, so only the last line can be torn (a crash in
+ * the middle of an append); it is recognised by its missing newline or wrong checksum, ignored and
+ * cut off before the next append. A damaged line before the last one is not a torn append: the
+ * journal is refused then, since the batch id it held is unknown.
+ */
+import { constants } from "node:fs";
+import { mkdir, open, readFile, type FileHandle } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { crc32 } from "node:zlib";
+import { DacdError } from "../errors.js";
+import type { PostedSignature } from "../signer/signer.js";
+
+export interface JournalEntry {
+  readonly batch_id: number;
+  readonly claim_hash: string;
+  readonly signature: PostedSignature;
+  readonly member_key?: string;
+}
+
+/** What the verifier and the run loop ask of the journal (one place each: before signing, before posting). */
+export interface ClaimsGuard {
+  /** Throws CONFLICTING_CLAIM when `batchId` is journaled with another claim. */
+  check(batchId: number, claimHash: string): void;
+  /** `check`, then records the claim durably unless it is recorded already; before the POST. */
+  ensure(batchId: number, claimHash: string, signature: PostedSignature, memberKey?: string): Promise<void>;
+}
+
+/** Default place of the journal: a directory beside data_dir, `<data_dir>-claims/claims.journal`. */
+export function defaultClaimsJournalPath(dataDir: string): string {
+  return join(dirname(dataDir), `${basename(dataDir)}-claims`, "claims.journal");
+}
+
+/** What the operator should do about a conflicting claim; said in the error and in the docs. */
+export const CONFLICT_ADVICE =
+  "the store has lost or replaced this batch (a truncated write-ahead log, a restored old backup or a " +
+  "rebuilt store) and the gateway now serves other data for it; nothing was signed. Do not delete the " +
+  "claims journal: report the conflict to the operator, and restore the newest backup or wait until " +
+  "the gateway serves the journaled batch again (dacd retries by itself)";
+
+export class ClaimsJournal implements ClaimsGuard {
+  private readonly claims = new Map<number, string>();
+  /** Records read at open that were cut off as a torn last append. */
+  readonly tornTail: boolean;
+
+  private constructor(
+    readonly path: string,
+    private readonly fh: FileHandle,
+    tornTail: boolean,
+    private readonly onConflict?: (batchId: number, journaled: string, offered: string) => void,
+  ) {
+    this.tornTail = tornTail;
+  }
+
+  /**
+   * Opens (creating, with its directory, if needed) the journal at `path`: reads every record, cuts
+   * a torn last line off, and fsyncs the directory when the file is new so that it cannot vanish.
+   */
+  static async open(
+    path: string,
+    opts: { onConflict?: (batchId: number, journaled: string, offered: string) => void } = {},
+  ): Promise<ClaimsJournal> {
+    const dir = dirname(path);
+    let text: Buffer | undefined;
+    try {
+      text = await readFile(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw journalError(path, "cannot be read", err);
+    }
+    if (text === undefined) {
+      try {
+        await mkdir(dir, { recursive: true, mode: 0o700 });
+        const created = await open(path, constants.O_CREAT | constants.O_WRONLY | constants.O_EXCL, 0o600);
+        await created.sync();
+        await created.close();
+        await syncDir(dir);
+      } catch (err) {
+        throw journalError(
+          path,
+          "cannot be created (set claims_journal_path to a writable place outside data_dir)",
+          err,
+        );
+      }
+      text = Buffer.alloc(0);
+    }
+    const { entries, goodBytes } = parseJournal(path, text);
+    let fh: FileHandle;
+    try {
+      fh = await open(path, "r+");
+      if (goodBytes < text.length) {
+        await fh.truncate(goodBytes);
+        await fh.sync();
+      }
+    } catch (err) {
+      throw journalError(path, "cannot be opened for appending", err);
+    }
+    const journal = new ClaimsJournal(path, fh, goodBytes < text.length, opts.onConflict);
+    for (const e of entries) {
+      const had = journal.claims.get(e.batch_id);
+      if (had !== undefined && had !== e.claim_hash) {
+        await fh.close();
+        throw journalError(
+          path,
+          `holds two claims for batch ${e.batch_id} (${had} and ${e.claim_hash}); it has been edited`,
+        );
+      }
+      journal.claims.set(e.batch_id, e.claim_hash);
+      journal.firstSignature ??= e.signature;
+    }
+    return journal;
+  }
+
+  /**
+   * The chain kind the journaled signatures were made for: an {r, s} object is a STARK signature,
+   * a hex string a secp256k1 one; undefined while the journal is empty.
+   */
+  get signatureKind(): "ethereum" | "starknet" | undefined {
+    return this.firstSignature === undefined
+      ? undefined
+      : typeof this.firstSignature === "string"
+        ? "ethereum"
+        : "starknet";
+  }
+
+  private firstSignature: PostedSignature | undefined;
+
+  get size(): number {
+    return this.claims.size;
+  }
+
+  get(batchId: number): string | undefined {
+    return this.claims.get(batchId);
+  }
+
+  /** Journaled batch ids, ascending. */
+  ids(): number[] {
+    return [...this.claims.keys()].sort((a, b) => a - b);
+  }
+
+  check(batchId: number, claimHash: string): void {
+    const journaled = this.claims.get(batchId);
+    if (journaled === undefined || journaled === claimHash.toLowerCase()) return;
+    this.onConflict?.(batchId, journaled, claimHash);
+    throw new DacdError(
+      "CONFLICTING_CLAIM",
+      `refusing claim ${claimHash}: this member already released claim ${journaled} for this batch ` +
+        `(claims journal ${this.path}); ${CONFLICT_ADVICE}`,
+      { batchId },
+    );
+  }
+
+  async ensure(
+    batchId: number,
+    claimHash: string,
+    signature: PostedSignature,
+    memberKey?: string,
+  ): Promise<void> {
+    this.check(batchId, claimHash);
+    if (this.claims.has(batchId)) return;
+    await this.append([
+      { batch_id: batchId, claim_hash: claimHash.toLowerCase(), signature, member_key: memberKey },
+    ]);
+  }
+
+  /**
+   * Records the claims of the store's batch records the journal does not hold yet (a store from
+   * before the journal, or a journal that was started afresh), with one fsync. Returns the batch ids
+   * whose stored claim differs from the journaled one: such a store must not be signed from.
+   */
+  async importMissing(records: AsyncIterable<JournalEntry> | Iterable<JournalEntry>): Promise<{
+    added: number;
+    conflicts: number[];
+  }> {
+    const missing: JournalEntry[] = [];
+    const conflicts: number[] = [];
+    for await (const r of records) {
+      const journaled = this.claims.get(r.batch_id);
+      if (journaled === undefined) missing.push({ ...r, claim_hash: r.claim_hash.toLowerCase() });
+      else if (journaled !== r.claim_hash.toLowerCase()) conflicts.push(r.batch_id);
+    }
+    if (missing.length > 0) await this.append(missing);
+    return { added: missing.length, conflicts };
+  }
+
+  private async append(entries: readonly JournalEntry[]): Promise<void> {
+    const lines = entries.map((e) => formatLine({ ...e, at: new Date().toISOString() })).join("");
+    try {
+      await this.fh.appendFile(lines);
+      await this.fh.sync();
+    } catch (err) {
+      throw journalError(this.path, "cannot be written", err);
+    }
+    for (const e of entries) {
+      this.claims.set(e.batch_id, e.claim_hash);
+      this.firstSignature ??= e.signature;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.fh.close().catch(() => undefined);
+  }
+}
+
+/** Reads a journal without opening it for writing (check, backup): its records by batch id. */
+export async function readClaimsJournal(path: string): Promise<Map<number, string> | undefined> {
+  let text: Buffer;
+  try {
+    text = await readFile(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw journalError(path, "cannot be read", err);
+  }
+  const out = new Map<number, string>();
+  for (const e of parseJournal(path, text).entries) out.set(e.batch_id, e.claim_hash);
+  return out;
+}
+
+/** The records of a journal file (none when it does not exist), without opening it for writing. */
+export async function readClaimsJournalEntries(path: string): Promise<JournalEntry[]> {
+  let text: Buffer;
+  try {
+    text = await readFile(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw journalError(path, "cannot be read", err);
+  }
+  return parseJournal(path, text).entries;
+}
+
+function formatLine(record: JournalEntry & { at: string }): string {
+  const body = JSON.stringify(record);
+  return `${body}\t${crc32(body).toString(16).padStart(8, "0")}\n`;
+}
+
+/** Parses the records; a damaged last line is dropped (goodBytes ends before it), any other is an error. */
+function parseJournal(path: string, text: Buffer): { entries: JournalEntry[]; goodBytes: number } {
+  const entries: JournalEntry[] = [];
+  let at = 0;
+  let line = 0;
+  while (at < text.length) {
+    line++;
+    const nl = text.indexOf(0x0a, at);
+    const end = nl === -1 ? text.length : nl;
+    const entry = nl === -1 ? undefined : parseLine(text.subarray(at, end).toString("utf8"));
+    if (entry === undefined) {
+      if (nl === -1 || nl === text.length - 1) return { entries, goodBytes: at }; // a torn last append
+      throw journalError(
+        path,
+        `line ${line} is damaged (not a torn last append): restore the journal from a backup (claims.journal in the newest backup)`,
+      );
+    }
+    entries.push(entry);
+    at = end + 1;
+  }
+  return { entries, goodBytes: at };
+}
+
+function parseLine(line: string): JournalEntry | undefined {
+  const tab = line.lastIndexOf("\t");
+  if (tab === -1) return undefined;
+  const body = line.slice(0, tab);
+  if (line.slice(tab + 1) !== crc32(body).toString(16).padStart(8, "0")) return undefined;
+  try {
+    const v = JSON.parse(body) as Partial<JournalEntry>;
+    if (!Number.isSafeInteger(v.batch_id) || typeof v.claim_hash !== "string") return undefined;
+    return v as JournalEntry;
+  } catch {
+    return undefined;
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const d = await open(dir, "r");
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
+}
+
+function journalError(path: string, what: string, cause?: unknown): DacdError {
+  const detail = cause instanceof Error ? `: ${cause.message}` : "";
+  return new DacdError("STORE", `the claims journal ${path} ${what}${detail}`, { cause });
+}
