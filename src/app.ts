@@ -1,6 +1,7 @@
 import { access, constants, mkdir } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { Config } from "./config/config.js";
+import { escapeRoutes } from "./control/escape-routes.js";
 import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
 import { showBatch, showLeaf, storeStatus } from "./inspect/inspect.js";
@@ -134,6 +135,8 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       lastSignedBatchId: started?.batch_id,
       lastSignedAtMs: started?.accepted_at ? Date.parse(started.accepted_at) : undefined,
     });
+    // Proofs, dumps and checks from snapshots, hashed with the uncounted engine (like the jobs).
+    const escape = escapeRoutes(store, baseEngine);
     control = await startControlServer(config.dataDir, {
       "/status": async () => ({
         ...(await storeStatus(store)),
@@ -150,6 +153,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
           q.get("id") ?? "",
           q.has("batch") ? Number(q.get("batch")) : undefined,
         ),
+      ...escape,
     });
     metrics.setInfo({
       profile: profile.name,

@@ -11,11 +11,13 @@ import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
 import { LevelStore, type LevelTuning } from "../storage/level-store.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
+import { checkViaDaemon, dumpViaDaemon, proofViaDaemon } from "./daemon-escape.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
- * verify-proof, load, check, prune. They open the store directly, so the daemon must be stopped
- * (LevelDB admits one process); the daemon itself runs pruneStore in-process.
+ * verify-proof, load, check, prune. While `dacd run` runs, dump, proof and check ask it over its
+ * control socket (daemon-escape.ts); otherwise, and for load and prune, they open the store directly
+ * (LevelDB admits one process; the daemon itself runs pruneStore in-process).
  */
 
 interface StoreOptions {
@@ -110,19 +112,25 @@ export function registerEscapeCommands(program: Command): void {
   ).action(async (opts: StoreOptions & { out: string; batch?: string }) => {
     const bar = progressLine();
     const started = Date.now();
-    const manifest = await run(
-      opts,
-      {},
-      (store, engine) =>
-        dumpStore(store, engine, {
-          outDir: opts.out,
-          batchId: batchId(opts.batch),
-          progress: (tree, n) =>
-            bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
-        }),
-      // The walk reads every table file once; few open (memory-mapped) files keep RSS bounded.
-      { maxOpenFiles: DUMP_MAX_OPEN_FILES },
+    const batch = batchId(opts.batch);
+    const viaDaemon = await dumpViaDaemon(storeDir(opts).dir, opts.out, batch, (file, bytes) =>
+      bar.update(`dump ${file}: ${bytes} bytes, ${((Date.now() - started) / 1000).toFixed(1)} s`),
     );
+    const manifest =
+      viaDaemon ??
+      (await run(
+        opts,
+        {},
+        (store, engine) =>
+          dumpStore(store, engine, {
+            outDir: opts.out,
+            batchId: batch,
+            progress: (tree, n) =>
+              bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
+          }),
+        // The walk reads every table file once; few open (memory-mapped) files keep RSS bounded.
+        { maxOpenFiles: DUMP_MAX_OPEN_FILES },
+      ));
     bar.done();
     print(manifest);
   });
@@ -135,7 +143,11 @@ export function registerEscapeCommands(program: Command): void {
       )
       .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
   ).action(async (object: string, id: string, opts: StoreOptions & { batch?: string }) => {
-    print(await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batchId(opts.batch))));
+    const batch = batchId(opts.batch);
+    print(
+      (await proofViaDaemon(storeDir(opts).dir, object, id, batch)) ??
+        (await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batch))),
+    );
   });
 
   program
@@ -199,13 +211,14 @@ export function registerEscapeCommands(program: Command): void {
       .option("--batch <ids>", "with --deep: the batches to check (comma-separated; default the newest)"),
   ).action(async (opts: StoreOptions & { deep?: boolean; batch?: string }) => {
     const bar = progressLine();
-    const report = await run(opts, {}, (store, engine) =>
-      checkStore(store, engine, {
-        deep: opts.deep === true,
-        deepBatches: batchList(opts.batch),
-        progress: (id, tree, n) => bar.update(`check batch ${id} ${tree}: ${n} nodes`),
-      }),
-    );
+    const progress = (id: number, tree: string, n: number): void =>
+      bar.update(`check batch ${id} ${tree}: ${n} nodes`);
+    const deepBatches = batchList(opts.batch);
+    const report =
+      (await checkViaDaemon(storeDir(opts).dir, opts.deep === true, deepBatches, progress)) ??
+      (await run(opts, {}, (store, engine) =>
+        checkStore(store, engine, { deep: opts.deep === true, deepBatches, progress }),
+      ));
     bar.done();
     print(report);
     process.exitCode = report.ok ? 0 : 1;
