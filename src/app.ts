@@ -1,6 +1,7 @@
 import { access, constants, mkdir } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { Config } from "./config/config.js";
+import { startEscapeApi, type EscapeApi } from "./api/escape-api.js";
 import { escapeRoutes } from "./control/escape-routes.js";
 import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
@@ -46,6 +47,8 @@ export interface Daemon {
   readonly metrics: DacdMetrics;
   /** Metrics/health listener, scheduled jobs, systemd notifications. */
   readonly ops: Operations;
+  /** The read-only escape API, when escape_api_port is set. */
+  readonly escapeApi?: EscapeApi;
   /** Resolves when the run loop has stopped (after `stop()`). */
   readonly done: Promise<void>;
   stop(): Promise<void>;
@@ -114,6 +117,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
   const engine = metrics.countingEngine(baseEngine);
   const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles });
   let control: Server | undefined;
+  let escapeApi: EscapeApi | undefined;
   try {
     const ctx = await bindVerifyContext(store, {
       profile,
@@ -155,6 +159,18 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
         ),
       ...escape,
     });
+    if (config.escapeApiPort !== undefined) {
+      escapeApi = await startEscapeApi({
+        host: config.escapeApiHost,
+        port: config.escapeApiPort,
+        store,
+        engine: baseEngine,
+        rateLimit: config.escapeApiRateLimit,
+        maxConcurrency: config.escapeApiMaxConcurrency,
+        observe: metrics.onEscapeApiRequest,
+      });
+      log.info({ url: escapeApi.url }, "escape API listening");
+    }
     metrics.setInfo({
       profile: profile.name,
       chain: signer.chainKind,
@@ -197,6 +213,7 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
     const stop = (): Promise<void> =>
       (stopping ??= (async () => {
         await operations.stop();
+        await escapeApi?.close();
         abort.abort(new DacdError("GATEWAY", "shutting down"));
         await done.catch(() => undefined);
         control?.close();
@@ -214,10 +231,12 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
       feeder,
       metrics,
       ops: operations,
+      escapeApi,
       done,
       stop,
     };
   } catch (err) {
+    await escapeApi?.close();
     control?.close();
     await store.close();
     await engine.close?.();

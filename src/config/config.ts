@@ -416,6 +416,9 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     storeMaxOpenFiles: raw.store_max_open_files as number,
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,
+    escapeApiHost: raw.escape_api_host as string,
+    escapeApiRateLimit: raw.escape_api_rate_limit as number,
+    escapeApiMaxConcurrency: raw.escape_api_max_concurrency as number,
     warnings,
   };
   const optional: [keyof Config, string][] = [
@@ -426,6 +429,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     ["metricsPort", "metrics_port"],
     ["backupDir", "backup_dir"],
     ["pruneKeepBatches", "prune_keep_batches"],
+    ["escapeApiPort", "escape_api_port"],
   ];
   for (const [field, key] of optional) {
     if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];

@@ -16,6 +16,9 @@
  *   schedule.{check,backup,prune} → schedule.{check,backup,prune}
  *   backup_dir → backupDir                  backup_keep → backupKeep
  *   prune_keep_batches → pruneKeepBatches
+ *   escape_api_port → escapeApiPort         escape_api_host → escapeApiHost
+ *   escape_api_rate_limit → escapeApiRateLimit
+ *   escape_api_max_concurrency → escapeApiMaxConcurrency
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../verifier/node-cache.js";
@@ -93,6 +96,13 @@ export interface Config {
   backupDir?: string;
   backupKeep: number;
   pruneKeepBatches?: number;
+  /** Absent: no escape API (the read-only HTTP API for users' proofs and dumps). */
+  escapeApiPort?: number;
+  escapeApiHost: string;
+  /** Escape API requests a second per client address (bursts of twice as many). */
+  escapeApiRateLimit: number;
+  /** Escape API answers computed at once. */
+  escapeApiMaxConcurrency: number;
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -136,6 +146,10 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   backup_dir: { kind: "path" },
   backup_keep: { kind: "int", min: 1, default: 3 },
   prune_keep_batches: { kind: "int", min: 1 },
+  escape_api_port: { kind: "int", min: 1, max: 65535 },
+  escape_api_host: { kind: "string", default: "127.0.0.1" },
+  escape_api_rate_limit: { kind: "number", exclusiveMin: 0, default: 10 },
+  escape_api_max_concurrency: { kind: "int", min: 1, max: 256, default: 4 },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */
