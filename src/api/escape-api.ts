@@ -22,6 +22,7 @@ import { withSnapshot } from "../storage/snapshot.js";
 import { hexToBytes32 } from "../util/bytes.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import type { TreeSpec } from "../verifier/profile.js";
+import { DAEMON_WALK_CHUNK, PACE_MAX_WAIT_MS } from "../control/escape-routes.js";
 import { OPENAPI } from "./openapi.js";
 import { RateLimiter } from "./rate-limit.js";
 
@@ -212,7 +213,10 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
         }
         // A reader that stops reading for a minute loses the connection (and frees the snapshot).
         res.setTimeout(60_000, () => res.destroy());
-        await dumpTree(view, opts.engine, spec, root, responseSink(res));
+        await dumpTree(view, opts.engine, spec, root, responseSink(res), {
+          pace: () => opts.store.whenNoCommit(PACE_MAX_WAIT_MS),
+          chunk: DAEMON_WALK_CHUNK,
+        });
       });
     } finally {
       dumping--;

@@ -22,6 +22,18 @@ export const MAX_STREAMS = 2;
 /** Bytes per data frame of a dump file. */
 const DATA_FRAME = 256 << 10;
 
+/**
+ * While a batch is verified, a dump or check reads its next block only when the batch is done, or
+ * after this long: the signing goes first, and the walk still moves while the member catches up.
+ */
+export const PACE_MAX_WAIT_MS = 500;
+
+/**
+ * Subtrees per read of a walk in the daemon (a command on a stopped store reads 4096): smaller
+ * blocks, so that a block that started before a batch holds the event loop for less of it.
+ */
+export const DAEMON_WALK_CHUNK = 1024;
+
 /** At most one progress frame per this many ms. */
 const PROGRESS_EVERY_MS = 250;
 
@@ -30,6 +42,7 @@ export function escapeRoutes(
   engine: HashEngine,
 ): Record<string, ControlHandler | StreamRoute> {
   let running = 0;
+  const pace = (): Promise<void> => store.whenNoCommit(PACE_MAX_WAIT_MS);
   const limited =
     (fn: ControlStream): ControlStream =>
     async (q, out) => {
@@ -53,7 +66,12 @@ export function escapeRoutes(
     "/dump": {
       stream: limited((q, out) =>
         withSnapshot(store, (view) =>
-          dumpStore(view, engine, { batchId: batchParam(q.get("batch")), sink: frameSink(out) }),
+          dumpStore(view, engine, {
+            batchId: batchParam(q.get("batch")),
+            sink: frameSink(out),
+            pace,
+            chunk: DAEMON_WALK_CHUNK,
+          }),
         ),
       ),
     },
@@ -63,6 +81,8 @@ export function escapeRoutes(
         return withSnapshot(store, (view) =>
           checkStore(view, engine, {
             deep: q.get("deep") === "1",
+            pace,
+            chunk: DAEMON_WALK_CHUNK,
             deepBatches: q.has("batches")
               ? q
                   .get("batches")!

@@ -33,6 +33,8 @@ export interface DumpOptions {
   readonly chunk?: number;
   /** Called after each block of leaves written. */
   readonly progress?: (tree: string, leaves: number) => void;
+  /** Awaited before each read of the walk (the daemon: yield to a batch being verified). */
+  readonly pace?: () => Promise<void>;
 }
 
 /** One file of a dump being written, in order; `write` resolves when more may be written. */
@@ -151,7 +153,7 @@ export async function dumpTree(
   spec: TreeSpec,
   root: Uint8Array,
   sink: DumpFileSink,
-  opts: Pick<DumpOptions, "chunk" | "progress"> = {},
+  opts: Pick<DumpOptions, "chunk" | "progress" | "pace"> = {},
 ): Promise<TreeDumpStats> {
   const sha = createHash("sha256");
   let bytes = 0;
@@ -168,7 +170,10 @@ export async function dumpTree(
     if (header) await write(header + "\n");
     for await (const block of walkLeaves(engine, spec, root, {
       chunk: opts.chunk,
-      getNodes: (h) => store.getNodes(h),
+      getNodes: async (h) => {
+        await opts.pace?.();
+        return store.getNodes(h);
+      },
     })) {
       let values: Leaf[];
       if (spec.leaf === "order") {
