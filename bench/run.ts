@@ -5,6 +5,8 @@ import { loadNativeAddon } from "../src/verifier/hash/native-engine.js";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { DEFAULT_CACHE_LEVELS } from "../src/verifier/node-cache.js";
+import { join } from "node:path";
+import { dumpBeside, median } from "./dump-beside.js";
 import { benchEngines } from "./engines.js";
 import { runReferenceImport } from "./reference-import.js";
 import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.js";
@@ -27,6 +29,9 @@ import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.j
  * `--only reference-import` times alone the import of a reference member's state archive of 1M
  * vaults and 500k orders (bench/reference-import.ts; `--reference-import` adds it to a full run;
  * `--ref-vaults N`, `--ref-orders N` change the size).
+ * `--only dump-beside` (after `npm run build`): the W-spot batches alternate between alone and with a
+ * full `dacd dump` of the same store streaming beside them through the control socket
+ * (bench/dump-beside.ts; default 8 native batches, no WASM ones); prints both medians and the ratio.
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -35,12 +40,13 @@ function arg(name: string): string | undefined {
 
 const quick = process.argv.includes("--quick");
 const jsonPath = arg("--json");
-const wasmRuns = Number(arg("--wasm-runs") ?? 3);
-const nativeRuns = Number(arg("--native-runs") ?? 5);
+const besideDump = arg("--only") === "dump-beside";
+const wasmRuns = Number(arg("--wasm-runs") ?? (besideDump ? 0 : 3));
+const nativeRuns = Number(arg("--native-runs") ?? (besideDump ? 8 : 5));
 const cacheLevels = Number(arg("--cache-levels") ?? DEFAULT_CACHE_LEVELS);
-const onlyArg = arg("--only");
+const onlyArg = besideDump ? "spot" : arg("--only");
 if (onlyArg !== undefined && onlyArg !== "spot" && onlyArg !== "perp" && onlyArg !== "reference-import")
-  throw new Error("--only takes spot, perp or reference-import");
+  throw new Error("--only takes spot, perp, reference-import or dump-beside");
 const referenceOnly = onlyArg === "reference-import";
 const only: "spot" | "perp" | undefined = onlyArg === "reference-import" ? undefined : onlyArg;
 const cpuProfile = arg("--cpu-profile");
@@ -171,6 +177,9 @@ for (const kind of only ? [only] : (["spot", "perp"] as const)) {
     log,
     phase: (name) => (phase = `${kind} ${name}`),
     alt,
+    beside: besideDump
+      ? dumpBeside(native, join(import.meta.dirname, "..", "..", "bin", "dacd.js"), log)
+      : undefined,
   });
 }
 await native.close?.();
@@ -196,6 +205,20 @@ console.log("|---|---|---|---|");
 for (const [kind, r] of Object.entries(results)) {
   const b = r.native_breakdown_s;
   console.log(`| W-${kind} | ${b.reads.toFixed(3)} | ${b.hashing.toFixed(3)} | ${b.commit.toFixed(3)} |`);
+}
+if (besideDump) {
+  const { batch_s_native_alone: alone = [], batch_s_native_beside: beside = [] } = results.spot!;
+  const ratio = median(beside) / median(alone);
+  console.log(
+    `\nW-spot batch with a full dump streaming beside it (alternating, ${alone.length} alone, ${beside.length} beside):`,
+  );
+  console.log("| batches | median s | each (s) |");
+  console.log("|---|---|---|");
+  console.log(`| alone | ${median(alone).toFixed(3)} | ${alone.map((t) => t.toFixed(3)).join(", ")} |`);
+  console.log(
+    `| beside a dump | ${median(beside).toFixed(3)} | ${beside.map((t) => t.toFixed(3)).join(", ")} |`,
+  );
+  console.log(`ratio of the medians: ${ratio.toFixed(2)}× (target at most 1.3×)`);
 }
 const peakMiB = peakRss / 2 ** 20;
 const mib = (n: number): string => `${(n / 2 ** 20).toFixed(0)} MiB`;

@@ -51,6 +51,10 @@ export interface WorkloadResult {
   bulk_load_s: number;
   /** Where the median native batch's time went (wall time with such calls in flight; they overlap). */
   native_breakdown_s: { reads: number; hashing: number; commit: number };
+  /** With `beside`: the native batches timed with the other work running beside them. */
+  batch_s_native_beside?: number[];
+  /** With `beside`: the native batches timed alone (the same as batch_s_native's batches). */
+  batch_s_native_alone?: number[];
 }
 
 /** Sizes: the full workload, or a tenth of it with --quick. */
@@ -374,6 +378,11 @@ export async function runWorkload(
     phase?: (name: "bulk load" | "cache warm-up" | "batches" | "wasm batches") => void;
     /** Another build's verifier, for every second native batch (AltVerifier). */
     alt?: AltVerifier;
+    /**
+     * Work to run beside native batch i (e.g. a dump of the same store): started before the batch
+     * is timed, stopped by the returned function after it; undefined runs the batch alone.
+     */
+    beside?: (i: number, store: LevelStore) => Promise<(() => Promise<void>) | undefined>;
   },
 ): Promise<WorkloadResult> {
   const full = kind === "spot" ? W_SPOT : W_PERP;
@@ -467,6 +476,7 @@ export async function runWorkload(
     let nativeCache: TopNodeCache | undefined = await warmedCache(0);
     const nativeTimes: number[] = [];
     const altTimes: number[] = [];
+    const besideTimes: number[] = [];
     const breakdowns: { total: number; reads: number; hashing: number; commit: number }[] = [];
     let hashes = 0;
     let storageOps = 0;
@@ -493,29 +503,31 @@ export async function runWorkload(
         writtenBytes = 0;
         for (const clock of [native.busy, readClock, commitClock]) clock.reset();
         const profiler = i === 2 && opts.profile ? await startProfile(opts.profile.kind) : undefined;
+        const stopBeside = await opts.beside?.(i, store);
         const t = performance.now();
         const cpuBefore = process.cpuUsage();
         const mergedBefore = store.compactionWrittenMb();
         await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
         const total = (performance.now() - t) / 1000;
+        await stopBeside?.();
         // LevelDB's flushes and merges that finished during the batch, on its background thread.
         const merged = store.compactionWrittenMb() - mergedBefore;
         // Every thread's CPU time: near cores × wall time means the batch is CPU-bound.
         const used = process.cpuUsage(cpuBefore);
         cpuS = (used.user + used.system) / 1e6;
         if (profiler) await profiler.stopInto(opts.profile!.path);
-        (alt ? altTimes : nativeTimes).push(total);
+        (alt ? altTimes : stopBeside ? besideTimes : nativeTimes).push(total);
         const breakdown = {
           total,
           reads: readClock.ms / 1000,
           hashing: native.busy.ms / 1000,
           commit: commitClock.ms / 1000,
         };
-        if (!alt) breakdowns.push(breakdown);
+        if (!alt && !stopBeside) breakdowns.push(breakdown);
         hashes = native.hashes;
         storageOps = reads + writes;
         opts.log(
-          `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
+          `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}${stopBeside ? "beside " : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
             `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, ` +
             `LevelDB compaction wrote ${merged} MB`,
         );
@@ -557,6 +569,7 @@ export async function runWorkload(
       hashes,
       storage_ops: storageOps,
       bulk_load_s: bulkLoadS,
+      ...(opts.beside ? { batch_s_native_beside: besideTimes, batch_s_native_alone: nativeTimes } : {}),
     };
   } finally {
     await store.close();

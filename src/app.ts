@@ -3,6 +3,8 @@ import type { Server } from "node:http";
 import { buildInfo } from "./build-info.js";
 import { dirname, resolve } from "node:path";
 import type { Config } from "./config/config.js";
+import { startEscapeApi, type EscapeApi } from "./api/escape-api.js";
+import { escapeRoutes } from "./control/escape-routes.js";
 import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
 import { showBatch, showLeaf, storeStatus } from "./inspect/inspect.js";
@@ -51,6 +53,8 @@ export interface Daemon {
   readonly metrics: DacdMetrics;
   /** Metrics/health listener, scheduled jobs, systemd notifications. */
   readonly ops: Operations;
+  /** The read-only escape API, when escape_api_port is set. */
+  readonly escapeApi?: EscapeApi;
   /** Resolves when the run loop has stopped (after `stop()`). */
   readonly done: Promise<void>;
   stop(): Promise<void>;
@@ -149,6 +153,7 @@ async function startDaemonWith(
   );
   let control: Server | undefined;
   let journal: Awaited<ReturnType<typeof openMemberJournal>> | undefined;
+  let escapeApi: EscapeApi | undefined;
   try {
     await checkImportedStore(store, validateRollup);
     journal = await openMemberJournal(config, store, {
@@ -187,6 +192,8 @@ async function startDaemonWith(
       lastSignedBatchId: started?.batch_id,
       lastSignedAtMs: started?.accepted_at ? Date.parse(started.accepted_at) : undefined,
     });
+    // Proofs, dumps and checks from snapshots, hashed with the uncounted engine (like the jobs).
+    const escape = escapeRoutes(store, baseEngine);
     control = await startControlServer(config.dataDir, {
       "/status": async () => ({
         ...(await storeStatus(store)),
@@ -204,7 +211,20 @@ async function startDaemonWith(
           q.get("id") ?? "",
           q.has("batch") ? Number(q.get("batch")) : undefined,
         ),
+      ...escape,
     });
+    if (config.escapeApiPort !== undefined) {
+      escapeApi = await startEscapeApi({
+        host: config.escapeApiHost,
+        port: config.escapeApiPort,
+        store,
+        engine: baseEngine,
+        rateLimit: config.escapeApiRateLimit,
+        maxConcurrency: config.escapeApiMaxConcurrency,
+        observe: metrics.onEscapeApiRequest,
+      });
+      log.info({ url: escapeApi.url }, "escape API listening");
+    }
     metrics.setInfo({
       profile: profile.name,
       chain: signer.chainKind,
@@ -254,6 +274,7 @@ async function startDaemonWith(
     const stop = (): Promise<void> =>
       (stopping ??= (async () => {
         await operations.stop();
+        await escapeApi?.close();
         abort.abort(new DacdError("GATEWAY", "shutting down"));
         await done.catch(() => undefined);
         control?.close();
@@ -272,10 +293,12 @@ async function startDaemonWith(
       feeder,
       metrics,
       ops: operations,
+      escapeApi,
       done,
       stop,
     };
   } catch (err) {
+    await escapeApi?.close();
     control?.close();
     await store.close();
     await journal?.close();

@@ -19,14 +19,16 @@ import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.
 import { loadFromReference } from "./reference-commands.js";
 import { checkSummary } from "./check-summary.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
+import { checkViaDaemon, dumpViaDaemon, proofViaDaemon } from "./daemon-escape.js";
 import { EXIT } from "./exit-codes.js";
 import { idSummary, printJson, wantsJson } from "./output.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
- * verify-proof, load, check, prune. They open the store directly, so the daemon must be stopped
- * (LevelDB admits one process); the daemon itself runs pruneStore in-process. dump, proof and
- * check only read: the store must exist and is not changed. Exit statuses: exit-codes.ts.
+ * verify-proof, load, check, prune. While `dacd run` runs, dump, proof and check ask it over its
+ * control socket (daemon-escape.ts); otherwise, and for load and prune, they open the store directly
+ * (LevelDB admits one process; the daemon itself runs pruneStore in-process). dump, proof and check
+ * only read: the store must exist and is not changed. Exit statuses: exit-codes.ts.
  */
 
 interface StoreOptions {
@@ -133,6 +135,7 @@ export function registerEscapeCommands(program: Command): void {
     const started = Date.now();
     if (opts.format !== "dacd" && opts.format !== "reference")
       throw new DacdError("CONFIG", `--format ${JSON.stringify(opts.format)}: dacd or reference`);
+    const batch = batchId(opts.batch);
     if (opts.format === "reference") {
       const result = await run(
         opts,
@@ -140,30 +143,35 @@ export function registerEscapeCommands(program: Command): void {
         (store, engine) =>
           dumpReference(store, engine, {
             out: opts.out,
-            batchId: batchId(opts.batch),
+            batchId: batch,
             subtrees: Number(opts.subtrees),
             progress: (tree, n) =>
               bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
           }),
-        { maxOpenFiles: DUMP_MAX_OPEN_FILES },
+        { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
       );
       bar.done();
       print(result);
       return;
     }
-    const manifest = await run(
-      opts,
-      {},
-      (store, engine) =>
-        dumpStore(store, engine, {
-          outDir: opts.out,
-          batchId: batchId(opts.batch),
-          progress: (tree, n) =>
-            bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
-        }),
-      // The walk reads every table file once; few open (memory-mapped) files keep RSS bounded.
-      { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+    const viaDaemon = await dumpViaDaemon(storeDir(opts).dir, opts.out, batch, (file, bytes) =>
+      bar.update(`dump ${file}: ${bytes} bytes, ${((Date.now() - started) / 1000).toFixed(1)} s`),
     );
+    const manifest =
+      viaDaemon ??
+      (await run(
+        opts,
+        {},
+        (store, engine) =>
+          dumpStore(store, engine, {
+            outDir: opts.out,
+            batchId: batch,
+            progress: (tree, n) =>
+              bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
+          }),
+        // The walk reads every table file once; few open (memory-mapped) files keep RSS bounded.
+        { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+      ));
     bar.done();
     // The dump carries the member's claims journal, for a store rebuilt from it (`dacd load`).
     await copyFile(storeDir(opts).journal, join(opts.out, "claims.journal")).catch((err: unknown) => {
@@ -180,10 +188,12 @@ export function registerEscapeCommands(program: Command): void {
       )
       .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
   ).action(async (object: string, id: string, opts: StoreOptions & { batch?: string }) => {
+    const batch = batchId(opts.batch);
     print(
-      await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batchId(opts.batch)), {
-        readOnly: true,
-      }),
+      (await proofViaDaemon(storeDir(opts).dir, object, id, batch)) ??
+        (await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batch), {
+          readOnly: true,
+        })),
     );
   });
 
@@ -272,36 +282,41 @@ export function registerEscapeCommands(program: Command): void {
       .option("--no-json", "the summary even when not on a terminal"),
   ).action(async (opts: StoreOptions & { deep?: boolean; batch?: string; json?: boolean }) => {
     const bar = progressLine();
+    const progress = (id: number, tree: string, n: number): void =>
+      bar.update(`check batch ${id} ${tree}: ${n} nodes`);
     const deepBatches = batchList(opts.batch);
-    const report = await run(
-      opts,
-      {},
-      async (store, engine) => {
-        const r = await checkStore(store, engine, {
-          deep: opts.deep === true,
-          deepBatches,
-          progress: (id, tree, n) => bar.update(`check batch ${id} ${tree}: ${n} nodes`),
-        }).catch((err: unknown) => {
-          // A damaged store is the check's finding, not a crash.
-          const damaged = asStoreError(err, store.dir);
-          if (!damaged) throw err;
-          return { ok: false, problems: [{ problem: damaged.message }] } as unknown as CheckReport;
-        });
-        const journal = await compareWithJournal(store, storeDir(opts).journal);
-        r.problems.push(...journal.problems);
-        r.ok &&= journal.problems.length === 0;
-        return {
-          ...r,
-          claims_journal: {
-            path: journal.path,
-            found: journal.found,
-            journaled: journal.journaled,
-            lost: journal.lost,
-          },
-        };
-      },
-      { readOnly: true },
-    );
+    const report =
+      (await checkViaDaemon(storeDir(opts).dir, opts.deep === true, deepBatches, progress)) ??
+      (await run(
+        opts,
+        {},
+        async (store, engine) => {
+          const r = await checkStore(store, engine, {
+            deep: opts.deep === true,
+            deepBatches,
+            progress,
+          }).catch((err: unknown) => {
+            // A damaged store is the check's finding, not a crash.
+            const damaged = asStoreError(err, store.dir);
+            if (!damaged) throw err;
+            return { ok: false, problems: [{ problem: damaged.message }] } as unknown as CheckReport;
+          });
+          // The store's batch records against the claims journal (kept outside the store).
+          const journal = await compareWithJournal(store, storeDir(opts).journal);
+          r.problems.push(...journal.problems);
+          r.ok &&= journal.problems.length === 0;
+          return {
+            ...r,
+            claims_journal: {
+              path: journal.path,
+              found: journal.found,
+              journaled: journal.journaled,
+              lost: journal.lost,
+            },
+          };
+        },
+        { readOnly: true },
+      ));
     bar.done();
     if (wantsJson(opts.json)) print(summariseCheck(report));
     else process.stdout.write(checkSummary(report));

@@ -427,6 +427,9 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     mode: raw.mode as Config["mode"],
     maxResponseBytes: raw.max_response_bytes as number,
     httpRequestDeadlineS: raw.http_request_deadline_s as number,
+    escapeApiHost: raw.escape_api_host as string,
+    escapeApiRateLimit: raw.escape_api_rate_limit as number,
+    escapeApiMaxConcurrency: raw.escape_api_max_concurrency as number,
     warnings,
   };
   const optional: [keyof Config, string][] = [
@@ -439,6 +442,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     ["pruneKeepBatches", "prune_keep_batches"],
     ["claimsJournalPath", "claims_journal_path"],
     ["chain", "chain"],
+    ["escapeApiPort", "escape_api_port"],
   ];
   for (const [field, key] of optional) {
     if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];

@@ -20,6 +20,9 @@
  *   mode → mode
  *   claims_journal_path → claimsJournalPath  max_response_bytes → maxResponseBytes
  *   chain → chain                           http_request_deadline_s → httpRequestDeadlineS
+ *   escape_api_port → escapeApiPort         escape_api_host → escapeApiHost
+ *   escape_api_rate_limit → escapeApiRateLimit
+ *   escape_api_max_concurrency → escapeApiMaxConcurrency
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../verifier/node-cache.js";
@@ -103,6 +106,13 @@ export interface Config {
   maxResponseBytes: number;
   /** The base chain's kind, pinned in configuration (absent: asked once, then pinned in the store). */
   chain?: "ethereum" | "starknet";
+  /** Absent: no escape API (the read-only HTTP API for users' proofs and dumps). */
+  escapeApiPort?: number;
+  escapeApiHost: string;
+  /** Escape API requests a second per client address (bursts of twice as many). */
+  escapeApiRateLimit: number;
+  /** Escape API answers computed at once. */
+  escapeApiMaxConcurrency: number;
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -152,6 +162,10 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   http_request_deadline_s: { kind: "number", exclusiveMin: 0, default: 300 },
   max_response_bytes: { kind: "int", min: 1024, default: DEFAULT_MAX_RESPONSE_BYTES },
   chain: { kind: "enum", values: ["ethereum", "starknet"] },
+  escape_api_port: { kind: "int", min: 1, max: 65535 },
+  escape_api_host: { kind: "string", default: "127.0.0.1" },
+  escape_api_rate_limit: { kind: "number", exclusiveMin: 0, default: 10 },
+  escape_api_max_concurrency: { kind: "int", min: 1, max: 256, default: 4 },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */

@@ -1,7 +1,8 @@
-import { request } from "node:http";
+import { request, type IncomingMessage } from "node:http";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { DacdError } from "../errors.js";
+import { frameJson, Frame, FRAMES_CONTENT_TYPE, readFrames, type DecodedFrame } from "./frames.js";
 import { CONTROL_SOCKET } from "./server.js";
 
 /**
@@ -49,4 +50,59 @@ export async function askDaemon(
     });
     req.end();
   });
+}
+
+/** Idle time allowed between two frames of a streamed answer (a deep check reports progress). */
+const STREAM_IDLE_MS = 120_000;
+
+/**
+ * Asks a running daemon for a streamed answer (frames.ts): `onFrame` sees every frame but the last,
+ * one at a time (the socket is not read further until it resolves); the result frame's JSON is
+ * returned. Undefined when no daemon answers, as for askDaemon.
+ */
+export async function streamFromDaemon(
+  dataDir: string,
+  path: string,
+  query: Record<string, string>,
+  onFrame: (frame: DecodedFrame) => Promise<void> | void,
+): Promise<unknown> {
+  const socketPath = join(dataDir, CONTROL_SOCKET);
+  if (!existsSync(socketPath)) return undefined;
+  const qs = new URLSearchParams(query).toString();
+  const res = await new Promise<IncomingMessage | undefined>((resolve, reject) => {
+    const req = request(
+      { socketPath, path: qs ? `${path}?${qs}` : path, method: "GET", timeout: STREAM_IDLE_MS },
+      resolve,
+    );
+    req.on("timeout", () => req.destroy(new Error("the daemon stopped answering")));
+    req.on("error", (err: NodeJS.ErrnoException) => {
+      if (err.code === "ECONNREFUSED" || err.code === "ENOENT") resolve(undefined);
+      else reject(new DacdError("STORE", `cannot reach the daemon's control socket: ${err.message}`));
+    });
+    req.end();
+  });
+  if (!res) return undefined;
+  if (res.statusCode !== 200 || res.headers["content-type"] !== FRAMES_CONTENT_TYPE) {
+    res.resume();
+    throw new DacdError(
+      "STORE",
+      `the daemon cannot stream ${path} (status ${res.statusCode}); is it an older dacd? Stop it to read the store directly`,
+    );
+  }
+  try {
+    for await (const frame of readFrames(res)) {
+      if (frame.type === Frame.result) return frameJson(frame);
+      if (frame.type === Frame.error) {
+        const e = frameJson<{ error?: string; code?: string }>(frame);
+        throw new DacdError(e.code === "BAD_INPUT" ? "BAD_INPUT" : "STORE", e.error ?? "the daemon failed");
+      }
+      await onFrame(frame);
+    }
+  } catch (err) {
+    if (err instanceof DacdError) throw err;
+    throw new DacdError("STORE", `the daemon's answer broke off: ${(err as Error).message}`);
+  } finally {
+    res.destroy();
+  }
+  throw new DacdError("STORE", "the daemon's answer ended without a result");
 }

@@ -3,6 +3,7 @@ import { rmSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { isDacdError } from "../errors.js";
+import { serveStream, type ControlStream } from "./stream-server.js";
 
 /**
  * A read-only control socket in the data directory. LevelDB admits one process at a time, so
@@ -13,17 +14,26 @@ import { isDacdError } from "../errors.js";
 export const CONTROL_SOCKET = "dacd.sock";
 
 export type ControlHandler = (query: URLSearchParams) => Promise<unknown>;
+/** An answer streamed as frames (frames.ts): dumps, checks. */
+export interface StreamRoute {
+  readonly stream: ControlStream;
+}
 
 export async function startControlServer(
   dataDir: string,
-  routes: Record<string, ControlHandler>,
+  routes: Record<string, ControlHandler | StreamRoute>,
 ): Promise<Server> {
   const path = join(dataDir, CONTROL_SOCKET);
   // A socket left by a crashed daemon; we hold the store's lock, so no live daemon owns it.
   await rm(path, { force: true });
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://dacd");
-    const handler = req.method === "GET" ? routes[url.pathname] : undefined;
+    const route = req.method === "GET" ? routes[url.pathname] : undefined;
+    if (route && typeof route !== "function") {
+      serveStream(route.stream, url.searchParams, res);
+      return;
+    }
+    const handler = route;
     if (!handler) {
       res
         .writeHead(404, { "content-type": "application/json" })

@@ -17,6 +17,8 @@ export interface CheckOptions {
   readonly deepBatches?: readonly number[];
   readonly chunk?: number;
   readonly progress?: (batchId: number, tree: string, nodes: number) => void;
+  /** Awaited before each read of a deep walk (the daemon: yield to a batch being verified). */
+  readonly pace?: () => Promise<void>;
 }
 
 export interface CheckProblem {
@@ -238,7 +240,10 @@ async function deepCheck(
     };
     for await (const block of walkLeaves(engine, spec, root, {
       chunk: opts.chunk,
-      getNodes: (h) => store.getNodes(h),
+      getNodes: async (h) => {
+        await opts.pace?.();
+        return store.getNodes(h);
+      },
       onNodes,
       onProblem: report,
     })) {

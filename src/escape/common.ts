@@ -1,6 +1,5 @@
 import { DacdError } from "../errors.js";
 import type { BatchRecord } from "../storage/batch-record.js";
-import { metaKey } from "../storage/keys.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32 } from "../util/bytes.js";
 import type { TreeSpec } from "../verifier/profile.js";
@@ -26,8 +25,7 @@ export interface LoadedBatchRecord extends BatchRecord {
 }
 
 export async function getPruneInfo(store: LevelStore): Promise<PruneInfo | undefined> {
-  const v = await store.raw.get(metaKey("prune"));
-  return v === undefined ? undefined : (JSON.parse(new TextDecoder().decode(v)) as PruneInfo);
+  return store.getMeta<PruneInfo>("prune");
 }
 
 export function isPruned(info: PruneInfo | undefined, batchId: number): boolean {

@@ -24,40 +24,62 @@ import {
 import { walkLeaves } from "./walk.js";
 
 export interface DumpOptions {
-  readonly outDir: string;
+  /** Where the files go: a directory (created; must be empty)… */
+  readonly outDir?: string;
+  /** …or any other destination (the daemon streams a dump over its control socket). */
+  readonly sink?: DumpSink;
   readonly batchId?: number;
   /** Subtrees per store read (default 4096). */
   readonly chunk?: number;
   /** Called after each block of leaves written. */
   readonly progress?: (tree: string, leaves: number) => void;
+  /** Awaited before each read of the walk (the daemon: yield to a batch being verified). */
+  readonly pace?: () => Promise<void>;
+}
+
+/** One file of a dump being written, in order; `write` resolves when more may be written. */
+export interface DumpFileSink {
+  write(buf: Buffer): Promise<void>;
+  end(): Promise<void>;
+}
+
+/** Where a dump goes: its files one after another, then its manifest. */
+export interface DumpSink {
+  /** Called once the batch is known, before any file (e.g. checks an output directory). */
+  begin(): Promise<void>;
+  file(name: string): DumpFileSink;
+  manifest(manifest: Manifest): Promise<void>;
+}
+
+export interface TreeDumpStats {
+  readonly leaves: number;
+  readonly bytes: number;
+  readonly sha256: string;
 }
 
 /**
- * Writes every non-empty leaf of every tree of a batch to files in `outDir`, streaming in id order
- * with bounded memory, then `manifest.json` (written last, so a dump without one is incomplete).
+ * Writes every non-empty leaf of every tree of a batch to files in `outDir` (or to `sink`),
+ * streaming in id order with bounded memory, then `manifest.json` (written last, so a dump
+ * without one is incomplete).
  */
 export async function dumpStore(store: LevelStore, engine: HashEngine, opts: DumpOptions): Promise<Manifest> {
   const { profile, trees } = await storeProfile(store);
   const identity = (await store.getIdentity())!;
   const record = await resolveBatch(store, opts.batchId);
-  await mkdir(opts.outDir, { recursive: true });
-  if ((await readdir(opts.outDir)).length > 0)
-    throw new DacdError("BAD_INPUT", `the output directory ${opts.outDir} is not empty`);
+  const sink = opts.sink ?? (opts.outDir !== undefined ? directorySink(opts.outDir) : undefined);
+  if (!sink) throw new DacdError("BAD_INPUT", "a dump needs an output directory");
+  await sink.begin();
 
   const out: Partial<Record<string, ManifestTree>> = {};
   for (const spec of trees) {
     const root = rootOf(record, spec);
     const base = { kind: spec.kind, leaf: spec.leaf, height: spec.height, root: toHex64(root) };
-    // An order tree that was not validated has only its stated root: nothing to dump.
-    if (spec.name === profile.order.name && !bytesEqual(root, await emptyRoot(engine, spec))) {
-      const [rec] = await store.getNodes([root]);
-      if (rec === undefined) {
-        out[spec.name] = { ...base, file: null, leaves: null, bytes: null, sha256: null };
-        continue;
-      }
+    if (!(await isTreeStored(store, engine, spec, root))) {
+      out[spec.name] = { ...base, file: null, leaves: null, bytes: null, sha256: null };
+      continue;
     }
     const file = DUMP_FILES[spec.name];
-    const stats = await dumpTree(store, engine, spec, root, join(opts.outDir, file), opts);
+    const stats = await dumpTree(store, engine, spec, root, sink.file(file), opts);
     out[spec.name] = { ...base, file, ...stats };
   }
   const manifest: Manifest = {
@@ -72,21 +94,67 @@ export async function dumpStore(store: LevelStore, engine: HashEngine, opts: Dum
     trees: out,
     created_at: new Date().toISOString(),
   };
-  const tmp = join(opts.outDir, "manifest.json.tmp");
-  await writeFile(tmp, JSON.stringify(manifest, null, 2) + "\n");
-  await rename(tmp, join(opts.outDir, "manifest.json"));
+  await sink.manifest(manifest);
   return manifest;
 }
 
-async function dumpTree(
+/** An order tree that was not validated has only its stated root: nothing to dump. */
+export async function isTreeStored(
   store: LevelStore,
   engine: HashEngine,
   spec: TreeSpec,
   root: Uint8Array,
-  path: string,
-  opts: DumpOptions,
-): Promise<{ leaves: number; bytes: number; sha256: string }> {
+): Promise<boolean> {
+  if (spec.name !== "order" || bytesEqual(root, await emptyRoot(engine, spec))) return true;
+  const [rec] = await store.getNodes([root]);
+  return rec !== undefined;
+}
+
+/** A dump into a directory: created if needed, refused unless empty; the manifest written atomically. */
+export function directorySink(outDir: string): DumpSink {
+  return {
+    async begin() {
+      await mkdir(outDir, { recursive: true });
+      if ((await readdir(outDir)).length > 0)
+        throw new DacdError("BAD_INPUT", `the output directory ${outDir} is not empty`);
+    },
+    file: (name) => fileSink(join(outDir, name)),
+    async manifest(manifest) {
+      const tmp = join(outDir, "manifest.json.tmp");
+      await writeFile(tmp, JSON.stringify(manifest, null, 2) + "\n");
+      await rename(tmp, join(outDir, "manifest.json"));
+    },
+  };
+}
+
+/** A file written with the stream's backpressure; an error of the stream rejects the next call. */
+export function fileSink(path: string): DumpFileSink {
   const ws = createWriteStream(path);
+  const failed = new Promise<never>((_, reject) => ws.once("error", reject));
+  failed.catch(() => undefined);
+  return {
+    async write(buf) {
+      if (!ws.write(buf)) await Promise.race([once(ws, "drain"), failed]);
+    },
+    async end() {
+      ws.end();
+      await Promise.race([once(ws, "finish"), failed]);
+    },
+  };
+}
+
+/**
+ * Streams one tree's dump file (CSV with a header for vaults and orders, JSON lines for
+ * positions) into `sink`, in leaf id order; the sink is ended, even on an error.
+ */
+export async function dumpTree(
+  store: LevelStore,
+  engine: HashEngine,
+  spec: TreeSpec,
+  root: Uint8Array,
+  sink: DumpFileSink,
+  opts: Pick<DumpOptions, "chunk" | "progress" | "pace"> = {},
+): Promise<TreeDumpStats> {
   const sha = createHash("sha256");
   let bytes = 0;
   let leaves = 0;
@@ -94,16 +162,18 @@ async function dumpTree(
     const buf = Buffer.from(s, "utf8");
     sha.update(buf);
     bytes += buf.length;
-    if (!ws.write(buf)) await once(ws, "drain");
+    await sink.write(buf);
   };
-  const failed = new Promise<never>((_, reject) => ws.once("error", reject));
-  failed.catch(() => undefined);
+  let ended = false;
   try {
     const header = CSV_HEADERS[spec.leaf];
     if (header) await write(header + "\n");
     for await (const block of walkLeaves(engine, spec, root, {
       chunk: opts.chunk,
-      getNodes: (h) => store.getNodes(h),
+      getNodes: async (h) => {
+        await opts.pace?.();
+        return store.getNodes(h);
+      },
     })) {
       let values: Leaf[];
       if (spec.leaf === "order") {
@@ -121,13 +191,14 @@ async function dumpTree(
       }
       let text = "";
       block.forEach((t, i) => (text += leafLine(spec.leaf, t.index, values[i]!)));
-      await Promise.race([write(text), failed]);
+      await write(text);
       leaves += block.length;
       opts.progress?.(spec.name, leaves);
     }
+    ended = true;
+    await sink.end();
   } finally {
-    ws.end();
+    if (!ended) await sink.end().catch(() => undefined);
   }
-  await Promise.race([once(ws, "finish"), failed]);
   return { leaves, bytes, sha256: sha.digest("hex") };
 }

@@ -96,6 +96,8 @@ export class DacdMetrics {
   readonly buildInfo: Gauge<"version" | "commit" | "node">;
   readonly jobScheduled: Gauge<"task">;
   readonly conflictingClaims: Counter;
+  readonly escapeApiRequests: Counter<"route" | "status">;
+  readonly escapeApiRequestSeconds: Histogram<"route">;
 
   private readonly startedAtMs = Date.now();
   private disk: { at: number; size?: number; free?: number; total?: number } | undefined;
@@ -299,6 +301,19 @@ export class DacdMetrics {
       help: "Claims refused because the claims journal holds another claim for the batch id (the store lost or replaced batches)",
       registers,
     });
+    this.escapeApiRequests = new Counter({
+      name: `${PREFIX}escape_api_requests_total`,
+      help: "Escape API requests by route (batches_latest, leaf, proof, dump, openapi, unknown) and HTTP status",
+      labelNames: ["route", "status"],
+      registers,
+    });
+    this.escapeApiRequestSeconds = new Histogram({
+      name: `${PREFIX}escape_api_request_seconds`,
+      help: "Escape API request durations by route (a dump: until its last byte is sent)",
+      labelNames: ["route"],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 300],
+      registers,
+    });
 
     if (opts.processDefaults !== false) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
   }
@@ -346,6 +361,12 @@ export class DacdMetrics {
   onResult = (endpoint: string, outcome: RequestOutcome): void => {
     this.gatewayRequests.inc({ endpoint, outcome: outcome.kind });
     this.gatewayRequestSeconds.observe({ endpoint }, outcome.durationMs / 1000);
+  };
+
+  /** `observe` of the escape API: one finished request. */
+  onEscapeApiRequest = (route: string, status: number, seconds: number): void => {
+    this.escapeApiRequests.inc({ route, status: String(status) });
+    this.escapeApiRequestSeconds.observe({ route }, seconds);
   };
 
   /** `onRetry` of the gateway clients. */

@@ -1,0 +1,96 @@
+import { createHash } from "node:crypto";
+import { askDaemon, streamFromDaemon } from "../control/client.js";
+import { framesToSink } from "../control/escape-routes.js";
+import { Frame, frameJson } from "../control/frames.js";
+import { DacdError } from "../errors.js";
+import type { CheckReport } from "../escape/check.js";
+import { directorySink, type DumpSink } from "../escape/dump.js";
+import type { Manifest } from "../escape/formats.js";
+import type { Proof } from "../escape/proof.js";
+
+/**
+ * `dacd proof`, `dacd dump` and `dacd check` through a running daemon (it holds LevelDB's lock).
+ * Each returns undefined when no daemon answers: the command then opens the store itself.
+ */
+
+export async function proofViaDaemon(
+  dataDir: string,
+  object: string,
+  id: string,
+  batchId: number | undefined,
+): Promise<Proof | undefined> {
+  const query: Record<string, string> = { object, id };
+  if (batchId !== undefined) query.batch = String(batchId);
+  return (await askDaemon(dataDir, "/proof", query)) as Proof | undefined;
+}
+
+/**
+ * Writes the daemon's dump into `outDir` (refused unless empty, checked before the daemon is
+ * asked). Each file's SHA-256 and size are computed here as it is written and compared with the
+ * daemon's manifest; the manifest is written only when all agree, so a dump cut short or garbled
+ * on the way has none.
+ */
+export async function dumpViaDaemon(
+  dataDir: string,
+  outDir: string,
+  batchId: number | undefined,
+  progress?: (file: string, bytes: number) => void,
+): Promise<Manifest | undefined> {
+  const dir = directorySink(outDir);
+  await dir.begin();
+  const seen = new Map<string, { bytes: number; sha256: string }>();
+  const checking: DumpSink = {
+    begin: async () => undefined,
+    file(name) {
+      const inner = dir.file(name);
+      const sha = createHash("sha256");
+      let bytes = 0;
+      return {
+        async write(buf) {
+          sha.update(buf);
+          bytes += buf.length;
+          await inner.write(buf);
+          progress?.(name, bytes);
+        },
+        async end() {
+          await inner.end();
+          seen.set(name, { bytes, sha256: sha.digest("hex") });
+        },
+      };
+    },
+    manifest: async () => undefined,
+  };
+  const query: Record<string, string> = {};
+  if (batchId !== undefined) query.batch = String(batchId);
+  const manifest = (await streamFromDaemon(dataDir, "/dump", query, framesToSink(checking))) as
+    Manifest | undefined;
+  if (manifest === undefined) return undefined;
+  for (const [tree, t] of Object.entries(manifest.trees)) {
+    if (!t || t.file === null) continue;
+    const got = seen.get(t.file);
+    if (!got || got.bytes !== t.bytes || got.sha256 !== t.sha256) {
+      throw new DacdError(
+        "STORE",
+        `the ${tree} file ${t.file} received from the daemon does not match its manifest (${got?.bytes ?? 0} bytes, sha256 ${got?.sha256 ?? "none"})`,
+      );
+    }
+  }
+  await dir.manifest(manifest);
+  return manifest;
+}
+
+export async function checkViaDaemon(
+  dataDir: string,
+  deep: boolean,
+  batches: number[] | undefined,
+  progress?: (batchId: number, tree: string, nodes: number) => void,
+): Promise<CheckReport | undefined> {
+  const query: Record<string, string> = {};
+  if (deep) query.deep = "1";
+  if (batches !== undefined) query.batches = batches.join(",");
+  return (await streamFromDaemon(dataDir, "/check", query, (frame) => {
+    if (frame.type !== Frame.progress) return;
+    const p = frameJson<{ batch_id: number; tree: string; nodes: number }>(frame);
+    progress?.(p.batch_id, p.tree, p.nodes);
+  })) as CheckReport | undefined;
+}

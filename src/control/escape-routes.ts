@@ -1,0 +1,158 @@
+import { DacdError } from "../errors.js";
+import { checkStore } from "../escape/check.js";
+import { dumpStore, type DumpSink } from "../escape/dump.js";
+import { makeProof } from "../escape/proof.js";
+import type { LevelStore } from "../storage/level-store.js";
+import { withSnapshot } from "../storage/snapshot.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
+import { Frame, type DecodedFrame } from "./frames.js";
+import type { ControlHandler, StreamRoute } from "./server.js";
+import type { ControlStream, FrameOut } from "./stream-server.js";
+
+/**
+ * The escape commands answered by the running daemon over its control socket (`dacd proof`,
+ * `dacd dump`, `dacd check`): each answer reads one LevelDB snapshot of the store, so it is
+ * consistent at one batch while the daemon keeps signing, and a dump streams with the socket's
+ * backpressure instead of being built in memory.
+ */
+
+/** Dumps and checks at once; more are refused (each walks a whole tree beside the signing). */
+export const MAX_STREAMS = 2;
+
+/** Bytes per data frame of a dump file. */
+const DATA_FRAME = 256 << 10;
+
+/**
+ * While a batch is verified, a dump or check reads its next block only when the batch is done, or
+ * after this long: the signing goes first, and the walk still moves while the member catches up.
+ */
+export const PACE_MAX_WAIT_MS = 500;
+
+/**
+ * Subtrees per read of a walk in the daemon (a command on a stopped store reads 4096): smaller
+ * blocks, so that a block that started before a batch holds the event loop for less of it.
+ */
+export const DAEMON_WALK_CHUNK = 1024;
+
+/** At most one progress frame per this many ms. */
+const PROGRESS_EVERY_MS = 250;
+
+export function escapeRoutes(
+  store: LevelStore,
+  engine: HashEngine,
+): Record<string, ControlHandler | StreamRoute> {
+  let running = 0;
+  const pace = (): Promise<void> => store.whenNoCommit(PACE_MAX_WAIT_MS);
+  const limited =
+    (fn: ControlStream): ControlStream =>
+    async (q, out) => {
+      if (running >= MAX_STREAMS)
+        throw new DacdError(
+          "STORE",
+          `the daemon is already serving ${running} dumps or checks; try again later`,
+        );
+      running++;
+      try {
+        return await fn(q, out);
+      } finally {
+        running--;
+      }
+    };
+  return {
+    "/proof": (q) =>
+      withSnapshot(store, (view) =>
+        makeProof(view, engine, q.get("object") ?? "", q.get("id") ?? "", batchParam(q.get("batch"))),
+      ),
+    "/dump": {
+      stream: limited((q, out) =>
+        withSnapshot(store, (view) =>
+          dumpStore(view, engine, {
+            batchId: batchParam(q.get("batch")),
+            sink: frameSink(out),
+            pace,
+            chunk: DAEMON_WALK_CHUNK,
+          }),
+        ),
+      ),
+    },
+    "/check": {
+      stream: limited((q, out) => {
+        let last = 0;
+        return withSnapshot(store, (view) =>
+          checkStore(view, engine, {
+            deep: q.get("deep") === "1",
+            pace,
+            chunk: DAEMON_WALK_CHUNK,
+            deepBatches: q.has("batches")
+              ? q
+                  .get("batches")!
+                  .split(",")
+                  .map((s) => batchParam(s)!)
+              : undefined,
+            progress: (batch_id, tree, nodes) => {
+              if (out.signal.aborted) throw out.signal.reason as Error;
+              const now = Date.now();
+              if (now - last < PROGRESS_EVERY_MS) return;
+              last = now;
+              out.send(Frame.progress, { batch_id, tree, nodes }).catch(() => undefined);
+            },
+          }),
+        );
+      }),
+    },
+  };
+}
+
+function batchParam(v: string | null | undefined): number | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(v) || !Number.isSafeInteger(Number(v)))
+    throw new DacdError("BAD_INPUT", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
+  return Number(v);
+}
+
+/** A dump's files as frames: a file frame, its bytes in data frames, an end frame; no manifest frame (it is the result). */
+function frameSink(out: FrameOut): DumpSink {
+  return {
+    begin: async () => undefined,
+    file(name) {
+      let opened = false;
+      const open = async (): Promise<void> => {
+        if (opened) return;
+        opened = true;
+        await out.send(Frame.file, { name });
+      };
+      return {
+        async write(buf) {
+          await open();
+          for (let at = 0; at < buf.length; at += DATA_FRAME)
+            await out.send(Frame.data, buf.subarray(at, at + DATA_FRAME));
+        },
+        async end() {
+          await open();
+          await out.send(Frame.end, {});
+        },
+      };
+    },
+    manifest: async () => undefined,
+  };
+}
+
+/** The client's side of frameSink: frames back into a DumpSink (a directory). */
+export function framesToSink(sink: DumpSink): (frame: DecodedFrame) => Promise<void> {
+  let file: ReturnType<DumpSink["file"]> | undefined;
+  return async (frame) => {
+    if (frame.type === Frame.file) {
+      const { name } = JSON.parse(frame.payload.toString("utf8")) as { name: string };
+      // A name the daemon sends is a dump file's own name, never a path.
+      if (!/^[a-z_]+\.(csv|jsonl)$/.test(name))
+        throw new DacdError("STORE", `the daemon named a dump file ${JSON.stringify(name)}`);
+      file = sink.file(name);
+    } else if (frame.type === Frame.data) {
+      if (!file) throw new DacdError("STORE", "the daemon sent dump data outside a file");
+      await file.write(frame.payload);
+    } else if (frame.type === Frame.end) {
+      await file?.end();
+      file = undefined;
+    }
+  };
+}

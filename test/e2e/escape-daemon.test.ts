@@ -1,0 +1,137 @@
+import { cp, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Daemon } from "../../src/app.js";
+import { CONTROL_SOCKET } from "../../src/control/server.js";
+import { dacdAsync } from "../helpers/dacd-cli.js";
+import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { VectorGateway } from "../helpers/vector-gateway.js";
+import { loadChain, type ChainName } from "../helpers/vectors.js";
+
+/**
+ * `dacd proof`, `dacd dump` and `dacd check --deep` while `dacd run` holds the store: they go
+ * through the daemon's control socket (a direct open would fail on LevelDB's lock), and their
+ * output equals the same commands on a stopped copy of the store at the same batch.
+ */
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function signingMember(chain: ChainName, available: number) {
+  const { responses, expected } = loadChain(chain);
+  const gw = await new VectorGateway(
+    responses,
+    expected,
+    expected.profile === "perpetual" ? "P" : "G",
+  ).start();
+  cleanups.push(() => gw.close());
+  gw.available = available;
+  const setup = await memberSetup({
+    profile: expected.profile,
+    privateKey: expected.private_key,
+    gatewayUrl: gw.url,
+    feeder: true,
+  });
+  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+  const daemon: Daemon = await startQuietDaemon(setup.config);
+  let stopped = false;
+  const stop = async (): Promise<void> => {
+    if (!stopped) await daemon.stop();
+    stopped = true;
+  };
+  cleanups.push(stop);
+  return { gw, expected, daemon, stop, ...setup };
+}
+
+/** Every file of a dump directory; the manifest without its creation time. */
+async function readDump(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const name of (await readdir(dir)).sort()) {
+    const text = await readFile(join(dir, name), "utf8");
+    if (name === "manifest.json") {
+      const { created_at: _, ...rest } = JSON.parse(text) as Record<string, unknown>;
+      out[name] = JSON.stringify(rest);
+    } else out[name] = text;
+  }
+  return out;
+}
+
+/** The first `n` leaf ids of a dump file (vault CSV or position JSON lines). */
+function leafIds(text: string, n: number): string[] {
+  const lines = text.split("\n").filter((l) => l && !/^[a-z]/.test(l));
+  return lines
+    .slice(0, n)
+    .map((l) =>
+      l.startsWith("{") ? (JSON.parse(l) as { position_id: string }).position_id : l.split(",")[0]!,
+    );
+}
+
+describe.each([
+  ["spot-chain", "vault", "vaults.csv"],
+  ["perpetual-chain", "position", "positions.jsonl"],
+] as const)("escape commands through the running daemon (%s)", (chain, tree, file) => {
+  it("proof, dump and check --deep answer through the socket and equal a stopped copy's", async () => {
+    const m = await signingMember(chain, 3);
+    await waitFor(() => m.gw.accepted.length === 3, 60_000, "three batches signed");
+    const cfg = ["--config", m.configPath];
+    const work = await mkdtemp(join(tmpdir(), "dacd-escape-daemon-"));
+    cleanups.push(() => rm(work, { recursive: true, force: true }));
+
+    // While the rest of the chain is signed: a dump of batch 2 from the daemon's snapshot.
+    m.gw.available = m.expected.batches.length;
+    const during = await dacdAsync(["dump", ...cfg, "--out", join(work, "during"), "--batch", "2"]);
+    expect(during.err).toBe("");
+    expect(during.code).toBe(0);
+    await waitFor(() => m.gw.accepted.length === m.expected.batches.length, 60_000, "all signed");
+    const last = m.expected.batches.at(-1)!.batch_id;
+
+    const live = {
+      dump: await dacdAsync(["dump", ...cfg, "--out", join(work, "live")]),
+      check: await dacdAsync(["check", ...cfg, "--deep"]),
+      checkOld: await dacdAsync(["check", ...cfg, "--deep", "--batch", "1,2"]),
+    };
+    expect(live.dump.code).toBe(0);
+    expect(live.check.code).toBe(0);
+    expect(JSON.parse(live.check.out)).toMatchObject({ ok: true, last_batch_id: last });
+    const ids = leafIds((await readDump(join(work, "live")))[file]!, 3);
+    expect(ids.length).toBe(3);
+    const proofs = await Promise.all(
+      [...ids, "0"].map((id) => dacdAsync(["proof", ...cfg, tree, id, "--batch", String(last)])),
+    );
+    for (const p of proofs) expect(p.code).toBe(0);
+    const bad = await dacdAsync(["proof", ...cfg, tree, "12x"]);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/not a decimal integer/);
+    const missing = await dacdAsync(["dump", ...cfg, "--out", join(work, "nope"), "--batch", "99"]);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toMatch(/batch 99 is not in the store/);
+
+    // The same commands on a stopped copy of the store.
+    await m.stop();
+    const copy = join(work, "copy");
+    await cp(m.config.dataDir, copy, { recursive: true, filter: (s) => !s.endsWith(CONTROL_SOCKET) });
+    const db = ["--db", copy];
+    const offline = {
+      during: await dacdAsync(["dump", ...db, "--out", join(work, "off-during"), "--batch", "2"]),
+      dump: await dacdAsync(["dump", ...db, "--out", join(work, "off")]),
+      check: await dacdAsync(["check", ...db, "--deep"]),
+      checkOld: await dacdAsync(["check", ...db, "--deep", "--batch", "1,2"]),
+    };
+    expect(offline.during.code).toBe(0);
+    expect(await readDump(join(work, "during"))).toEqual(await readDump(join(work, "off-during")));
+    expect(JSON.parse(during.out)).toMatchObject({ batch_id: 2 });
+    expect(await readDump(join(work, "live"))).toEqual(await readDump(join(work, "off")));
+    expect(JSON.parse(live.check.out)).toEqual(JSON.parse(offline.check.out));
+    expect(JSON.parse(live.checkOld.out)).toEqual(JSON.parse(offline.checkOld.out));
+    // One at a time: each opens the copy, and LevelDB admits one process.
+    const offProofs = [];
+    for (const id of [...ids, "0"])
+      offProofs.push(await dacdAsync(["proof", ...db, tree, id, "--batch", String(last)]));
+    expect(proofs.map((p) => JSON.parse(p.out) as unknown)).toEqual(
+      offProofs.map((p) => JSON.parse(p.out) as unknown),
+    );
+  }, 180_000);
+});
