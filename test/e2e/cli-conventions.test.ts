@@ -63,7 +63,7 @@ beforeAll(async () => {
     configPath,
     [
       "profile: spot",
-      'availability_gateway_url: "https://member:hunter2@gateway.example.com/base"',
+      'availability_gateway_url: "https://gateway.example.com/base"',
       "private_key_path: member.key",
       "data_dir: db",
       "validate_rollup: true",
@@ -144,7 +144,7 @@ describe("dacd command-line conventions", () => {
     expect(dacd(["status", "--db", db, "--json"], { DACD_TREE_WALK: "js" }).code).toBe(0);
   });
 
-  it("config check validates, prints the effective configuration with credentials redacted, exit 0 or 78", async () => {
+  it("config check validates, prints the effective configuration, refuses credentials in a URL without printing them, exit 0 or 78", async () => {
     const ok = dacd(["config", "check", "--config", configPath]);
     expect(ok.code, ok.err).toBe(0);
     const effective = parse(ok.out) as Record<string, unknown>;
@@ -157,8 +157,18 @@ describe("dacd command-line conventions", () => {
       log_format: "json",
       heights: { vault: 31, order: 251, rollup_vault: 31 },
     });
-    expect(ok.out).not.toMatch(/hunter2|member:/);
-    expect(effective.availability_gateway_url).toBe("https://redacted@gateway.example.com/base");
+    expect(effective.availability_gateway_url).toBe("https://gateway.example.com/base");
+    // Credentials in a gateway URL would never be sent: refused, and never echoed.
+    const withCredentials = join(dir, "credentials.yaml");
+    await writeFile(
+      withCredentials,
+      (await import("node:fs"))
+        .readFileSync(configPath, "utf8")
+        .replace("https://gateway.example.com", "https://member:hunter2@gateway.example.com"),
+    );
+    const refused = dacd(["config", "check", "--config", withCredentials]);
+    oneLine(refused, 78, /availability_gateway_url .*must not carry credentials/);
+    expect(refused.out + refused.err).not.toMatch(/hunter2|member:/);
     const json = dacd(["config", "check", "--config", configPath, "--json"], { DACD_MAX_READY_LAG: "9" });
     expect(JSON.parse(json.out)).toMatchObject({ max_ready_lag: 9, validate_rollup: true });
 

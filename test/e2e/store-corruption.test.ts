@@ -81,7 +81,10 @@ describe("a damaged store: one line, no stack trace, no retrying for ever", () =
             expect(JSON.parse(r.stdout).ok).toBe(false);
           }
         }
-        if (how === "truncate" || cmd.includes("--deep")) expect(r.status).toBe(1);
+        // Exit codes (cli/exit-codes.ts): 2 when the store cannot be read at all, 1 when check
+        // --deep ran and reports the damage.
+        if (how === "truncate") expect(r.status).toBe(2);
+        else if (cmd.includes("--deep")) expect(r.status).toBe(1);
         if (cmd.includes("--deep") && r.stdout) expect(r.stdout).toMatch(/damaged|cannot be read/);
       }, 90_000);
     }
@@ -100,7 +103,7 @@ describe("a damaged store: one line, no stack trace, no retrying for ever", () =
       });
       noStackTrace(err);
       console.log(`run on a ${how} table: exit ${code}: ${err.trim()}`);
-      expect(code).toBe(1);
+      expect(code).toBe(2);
       expect(err.trim().split("\n")).toHaveLength(1);
       expect(err).toMatch(/^dacd: .*the store .* (is damaged|cannot be read)/);
       expect(out).not.toContain('"code":"INTERNAL"');
