@@ -87,7 +87,7 @@ describe("dacd command-line conventions", () => {
     expect(m![3]).toBe(process.version);
     // Built from this checkout: the commit is known (dist/build-info.json or git).
     expect(m![2]).not.toBe("unknown");
-  });
+  }, 180_000);
 
   it("usage errors are one line and exit 64, with no stack trace", () => {
     oneLine(dacd(["demo", "--variant", "X"]), 64, /--variant must be P or G/);
@@ -125,7 +125,7 @@ describe("dacd command-line conventions", () => {
       64,
       /--keep-batches must be a positive integer/,
     );
-  });
+  }, 180_000);
 
   it("an invalid or unknown DACD_* variable is an error (exit 78), not ignored", () => {
     oneLine(dacd(["status", "--db", db], { DACD_TREE_WALK: "fastest" }), 78, /DACD_TREE_WALK="fastest"/);
@@ -142,7 +142,7 @@ describe("dacd command-line conventions", () => {
     );
     // A valid switch is accepted.
     expect(dacd(["status", "--db", db, "--json"], { DACD_TREE_WALK: "js" }).code).toBe(0);
-  });
+  }, 180_000);
 
   it("config check validates, prints the effective configuration, refuses credentials in a URL without printing them, exit 0 or 78", async () => {
     const ok = dacd(["config", "check", "--config", configPath]);
@@ -183,7 +183,7 @@ describe("dacd command-line conventions", () => {
     );
     oneLine(dacd(["config", "check", "--config", noKey]), 78, /absent\.key/);
     expect(dacd(["config", "check", "--config", noKey, "--no-key"]).code).toBe(0);
-  });
+  }, 180_000);
 
   it("finds the configuration through DACD_CONFIG, else /etc/dacd/dacd.yaml", () => {
     const viaEnv = dacd(["config", "check", "--json"], { DACD_CONFIG: configPath });
@@ -195,7 +195,7 @@ describe("dacd command-line conventions", () => {
     if (!existsSync("/etc/dacd/dacd.yaml")) {
       oneLine(dacd(["config", "check"]), 78, /\/etc\/dacd\/dacd\.yaml.*--config FILE or DACD_CONFIG/);
     }
-  });
+  }, 180_000);
 
   it("read-only commands never create a store: status, show, check, proof, dump on a missing one fail (exit 2)", () => {
     const missing = join(dir, "no-such-store");
@@ -212,7 +212,7 @@ describe("dacd command-line conventions", () => {
     // A directory that is not a store is refused, and left as it was.
     oneLine(dacd(["status", "--db", dir]), 2, /is not a dacd store/);
     expect(existsSync(join(dir, "CURRENT"))).toBe(false);
-  });
+  }, 180_000);
 
   it("status and check: JSON (snake_case) with --json, a summary with --no-json; check exits 0/1/2", async () => {
     const json = dacd(["status", "--db", db, "--json"]);
@@ -238,5 +238,5 @@ describe("dacd command-line conventions", () => {
       skipped: { count: 0, ranges: "" },
       problem_count: 0,
     });
-  });
+  }, 180_000);
 });

@@ -108,5 +108,5 @@ describe("dacd escape commands", () => {
     const refused = dacd("load", "--db", join(dir, "db3"), "--from", out);
     expect(refused.code).toBe(2);
     expect(refused.err).toMatch(/vaults\.csv/);
-  });
+  }, 180_000);
 });
