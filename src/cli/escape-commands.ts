@@ -25,6 +25,14 @@ interface StoreOptions {
   db?: string;
 }
 
+type DumpCliOptions = StoreOptions & { out: string; batch?: string; format: string; subtrees: string };
+type LoadCliOptions = StoreOptions & {
+  from?: string;
+  fromReference?: string;
+  profile?: string;
+  force?: boolean;
+};
+
 function storeDir(opts: StoreOptions): { dir: string; profile?: string } {
   if (opts.db) return { dir: opts.db };
   if (opts.config) {
@@ -118,7 +126,7 @@ export function registerEscapeCommands(program: Command): void {
         "dacd",
       )
       .option("--subtrees <n>", "with --format reference: order subtrees, a power of two", "4"),
-  ).action(async (opts: StoreOptions & { out: string; batch?: string; format: string; subtrees: string }) => {
+  ).action(async (opts: DumpCliOptions) => {
     const bar = progressLine();
     const started = Date.now();
     if (opts.format !== "dacd" && opts.format !== "reference")
@@ -207,36 +215,32 @@ export function registerEscapeCommands(program: Command): void {
       )
       .option("--profile <name>", "with --db and --from-reference: the store's profile (spot or spot-v4.0)")
       .option("--force", "with --from-reference: replace a non-empty store once the import succeeded"),
-  ).action(
-    async (
-      opts: StoreOptions & { from?: string; fromReference?: string; profile?: string; force?: boolean },
-    ) => {
-      if ((opts.from === undefined) === (opts.fromReference === undefined))
-        throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
-      if (opts.fromReference !== undefined) {
-        print(await loadFromReference(opts.fromReference, opts));
-        return;
-      }
-      const bar = progressLine();
-      const started = Date.now();
-      const result = await run(
-        opts,
-        { threads: "auto" },
-        (store, engine, profile) =>
-          loadDump(store, engine, {
-            fromDir: opts.from!,
-            expectProfile: profile,
-            progress: (tree, phase, n, total) =>
-              bar.update(
-                `load ${tree}: ${n}${total === undefined ? "" : ` of ${total}`} ${LOAD_PHASES[phase]}`,
-              ),
-          }),
-        { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
-      );
-      bar.done();
-      print({ ...result, duration_ms: Date.now() - started });
-    },
-  );
+  ).action(async (opts: LoadCliOptions) => {
+    if ((opts.from === undefined) === (opts.fromReference === undefined))
+      throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
+    if (opts.fromReference !== undefined) {
+      print(await loadFromReference(opts.fromReference, opts));
+      return;
+    }
+    const bar = progressLine();
+    const started = Date.now();
+    const result = await run(
+      opts,
+      { threads: "auto" },
+      (store, engine, profile) =>
+        loadDump(store, engine, {
+          fromDir: opts.from!,
+          expectProfile: profile,
+          progress: (tree, phase, n, total) =>
+            bar.update(
+              `load ${tree}: ${n}${total === undefined ? "" : ` of ${total}`} ${LOAD_PHASES[phase]}`,
+            ),
+        }),
+      { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
+    );
+    bar.done();
+    print({ ...result, duration_ms: Date.now() - started });
+  });
 
   withStore(
     program
