@@ -5,14 +5,12 @@ import { DacdError } from "../errors.js";
 import { checkStore } from "../escape/check.js";
 import { dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
-import { dumpReference } from "../escape/reference-dump.js";
 import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
 import { pruneStore } from "../escape/prune.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
 import { LevelStore, type LevelTuning } from "../storage/level-store.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
-import { loadFromReference } from "./reference-commands.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
@@ -132,6 +130,8 @@ export function registerEscapeCommands(program: Command): void {
     if (opts.format !== "dacd" && opts.format !== "reference")
       throw new DacdError("CONFIG", `--format ${JSON.stringify(opts.format)}: dacd or reference`);
     if (opts.format === "reference") {
+      // Loaded only here: every other command starts without the archive code.
+      const { dumpReference } = await import("../escape/reference-dump.js");
       const result = await run(
         opts,
         {},
@@ -219,6 +219,7 @@ export function registerEscapeCommands(program: Command): void {
     if ((opts.from === undefined) === (opts.fromReference === undefined))
       throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
     if (opts.fromReference !== undefined) {
+      const { loadFromReference } = await import("./reference-commands.js");
       print(await loadFromReference(opts.fromReference, opts));
       return;
     }
