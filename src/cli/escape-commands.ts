@@ -6,7 +6,6 @@ import { checkStore, type CheckReport } from "../escape/check.js";
 import { asStoreError } from "../storage/store-errors.js";
 import { dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
-import { dumpReference } from "../escape/reference-dump.js";
 import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
 import { pruneStore } from "../escape/prune.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
@@ -16,7 +15,6 @@ import { claimsJournalPathOf } from "../storage/member-journal.js";
 import { compareWithJournal } from "../ops/journal-check.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
-import { loadFromReference } from "./reference-commands.js";
 import { checkSummary } from "./check-summary.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
 import { checkViaDaemon, dumpViaDaemon, proofViaDaemon } from "./daemon-escape.js";
@@ -35,6 +33,14 @@ interface StoreOptions {
   config?: string;
   db?: string;
 }
+
+type DumpCliOptions = StoreOptions & { out: string; batch?: string; format: string; subtrees: string };
+type LoadCliOptions = StoreOptions & {
+  from?: string;
+  fromReference?: string;
+  profile?: string;
+  force?: boolean;
+};
 
 /** --db, else the data_dir of --config (default: DACD_CONFIG, else /etc/dacd/dacd.yaml). */
 function storeDir(opts: StoreOptions): { dir: string; profile?: string; journal: string } {
@@ -130,13 +136,15 @@ export function registerEscapeCommands(program: Command): void {
         "dacd",
       )
       .option("--subtrees <n>", "with --format reference: order subtrees, a power of two", "4"),
-  ).action(async (opts: StoreOptions & { out: string; batch?: string; format: string; subtrees: string }) => {
+  ).action(async (opts: DumpCliOptions) => {
     const bar = progressLine();
     const started = Date.now();
     if (opts.format !== "dacd" && opts.format !== "reference")
       throw new DacdError("CONFIG", `--format ${JSON.stringify(opts.format)}: dacd or reference`);
     const batch = batchId(opts.batch);
     if (opts.format === "reference") {
+      // Loaded only here: every other command starts without the archive code.
+      const { dumpReference } = await import("../escape/reference-dump.js");
       const result = await run(
         opts,
         {},
@@ -236,39 +244,36 @@ export function registerEscapeCommands(program: Command): void {
       )
       .option("--profile <name>", "with --db and --from-reference: the store's profile (spot or spot-v4.0)")
       .option("--force", "with --from-reference: replace a non-empty store once the import succeeded"),
-  ).action(
-    async (
-      opts: StoreOptions & { from?: string; fromReference?: string; profile?: string; force?: boolean },
-    ) => {
-      if ((opts.from === undefined) === (opts.fromReference === undefined))
-        throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
-      if (opts.fromReference !== undefined) {
-        print(await loadFromReference(opts.fromReference, opts));
-        return;
-      }
-      const fromDir = opts.from!;
-      const bar = progressLine();
-      const started = Date.now();
-      const result = await run(
-        opts,
-        { threads: "auto" },
-        (store, engine, profile) =>
-          loadDump(store, engine, {
-            fromDir,
-            expectProfile: profile,
-            progress: (tree, phase, n, total) =>
-              bar.update(
-                `load ${tree}: ${n}${total === undefined ? "" : ` of ${total}`} ${LOAD_PHASES[phase]}`,
-              ),
-          }),
-        { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
-      );
-      bar.done();
-      // A dump's claims journal joins this member's: what was signed before stays signed only so.
-      const imported = await mergeJournal(join(fromDir, "claims.journal"), storeDir(opts).journal);
-      print({ ...result, claims_imported: imported, duration_ms: Date.now() - started });
-    },
-  );
+  ).action(async (opts: LoadCliOptions) => {
+    if ((opts.from === undefined) === (opts.fromReference === undefined))
+      throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
+    if (opts.fromReference !== undefined) {
+      const { loadFromReference } = await import("./reference-commands.js");
+      print(await loadFromReference(opts.fromReference, opts));
+      return;
+    }
+    const fromDir = opts.from!;
+    const bar = progressLine();
+    const started = Date.now();
+    const result = await run(
+      opts,
+      { threads: "auto" },
+      (store, engine, profile) =>
+        loadDump(store, engine, {
+          fromDir,
+          expectProfile: profile,
+          progress: (tree, phase, n, total) =>
+            bar.update(
+              `load ${tree}: ${n}${total === undefined ? "" : ` of ${total}`} ${LOAD_PHASES[phase]}`,
+            ),
+        }),
+      { writeBufferSize: BULK_LOAD_WRITE_BUFFER },
+    );
+    bar.done();
+    // A dump's claims journal joins this member's: what was signed before stays signed only so.
+    const imported = await mergeJournal(join(fromDir, "claims.journal"), storeDir(opts).journal);
+    print({ ...result, claims_imported: imported, duration_ms: Date.now() - started });
+  });
 
   withStore(
     program

@@ -39,8 +39,13 @@ function run(args: string[], archive: string, what: string): Bzip2Process {
     child.once("error", (err) => reject(cannotRun(err)));
     child.once("close", (code, signal) => {
       if (code === 0) return resolve();
-      const why = stderr.trim().split("\n").filter(Boolean).pop() ?? `exit ${code ?? signal}`;
-      reject(new DacdError("BAD_INPUT", `${archive}: ${what} failed: ${why.replace(/^bzip2: /, "")}`));
+      // Its first line is the reason (the rest is advice about bzip2recover).
+      const why = stderr
+        .trim()
+        .split("\n")[0]
+        ?.replace(/^\S*bzip2: /, "")
+        .replace(/;$/, "");
+      reject(new DacdError("BAD_INPUT", `${archive}: ${what} failed: ${why || `exit ${code ?? signal}`}`));
     });
   });
   done.catch(() => undefined); // observed by the caller

@@ -2,6 +2,7 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { pipeline } from "node:stream/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { extract as tarExtract } from "tar-stream";
 import { DacdError } from "../errors.js";
 import { computeClaimHash } from "../signer/claim.js";
@@ -283,14 +284,26 @@ async function readArchive(
     await Promise.all([feeding, unpacking]);
     await bz.done;
   } catch (err) {
+    if (err instanceof DacdError) {
+      // A row, a file or bzip2 itself refused: that is the reason; stop reading.
+      bz.kill();
+      source.destroy();
+      await bz.done.catch(() => undefined);
+      throw err;
+    }
+    // The tar stream broke. A damaged archive breaks it too, and then bzip2's own word says more:
+    // give it a moment to exit with its reason before it is stopped.
+    const bzErr = await Promise.race([
+      bz.done.then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      ),
+      sleep(2000, undefined, { ref: false }),
+    ]);
     bz.kill();
     source.destroy();
-    // A damaged archive breaks the tar stream too: bzip2's own word says more.
-    await bz.done.catch((bzErr: unknown) => {
-      if (!(err instanceof DacdError && err.code === "BAD_INPUT" && !/tar|end of data/i.test(err.message)))
-        throw bzErr;
-    });
-    if (err instanceof DacdError) throw err;
+    await bz.done.catch(() => undefined);
+    if (bzErr && !/SIGTERM|SIGPIPE|broken pipe|I\/O or other error/i.test(bzErr.message)) throw bzErr;
     throw new DacdError(
       "BAD_INPUT",
       `${name}: not a tar archive of the reference member's state: ${(err as Error).message}`,

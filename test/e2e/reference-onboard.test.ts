@@ -106,6 +106,11 @@ describe("onboarding from the reference member's state archive", () => {
       });
       expect(result.roots).toEqual(v.state.roots);
 
+      // Every node of the imported trees is there and hashes right.
+      const check = dacd("check", "--config", setup.configPath, "--deep");
+      expect(check.code).toBe(0);
+      expect(JSON.parse(check.out)).toMatchObject({ ok: true, loaded_from_dump: [4] });
+
       // Loading again over the store is refused; the store is kept.
       const again = dacd(
         "load",

@@ -1,4 +1,4 @@
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -213,6 +213,13 @@ describe("a damaged reference state archive", () => {
     await Promise.all([out, bz.done]);
     await refusedLeavesNothing(notTar, /^nottar\.bz2: not a tar archive/);
     await refusedLeavesNothing(join(dir, "missing.bz2"), /cannot read the archive/);
+    // Cut short: bzip2's own reason, not the tar stream's.
+    const whole = await readFile(ARCHIVE);
+    await writeFile(join(dir, "cut.bz2"), whole.subarray(0, whole.length >> 1));
+    await refusedLeavesNothing(
+      join(dir, "cut.bz2"),
+      /^cut\.bz2: bzip2 decompression failed: .*(ends unexpectedly|integrity)/i,
+    );
   });
 });
 
