@@ -82,7 +82,8 @@ beforeAll(async () => {
   api = daemon.escapeApi!.url;
   work = await mkdtemp(join(tmpdir(), "dacd-escape-api-"));
   cleanups.push(() => rm(work, { recursive: true, force: true }));
-  await waitFor(() => gw.accepted.length === 2, 60_000, "two batches signed");
+  // The gateway counts a signature before the daemon stores its acceptance: wait for the cursor.
+  await waitFor(() => daemon.member.state.nextBatchId === 2, 60_000, "two batches signed");
 }, 120_000);
 
 afterAll(async () => {
@@ -210,7 +211,7 @@ describe("escape API", () => {
     }
     gw.available = 4;
     await waitFor(
-      () => gw.accepted.length === 4,
+      () => daemon.member.state.nextBatchId === 4,
       60_000,
       "batches 2 and 3 signed beside 2,000 idle connections",
     );

@@ -77,7 +77,8 @@ describe.each([
 ] as const)("escape commands through the running daemon (%s)", (chain, tree, file) => {
   it("proof, dump and check --deep answer through the socket and equal a stopped copy's", async () => {
     const m = await signingMember(chain, 3);
-    await waitFor(() => m.gw.accepted.length === 3, 60_000, "three batches signed");
+    // The gateway counts a signature before the daemon stores its acceptance: wait for the cursor.
+    await waitFor(() => m.daemon.member.state.nextBatchId === 3, 60_000, "three batches signed");
     const cfg = ["--config", m.configPath];
     const work = await mkdtemp(join(tmpdir(), "dacd-escape-daemon-"));
     cleanups.push(() => rm(work, { recursive: true, force: true }));
@@ -87,7 +88,11 @@ describe.each([
     const during = await dacdAsync(["dump", ...cfg, "--out", join(work, "during"), "--batch", "2"]);
     expect(during.err).toBe("");
     expect(during.code).toBe(0);
-    await waitFor(() => m.gw.accepted.length === m.expected.batches.length, 60_000, "all signed");
+    await waitFor(
+      () => m.daemon.member.state.nextBatchId === m.expected.batches.length,
+      60_000,
+      "all signed",
+    );
     const last = m.expected.batches.at(-1)!.batch_id;
 
     const live = {
