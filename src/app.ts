@@ -1,7 +1,5 @@
-import { access, constants, mkdir, statfs } from "node:fs/promises";
 import type { Server } from "node:http";
 import { buildInfo } from "./build-info.js";
-import { dirname, resolve } from "node:path";
 import type { Config } from "./config/config.js";
 import { startEscapeApi, type EscapeApi } from "./api/escape-api.js";
 import { escapeRoutes } from "./control/escape-routes.js";
@@ -26,6 +24,7 @@ import { createSigner } from "./signer/create-signer.js";
 import { loadPrivateKey } from "./signer/key-file.js";
 import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
+import { ensureLocalDir } from "./storage/local-dir.js";
 import { openMemberJournal } from "./storage/member-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
 import type { HashEngine } from "./verifier/hash/engine.js";
@@ -326,49 +325,12 @@ function mergeEvents(a: MemberEvents, b: MemberEvents | undefined): MemberEvents
   };
 }
 
-/** Pseudo file systems on which a store can never live (statfs f_type). */
-const PSEUDO_FS: Record<number, string> = { 0x9fa0: "procfs", 0x62656572: "sysfs", 0x1cd1: "devpts" };
-
 /** Creates data_dir if needed and checks it is a writable directory on a real file system, in bounded time. */
-async function ensureDataDir(dir: string, timeoutMs = 10_000): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`no answer from the file system within ${timeoutMs / 1000} s`)),
-      timeoutMs,
-    );
-  });
+async function ensureDataDir(dir: string): Promise<void> {
   try {
-    await Promise.race([
-      (async () => {
-        // Looked at before mkdir: a recursive mkdir under /proc never returns.
-        const fsAbove = PSEUDO_FS[(await statfs(await nearestExisting(dir))).type];
-        if (fsAbove) throw new Error(`it is on ${fsAbove}, not on a disk`);
-        await mkdir(dir, { recursive: true, mode: 0o700 });
-        const fs = PSEUDO_FS[(await statfs(dir)).type];
-        if (fs) throw new Error(`it is on ${fs}, not on a disk`);
-        await access(dir, constants.W_OK);
-      })(),
-      timeout,
-    ]);
+    await ensureLocalDir(dir);
   } catch (err) {
     throw new DacdError("CONFIG", `data_dir ${dir} is not a writable directory: ${(err as Error).message}`);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** `dir` or its nearest ancestor that exists. */
-async function nearestExisting(dir: string): Promise<string> {
-  for (let d = resolve(dir); ; d = dirname(d)) {
-    if (
-      await access(d).then(
-        () => true,
-        () => false,
-      )
-    )
-      return d;
-    if (dirname(d) === d) return d;
   }
 }
 

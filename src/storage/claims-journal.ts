@@ -12,11 +12,12 @@
  * journal is refused then, since the batch id it held is unknown.
  */
 import { constants } from "node:fs";
-import { mkdir, open, readFile, type FileHandle } from "node:fs/promises";
+import { open, readFile, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { crc32 } from "node:zlib";
 import { DacdError } from "../errors.js";
 import type { PostedSignature } from "../signer/signer.js";
+import { ensureLocalDir } from "./local-dir.js";
 
 export interface JournalEntry {
   readonly batch_id: number;
@@ -76,7 +77,7 @@ export class ClaimsJournal implements ClaimsGuard {
     }
     if (text === undefined) {
       try {
-        await mkdir(dir, { recursive: true, mode: 0o700 });
+        await ensureLocalDir(dir);
         const created = await open(path, constants.O_CREAT | constants.O_WRONLY | constants.O_EXCL, 0o600);
         await created.sync();
         await created.close();

@@ -4,7 +4,7 @@
  * switches the chain kind.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkfifo } from "./mkfifo.js";
+import { mkfifo } from "../helpers/mkfifo.js";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
