@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { escapeRoutes } from "../src/control/escape-routes.js";
 import { startControlServer } from "../src/control/server.js";
 import type { LevelStore } from "../src/storage/level-store.js";
-import type { HashEngine } from "../src/verifier/hash/engine.js";
+import type { HashEngine } from "../src/hash/engine.js";
 
 /**
  * `--only dump-beside`: the W-spot batches alternate between alone and with a full `dacd dump`

@@ -22,12 +22,12 @@ import { computeClaimHash } from "../src/signer/claim.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore } from "../src/storage/level-store.js";
 import { bigintToBytes32, toHex0x, toHex64 } from "../src/util/bytes.js";
-import { buildMerkle } from "../src/verifier/bulk-build.js";
-import { emptyRoots } from "../src/verifier/compute-roots.js";
-import { createEngine } from "../src/verifier/hash/select.js";
-import { hashLeaves } from "../src/verifier/leaves.js";
-import { makeProfile } from "../src/verifier/profile.js";
-import type { VaultLeaf } from "../src/wire/types.js";
+import { buildMerkle } from "../src/trees/bulk-build.js";
+import { emptyRoots } from "../src/trees/compute-roots.js";
+import { createEngine } from "../src/hash/select.js";
+import { hashLeaves } from "../src/trees/leaves.js";
+import { makeProfile } from "../src/model/profile.js";
+import type { VaultLeaf } from "../src/model/state-update.js";
 
 const self = fileURLToPath(import.meta.url);
 const profile = makeProfile("spot-v4.0");

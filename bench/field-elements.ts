@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { isBelowPrime } from "../src/verifier/hash/engine.js";
+import { isBelowPrime } from "../src/model/field.js";
 
 /**
  * n deterministic field elements below p, packed 32 bytes each: SHA-256 in counter mode with the

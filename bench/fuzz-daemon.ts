@@ -20,9 +20,9 @@ import { Member } from "../src/poller/member.js";
 import { createSigner } from "../src/signer/create-signer.js";
 import { ClaimsJournal } from "../src/storage/claims-journal.js";
 import { LevelStore } from "../src/storage/level-store.js";
-import { createEngine } from "../src/verifier/hash/select.js";
-import { makeProfile } from "../src/verifier/profile.js";
-import { bindVerifyContext } from "../src/verifier/verify-batch.js";
+import { createEngine } from "../src/hash/select.js";
+import { makeProfile } from "../src/model/profile.js";
+import { bindVerifyContext } from "../src/pipeline/verify-batch.js";
 
 export interface FuzzFigures {
   seed: number;

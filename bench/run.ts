@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import type { LevelTuning } from "../src/storage/level-store.js";
-import { loadNativeAddon } from "../src/verifier/hash/native-engine.js";
-import { createEngine } from "../src/verifier/hash/select.js";
-import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
-import { DEFAULT_CACHE_LEVELS } from "../src/verifier/node-cache.js";
+import { loadNativeAddon } from "../src/hash/native-engine.js";
+import { createEngine } from "../src/hash/select.js";
+import { WasmEngine } from "../src/hash/wasm-engine.js";
+import { DEFAULT_CACHE_LEVELS } from "../src/trees/node-cache.js";
 import { join } from "node:path";
 import { dumpBeside, median } from "./dump-beside.js";
 import { benchEngines } from "./engines.js";

@@ -10,8 +10,8 @@ import { Prefix } from "../src/storage/keys.js";
 import { LevelStore, type LevelTuning, type PendingCommit } from "../src/storage/level-store.js";
 import { toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
-import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/bulk-build.js";
-import { computeRoots, emptyRoots, type Roots } from "../src/verifier/compute-roots.js";
+import { buildMerkle, buildPatricia, type NodeSink } from "../src/trees/bulk-build.js";
+import { computeRoots, emptyRoots, type Roots } from "../src/trees/compute-roots.js";
 import {
   chainHashes,
   climbChains,
@@ -19,22 +19,16 @@ import {
   type ChainClimb,
   type ClimbedChains,
   type HashEngine,
-} from "../src/verifier/hash/engine.js";
-import { encodeLeafRecord, hashLeaves } from "../src/verifier/leaves.js";
-import {
-  keptTrees,
-  makeProfile,
-  type Profile,
-  type TreeName,
-  type TreeSpec,
-} from "../src/verifier/profile.js";
-import { TopNodeCache } from "../src/verifier/node-cache.js";
-import type { NodeWrite } from "../src/verifier/node-source.js";
-import { NodeWrites } from "../src/verifier/node-writes.js";
-import { PackedIds } from "../src/verifier/packed-ids.js";
-import { warmTopNodes } from "../src/verifier/warm-cache.js";
-import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
-import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/wire/types.js";
+} from "../src/hash/engine.js";
+import { encodeLeafRecord, hashLeaves } from "../src/trees/leaves.js";
+import { keptTrees, makeProfile, type Profile, type TreeName, type TreeSpec } from "../src/model/profile.js";
+import { TopNodeCache } from "../src/trees/node-cache.js";
+import type { NodeWrite } from "../src/trees/node-source.js";
+import { NodeWrites } from "../src/trees/node-writes.js";
+import { PackedIds } from "../src/trees/packed-ids.js";
+import { warmTopNodes } from "../src/pipeline/warm-cache.js";
+import { verifyParsedAndStore, type VerifyContext } from "../src/pipeline/verify-batch.js";
+import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/model/state-update.js";
 
 /**
  * The W-spot and W-perp workloads of the performance issue: a large initial state built bottom-up,
@@ -326,7 +320,7 @@ const median = (xs: number[]): number => {
 };
 
 /**
- * Another build's `computeRoots` and `verifyParsedAndStore` (its `dist/src/verifier` modules), to
+ * Another build's `computeRoots` and `verifyParsedAndStore` (its `dist/src/trees` and `dist/src/pipeline` modules), to
  * compare two versions of the verifier in one process: batches alternate between the builds on
  * the same store, so that both meet the same state of the machine, whose speed drifts by ±25%
  * within minutes. The engine, the store and the top-level cache are this build's for both.
@@ -338,10 +332,10 @@ export interface AltVerifier {
 
 /** Imports the verifier of the build whose `dist` directory is `distDir`. */
 export async function loadAltVerifier(distDir: string): Promise<AltVerifier> {
-  const url = (file: string): string => pathToFileURL(join(resolve(distDir), "src/verifier", file)).href;
+  const url = (file: string): string => pathToFileURL(join(resolve(distDir), "src", file)).href;
   const [roots, verify] = await Promise.all([
-    import(url("compute-roots.js")) as Promise<{ computeRoots: typeof computeRoots }>,
-    import(url("verify-batch.js")) as Promise<{ verifyParsedAndStore: typeof verifyParsedAndStore }>,
+    import(url("trees/compute-roots.js")) as Promise<{ computeRoots: typeof computeRoots }>,
+    import(url("pipeline/verify-batch.js")) as Promise<{ verifyParsedAndStore: typeof verifyParsedAndStore }>,
   ]);
   return { computeRoots: roots.computeRoots, verifyParsedAndStore: verify.verifyParsedAndStore };
 }

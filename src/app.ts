@@ -7,17 +7,17 @@ import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
 import { showBatch, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
-import { escapeJobs } from "./ops/escape-jobs.js";
+import { escapeJobs } from "./service/maintenance-jobs.js";
 import { checkImportedStore } from "./escape/reference-store.js";
-import { listenOpsServer, type OpsListener } from "./ops/http-server.js";
-import { DACD_VERSION, DacdMetrics, type MetricsState } from "./ops/metrics.js";
+import { listenOpsServer, type OpsListener } from "./service/http-server.js";
+import { DACD_VERSION, DacdMetrics, type MetricsState } from "./service/metrics.js";
 import {
   memberMetricsState,
   startOperations,
   validateSchedules,
   type JobImplementations,
   type Operations,
-} from "./ops/operations.js";
+} from "./service/operations.js";
 import { AvailabilityGateway, FeederGateway, type HttpClientOptions } from "./poller/gateway-client.js";
 import { Member, type MemberEvents } from "./poller/member.js";
 import { createSigner } from "./signer/create-signer.js";
@@ -27,13 +27,13 @@ import { LevelStore } from "./storage/level-store.js";
 import { ensureLocalDir } from "./storage/local-dir.js";
 import { openMemberJournal } from "./storage/member-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
-import type { HashEngine } from "./verifier/hash/engine.js";
-import { treeWalkName } from "./verifier/tree-walk.js";
-import { createEngine } from "./verifier/hash/select.js";
-import { keptTrees, makeProfile, type Profile } from "./verifier/profile.js";
-import { TopNodeCache } from "./verifier/node-cache.js";
-import { warmTopNodes } from "./verifier/warm-cache.js";
-import { bindVerifyContext } from "./verifier/verify-batch.js";
+import type { HashEngine } from "./hash/engine.js";
+import { treeWalkName } from "./trees/tree-walk.js";
+import { createEngine } from "./hash/select.js";
+import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
+import { TopNodeCache } from "./trees/node-cache.js";
+import { warmTopNodes } from "./pipeline/warm-cache.js";
+import { bindVerifyContext } from "./pipeline/verify-batch.js";
 
 /**
  * The one place where dacd's parts are created and wired together for `dacd run`. Everything that

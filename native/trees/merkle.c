@@ -1,5 +1,5 @@
 /*
- * Merkle tree update in native code (merkle.h). The algorithm is src/verifier/merkle.ts's, pass for
+ * Merkle tree update in native code (merkle.h). The algorithm is src/trees/merkle.ts's, pass for
  * pass; read that file's comments for why it is shaped so. In short:
  *
  * - The changed paths are, per height, the nodes above changed leaves, each given by its first leaf

@@ -1,7 +1,7 @@
 /*
- * One update of a fixed-height Merkle tree with edge records (src/verifier/merkle-edge.ts) in
+ * One update of a fixed-height Merkle tree with edge records (src/trees/merkle-edge.ts) in
  * native code: the old paths read top-down, then the new paths built bottom-up. The same algorithm
- * as src/verifier/merkle.ts, which stays as the fallback and the reference.
+ * as src/trees/merkle.ts, which stays as the fallback and the reference.
  *
  * It touches public data only (tree nodes and leaf hashes) and does no hashing itself: the caller
  * reads the records it asks for (mt_step / mt_supply), climbs the lone leaves' chains with its

@@ -1,5 +1,5 @@
 /*
- * Patricia-Merkle tree update in native code (patricia.h). The walk is src/verifier/patricia.ts's,
+ * Patricia-Merkle tree update in native code (patricia.h). The walk is src/trees/patricia.ts's,
  * step for step: where every change follows the same path for k levels (through an edge or an empty
  * subtree) it jumps those levels at once; an edge is never hashed at the lengths it passes through.
  *

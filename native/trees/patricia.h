@@ -1,7 +1,7 @@
 /*
  * One update of a Patricia-Merkle tree (committee-algorithms §3) in native code: the walk down the
  * changed paths, the new nodes it makes, and their order for hashing. The same algorithm as
- * src/verifier/patricia.ts, which stays as the fallback and the reference.
+ * src/trees/patricia.ts, which stays as the fallback and the reference.
  *
  * It touches public data only (tree nodes and leaf hashes) and does no hashing itself: the caller
  * reads the records it asks for (pt_step / pt_supply) and hashes each rank of new nodes with its

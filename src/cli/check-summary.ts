@@ -1,4 +1,4 @@
-import type { CheckReport } from "../escape/check.js";
+import type { CheckReport } from "../maintenance/integrity-check.js";
 import { idRanges } from "./output.js";
 
 /** Problems listed on a terminal; the JSON (--json) has up to 100. */

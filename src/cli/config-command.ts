@@ -2,8 +2,8 @@ import type { Command } from "commander";
 import { stringify } from "yaml";
 import type { Config } from "../config/config.js";
 import { DacdError } from "../errors.js";
-import { escapeJobs } from "../ops/escape-jobs.js";
-import { validateSchedules } from "../ops/operations.js";
+import { escapeJobs } from "../service/maintenance-jobs.js";
+import { validateSchedules } from "../service/operations.js";
 import { loadPrivateKey } from "../signer/key-file.js";
 import { CONFIG_HELP, configPathOf, loadConfigFor } from "./config-path.js";
 

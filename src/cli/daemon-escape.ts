@@ -3,7 +3,7 @@ import { askDaemon, streamFromDaemon } from "../control/client.js";
 import { framesToSink } from "../control/escape-routes.js";
 import { Frame, frameJson } from "../control/frames.js";
 import { DacdError } from "../errors.js";
-import type { CheckReport } from "../escape/check.js";
+import type { CheckReport } from "../maintenance/integrity-check.js";
 import { directorySink, type DumpSink } from "../escape/dump.js";
 import type { Manifest } from "../escape/formats.js";
 import type { Proof } from "../escape/proof.js";

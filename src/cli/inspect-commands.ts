@@ -3,7 +3,7 @@ import { askDaemon } from "../control/client.js";
 import { DacdError } from "../errors.js";
 import { showBatch, showLeaf, storeStatus } from "../inspect/inspect.js";
 import { LevelStore } from "../storage/level-store.js";
-import { createEngine } from "../verifier/hash/select.js";
+import { createEngine } from "../hash/select.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
 import { printJson, snakeKeys, wantsJson } from "./output.js";
 import { statusSummary } from "./status-summary.js";

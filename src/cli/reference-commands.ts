@@ -1,8 +1,8 @@
 import { loadConfig } from "../config/config.js";
 import { DacdError } from "../errors.js";
 import { importReference, type ReferenceProgress } from "../escape/reference-load.js";
-import { createEngine } from "../verifier/hash/select.js";
-import { isProfileName, type Heights } from "../verifier/profile.js";
+import { createEngine } from "../hash/select.js";
+import { isProfileName, type Heights } from "../model/profile.js";
 
 /**
  * `dacd load --from-reference` and `dacd dump --format reference`: the reference member's state

@@ -4,10 +4,10 @@ import { DacdError, isDacdError } from "../errors.js";
 import { createSigner } from "../signer/create-signer.js";
 import { loadPrivateKey } from "../signer/key-file.js";
 import { LevelStore } from "../storage/level-store.js";
-import { createEngine } from "../verifier/hash/select.js";
-import { isProfileName, makeProfile } from "../verifier/profile.js";
-import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../verifier/node-cache.js";
-import { bindVerifyContext, verifyAndStoreBatch } from "../verifier/verify-batch.js";
+import { createEngine } from "../hash/select.js";
+import { isProfileName, makeProfile } from "../model/profile.js";
+import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../trees/node-cache.js";
+import { bindVerifyContext, verifyAndStoreBatch } from "../pipeline/verify-batch.js";
 
 interface ReplayOptions {
   profile: string;

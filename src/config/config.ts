@@ -20,7 +20,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { validate as validateCron } from "node-cron";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import { DacdError } from "../errors.js";
-import { DEFAULT_HEIGHTS } from "../verifier/profile.js";
+import { DEFAULT_HEIGHTS } from "../model/profile.js";
 import {
   REFERENCE_ENV,
   SCHEMA,

@@ -25,8 +25,9 @@
  *   escape_api_max_concurrency → escapeApiMaxConcurrency
  */
 
-import { DEFAULT_CACHE_LEVELS } from "../verifier/node-cache.js";
-import { PROFILE_NAMES, type Heights, type ProfileName } from "../verifier/profile.js";
+import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
+import { HASH_ENGINES } from "../model/engines.js";
+import { PROFILE_NAMES, type Heights, type ProfileName } from "../model/profile.js";
 
 /**
  * Default cap on one gateway answer. The largest plausible batch: StarkEx batches are bounded by
@@ -41,7 +42,7 @@ export const PROFILES = PROFILE_NAMES;
 export type Profile = ProfileName;
 export type { Heights };
 
-export const HASH_ENGINES = ["auto", "native", "wasm", "js"] as const;
+export { HASH_ENGINES };
 
 /** active: post every signature; shadow: verify, store and sign, never post (docs/operations.md). */
 export const MODES = ["active", "shadow"] as const;

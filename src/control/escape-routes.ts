@@ -1,10 +1,10 @@
 import { DacdError } from "../errors.js";
-import { checkStore } from "../escape/check.js";
+import { checkStore } from "../maintenance/integrity-check.js";
 import { dumpStore, type DumpSink } from "../escape/dump.js";
 import { makeProof } from "../escape/proof.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { withSnapshot } from "../storage/snapshot.js";
-import type { HashEngine } from "../verifier/hash/engine.js";
+import type { HashEngine } from "../hash/engine.js";
 import { Frame, type DecodedFrame } from "./frames.js";
 import type { ControlHandler, StreamRoute } from "./server.js";
 import type { ControlStream, FrameOut } from "./stream-server.js";

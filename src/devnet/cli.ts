@@ -1,7 +1,7 @@
 /** `dacd devnet`: runs the local operator until SIGINT/SIGTERM (docs/devnet.md). */
 import { InvalidArgumentError, type Command } from "commander";
 import { startDevnet, type DevnetOptions } from "./main.js";
-import { isProfileName } from "../verifier/profile.js";
+import { isProfileName } from "../model/profile.js";
 import { DacdError } from "../errors.js";
 
 interface CliOptions {

@@ -2,7 +2,7 @@ import { DacdError } from "../errors.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32 } from "../util/bytes.js";
-import type { TreeSpec } from "../verifier/profile.js";
+import type { TreeSpec } from "../model/profile.js";
 
 /**
  * What the escape commands share: which batch a command reads, and the prune marker.

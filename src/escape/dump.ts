@@ -7,11 +7,11 @@ import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { bytesEqual, toHex64 } from "../util/bytes.js";
-import { emptyRoot } from "../verifier/compute-roots.js";
-import type { HashEngine } from "../verifier/hash/engine.js";
-import { decodeLeafRecord } from "../verifier/leaves.js";
-import type { TreeSpec } from "../verifier/profile.js";
-import type { Leaf } from "../wire/types.js";
+import { emptyRoot } from "../trees/compute-roots.js";
+import type { HashEngine } from "../hash/engine.js";
+import { decodeLeafRecord } from "../trees/leaves.js";
+import type { TreeSpec } from "../model/profile.js";
+import type { Leaf } from "../model/state-update.js";
 import { resolveBatch, rootOf } from "./common.js";
 import {
   CSV_HEADERS,
@@ -21,7 +21,7 @@ import {
   type Manifest,
   type ManifestTree,
 } from "./formats.js";
-import { walkLeaves } from "./walk.js";
+import { walkLeaves } from "../trees/walk-leaves.js";
 
 export interface DumpOptions {
   /** Where the files go: a directory (created; must be empty)… */

@@ -1,7 +1,7 @@
 import { DacdError } from "../errors.js";
-import { FIELD_PRIME } from "../verifier/hash/engine.js";
-import type { LeafKind, TreeName } from "../verifier/profile.js";
-import type { Leaf, PositionLeaf, VaultLeaf } from "../wire/types.js";
+import { FIELD_PRIME } from "../model/field.js";
+import type { LeafKind, TreeName } from "../model/profile.js";
+import type { Leaf, PositionLeaf, VaultLeaf } from "../model/state-update.js";
 
 /**
  * Dump file formats (docs/escape.md). CSV for vaults and orders, JSON lines for positions; ids in

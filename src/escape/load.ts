@@ -10,13 +10,13 @@ import { BULK_SPILL_DIR, BulkWriter } from "../storage/bulk-writer.js";
 import { batchKey, metaKey, Prefix } from "../storage/keys.js";
 import { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
-import { buildMerkle, buildPatricia, type NodeSink } from "../verifier/bulk-build.js";
-import { emptyRoots, type Roots } from "../verifier/compute-roots.js";
-import type { HashEngine } from "../verifier/hash/engine.js";
-import type { NodeWrite } from "../verifier/node-source.js";
-import { hashAndEncodeLeaves } from "../verifier/leaves.js";
-import { isProfileName, keptTrees, makeProfile, type TreeName, type TreeSpec } from "../verifier/profile.js";
-import type { Leaf } from "../wire/types.js";
+import { buildMerkle, buildPatricia, type NodeSink } from "../trees/bulk-build.js";
+import { emptyRoots, type Roots } from "../trees/compute-roots.js";
+import type { HashEngine } from "../hash/engine.js";
+import type { NodeWrite } from "../trees/node-source.js";
+import { hashAndEncodeLeaves } from "../trees/leaves.js";
+import { isProfileName, keptTrees, makeProfile, type TreeName, type TreeSpec } from "../model/profile.js";
+import type { Leaf } from "../model/state-update.js";
 import type { LoadedBatchRecord } from "./common.js";
 import {
   CSV_HEADERS,

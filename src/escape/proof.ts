@@ -2,9 +2,9 @@ import { DacdError } from "../errors.js";
 import { leafFromHash, leafToJson, resolveTree } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { addSmall, bigintToBytes32, bytesEqual, hexToBytes32, toHex64 } from "../util/bytes.js";
-import { emptyRoots } from "../verifier/compute-roots.js";
-import type { HashEngine } from "../verifier/hash/engine.js";
-import { hashLeaves, hashPairs } from "../verifier/leaves.js";
+import { emptyRoots } from "../trees/compute-roots.js";
+import type { HashEngine } from "../hash/engine.js";
+import { hashLeaves, hashPairs } from "../trees/leaves.js";
 import {
   isProfileName,
   makeProfile,
@@ -12,9 +12,9 @@ import {
   type ProfileName,
   type TreeKind,
   type TreeName,
-} from "../verifier/profile.js";
-import { readLeaf } from "../verifier/read-leaf.js";
-import type { Leaf, VaultLeaf } from "../wire/types.js";
+} from "../model/profile.js";
+import { readLeaf } from "../trees/read-leaf.js";
+import type { Leaf, VaultLeaf } from "../model/state-update.js";
 import { resolveBatch, rootOf } from "./common.js";
 import { parseLeafLine } from "./formats.js";
 

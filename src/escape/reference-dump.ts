@@ -6,12 +6,12 @@ import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { bytesEqual, toHex64, writeBigint32, ZERO32 } from "../util/bytes.js";
-import { buildMerkle, buildPatricia } from "../verifier/bulk-build.js";
-import { emptyRoot, emptyRoots } from "../verifier/compute-roots.js";
-import type { HashEngine } from "../verifier/hash/engine.js";
-import { decodeLeafRecord } from "../verifier/leaves.js";
-import type { TreeSpec } from "../verifier/profile.js";
-import type { VaultLeaf } from "../wire/types.js";
+import { buildMerkle, buildPatricia } from "../trees/bulk-build.js";
+import { emptyRoot, emptyRoots } from "../trees/compute-roots.js";
+import type { HashEngine } from "../hash/engine.js";
+import { decodeLeafRecord } from "../trees/leaves.js";
+import type { TreeSpec } from "../model/profile.js";
+import type { VaultLeaf } from "../model/state-update.js";
 import { resolveBatch, rootOf } from "./common.js";
 import { writeArchive, type ArchiveEntry } from "./reference-archive.js";
 import {
@@ -22,7 +22,7 @@ import {
   VAULTS_FILE,
   type ReferenceInfo,
 } from "./reference-format.js";
-import { walkLeaves } from "./walk.js";
+import { walkLeaves } from "../trees/walk-leaves.js";
 
 export interface ReferenceDumpOptions {
   readonly out: string;

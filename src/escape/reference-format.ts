@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { FIELD_PRIME } from "../verifier/hash/engine.js";
+import { FIELD_PRIME } from "../model/field.js";
 
 /**
  * The reference member's state archive (what its `dump_state` writes and `load_state` reads): a

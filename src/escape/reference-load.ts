@@ -11,19 +11,13 @@ import { BULK_LOAD_WRITE_BUFFER, BULK_SPILL_DIR, BulkWriter } from "../storage/b
 import { batchKey, metaKey, Prefix } from "../storage/keys.js";
 import { LevelStore } from "../storage/level-store.js";
 import { bytesEqual, hexToBytes32, toHex0x, toHex64, writeBigint32, ZERO32 } from "../util/bytes.js";
-import { buildMerkle, buildPatricia, type NodeSink } from "../verifier/bulk-build.js";
-import { emptyRoots, type Roots } from "../verifier/compute-roots.js";
-import type { HashEngine } from "../verifier/hash/engine.js";
-import { hashAndEncodeLeaves } from "../verifier/leaves.js";
-import type { NodeWrite } from "../verifier/node-source.js";
-import {
-  keptHeights,
-  makeProfile,
-  type Heights,
-  type Profile,
-  type ProfileName,
-} from "../verifier/profile.js";
-import type { VaultLeaf } from "../wire/types.js";
+import { buildMerkle, buildPatricia, type NodeSink } from "../trees/bulk-build.js";
+import { emptyRoots, type Roots } from "../trees/compute-roots.js";
+import type { HashEngine } from "../hash/engine.js";
+import { hashAndEncodeLeaves } from "../trees/leaves.js";
+import type { NodeWrite } from "../trees/node-source.js";
+import { keptHeights, makeProfile, type Heights, type Profile, type ProfileName } from "../model/profile.js";
+import type { VaultLeaf } from "../model/state-update.js";
 import { bunzip2 } from "./bzip2.js";
 import type { LoadedBatchRecord } from "./common.js";
 import {

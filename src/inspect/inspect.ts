@@ -2,8 +2,8 @@ import { DacdError } from "../errors.js";
 import type { BatchRecord, Cursor } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex64 } from "../util/bytes.js";
-import type { HashEngine } from "../verifier/hash/engine.js";
-import { decodeLeafRecord, emptyLeaf } from "../verifier/leaves.js";
+import type { HashEngine } from "../hash/engine.js";
+import { decodeLeafRecord, emptyLeaf } from "../trees/leaves.js";
 import {
   isProfileName,
   keptTrees,
@@ -11,9 +11,9 @@ import {
   type Profile,
   type TreeName,
   type TreeSpec,
-} from "../verifier/profile.js";
-import { readLeaf } from "../verifier/read-leaf.js";
-import type { Leaf, PositionLeaf, VaultLeaf } from "../wire/types.js";
+} from "../model/profile.js";
+import { readLeaf } from "../trees/read-leaf.js";
+import type { Leaf, PositionLeaf, VaultLeaf } from "../model/state-update.js";
 
 /**
  * Read-only views of a store, shared by the CLI (store opened directly) and the running daemon

@@ -7,7 +7,7 @@ import {
   verifyAndStoreBatch,
   type VerifyContext,
   type VerifyDetail,
-} from "../verifier/verify-batch.js";
+} from "../pipeline/verify-batch.js";
 import type { AvailabilityGateway, FeederGateway } from "./gateway-client.js";
 import { sleep } from "./retry.js";
 import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";

@@ -1,7 +1,7 @@
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import { bigintToBytes32, concatBytes } from "../util/bytes.js";
-import type { Roots } from "../verifier/compute-roots.js";
-import type { Profile } from "../verifier/profile.js";
+import type { Roots } from "../trees/compute-roots.js";
+import type { Profile } from "../model/profile.js";
 
 /**
  * The availability claim (committee-algorithms §5.6): keccak256 of Solidity's packed encoding of

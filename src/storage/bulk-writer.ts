@@ -1,10 +1,11 @@
 import { mkdir, open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { ClassicLevel } from "classic-level";
-import type { NodeWrite } from "../verifier/node-source.js";
+import type { NodeWrite } from "../trees/node-source.js";
 import { copy32 } from "../util/bytes.js";
 import { exactKeyOrder } from "./keys.js";
-import { putInOrder, rawPut, type PackedRecords } from "./sorted-puts.js";
+import type { PackedRecords } from "../trees/node-source.js";
+import { putInOrder, rawPut } from "./sorted-puts.js";
 
 type Db = ClassicLevel<Uint8Array, Uint8Array>;
 

@@ -1,6 +1,7 @@
 import type { ClassicLevel } from "classic-level";
 import { copy32 } from "../util/bytes.js";
-import type { NodeWrites } from "../verifier/node-writes.js";
+import type { PackedRecords } from "../trees/node-source.js";
+import type { NodeWrites } from "../trees/node-writes.js";
 import { keyOrder } from "./keys.js";
 
 type ChainedBatch = ReturnType<ClassicLevel<Uint8Array, Uint8Array>["batch"]>;
@@ -26,18 +27,6 @@ export function rawPut(batch: ChainedBatch): (key: Uint8Array, value: Uint8Array
       counted = true;
     }
   };
-}
-
-/**
- * Records laid out flat: record i is `records[from[i], to[i])`, stored under the hash at
- * `hashes[32i, 32i + 32)`.
- */
-export interface PackedRecords {
-  readonly hashes: Uint8Array;
-  /** A plain Uint8Array: a Buffer's subarray would construct a Buffer per record. */
-  readonly records: Uint8Array;
-  readonly from: Uint32Array;
-  readonly to: Uint32Array;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { badInput } from "../errors.js";
-import { FIELD_PRIME } from "../verifier/hash/engine.js";
+import { FIELD_PRIME } from "../model/field.js";
 
 /**
  * Field readers for gateway JSON. Each takes the batch id and a dotted path so that every refusal

@@ -1,4 +1,4 @@
-import type { Profile, TreeName, TreeSpec } from "../verifier/profile.js";
+import type { Profile, TreeName, TreeSpec } from "../model/profile.js";
 import {
   type At,
   child,
@@ -12,7 +12,14 @@ import {
   readRoot,
   required,
 } from "./fields.js";
-import type { LeafChanges, OrderLeaf, PositionAsset, PositionLeaf, StateUpdate, VaultLeaf } from "./types.js";
+import type {
+  LeafChanges,
+  OrderLeaf,
+  PositionAsset,
+  PositionLeaf,
+  StateUpdate,
+  VaultLeaf,
+} from "../model/state-update.js";
 
 /** What the member asked for, which decides which parts of the update must be present. */
 export interface ParseOptions {

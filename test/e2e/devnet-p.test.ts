@@ -4,10 +4,10 @@ import { approvalBody, get, post } from "../../src/devnet/client.js";
 import type { Batch } from "../../src/devnet/batcher.js";
 import { EthSigner } from "../../src/signer/eth-signer.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
-import { computeRoots, type Roots } from "../../src/verifier/compute-roots.js";
+import { computeRoots, type Roots } from "../../src/trees/compute-roots.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
-import { keptTrees } from "../../src/verifier/profile.js";
+import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { keptTrees } from "../../src/model/profile.js";
 import { toHex64 } from "../../src/util/bytes.js";
 
 const signer = new EthSigner(new Uint8Array(32).fill(7));

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startDaemon, type Daemon } from "../../src/app.js";
 import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging.js";
-import { readiness } from "../../src/ops/health.js";
+import { readiness } from "../../src/service/health.js";
 import { memberSetup, waitFor } from "../helpers/daemon.js";
 import { VectorGateway } from "../helpers/vector-gateway.js";
 import { loadChain } from "../helpers/vectors.js";

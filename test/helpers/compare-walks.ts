@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 import { bigintToBytes32 } from "../../src/util/bytes.js";
-import type { NodeWrites } from "../../src/verifier/node-writes.js";
+import type { NodeWrites } from "../../src/trees/node-writes.js";
 import { hex, RecordingStore } from "./recording-store.js";
 
 export type Walk = "js" | "native";

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { backupStore } from "../../src/ops/backup.js";
+import { backupStore } from "../../src/service/backup.js";
 import { ClaimsJournal } from "../../src/storage/claims-journal.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 

@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DacdError } from "../../src/errors.js";
 import { EthSigner } from "../../src/signer/eth-signer.js";
 import { LevelStore } from "../../src/storage/level-store.js";
-import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
-import { makeProfile } from "../../src/verifier/profile.js";
-import { verifyAndStoreBatch, type VerifyContext } from "../../src/verifier/verify-batch.js";
+import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { makeProfile } from "../../src/model/profile.js";
+import { verifyAndStoreBatch, type VerifyContext } from "../../src/pipeline/verify-batch.js";
 import { updateOf } from "../../src/cli/replay.js";
 import { loadChain, privateKeyBytes } from "../helpers/vectors.js";
 

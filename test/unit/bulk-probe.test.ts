@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { prng } from "../../src/util/prng.js";
 import { bigintToBytes32, bytesToBigint } from "../../src/util/bytes.js";
-import { buildMerkle, buildPatricia } from "../../src/verifier/bulk-build.js";
-import { emptyRoots } from "../../src/verifier/compute-roots.js";
+import { buildMerkle, buildPatricia } from "../../src/trees/bulk-build.js";
+import { emptyRoots } from "../../src/trees/compute-roots.js";
 import { naiveMerkleRoot, naivePatriciaRoot } from "../helpers/naive-trees.js";
-import { engine, randomBig } from "./escape-helpers.js";
+import { engine, randomBig } from "../helpers/chain-store.js";
 
 /**
  * The builders' probe reports each non-empty node at a height (a stated subtree root is checked

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { BULK_SPILL_DIR, BulkWriter } from "../../src/storage/bulk-writer.js";
 import { Prefix, prefixed } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
-import type { NodeWrite } from "../../src/verifier/node-source.js";
+import type { NodeWrite } from "../../src/trees/node-source.js";
 
 const dirs: string[] = [];
 afterEach(async () => {

@@ -9,7 +9,7 @@ import {
   copyLowBits,
 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
-import { randomBig } from "./escape-helpers.js";
+import { randomBig } from "../helpers/chain-store.js";
 
 describe("32-byte big-endian conversions", () => {
   it("round-trips values at every 64-bit boundary and refuses what does not fit", () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
-import { DEFAULT_HEIGHTS, makeProfile } from "../../src/verifier/profile.js";
+import { DEFAULT_HEIGHTS, makeProfile } from "../../src/model/profile.js";
 import { DacdError } from "../../src/errors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "dacd-config-"));

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { prng } from "../../src/util/prng.js";
 import { bigintToBytes32, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
-import { buildMerkle, buildPatricia } from "../../src/verifier/bulk-build.js";
-import { emptyRoots } from "../../src/verifier/compute-roots.js";
-import type { NodeSource, NodeWrite } from "../../src/verifier/node-source.js";
-import { updateMerkle } from "../../src/verifier/merkle.js";
-import { updatePatricia } from "../../src/verifier/patricia.js";
+import { buildMerkle, buildPatricia } from "../../src/trees/bulk-build.js";
+import { emptyRoots } from "../../src/trees/compute-roots.js";
+import type { NodeSource, NodeWrite } from "../../src/trees/node-source.js";
+import { updateMerkle } from "../../src/trees/merkle.js";
+import { updatePatricia } from "../../src/trees/patricia.js";
 import { naiveMerkleRoot, naivePatriciaRoot } from "../helpers/naive-trees.js";
-import { engine, randomBig } from "./escape-helpers.js";
+import { engine, randomBig } from "../helpers/chain-store.js";
 
 function pack(entries: [bigint, bigint][]): { ids: bigint[]; hashes: Uint8Array } {
   const sorted = [...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

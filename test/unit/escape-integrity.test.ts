@@ -2,15 +2,15 @@ import { createHash } from "node:crypto";
 import { cp, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkStore } from "../../src/escape/check.js";
+import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import type { Manifest } from "../../src/escape/formats.js";
 import { loadDump } from "../../src/escape/load.js";
 import { batchKey, Prefix } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { hexToBytes32 } from "../../src/util/bytes.js";
-import { readLeaf } from "../../src/verifier/read-leaf.js";
-import { chainStore, cleanup, countKeys, engine, tempDir, type ChainStore } from "./escape-helpers.js";
+import { readLeaf } from "../../src/trees/read-leaf.js";
+import { chainStore, cleanup, countKeys, engine, tempDir, type ChainStore } from "../helpers/chain-store.js";
 
 let src: ChainStore;
 let dump: string;

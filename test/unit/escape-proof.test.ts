@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeProof, verifyProof, type Proof } from "../../src/escape/proof.js";
-import { cleanup, chainStore, engine, type ChainStore } from "./escape-helpers.js";
+import { cleanup, chainStore, engine, type ChainStore } from "../helpers/chain-store.js";
 
 /** Flips one hex digit of a string (after any 0x prefix). */
 function flipDigit(s: string, at: number): string {

@@ -1,17 +1,25 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkStore } from "../../src/escape/check.js";
+import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { makeProof, verifyProof } from "../../src/escape/proof.js";
-import { compact, pruneStore } from "../../src/escape/prune.js";
+import { compact, pruneStore } from "../../src/maintenance/prune.js";
 import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { Prefix } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { hexToBytes32, toHex0x, toHex64 } from "../../src/util/bytes.js";
-import { computeRoots, type Roots } from "../../src/verifier/compute-roots.js";
-import { makeProfile, type TreeName } from "../../src/verifier/profile.js";
-import type { Leaf } from "../../src/wire/types.js";
-import { chainStore, cleanup, countKeys, tableBytes, dumpFiles, engine, tempDir } from "./escape-helpers.js";
+import { computeRoots, type Roots } from "../../src/trees/compute-roots.js";
+import { makeProfile, type TreeName } from "../../src/model/profile.js";
+import type { Leaf } from "../../src/model/state-update.js";
+import {
+  chainStore,
+  cleanup,
+  countKeys,
+  tableBytes,
+  dumpFiles,
+  engine,
+  tempDir,
+} from "../helpers/chain-store.js";
 
 afterEach(cleanup);
 

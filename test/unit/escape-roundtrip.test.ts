@@ -1,11 +1,11 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkStore } from "../../src/escape/check.js";
+import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { loadDump } from "../../src/escape/load.js";
 import { LevelStore } from "../../src/storage/level-store.js";
-import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
-import { chainStore, cleanup, contextFor, dumpFiles, engine, tempDir } from "./escape-helpers.js";
+import { verifyAndStoreBatch } from "../../src/pipeline/verify-batch.js";
+import { chainStore, cleanup, contextFor, dumpFiles, engine, tempDir } from "../helpers/chain-store.js";
 
 afterEach(cleanup);
 

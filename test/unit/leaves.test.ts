@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { prng } from "../../src/util/prng.js";
-import { createEngine } from "../../src/verifier/hash/select.js";
+import { createEngine } from "../../src/hash/select.js";
 import {
   decodeLeafRecord,
   encodeLeafRecord,
   hashAndEncodeLeaves,
   hashLeaves,
   normalizeVault,
-} from "../../src/verifier/leaves.js";
-import type { LeafKind } from "../../src/verifier/profile.js";
-import type { Leaf, PositionLeaf, VaultLeaf } from "../../src/wire/types.js";
+} from "../../src/trees/leaves.js";
+import type { LeafKind } from "../../src/model/profile.js";
+import type { Leaf, PositionLeaf, VaultLeaf } from "../../src/model/state-update.js";
 
 const engine = createEngine("auto");
 const hex = (b: Uint8Array | null): string => (b ? Buffer.from(b).toString("hex") : "none");

@@ -2,24 +2,24 @@ import { join } from "node:path";
 import { ClassicLevel } from "classic-level";
 import { afterAll, describe, expect, it } from "vitest";
 import { prng } from "../../src/util/prng.js";
-import { checkStore } from "../../src/escape/check.js";
+import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { loadDump } from "../../src/escape/load.js";
 import { metaKey, Prefix } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { bigintToBytes32, bytesEqual, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
-import { buildMerkle } from "../../src/verifier/bulk-build.js";
-import { emptyRoots } from "../../src/verifier/compute-roots.js";
+import { buildMerkle } from "../../src/trees/bulk-build.js";
+import { emptyRoots } from "../../src/trees/compute-roots.js";
 import {
   ancestorsAt,
   encodeMerkleEdge,
   isMerkleEdge,
   merkleEdgeLength,
   recomputeMerkleEdges,
-} from "../../src/verifier/merkle-edge.js";
-import type { NodeWrite } from "../../src/verifier/node-source.js";
+} from "../../src/trees/merkle-edge.js";
+import type { NodeWrite } from "../../src/trees/node-source.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
-import { chainStore, cleanup, engine, randomBig, tempDir } from "./escape-helpers.js";
+import { chainStore, cleanup, engine, randomBig, tempDir } from "../helpers/chain-store.js";
 
 afterAll(cleanup);
 

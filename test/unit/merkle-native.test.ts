@@ -3,11 +3,11 @@ import { DacdError } from "../../src/errors.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { TopNodeCache } from "../../src/verifier/node-cache.js";
-import { createEngine } from "../../src/verifier/hash/select.js";
-import { emptySubtreeRoots, updateMerkle } from "../../src/verifier/merkle.js";
-import { packedEmpties } from "../../src/verifier/merkle-edge.js";
-import { nativeTreeWalks } from "../../src/verifier/tree-walk.js";
+import { TopNodeCache } from "../../src/trees/node-cache.js";
+import { createEngine } from "../../src/hash/select.js";
+import { emptySubtreeRoots, updateMerkle } from "../../src/trees/merkle.js";
+import { packedEmpties } from "../../src/trees/merkle-edge.js";
+import { nativeTreeWalks } from "../../src/trees/tree-walk.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import {
   compareWalks,

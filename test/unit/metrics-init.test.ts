@@ -1,8 +1,8 @@
 import { createLogger } from "../../src/logging.js";
 import { describe, expect, it } from "vitest";
 import { buildInfo } from "../../src/build-info.js";
-import { JobRunner } from "../../src/ops/jobs.js";
-import { DacdMetrics } from "../../src/ops/metrics.js";
+import { JobRunner } from "../../src/service/jobs.js";
+import { DacdMetrics } from "../../src/service/metrics.js";
 
 /** The value of one series in the exposition text, or undefined when it is not exported. */
 function sample(text: string, series: string): number | undefined {

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { DacdMetrics, exportedMetricNames } from "../../src/ops/metrics.js";
+import { DacdMetrics, exportedMetricNames } from "../../src/service/metrics.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 

@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { DacdError } from "../../src/errors.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
-import { createEngine } from "../../src/verifier/hash/select.js";
-import { nativeTreeWalks } from "../../src/verifier/tree-walk.js";
-import { updatePatricia } from "../../src/verifier/patricia.js";
+import { createEngine } from "../../src/hash/select.js";
+import { nativeTreeWalks } from "../../src/trees/tree-walk.js";
+import { updatePatricia } from "../../src/trees/patricia.js";
 import { naivePatriciaRoot } from "../helpers/naive-trees.js";
 import {
   compareWalks,

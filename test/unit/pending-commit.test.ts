@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { LevelStore } from "../../src/storage/level-store.js";
-import { NodeWrites } from "../../src/verifier/node-writes.js";
+import { NodeWrites } from "../../src/trees/node-writes.js";
 
 /** n records with distinct pseudo-random hashes; record i is 64 bytes of (seed + i). */
 function addRecords(list: NodeWrites, seed: number, n: number): void {

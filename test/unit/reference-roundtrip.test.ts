@@ -6,7 +6,7 @@ import { importReference } from "../../src/escape/reference-load.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { readArchiveFiles } from "../helpers/reference-archive.js";
 import { FIXTURES } from "../helpers/vectors.js";
-import { cleanup, engine, tempDir } from "./escape-helpers.js";
+import { cleanup, engine, tempDir } from "../helpers/chain-store.js";
 
 afterAll(cleanup);
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { computeRoots } from "../../src/verifier/compute-roots.js";
-import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
-import type { TreeName, TreeSpec } from "../../src/verifier/profile.js";
-import type { LeafChanges } from "../../src/wire/types.js";
+import { computeRoots } from "../../src/trees/compute-roots.js";
+import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import type { TreeName, TreeSpec } from "../../src/model/profile.js";
+import type { LeafChanges } from "../../src/model/state-update.js";
 import { prng } from "../../src/util/prng.js";
 
 const engine = new WasmEngine();

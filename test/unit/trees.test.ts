@@ -5,16 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { bigintToBytes32, bytesToBigint, concatBytes, toHex64 } from "../../src/util/bytes.js";
-import { computeRoots, emptyRoots, type Roots } from "../../src/verifier/compute-roots.js";
-import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
-import { createEngine } from "../../src/verifier/hash/select.js";
-import type { TreeSpec } from "../../src/verifier/profile.js";
-import type { LeafChanges } from "../../src/wire/types.js";
+import { computeRoots, emptyRoots, type Roots } from "../../src/trees/compute-roots.js";
+import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { createEngine } from "../../src/hash/select.js";
+import type { TreeSpec } from "../../src/model/profile.js";
+import type { LeafChanges } from "../../src/model/state-update.js";
 import { naiveMerkleRoot, naivePatriciaRoot } from "../helpers/naive-trees.js";
 import { prng } from "../../src/util/prng.js";
-import { walkLeaves } from "../../src/escape/walk.js";
-import { hashPairs } from "../../src/verifier/leaves.js";
-import { readLeaf } from "../../src/verifier/read-leaf.js";
+import { walkLeaves } from "../../src/trees/walk-leaves.js";
+import { hashPairs } from "../../src/trees/leaves.js";
+import { readLeaf } from "../../src/trees/read-leaf.js";
 
 const engine = new WasmEngine();
 // Reading back and checking proofs takes many hashes: the fastest engine built here.

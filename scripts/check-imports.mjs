@@ -1,0 +1,101 @@
+#!/usr/bin/env node
+/* global process, console */
+// Fails when src/ has an import cycle or an import against the layers below: a folder may import
+// only from folders of a lower layer (and from itself). Run by `npm run lint`.
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** Lower layers first. Files directly in src/ are named with their extension. */
+const LAYERS = [
+  ["util", "errors.ts", "logging.ts", "build-info.ts"],
+  ["model"],
+  ["hash"],
+  ["wire"],
+  ["trees"],
+  ["signer", "config"],
+  ["storage"],
+  ["inspect", "pipeline"],
+  ["escape"],
+  ["maintenance"],
+  ["poller"],
+  ["control", "service"],
+  ["api"],
+  ["devnet"],
+  ["app.ts"],
+  ["cli"],
+];
+
+const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "src");
+const layerOf = new Map(LAYERS.flatMap((names, rank) => names.map((n) => [n, rank])));
+
+function tsFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return tsFiles(p);
+    return e.name.endsWith(".ts") && !e.name.endsWith(".d.ts") ? [p] : [];
+  });
+}
+
+/** The top-level part of src/ a file belongs to: its folder, or its own name for files in src/. */
+const unitOf = (file) => path.relative(src, file).split(path.sep)[0];
+
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*["'](\.[^"']+)["']|(?:^|\n)\s*import\s*["'](\.[^"']+)["']/g;
+const files = tsFiles(src);
+const known = new Set(files);
+const edges = new Map(files.map((f) => [f, []]));
+const problems = [];
+
+for (const file of files) {
+  for (const m of readFileSync(file, "utf8").matchAll(IMPORT)) {
+    const target = path.resolve(path.dirname(file), m[1] ?? m[2]).replace(/\.js$/, ".ts");
+    if (!known.has(target)) continue;
+    edges.get(file).push(target);
+    const from = unitOf(file);
+    const to = unitOf(target);
+    if (from === to) continue;
+    const rf = layerOf.get(from);
+    const rt = layerOf.get(to);
+    if (rf === undefined) problems.push(`src/${from} is in no layer (scripts/check-imports.mjs)`);
+    else if (rt === undefined) problems.push(`src/${to} is in no layer (scripts/check-imports.mjs)`);
+    else if (rt >= rf)
+      problems.push(
+        `${path.relative(src, file)} imports ${path.relative(src, target)}: ${from} is below ${to}`,
+      );
+  }
+}
+
+// Tarjan's strongly connected components: any component of more than one file is a cycle.
+let counter = 0;
+const index = new Map();
+const low = new Map();
+const stack = [];
+const onStack = new Set();
+function visit(v) {
+  index.set(v, counter);
+  low.set(v, counter++);
+  stack.push(v);
+  onStack.add(v);
+  for (const w of edges.get(v)) {
+    if (!index.has(w)) {
+      visit(w);
+      low.set(v, Math.min(low.get(v), low.get(w)));
+    } else if (onStack.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
+  }
+  if (low.get(v) === index.get(v)) {
+    const component = [];
+    let w;
+    do {
+      w = stack.pop();
+      onStack.delete(w);
+      component.push(path.relative(src, w));
+    } while (w !== v);
+    if (component.length > 1) problems.push(`import cycle: ${component.sort().join(" <-> ")}`);
+  }
+}
+for (const f of files) if (!index.has(f)) visit(f);
+
+for (const p of new Set(problems)) console.error(p);
+if (problems.length > 0) process.exit(1);
+console.log(`imports: ${files.length} files, no cycle, every import runs down the layers`);

@@ -1,0 +1,297 @@
+import { storeProfile } from "../inspect/inspect.js";
+import type { BatchRecord } from "../storage/batch-record.js";
+import type { LevelStore } from "../storage/level-store.js";
+import { addSmall, bytesEqual, hexToBytes32, toHex64 } from "../util/bytes.js";
+import { emptyRoots } from "../trees/compute-roots.js";
+import { type HashEngine } from "../hash/engine.js";
+import { isBelowPrime } from "../model/field.js";
+import { decodeLeafRecord, hashLeaves, hashPairs } from "../trees/leaves.js";
+import { isMerkleEdge, recomputeMerkleEdges, type MerkleEdgeCheck } from "../trees/merkle-edge.js";
+import type { TreeSpec } from "../model/profile.js";
+import { getPruneInfo, isPruned, type LoadedBatchRecord } from "../escape/common.js";
+import { walkLeaves, type WalkNode, type WalkProblem } from "../trees/walk-leaves.js";
+
+export interface CheckOptions {
+  /** Re-hash every reachable node and leaf record of the deep-checked batches. */
+  readonly deep?: boolean;
+  /** Batches to check deeply (default: the latest stored batch). */
+  readonly deepBatches?: readonly number[];
+  readonly chunk?: number;
+  readonly progress?: (batchId: number, tree: string, nodes: number) => void;
+  /** Awaited before each read of a deep walk (the daemon: yield to a batch being verified). */
+  readonly pace?: () => Promise<void>;
+}
+
+export interface CheckProblem {
+  readonly batch_id?: number;
+  readonly tree?: string;
+  readonly problem: string;
+  readonly height?: number;
+  readonly index?: string;
+  readonly hash?: string;
+}
+
+export interface CheckReport {
+  ok: boolean;
+  profile: string | null;
+  first_batch_id: number | null;
+  last_batch_id: number | null;
+  batches: number;
+  skipped: number[];
+  pruned: number[];
+  loaded_from_dump: number[];
+  deep?: { batch_id: number; trees: Record<string, { nodes: number; leaves: number }> }[];
+  problems: CheckProblem[];
+}
+
+/**
+ * Integrity of the store. Shallow: the chain of batch records from the first stored to the cursor
+ * (or the newest) is complete, each sequence number follows its predecessor's, and every kept tree
+ * has a root. Deep: every node reachable from the chosen batches' roots is present and hashes to
+ * its key, and every leaf record hashes to its leaf hash.
+ */
+export async function checkStore(
+  store: LevelStore,
+  engine: HashEngine,
+  opts: CheckOptions = {},
+): Promise<CheckReport> {
+  const problems: CheckProblem[] = [];
+  const report: CheckReport = {
+    ok: false,
+    profile: null,
+    first_batch_id: null,
+    last_batch_id: null,
+    batches: 0,
+    skipped: [],
+    pruned: [],
+    loaded_from_dump: [],
+    problems,
+  };
+  let trees: TreeSpec[];
+  try {
+    const sp = await storeProfile(store);
+    trees = sp.trees;
+    report.profile = sp.profile.name;
+  } catch (err) {
+    problems.push({ problem: (err as Error).message });
+    return report;
+  }
+  const cursor = await store.getCursor();
+  const prune = await getPruneInfo(store);
+  const skipped = new Set(cursor?.skipped ?? []);
+  report.skipped = [...skipped];
+
+  const seq = new Map<number, number>();
+  let expectNext: number | undefined;
+  let first: number | undefined;
+  let last: number | undefined;
+  for await (const raw of store.batches()) {
+    const r = raw as LoadedBatchRecord;
+    const id = r.batch_id;
+    first ??= id;
+    last = id;
+    report.batches++;
+    if (expectNext !== undefined) {
+      for (let missing = expectNext; missing < id; missing++) {
+        if (!skipped.has(missing)) problems.push({ batch_id: missing, problem: "batch record missing" });
+      }
+    }
+    expectNext = id + 1;
+    if (r.loaded_from_dump) report.loaded_from_dump.push(id);
+    if (isPruned(prune, id)) report.pruned.push(id);
+    seq.set(id, r.sequence_number);
+    const prevSeq = r.prev_batch_id === -1 ? -1 : seq.get(r.prev_batch_id);
+    if (prevSeq === undefined) {
+      // The first stored batch (a store loaded from a dump) has no stored predecessor.
+      if (!(id === first && (r.loaded_from_dump || r.prev_batch_id < id))) {
+        problems.push({ batch_id: id, problem: `previous batch ${r.prev_batch_id} is not stored` });
+      }
+    } else if (r.sequence_number !== prevSeq + 1) {
+      problems.push({
+        batch_id: id,
+        problem: `sequence number ${r.sequence_number} does not follow ${prevSeq} of batch ${r.prev_batch_id}`,
+      });
+    }
+    for (const t of trees) {
+      if (!hexToBytes32(r.roots?.[t.name] ?? ""))
+        problems.push({ batch_id: id, tree: t.name, problem: "root missing or malformed" });
+    }
+  }
+  report.first_batch_id = first ?? null;
+  report.last_batch_id = last ?? null;
+  if (cursor && expectNext !== undefined) {
+    for (let missing = expectNext; missing <= cursor.last_accepted_batch_id; missing++) {
+      if (!skipped.has(missing))
+        problems.push({ batch_id: missing, problem: "batch record missing (before the cursor)" });
+    }
+  }
+  if (cursor && cursor.last_accepted_batch_id >= 0 && first === undefined) {
+    problems.push({
+      problem: `the cursor names batch ${cursor.last_accepted_batch_id} but no batch is stored`,
+    });
+  }
+
+  if (opts.deep) {
+    report.deep = [];
+    const ids = opts.deepBatches ?? (last !== undefined ? [last] : []);
+    for (const id of ids) {
+      const record = await store.getBatch(id);
+      if (!record) {
+        problems.push({ batch_id: id, problem: "batch record missing (deep check)" });
+        continue;
+      }
+      if (isPruned(prune, id)) {
+        problems.push({ batch_id: id, problem: "batch was pruned: its trees cannot be checked" });
+        continue;
+      }
+      report.deep.push({
+        batch_id: id,
+        trees: await deepCheck(store, engine, trees, record, problems, opts),
+      });
+    }
+  }
+  report.ok = problems.length === 0;
+  return report;
+}
+
+async function deepCheck(
+  store: LevelStore,
+  engine: HashEngine,
+  trees: readonly TreeSpec[],
+  record: BatchRecord,
+  problems: CheckProblem[],
+  opts: CheckOptions,
+): Promise<Record<string, { nodes: number; leaves: number }>> {
+  const out: Record<string, { nodes: number; leaves: number }> = {};
+  for (const spec of trees) {
+    const root = hexToBytes32(record.roots[spec.name] ?? "");
+    if (!root) continue;
+    let nodes = 0;
+    let leaves = 0;
+    const report = (p: WalkProblem): void => {
+      problems.push({ batch_id: record.batch_id, ...p });
+    };
+    // The root of an unchecked order tree is stated, not computed: nothing is stored under it.
+    if (spec.name === "order" && !bytesEqual(root, new Uint8Array(32))) {
+      const [rec] = await store.getNodes([root]);
+      if (rec === undefined && !(await isEmptyMerkleRoot(engine, spec, root))) {
+        problems.push({
+          batch_id: record.batch_id,
+          tree: spec.name,
+          problem: "order root has no stored node (validate_orders off?)",
+        });
+        continue;
+      }
+    }
+    const empty = spec.kind === "merkle" ? await emptyRoots(engine, spec.leaf, spec.height) : undefined;
+    const onNodes = async (read: WalkNode[]): Promise<void> => {
+      nodes += read.length;
+      // A Merkle record that is not 64 bytes is an edge (merkle-edge.ts), even one of 65 bytes.
+      const edges = empty ? read.filter((n) => n.record.length !== 64) : [];
+      const pairs = empty ? read.filter((n) => n.record.length === 64) : read;
+      await checkPairs(pairs);
+      if (empty && edges.length > 0) await checkMerkleEdges(empty, edges);
+      opts.progress?.(record.batch_id, spec.name, nodes);
+    };
+    /** Binary nodes, H(left, right), and Patricia edges, H(bottom, path) + length. */
+    const checkPairs = async (read: WalkNode[]): Promise<void> => {
+      if (read.length === 0) return;
+      const xs = read.map((n) => n.record.subarray(0, 32));
+      const ys = read.map((n) => n.record.subarray(32, 64));
+      let hashes: Uint8Array[];
+      try {
+        hashes = await hashPairs(engine, xs, ys);
+      } catch (err) {
+        for (const n of read) report(problemOf(spec, n, `not hashable: ${(err as Error).message}`));
+        return;
+      }
+      read.forEach((n, i) => {
+        const h = n.record.length === 65 ? addSmall(hashes[i]!, n.record[64]!) : hashes[i]!;
+        if (!bytesEqual(h, n.hash)) report(problemOf(spec, n, `record hashes to ${toHex64(h)}`));
+      });
+    };
+    /** Merkle edges: the chain climbed again from the leaf hash and path, every stored entry compared. */
+    const checkMerkleEdges = async (empty: readonly Uint8Array[], read: WalkNode[]): Promise<void> => {
+      const sound: WalkNode[] = [];
+      for (const n of read) {
+        if (!isMerkleEdge(n.record, n.height))
+          report(problemOf(spec, n, `not an edge of height ${n.height} (${n.record.length} bytes)`));
+        else if (!isBelowPrime(n.record, 0))
+          report(problemOf(spec, n, "edge leaf hash is not below the field prime"));
+        else sound.push(n);
+      }
+      if (sound.length === 0) return;
+      let checks: MerkleEdgeCheck[];
+      try {
+        checks = await recomputeMerkleEdges(
+          engine,
+          empty,
+          sound.map((n) => n.record),
+        );
+      } catch (err) {
+        for (const n of sound) report(problemOf(spec, n, `not hashable: ${(err as Error).message}`));
+        return;
+      }
+      sound.forEach((n, i) => {
+        const { top, badChainAt } = checks[i]!;
+        if (badChainAt !== undefined)
+          report(problemOf(spec, n, `edge chain differs from its recomputation at height ${badChainAt}`));
+        if (!bytesEqual(top, n.hash)) report(problemOf(spec, n, `record hashes to ${toHex64(top)}`));
+      });
+    };
+    for await (const block of walkLeaves(engine, spec, root, {
+      chunk: opts.chunk,
+      getNodes: async (h) => {
+        await opts.pace?.();
+        return store.getNodes(h);
+      },
+      onNodes,
+      onProblem: report,
+    })) {
+      leaves += block.length;
+      if (spec.leaf === "order") continue;
+      const recs = await store.getLeafRecords(block.map((t) => t.hash));
+      const present: { t: (typeof block)[number]; rec: Uint8Array }[] = [];
+      block.forEach((t, i) => {
+        const rec = recs[i];
+        if (!rec) report(problemOf(spec, t, "leaf record missing"));
+        else if (
+          spec.leaf === "vault" ? rec.length !== 96 : rec.length < 40 || (rec.length - 40) % 32 !== 0
+        ) {
+          report(problemOf(spec, t, `leaf record of ${rec.length} bytes`));
+        } else present.push({ t, rec });
+      });
+      let hs: Uint8Array[];
+      try {
+        hs = await hashLeaves(
+          engine,
+          spec.leaf,
+          present.map((p) => decodeLeafRecord(spec.leaf, p.rec)),
+        );
+      } catch (err) {
+        for (const p of present)
+          report(problemOf(spec, p.t, `leaf record not hashable: ${(err as Error).message}`));
+        continue;
+      }
+      present.forEach((p, i) => {
+        if (!bytesEqual(hs[i]!, p.t.hash))
+          report(problemOf(spec, p.t, `leaf record hashes to ${toHex64(hs[i]!)}`));
+      });
+    }
+    out[spec.name] = { nodes, leaves };
+  }
+  return out;
+}
+
+async function isEmptyMerkleRoot(engine: HashEngine, spec: TreeSpec, root: Uint8Array): Promise<boolean> {
+  if (spec.kind !== "merkle") return false;
+  return bytesEqual((await emptyRoots(engine, spec.leaf, spec.height))[spec.height]!, root);
+}
+
+function problemOf(
+  spec: TreeSpec,
+  t: { hash: Uint8Array; height: number; index: bigint },
+  problem: string,
+): WalkProblem {
+  return { tree: spec.name, height: t.height, index: t.index.toString(), hash: toHex64(t.hash), problem };
+}

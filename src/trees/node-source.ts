@@ -1,0 +1,65 @@
+/**
+ * How trees read the nodes they did not compute in this batch. Nodes are content-addressed: the key
+ * is the node's 32-byte hash, the record its children — `left ‖ right` (64 bytes) for a Merkle or
+ * Patricia binary node, `bottom ‖ path ‖ length` (32 + 32 + 1 bytes) for a Patricia edge.
+ */
+export interface NodeSource {
+  /** Looks up many nodes in one round trip; `undefined` where a node is unknown. */
+  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
+  /** A node's record if it is at hand in memory (a cache), without waiting; undefined otherwise. */
+  getCached?(hash: Uint8Array): Uint8Array | undefined;
+  /** How many levels below each root `remember` keeps (0 or absent: it keeps nothing). */
+  readonly rememberedLevels?: number;
+  /**
+   * Told where a node read or written by a tree update sits (depth below the root of `tree`, index
+   * among the nodes of its height), so that a cache of the top levels can keep it (node-cache.ts).
+   * Tree updates call it only for depths below `rememberedLevels`, so the index is a small number.
+   */
+  remember?(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void;
+  /**
+   * getNodes for nodes of `tree` whose positions are known (the native walks'): `hashes` n × 32
+   * bytes, `positions` (depth, index) each (index −1: below the remembered levels). Optional; a
+   * cache answers from its positions without a view per record.
+   */
+  getPacked?(tree: string, hashes: Uint8Array, positions: Int32Array): Promise<PackedNodes>;
+  /** remember for many nodes, packed as PackedNodes with hashes n × 32 bytes; index −1 is skipped. */
+  rememberPacked?(
+    tree: string,
+    hashes: Uint8Array,
+    records: Uint8Array,
+    lengths: Uint32Array,
+    positions: Int32Array,
+  ): void;
+}
+
+/** The length of a record that is not there, in PackedNodes. */
+export const MISSING_RECORD = 0xffffffff;
+
+/** Records looked up together: back to back in `records`, record i `lengths[i]` bytes long (or MISSING_RECORD). */
+export interface PackedNodes {
+  readonly records: Uint8Array;
+  readonly lengths: Uint32Array;
+  /**
+   * The indices, ascending, of the records not found at their own position in a cache (read from
+   * the store, or found under another position), which the caller remembers at theirs.
+   */
+  readonly unplaced: readonly number[];
+}
+
+/** A node record to be stored under its hash. */
+export interface NodeWrite {
+  readonly hash: Uint8Array;
+  readonly record: Uint8Array;
+}
+
+/**
+ * Records laid out flat: record i is `records[from[i], to[i])`, stored under the hash at
+ * `hashes[32i, 32i + 32)`.
+ */
+export interface PackedRecords {
+  readonly hashes: Uint8Array;
+  /** A plain Uint8Array: a Buffer's subarray would construct a Buffer per record. */
+  readonly records: Uint8Array;
+  readonly from: Uint32Array;
+  readonly to: Uint32Array;
+}

@@ -1,0 +1,93 @@
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EthSigner } from "../../src/signer/eth-signer.js";
+import { LevelStore } from "../../src/storage/level-store.js";
+import type { HashEngine } from "../../src/hash/engine.js";
+import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { makeProfile, type Profile } from "../../src/model/profile.js";
+import { verifyAndStoreBatch, type VerifyContext } from "../../src/pipeline/verify-batch.js";
+import { loadChain, privateKeyBytes, type ChainName, type Expected } from "./vectors.js";
+
+/** Shared set-up of the escape tests: temp dirs, and stores holding a vector chain. */
+
+export const engine: HashEngine = new WasmEngine();
+
+const dirs: string[] = [];
+export async function tempDir(prefix = "dacd-escape-"): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+}
+export async function cleanup(): Promise<void> {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+}
+
+export interface ChainStore {
+  store: LevelStore;
+  dir: string;
+  ctx: VerifyContext;
+  profile: Profile;
+  responses: { update: unknown }[];
+  expected: Expected;
+  /** Verifies and stores batch `id` of the chain. */
+  verify(id: number): Promise<void>;
+}
+
+export function contextFor(store: LevelStore, chain: ChainName): VerifyContext {
+  const { expected } = loadChain(chain);
+  const profile = makeProfile(expected.profile, expected.heights);
+  return {
+    profile,
+    engine,
+    store,
+    signer: new EthSigner(privateKeyBytes(expected.private_key)),
+    options: { validateOrders: true, validateRollup: profile.rollup ? true : undefined },
+  };
+}
+
+/** A fresh store with batches [0, upTo) of a chain verified and stored. */
+export async function chainStore(chain: ChainName, upTo?: number): Promise<ChainStore> {
+  const { responses, expected } = loadChain(chain);
+  const dir = await tempDir();
+  const store = await LevelStore.open(join(dir, "db"));
+  const ctx = contextFor(store, chain);
+  await store.ensureIdentity({
+    profile: ctx.profile.name,
+    heights: Object.fromEntries(Object.entries(expected.heights)),
+  });
+  const verify = async (id: number): Promise<void> => {
+    await verifyAndStoreBatch(ctx, id, responses[id]!.update);
+  };
+  for (let id = 0; id < (upTo ?? responses.length); id++) await verify(id);
+  return { store, dir: join(dir, "db"), ctx, profile: ctx.profile, responses, expected, verify };
+}
+
+/** Every file of a dump directory except the manifest, as name → content. */
+export async function dumpFiles(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const f of (await readdir(dir)).sort())
+    if (f !== "manifest.json") out[f] = await readFile(join(dir, f), "utf8");
+  return out;
+}
+
+export async function countKeys(store: LevelStore, prefix: number): Promise<number> {
+  let n = 0;
+  for await (const _ of store.raw.keys({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) })) n++;
+  return n;
+}
+
+/** Bytes of LevelDB table files (after a compaction the write-ahead log holds no data). */
+export async function tableBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const f of await readdir(dir))
+    if (f.endsWith(".ldb") || f.endsWith(".sst")) total += (await stat(join(dir, f))).size;
+  return total;
+}
+
+/** A random value of `bits` bits from a seeded generator (src/util/prng.ts). */
+export function randomBig(r: () => number, bits: number): bigint {
+  let v = 0n;
+  for (let i = 0; i < bits; i += 16) v = (v << 16n) | BigInt(Math.floor(r() * 65536));
+  return v & ((1n << BigInt(bits)) - 1n);
+}
