@@ -28,6 +28,7 @@ import { NodeWrites } from "../src/trees/node-writes.js";
 import { PackedIds } from "../src/trees/packed-ids.js";
 import { warmTopNodes } from "../src/pipeline/warm-cache.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/pipeline/verify-batch.js";
+import { treeWalkFromEnv } from "../src/trees/tree-walk.js";
 import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/model/state-update.js";
 
 /**
@@ -458,6 +459,7 @@ export async function runWorkload(
       opts.log(`${kind}: cache warm-up ${((performance.now() - t) / 1000).toFixed(1)} s, ${warmed} nodes`);
       return cache;
     };
+    const treeWalk = treeWalkFromEnv();
     const ctxFor = (engine: HashEngine, topNodes: TopNodeCache): VerifyContext => ({
       profile,
       engine,
@@ -465,6 +467,7 @@ export async function runWorkload(
       signer,
       options: { validateOrders: true, validateRollup },
       topNodes,
+      treeWalk,
     });
     opts.phase?.("cache warm-up");
     let nativeCache: TopNodeCache | undefined = await warmedCache(0);

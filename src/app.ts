@@ -28,7 +28,7 @@ import { ensureLocalDir } from "./storage/local-dir.js";
 import { openMemberJournal } from "./storage/member-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
 import type { HashEngine } from "./hash/engine.js";
-import { treeWalkName } from "./trees/tree-walk.js";
+import { treeWalkFromEnv, treeWalkName } from "./trees/tree-walk.js";
 import { createEngine } from "./hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
 import { TopNodeCache } from "./trees/node-cache.js";
@@ -143,6 +143,7 @@ async function startDaemonWith(
   // DACD_HASH_ENGINE overrides the configured engine; large tree levels go to a worker pool.
   const baseEngine = createEngine(config.hashEngine, { warn: (m) => log.warn(m), threads: "auto" });
   const engine = metrics.countingEngine(baseEngine);
+  const treeWalk = treeWalkFromEnv();
   const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles }).catch(
     async (err: unknown) => {
       key.fill(0);
@@ -177,6 +178,7 @@ async function startDaemonWith(
       options: { validateOrders: config.validateOrders, validateRollup },
       topNodes: new TopNodeCache(config.nodeCacheLevels),
       claims: journal,
+      treeWalk,
     });
     const member = new Member(
       ctx,
@@ -242,7 +244,7 @@ async function startDaemonWith(
         member_key: signer.memberKey,
         chain: signer.chainKind,
         engine: engine.name,
-        tree_walk: treeWalkName(),
+        tree_walk: treeWalkName(treeWalk),
         data_dir: config.dataDir,
         mode: config.mode,
       },

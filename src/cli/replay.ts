@@ -8,6 +8,7 @@ import { createEngine } from "../hash/select.js";
 import { isProfileName, makeProfile } from "../model/profile.js";
 import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../trees/node-cache.js";
 import { bindVerifyContext, verifyAndStoreBatch } from "../pipeline/verify-batch.js";
+import { treeWalkFromEnv } from "../trees/tree-walk.js";
 
 interface ReplayOptions {
   profile: string;
@@ -68,6 +69,7 @@ async function replay(opts: ReplayOptions): Promise<number> {
       signer,
       options: { validateOrders: opts.validateOrders, validateRollup },
       topNodes: new TopNodeCache(DEFAULT_CACHE_LEVELS),
+      treeWalk: treeWalkFromEnv(),
     });
     for (let batchId = 0; batchId < bodies.length; batchId++) {
       try {

@@ -8,6 +8,7 @@ import { bytesEqual, hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
 import { parseStateUpdate } from "../wire/parse-update.js";
 import type { StateUpdate } from "../model/state-update.js";
 import { computeRoots, type ComputedRoots, type Roots } from "../trees/compute-roots.js";
+import type { TreeWalk } from "../trees/tree-walk.js";
 import type { HashEngine } from "../hash/engine.js";
 import { TopNodeCache } from "../trees/node-cache.js";
 import { keptHeights, keptTrees, type Profile, type TreeName, type TreeSpec } from "../model/profile.js";
@@ -30,6 +31,11 @@ export interface VerifyContext {
   readonly topNodes?: TopNodeCache;
   /** The claims journal: a batch id is never signed with a claim other than the one it holds. */
   readonly claims?: ClaimsGuard;
+  /**
+   * The tree walks every update takes (native, or null: JavaScript), chosen where the member is
+   * wired; absent: the automatic choice (native where the addon loads).
+   */
+  readonly treeWalk?: TreeWalk;
 }
 
 /**
@@ -127,8 +133,14 @@ export async function verifyParsedAndStore(
   // every root is checked and the claim signed, and dropped on any failure.
   const pending = ctx.store.beginCommit();
   try {
-    const computed = await computeRoots(ctx.engine, nodes, trees, prevRoots, update.changes, (out) =>
-      pending.putNew(out.newNodes, out.newLeaves),
+    const computed = await computeRoots(
+      ctx.engine,
+      nodes,
+      trees,
+      prevRoots,
+      update.changes,
+      (out) => pending.putNew(out.newNodes, out.newLeaves),
+      ctx.treeWalk,
     );
     return await signAndStore(ctx, batchId, update, prev, computed, pending, started);
   } finally {

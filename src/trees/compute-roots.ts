@@ -5,6 +5,7 @@ import { emptySubtreeRoots, updateMerkleWhileHashing } from "./merkle.js";
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { updatePatricia } from "./patricia.js";
+import { defaultTreeWalk, type TreeWalk } from "./tree-walk.js";
 import type { LeafKind, TreeName, TreeSpec } from "../model/profile.js";
 import { countingSource, countingWrites, type TreeStats } from "./tree-stats.js";
 
@@ -54,6 +55,7 @@ export async function computeRoots(
   changes: Partial<Record<TreeName, LeafChanges>>,
   /** Called as each tree is done, with the lists so far (the commit puts their records early). */
   onTreeDone?: (written: Written) => void,
+  walk: TreeWalk = defaultTreeWalk(),
 ): Promise<ComputedRoots> {
   // Every tree adds its records to the same two lists, in whatever order they interleave: the
   // commit puts them in key order anyway, a run at each `onTreeDone` and the rest at the end.
@@ -74,7 +76,7 @@ export async function computeRoots(
         ms: 0,
       });
       const mine = { newNodes: countingWrites(out.newNodes, s), newLeaves: out.newLeaves };
-      const root = await updateTree(engine, countingSource(nodes, s), spec, start, leaves, mine);
+      const root = await updateTree(engine, countingSource(nodes, s), spec, start, leaves, mine, walk);
       s.ms = Math.round((performance.now() - began) * 10) / 10;
       onTreeDone?.(out);
       return { spec, root };
@@ -110,6 +112,7 @@ async function updateTree(
   oldRoot: Uint8Array,
   changes: LeafChanges,
   out: Written,
+  walk: TreeWalk,
 ): Promise<Uint8Array> {
   const ids = [...changes.keys()];
   const values = ids.map((id) => changes.get(id)!);
@@ -129,11 +132,22 @@ async function updateTree(
     const empty = await emptyRoots(engine, spec.leaf, spec.height);
     const hashing = hashAndRecord();
     return (
-      await updateMerkleWhileHashing(engine, nodes, empty, oldRoot, ids, hashing, spec.name, out.newNodes)
+      await updateMerkleWhileHashing(
+        engine,
+        nodes,
+        empty,
+        oldRoot,
+        ids,
+        hashing,
+        spec.name,
+        out.newNodes,
+        walk,
+      )
     ).root;
   }
   const hashes = await hashAndRecord();
   const leafHashes = new Map(ids.map((id, i) => [id, hashes[i]!]));
-  return (await updatePatricia(engine, nodes, spec.height, oldRoot, leafHashes, spec.name, out.newNodes))
-    .root;
+  return (
+    await updatePatricia(engine, nodes, spec.height, oldRoot, leafHashes, spec.name, out.newNodes, walk)
+  ).root;
 }

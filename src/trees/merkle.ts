@@ -19,7 +19,7 @@ import { NATIVE_MERKLE_MAX_REMEMBERED, updateMerkleNative } from "./merkle-nativ
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
-import { nativeTreeWalks } from "./tree-walk.js";
+import { defaultTreeWalk, type TreeWalk } from "./tree-walk.js";
 
 const byIndex = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -151,6 +151,7 @@ export async function updateMerkle(
   leaves: ReadonlyMap<bigint, Uint8Array>,
   treeName: string,
   out = new NodeWrites(),
+  walk: TreeWalk = defaultTreeWalk(),
 ): Promise<MerkleUpdate> {
   const ids = [...leaves.keys()];
   return updateMerkleWhileHashing(
@@ -162,6 +163,7 @@ export async function updateMerkle(
     ids.map((id) => leaves.get(id)!),
     treeName,
     out,
+    walk,
   );
 }
 
@@ -179,6 +181,7 @@ export async function updateMerkleWhileHashing(
   hashes: readonly Uint8Array[] | Promise<readonly Uint8Array[]>,
   treeName: string,
   out = new NodeWrites(),
+  walk: TreeWalk = defaultTreeWalk(),
 ): Promise<MerkleUpdate> {
   // Handled now, awaited after the reads: a failed hashing must not go unhandled meanwhile.
   if (hashes instanceof Promise) void hashes.catch(() => undefined);
@@ -193,7 +196,7 @@ export async function updateMerkleWhileHashing(
     order.forEach((i, k) => leafHashes.set(hashed[i]!, k * 32));
     return leafHashes;
   };
-  const native = remembered <= NATIVE_MERKLE_MAX_REMEMBERED ? nativeTreeWalks() : null;
+  const native = remembered <= NATIVE_MERKLE_MAX_REMEMBERED ? walk : null;
   if (native) {
     if (sortedIds[0]! < 0n || sortedIds[sortedIds.length - 1]! >> BigInt(height) !== 0n)
       throw new RangeError(`a leaf id does not fit a tree of height ${height}`);

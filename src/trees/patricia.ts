@@ -5,7 +5,7 @@ import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
 import { updatePatriciaNative } from "./patricia-native.js";
-import { nativeTreeWalks } from "./tree-walk.js";
+import { defaultTreeWalk, type TreeWalk } from "./tree-walk.js";
 
 /**
  * Patricia-Merkle tree (committee-algorithms §3): empty subtrees are 0, a node with two non-empty
@@ -140,6 +140,7 @@ export async function updatePatricia(
   leaves: ReadonlyMap<bigint, Uint8Array>,
   treeName: string,
   out = new NodeWrites(),
+  walk: TreeWalk = defaultTreeWalk(),
 ): Promise<PatriciaUpdate> {
   if (leaves.size === 0) return { root: oldRoot, newNodes: out };
   const remembered = nodes.remember ? (nodes.rememberedLevels ?? 0) : 0;
@@ -147,7 +148,7 @@ export async function updatePatricia(
   const last = sorted[sorted.length - 1]![0];
   if (sorted[0]![0] < 0n || last >= 1n << BIG[height]!)
     throw new RangeError(`a leaf id does not fit a tree of height ${height}`);
-  const native = nativeTreeWalks();
+  const native = walk;
   if (native) {
     const ids = new PackedIds(sorted.map(([id]) => id));
     const leafHashes = new Uint8Array(sorted.length * 32);

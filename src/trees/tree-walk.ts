@@ -9,21 +9,26 @@ export interface NativeTreeWalks extends NativePatricia, NativeMerkle {}
 export type TreeWalkName = "native" | "js";
 
 /**
- * The tree walks to use: `DACD_TREE_WALK` (native | js) forces one; otherwise (auto) the native
- * walks wherever the addon loads. Forced native without the addon is an error rather than a silent
- * JavaScript walk. The JavaScript walks (merkle.ts, patricia.ts) stay as the fallback and the reference.
+ * The walks tree updates take: the addon's native walks, or null for the JavaScript walks
+ * (merkle.ts, patricia.ts), which stay as the fallback and the reference. Chosen once, where the
+ * application is wired, and passed to every update.
  */
-export function nativeTreeWalks(env: NodeJS.ProcessEnv = process.env): NativeTreeWalks | null {
-  const forced = env.DACD_TREE_WALK?.trim() || "auto";
-  if (forced !== "native" && forced !== "js" && forced !== "auto")
-    throw new DacdError("CONFIG", `DACD_TREE_WALK must be native, js or auto, got ${forced}`);
-  if (forced === "js") return null;
+export type TreeWalk = NativeTreeWalks | null;
+
+/**
+ * The walk named: `native` (an error without the addon, rather than a silent JavaScript walk),
+ * `js`, or `auto`: native wherever the addon loads.
+ */
+export function chooseTreeWalk(requested: string = "auto"): TreeWalk {
+  if (requested !== "native" && requested !== "js" && requested !== "auto")
+    throw new DacdError("CONFIG", `DACD_TREE_WALK must be native, js or auto, got ${requested}`);
+  if (requested === "js") return null;
   const addon = loadNativeAddon() as unknown as Partial<NativeTreeWalks> | null;
   const native =
     addon && typeof addon.patriciaCreate === "function" && typeof addon.merkleCreate === "function"
       ? (addon as NativeTreeWalks)
       : null;
-  if (forced === "native" && !native)
+  if (requested === "native" && !native)
     throw new DacdError(
       "CONFIG",
       "DACD_TREE_WALK=native, but the native addon is not built or lacks the walks",
@@ -31,7 +36,20 @@ export function nativeTreeWalks(env: NodeJS.ProcessEnv = process.env): NativeTre
   return native;
 }
 
-/** Which walks the tree updates take here, for the start-up log. */
-export function treeWalkName(env: NodeJS.ProcessEnv = process.env): TreeWalkName {
-  return nativeTreeWalks(env) ? "native" : "js";
+/** The walk `DACD_TREE_WALK` names (default auto), for the places that wire the application. */
+export function treeWalkFromEnv(env: NodeJS.ProcessEnv = process.env): TreeWalk {
+  return chooseTreeWalk(env.DACD_TREE_WALK?.trim() || "auto");
+}
+
+let automatic: { walk: TreeWalk } | undefined;
+
+/** The `auto` walk, looked up once: the default of callers that do not choose (tools, tests). */
+export function defaultTreeWalk(): TreeWalk {
+  automatic ??= { walk: chooseTreeWalk("auto") };
+  return automatic.walk;
+}
+
+/** The walk's name, for the start-up log. */
+export function treeWalkName(walk: TreeWalk): TreeWalkName {
+  return walk ? "native" : "js";
 }

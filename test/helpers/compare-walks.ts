@@ -1,6 +1,7 @@
 import { expect } from "vitest";
 import { bigintToBytes32 } from "../../src/util/bytes.js";
 import type { NodeWrites } from "../../src/trees/node-writes.js";
+import { chooseTreeWalk, type TreeWalk } from "../../src/trees/tree-walk.js";
 import { hex, RecordingStore } from "./recording-store.js";
 
 export type Walk = "js" | "native";
@@ -14,12 +15,16 @@ export interface WalkStep {
   remembered: string[];
 }
 
-/** A tree update of leaf ids to values (0 deletes) from `root`, as the walk named by DACD_TREE_WALK does it. */
+/** A tree update of leaf ids to values (0 deletes) from `root`, with the given walk. */
 export type TreeUpdate = (
   store: RecordingStore,
   root: Uint8Array,
   leaves: Map<bigint, Uint8Array>,
+  walk: TreeWalk,
 ) => Promise<{ root: Uint8Array; newNodes: NodeWrites }>;
+
+/** The walk a test names: the native one (an error without the addon) or the JavaScript one. */
+export const walkOf = (walk: Walk): TreeWalk => (walk === "native" ? chooseTreeWalk("native") : null);
 
 /** Runs `update` with the given walk and records what it wrote and remembered. */
 export async function updateWith(
@@ -29,10 +34,9 @@ export async function updateWith(
   root: Uint8Array,
   changes: Map<bigint, bigint>,
 ): Promise<WalkStep> {
-  process.env.DACD_TREE_WALK = walk;
   store.remembered = [];
   const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
-  const r = await update(store, root, leaves);
+  const r = await update(store, root, leaves, walkOf(walk));
   return {
     root: hex(r.root),
     rootBytes: r.root,

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DacdError } from "../../src/errors.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
@@ -7,28 +7,29 @@ import { TopNodeCache } from "../../src/trees/node-cache.js";
 import { createEngine } from "../../src/hash/select.js";
 import { emptySubtreeRoots, updateMerkle } from "../../src/trees/merkle.js";
 import { packedEmpties } from "../../src/trees/merkle-edge.js";
-import { nativeTreeWalks } from "../../src/trees/tree-walk.js";
+import { defaultTreeWalk } from "../../src/trees/tree-walk.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import {
   compareWalks,
   randomBatches,
   updateWith,
+  walkOf,
   type TreeUpdate,
   type Walk,
 } from "../helpers/compare-walks.js";
 import { hex, RecordingStore } from "../helpers/recording-store.js";
 
 const engine = createEngine("auto");
-const native = nativeTreeWalks({});
+const native = defaultTreeWalk();
 
 /** E[0..height] with the empty leaf 0, as the naive root takes it. */
 const empties = (height: number) => emptySubtreeRoots(engine, new Uint8Array(32), height);
 
-/** The Merkle update of the tree whose empty subtrees are `empty`, as DACD_TREE_WALK picks it. */
+/** The Merkle update of the tree whose empty subtrees are `empty`, with the walk given. */
 const merkle =
   (empty: readonly Uint8Array[]): TreeUpdate =>
-  (store, root, leaves) =>
-    updateMerkle(engine, store, empty, root, leaves, "vault");
+  (store, root, leaves, walk) =>
+    updateMerkle(engine, store, empty, root, leaves, "vault", undefined, walk);
 
 /** One update with the given walk, everything it wrote and remembered. */
 const update = (
@@ -58,10 +59,6 @@ function randomIds(seed: number, n: number, bits: number) {
 }
 
 describe.skipIf(!native)("the native Merkle walk", () => {
-  afterEach(() => {
-    delete process.env.DACD_TREE_WALK;
-  });
-
   it("writes and remembers exactly what the JavaScript walk does, batch after batch (height 31)", async () => {
     await compareOnBatches(31, 12, randomIds(91, 30, 31));
   });
@@ -104,8 +101,16 @@ describe.skipIf(!native)("the native Merkle walk", () => {
       const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
       const written: string[][] = [];
       for (const w of walks) {
-        process.env.DACD_TREE_WALK = w.walk;
-        const r = await updateMerkle(engine, w.view, empty, w.root, leaves, "vault");
+        const r = await updateMerkle(
+          engine,
+          w.view,
+          empty,
+          w.root,
+          leaves,
+          "vault",
+          undefined,
+          walkOf(w.walk),
+        );
         written.push([...r.newNodes].map((n) => `${hex(n.hash)} ${hex(n.record)}`).sort());
         w.memory.putNodes(r.newNodes);
         w.root = r.root;

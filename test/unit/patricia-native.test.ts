@@ -1,9 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DacdError } from "../../src/errors.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
 import { createEngine } from "../../src/hash/select.js";
-import { nativeTreeWalks } from "../../src/trees/tree-walk.js";
+import { defaultTreeWalk, treeWalkFromEnv } from "../../src/trees/tree-walk.js";
 import { updatePatricia } from "../../src/trees/patricia.js";
 import { naivePatriciaRoot } from "../helpers/naive-trees.js";
 import {
@@ -17,11 +17,11 @@ import { hex, RecordingStore } from "../helpers/recording-store.js";
 
 const engine = createEngine("auto");
 const HEIGHT = 251;
-/** The Patricia update at `height` as DACD_TREE_WALK picks it. */
+/** The Patricia update at `height`, with the walk given. */
 const patricia =
   (height = HEIGHT): TreeUpdate =>
-  (store, root, leaves) =>
-    updatePatricia(engine, store, height, root, leaves, "order");
+  (store, root, leaves, walk) =>
+    updatePatricia(engine, store, height, root, leaves, "order", undefined, walk);
 
 /** One update with the given walk at height 251, everything it wrote and remembered. */
 const update = (walk: Walk, store: RecordingStore, root: Uint8Array, changes: Map<bigint, bigint>) =>
@@ -44,13 +44,9 @@ async function compareOnRandomBatches(
   expect(toHex64(root)).toBe(toHex64(bigintToBytes32(naivePatriciaRoot(height, state))));
 }
 
-const native = nativeTreeWalks({});
+const native = defaultTreeWalk();
 
 describe.skipIf(!native)("the native Patricia walk", () => {
-  afterEach(() => {
-    delete process.env.DACD_TREE_WALK;
-  });
-
   it("writes and remembers exactly what the JavaScript walk does, batch after batch", async () => {
     // Clustered ids and ids spread over 251 bits.
     await compareOnRandomBatches(HEIGHT, 77, 12, (rand) =>
@@ -145,8 +141,9 @@ describe.skipIf(!native)("the native Patricia walk", () => {
   });
 
   it("is chosen by DACD_TREE_WALK, and a wrong value is refused", () => {
-    expect(nativeTreeWalks({ DACD_TREE_WALK: "js" })).toBeNull();
-    expect(nativeTreeWalks({ DACD_TREE_WALK: "native" })).not.toBeNull();
-    expect(() => nativeTreeWalks({ DACD_TREE_WALK: "fast" })).toThrow(/must be native, js or auto/);
+    expect(treeWalkFromEnv({ DACD_TREE_WALK: "js" })).toBeNull();
+    expect(treeWalkFromEnv({ DACD_TREE_WALK: "native" })).not.toBeNull();
+    expect(treeWalkFromEnv({})).toBe(native);
+    expect(() => treeWalkFromEnv({ DACD_TREE_WALK: "fast" })).toThrow(/must be native, js or auto/);
   });
 });

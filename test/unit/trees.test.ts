@@ -6,6 +6,7 @@ import { LevelStore } from "../../src/storage/level-store.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { bigintToBytes32, bytesToBigint, concatBytes, toHex64 } from "../../src/util/bytes.js";
 import { computeRoots, emptyRoots, type Roots } from "../../src/trees/compute-roots.js";
+import { defaultTreeWalk, type TreeWalk } from "../../src/trees/tree-walk.js";
 import { WasmEngine } from "../../src/hash/wasm-engine.js";
 import { createEngine } from "../../src/hash/select.js";
 import type { TreeSpec } from "../../src/model/profile.js";
@@ -36,6 +37,7 @@ async function differential(
     getNodes: MemoryNodeStore["getNodes"];
     put: (w: Awaited<ReturnType<typeof computeRoots>>) => Promise<void>;
   },
+  walk: TreeWalk = defaultTreeWalk(),
 ) {
   const rand = prng(seed);
   const states: { roots: Roots | null; leaves: Map<bigint, bigint> }[] = [{ roots: null, leaves: new Map() }];
@@ -62,7 +64,7 @@ async function differential(
       changes.set(id, value);
       leaves.set(id, value);
     }
-    const result = await computeRoots(engine, store, [spec], base.roots, { order: changes });
+    const result = await computeRoots(engine, store, [spec], base.roots, { order: changes }, undefined, walk);
     await store.put(result);
     states.push({ roots: result.roots, leaves });
     const want =
@@ -151,23 +153,16 @@ describe("incremental trees equal a naive full recomputation", () => {
     ...seeds.map((s) => [s, "auto"]),
     ...seeds.slice(0, 2).map((s) => [s, "js"]),
   ];
-  const withWalk = async (walk: string, run: () => Promise<void>) => {
-    process.env.DACD_TREE_WALK = walk;
-    try {
-      await run();
-    } finally {
-      delete process.env.DACD_TREE_WALK;
-    }
-  };
+  const walkNamed = (walk: string): TreeWalk => (walk === "js" ? null : defaultTreeWalk());
   it.each(walks([1, 2, 3]))("Merkle height 12, in memory, seed %i, %s walk", (seed, walk) =>
-    withWalk(walk as string, () => differential(merkle, seed as number, 15, 12, inMemory)),
+    differential(merkle, seed as number, 15, 12, inMemory, walkNamed(walk as string)),
   );
   // The naive recomputation (JS BigInt Pedersen) makes each step of a tall tree slow: fewer steps.
   it("Merkle height 40 (long single-leaf chains), in memory", async () => {
     await differential({ ...merkle, height: 40 }, 9, 8, 40, inMemory);
   });
   it.each(walks([4, 5, 6]))("Patricia height 251, in memory, seed %i, %s walk", (seed, walk) =>
-    withWalk(walk as string, () => differential(patricia, seed as number, 25, 251, inMemory)),
+    differential(patricia, seed as number, 25, 251, inMemory, walkNamed(walk as string)),
   );
   it("Merkle and Patricia on LevelDB", async () => {
     await differential(merkle, 7, 10, 12, onDisk());
