@@ -14,7 +14,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClaimsJournal } from "../src/storage/claims-journal.js";
-import { prng } from "./fuzz-daemon.js";
+import { prng } from "../src/util/prng.js";
 
 const ROOTS = [join(import.meta.dirname, ".."), join(import.meta.dirname, "..", "..")];
 const ROOT = ROOTS.find((r) => existsSync(join(r, "test", "fixtures", "vectors", "spot-chain")))!;

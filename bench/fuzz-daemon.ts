@@ -23,6 +23,7 @@ import { LevelStore } from "../src/storage/level-store.js";
 import { createEngine } from "../src/hash/select.js";
 import { makeProfile } from "../src/model/profile.js";
 import { bindVerifyContext } from "../src/pipeline/verify-batch.js";
+import { prng } from "../src/util/prng.js";
 
 export interface FuzzFigures {
   seed: number;
@@ -49,18 +50,6 @@ export interface FuzzFigures {
 const FIXTURE = [join(import.meta.dirname, ".."), join(import.meta.dirname, "..", "..")]
   .map((root) => join(root, "test", "fixtures", "vectors", "spot-chain"))
   .find((dir) => existsSync(dir))!;
-
-/** mulberry32: a small seeded generator, so that a failing run can be replayed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 

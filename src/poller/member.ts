@@ -168,14 +168,7 @@ export class Member {
   /** Shadow mode: the batch is verified, stored and signed; its signature is logged, never posted. */
   private async shadow(record: BatchRecord, detail: VerifyDetail): Promise<void> {
     const shadowed = await markShadowed(this.store, record, new Date());
-    this.state.nextBatchId = record.batch_id + 1;
-    this.state.lastSigned = {
-      batch_id: record.batch_id,
-      sequence_number: record.sequence_number,
-      roots: record.roots,
-      signed_at: shadowed.shadowed_at!,
-    };
-    this.events.onSigned?.(record, detail);
+    this.signed(record, detail, shadowed.shadowed_at!);
     this.log.info(
       {
         batch_id: record.batch_id,
@@ -209,14 +202,7 @@ export class Member {
       });
     }
     const accepted = await this.store.markAccepted(record, new Date());
-    this.state.nextBatchId = record.batch_id + 1;
-    this.state.lastSigned = {
-      batch_id: record.batch_id,
-      sequence_number: record.sequence_number,
-      roots: record.roots,
-      signed_at: accepted.accepted_at!,
-    };
-    this.events.onSigned?.(record, detail);
+    this.signed(record, detail, accepted.accepted_at!);
     this.log.info(
       {
         batch_id: record.batch_id,
@@ -235,6 +221,18 @@ export class Member {
     );
     if (detail.trees && this.log.isLevelEnabled("debug"))
       this.log.debug({ batch_id: record.batch_id, trees: detail.trees }, "batch trees");
+  }
+
+  /** The batch is done (posted, or shadowed): the cursor moves past it. */
+  private signed(record: BatchRecord, detail: VerifyDetail, signedAt: string): void {
+    this.state.nextBatchId = record.batch_id + 1;
+    this.state.lastSigned = {
+      batch_id: record.batch_id,
+      sequence_number: record.sequence_number,
+      roots: record.roots,
+      signed_at: signedAt,
+    };
+    this.events.onSigned?.(record, detail);
   }
 
   /**
