@@ -78,6 +78,13 @@ describe("dacd run and signals", () => {
     gw.available = 3; // the rest after the SIGHUP, to be verified at debug level
     const { child, out } = start(["run", "--config", configPath], await slowNotifyEnv(dir));
     await waitFor(() => gw.accepted.length === 3, 60_000, "three signed");
+    // The gateway counts a signature before the daemon logs it: wait for batch 2's line, so that
+    // its per-tree detail was decided at info level, before the SIGHUP below.
+    await waitFor(
+      () => logLines(out()).some((l) => l.msg === "batch signed" && l.batch_id === 2),
+      20_000,
+      "batch 2 logged",
+    );
     const socket = join(config.dataDir, "dacd.sock");
     expect(existsSync(socket)).toBe(true);
     expect(logLines(out()).some((l) => l.level === "debug")).toBe(false);
