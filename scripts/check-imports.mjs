@@ -8,7 +8,8 @@ import { fileURLToPath } from "node:url";
 
 /** Lower layers first. Files directly in src/ are named with their extension. */
 const LAYERS = [
-  ["util", "errors.ts", "logging.ts", "build-info.ts"],
+  ["errors.ts"],
+  ["util", "logging.ts", "build-info.ts"],
   ["model"],
   ["hash"],
   ["wire"],

@@ -10,7 +10,6 @@
  * JSON answer and for a dump whose reader stops reading; a bound on open connections.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { DacdError, isDacdError } from "../errors.js";
 import { getPruneInfo, isPruned } from "../escape/common.js";
 import { dumpTree, isTreeStored, type DumpFileSink } from "../escape/dump.js";
@@ -25,6 +24,7 @@ import type { TreeSpec } from "../model/profile.js";
 import { DAEMON_WALK_CHUNK, PACE_MAX_WAIT_MS } from "../control/escape-routes.js";
 import { OPENAPI } from "./openapi.js";
 import { RateLimiter } from "./rate-limit.js";
+import { closeHttp, listenHttp } from "../util/http-listen.js";
 
 export interface EscapeApiOptions {
   readonly host: string;
@@ -230,28 +230,8 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
   server.requestTimeout = 10_000;
   server.keepAliveTimeout = 5_000;
   server.maxRequestsPerSocket = 1000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", (err: NodeJS.ErrnoException) =>
-      reject(
-        new DacdError(
-          "CONFIG",
-          `cannot listen on escape_api_host ${opts.host} escape_api_port ${opts.port}: ${err.code ?? err.message}`,
-        ),
-      ),
-    );
-    server.listen(opts.port, opts.host, () => resolve());
-  });
-  const { address, port } = server.address() as AddressInfo;
-  const host = address.includes(":") ? `[${address}]` : address;
-  return {
-    server,
-    url: `http://${host}:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const url = await listenHttp(server, opts.host, opts.port, "escape_api");
+  return { server, url, close: () => closeHttp(server) };
 }
 
 /**

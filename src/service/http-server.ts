@@ -4,10 +4,9 @@
  * only GET and HEAD are answered.
  */
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { DacdError } from "../errors.js";
 import type { Check } from "./health.js";
 import type { DacdMetrics } from "./metrics.js";
+import { closeHttp, listenHttp } from "../util/http-listen.js";
 
 export interface OpsHandlers {
   metrics: DacdMetrics;
@@ -89,30 +88,13 @@ export async function listenOpsServer(opts: { host: string; port: number }): Pro
     });
   });
   server.keepAliveTimeout = 5000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", (err: NodeJS.ErrnoException) =>
-      reject(
-        new DacdError(
-          "CONFIG",
-          `cannot listen on metrics_host ${opts.host} metrics_port ${opts.port}: ${err.code ?? err.message}` +
-            (err.code === "EADDRINUSE" ? " (another process uses the port)" : ""),
-        ),
-      ),
-    );
-    server.listen(opts.port, opts.host, () => resolve());
-  });
-  const { address, port } = server.address() as AddressInfo;
-  const host = address.includes(":") ? `[${address}]` : address;
+  const url = await listenHttp(server, opts.host, opts.port, "metrics");
   return {
     server,
-    url: `http://${host}:${port}`,
+    url,
     attach: (h) => {
       handlers = h;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => closeHttp(server),
   };
 }
