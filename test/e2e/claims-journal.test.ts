@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
-import { readdir, readFile, rm, stat, truncate } from "node:fs/promises";
+import { readdir, readFile, stat, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { defaultClaimsJournalPath } from "../../src/storage/claims-journal.js";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
-import { VectorGateway, type Post } from "../helpers/vector-gateway.js";
+import { spotChainMember, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import type { Post } from "../helpers/vector-gateway.js";
 import { loadChain } from "../helpers/vectors.js";
 
 const BIN = join(import.meta.dirname, "..", "..", "bin", "dacd.js");
@@ -16,16 +16,8 @@ afterEach(async () => {
 
 /** Signs the whole spot chain, stops, and cuts LevelDB's current write-ahead log in half. */
 async function signThenLoseTail() {
-  const { responses, expected } = loadChain("spot-chain");
-  const gw = await new VectorGateway(responses, expected, "G").start();
-  cleanups.push(() => gw.close());
-  const setup = await memberSetup({
-    profile: "spot",
-    privateKey: expected.private_key,
-    gatewayUrl: gw.url,
-    feeder: true,
-  });
-  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+  const { responses } = loadChain("spot-chain");
+  const { gw, expected, setup } = await spotChainMember(cleanups);
   const daemon = await startQuietDaemon(setup.config);
   await waitFor(() => daemon.member.state.nextBatchId === expected.batches.length, 60_000, "all signed");
   await daemon.stop();

@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { memberSetup, spotChainMember, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { VectorGateway, type Interceptor } from "../helpers/vector-gateway.js";
 import { loadChain } from "../helpers/vectors.js";
 import { storeStatus } from "../../src/inspect/inspect.js";
@@ -180,18 +180,10 @@ describe("a hostile or broken gateway never crashes the daemon nor yields a wron
 
 describe("a batch that keeps failing", () => {
   it("is reported with its reason by status, from the daemon and from the store", async () => {
-    const { responses, expected } = loadChain("spot-chain");
+    const { responses } = loadChain("spot-chain");
     const served = JSON.parse(JSON.stringify(responses)) as { update: Record<string, unknown> }[];
     served[1]!.update.vault_root = "0".repeat(64);
-    const gw = await new VectorGateway(served, expected, "G").start();
-    cleanups.push(() => gw.close());
-    const setup = await memberSetup({
-      profile: "spot",
-      privateKey: expected.private_key,
-      gatewayUrl: gw.url,
-      feeder: true,
-    });
-    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+    const { gw, setup } = await spotChainMember(cleanups, served);
     const daemon = await startQuietDaemon(setup.config);
     cleanups.push(() => daemon.stop());
     await waitFor(async () => (await storeStatus(daemon.store)).failing !== null, 20_000, "failure noted");

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isDacdError } from "../../src/errors.js";
 import { freePort } from "../helpers/free-port.js";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { memberSetup, spotChainMember, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { VectorGateway } from "../helpers/vector-gateway.js";
 import { loadChain } from "../helpers/vectors.js";
 
@@ -242,16 +242,7 @@ describe("small holes", () => {
   });
 
   it("pins the chain kind: a gateway that later answers STARKNET is refused, never followed", async () => {
-    const { responses, expected } = loadChain("spot-chain");
-    const gw = await new VectorGateway(responses, expected, "G").start();
-    cleanups.push(() => gw.close());
-    const setup = await memberSetup({
-      profile: "spot",
-      privateKey: expected.private_key,
-      gatewayUrl: gw.url,
-      feeder: true,
-    });
-    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+    const { gw, setup } = await spotChainMember(cleanups);
     const daemon = await startQuietDaemon(setup.config);
     await waitFor(() => daemon.member.state.nextBatchId === 2, 60_000, "two batches");
     await daemon.stop();

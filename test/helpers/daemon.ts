@@ -1,10 +1,12 @@
-import { chmod, mkdtemp, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/config.js";
 import type { Config } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging.js";
 import { startDaemon, type Daemon } from "../../src/app.js";
+import { VectorGateway } from "./vector-gateway.js";
+import { loadChain, type Expected } from "./vectors.js";
 
 /** A temp dir with a 0600 key file and a config for `profile` pointing at `gatewayUrl`. */
 export async function memberSetup(opts: {
@@ -52,4 +54,26 @@ export async function waitFor(
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * The spot chain served by a VectorGateway (with `served` instead of the vectors' answers when
+ * given) and a member set up against it with a feeder; both are removed by the `cleanups` the
+ * test runs afterwards.
+ */
+export async function spotChainMember(
+  cleanups: (() => Promise<void>)[],
+  served?: { update: unknown }[],
+): Promise<{ gw: VectorGateway; expected: Expected; setup: Awaited<ReturnType<typeof memberSetup>> }> {
+  const { responses, expected } = loadChain("spot-chain");
+  const gw = await new VectorGateway(served ?? responses, expected, "G").start();
+  cleanups.push(() => gw.close());
+  const setup = await memberSetup({
+    profile: "spot",
+    privateKey: expected.private_key,
+    gatewayUrl: gw.url,
+    feeder: true,
+  });
+  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+  return { gw, expected, setup };
 }
