@@ -8,7 +8,8 @@ import { isBelowPrime } from "../model/field.js";
 import { decodeLeafRecord, hashLeaves, hashPairs } from "../trees/leaves.js";
 import { isMerkleEdge, recomputeMerkleEdges, type MerkleEdgeCheck } from "../trees/merkle-edge.js";
 import type { TreeSpec } from "../model/profile.js";
-import { getPruneInfo, isPruned, type LoadedBatchRecord } from "../escape/common.js";
+import type { LoadedBatchRecord } from "../escape/common.js";
+import { isPruned } from "../storage/prune-info.js";
 import { walkLeaves, type WalkNode, type WalkProblem } from "../trees/walk-leaves.js";
 
 export interface CheckOptions {
@@ -77,7 +78,7 @@ export async function checkStore(
     return report;
   }
   const cursor = await store.getCursor();
-  const prune = await getPruneInfo(store);
+  const prune = await store.getPruneInfo();
   const skipped = new Set(cursor?.skipped ?? []);
   report.skipped = [...skipped];
 

@@ -15,7 +15,6 @@ import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { BatchRecord, Cursor } from "../storage/batch-record.js";
-import { batchIdFromKey, metaKey, Prefix } from "../storage/keys.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex0x } from "../util/bytes.js";
 import type { Roots } from "../trees/compute-roots.js";
@@ -40,64 +39,40 @@ export interface CheckOptions {
   maxProblems?: number;
 }
 
-const decoder = new TextDecoder();
-
 /** Scans the store; never throws for problems found (see `problems`), only for an unreadable store. */
 export async function checkStore(store: LevelStore, opts: CheckOptions = {}): Promise<CheckResult> {
   const chunk = opts.chunk ?? 500;
   const maxProblems = opts.maxProblems ?? 50;
   const { profile } = await storeProfile(store);
-  const db = store.raw;
-  const snapshot = db.snapshot();
+  const snapshot = store.snapshot();
   const problems: string[] = [];
   let problemCount = 0;
   const problem = (m: string): void => {
     if (problemCount++ < maxProblems) problems.push(m);
   };
   try {
-    const cursorBytes = await db.get(metaKey("cursor"), { snapshot });
-    const cursor: Cursor = cursorBytes
-      ? (JSON.parse(decoder.decode(cursorBytes)) as Cursor)
-      : { next_batch_id: 0, last_accepted_batch_id: -1 };
+    const cursor: Cursor = (await snapshot.getCursor()) ?? { next_batch_id: 0, last_accepted_batch_id: -1 };
     const skipped = new Set(cursor.skipped ?? []);
     const sequence = new Map<number, number>();
     let first: number | undefined;
     let last: number | undefined;
     let count = 0;
     let unchecked = 0;
-    const it = db.iterator({
-      gte: Uint8Array.of(Prefix.batch),
-      lt: Uint8Array.of(Prefix.batch + 1),
-      snapshot,
-    });
-    try {
-      for (;;) {
-        if (opts.signal?.aborted) throw opts.signal.reason;
-        const entries = await it.nextv(chunk);
-        if (entries.length === 0) break;
-        for (const [key, value] of entries) {
-          const id = batchIdFromKey(key);
-          count++;
-          if (first === undefined) first = id;
-          else {
-            for (let gap = (last ?? id) + 1; gap < id && gap < cursor.next_batch_id; gap++) {
-              if (!skipped.has(gap)) problem(`batch ${gap} is missing (between ${last} and ${id})`);
-            }
+    for await (const entries of snapshot.batchChunks(chunk)) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      for (const { id, record } of entries) {
+        count++;
+        if (first === undefined) first = id;
+        else {
+          for (let gap = (last ?? id) + 1; gap < id && gap < cursor.next_batch_id; gap++) {
+            if (!skipped.has(gap)) problem(`batch ${gap} is missing (between ${last} and ${id})`);
           }
-          last = id;
-          let record: BatchRecord;
-          try {
-            record = JSON.parse(decoder.decode(value)) as BatchRecord;
-          } catch {
-            problem(`batch ${id}: the record is not valid JSON`);
-            continue;
-          }
-          checkRecord(id, record);
         }
-        await yieldToEventLoop();
+        last = id;
+        if (record === undefined) problem(`batch ${id}: the record is not valid JSON`);
+        else checkRecord(id, record);
       }
-    } finally {
-      await it.close();
+      await yieldToEventLoop();
     }
     if (first !== undefined && last !== undefined) {
       for (let gap = last + 1; gap < cursor.next_batch_id; gap++) {

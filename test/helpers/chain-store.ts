@@ -8,6 +8,7 @@ import { WasmEngine } from "../../src/hash/wasm-engine.js";
 import { makeProfile, type Profile } from "../../src/model/profile.js";
 import { verifyAndStoreBatch, type VerifyContext } from "../../src/pipeline/verify-batch.js";
 import { loadChain, privateKeyBytes, type ChainName, type Expected } from "./vectors.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 /** Shared set-up of the escape tests: temp dirs, and stores holding a vector chain. */
 
@@ -73,7 +74,8 @@ export async function dumpFiles(dir: string): Promise<Record<string, string>> {
 
 export async function countKeys(store: LevelStore, prefix: number): Promise<number> {
   let n = 0;
-  for await (const _ of store.raw.keys({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) })) n++;
+  for await (const _ of levelDb(store).keys({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) }))
+    n++;
   return n;
 }
 

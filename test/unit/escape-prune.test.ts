@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { makeProof, verifyProof } from "../../src/escape/proof.js";
-import { compact, pruneStore } from "../../src/maintenance/prune.js";
+import { pruneStore } from "../../src/maintenance/prune.js";
 import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { Prefix } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
@@ -33,7 +33,7 @@ describe("prune", () => {
         await dumpStore(s.store, engine, { outDir: out, batchId: id });
         before[id] = await dumpFiles(out);
       }
-      await compact(s.store);
+      await s.store.compact("trees");
       const nodesBefore = await countKeys(s.store, Prefix.node);
       const leavesBefore = await countKeys(s.store, Prefix.leaf);
       const sizeBefore = await tableBytes(s.dir);

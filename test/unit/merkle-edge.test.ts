@@ -20,6 +20,7 @@ import {
 import type { NodeWrite } from "../../src/trees/node-source.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import { chainStore, cleanup, engine, randomBig, tempDir } from "../helpers/chain-store.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 afterAll(cleanup);
 
@@ -295,7 +296,7 @@ describe("deep check of a store loaded from a dump (edges from buildMerkle)", ()
 
       // Two edges of height ≥ 9 (a checkpoint to alter).
       const found: { key: Uint8Array; rec: Uint8Array }[] = [];
-      for await (const [k, v] of store.raw.iterator({
+      for await (const [k, v] of levelDb(store).iterator({
         gte: Uint8Array.of(Prefix.node),
         lt: Uint8Array.of(Prefix.node + 1),
       })) {
@@ -304,7 +305,7 @@ describe("deep check of a store loaded from a dump (edges from buildMerkle)", ()
       }
       expect(found.length).toBe(2);
       const put = (key: Uint8Array, rec: Uint8Array): Promise<void> =>
-        store.raw.put(Uint8Array.of(Prefix.node, ...key), rec);
+        levelDb(store).put(Uint8Array.of(Prefix.node, ...key), rec);
       const chain = found[0]!.rec.slice();
       chain[65 + 31]! ^= 1; // the checkpoint at height 8
       await put(found[0]!.key, chain);
@@ -352,7 +353,7 @@ describe("the store's node format", () => {
     // store through LevelStore.open, which refuses it.
     const dir = join(await tempDir(), "db");
     const old = await LevelStore.open(dir);
-    await old.raw.put(metaKey("identity"), new TextEncoder().encode(JSON.stringify(identity)));
+    await levelDb(old).put(metaKey("identity"), new TextEncoder().encode(JSON.stringify(identity)));
     await old.close();
     await expect(LevelStore.open(dir)).rejects.toMatchObject({
       code: "CONFIG",

@@ -16,6 +16,7 @@ import { createEngine } from "../../src/hash/select.js";
 import { keptHeights, makeProfile } from "../../src/model/profile.js";
 import { verifyAndStoreBatch } from "../../src/pipeline/verify-batch.js";
 import { loadChain, privateKeyBytes } from "../helpers/vectors.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -175,11 +176,11 @@ describe("light consistency check", () => {
   it("finds a missing batch, a wrong sequence number and a claim that does not match the roots", async () => {
     const store = await signedStore();
     const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
-    await store.raw.del(batchKey(1));
+    await levelDb(store).del(batchKey(1));
     const b4 = (await store.getBatch(4))!;
-    await store.raw.put(batchKey(4), enc({ ...b4, sequence_number: 9 }));
+    await levelDb(store).put(batchKey(4), enc({ ...b4, sequence_number: 9 }));
     const b5 = (await store.getBatch(5))!;
-    await store.raw.put(batchKey(5), enc({ ...b5, claim_hash: "0x" + "00".repeat(32) }));
+    await levelDb(store).put(batchKey(5), enc({ ...b5, claim_hash: "0x" + "00".repeat(32) }));
     const { problems } = await checkStore(store);
     expect(problems.some((p) => /batch 1 is missing/.test(p))).toBe(true);
     expect(problems.some((p) => /batch 4: sequence number 9/.test(p))).toBe(true);
