@@ -3,6 +3,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ClassicLevel } from "classic-level";
 import { DacdError } from "../errors.js";
+import { NODE_FORMAT } from "../trees/node-record.js";
 import type { NodeSource } from "../trees/node-source.js";
 import type { NodeWrites } from "../trees/node-writes.js";
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
@@ -38,12 +39,6 @@ export interface LevelTuning {
   /** Snappy per block; off by default (hashes do not compress). */
   readonly compression?: boolean;
 }
-
-/**
- * The layout of tree node records. 2: Merkle edges keep checkpoints every 8 heights rather than
- * every ancestor (merkle-edge.ts). A store of another format is refused, never misread.
- */
-export const NODE_FORMAT = 2;
 
 /** Lookups in one getNodes from which two getMany calls run side by side. */
 const PARALLEL_READ_MIN = 2048;

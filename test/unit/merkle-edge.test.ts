@@ -21,6 +21,7 @@ import type { NodeWrite } from "../../src/trees/node-source.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import { chainStore, cleanup, engine, randomBig, tempDir } from "../helpers/chain-store.js";
 import { levelDb } from "../../src/storage/level-db.js";
+import { edgeLength, isBinaryRecord } from "../../src/trees/node-record.js";
 
 afterAll(cleanup);
 
@@ -49,8 +50,8 @@ async function verifyRecords(
 
   // Every record verifies on its own.
   const keys = [...records.keys()];
-  const binary = keys.filter((k) => records.get(k)!.length === 64);
-  const edges = keys.filter((k) => records.get(k)!.length !== 64);
+  const binary = keys.filter((k) => isBinaryRecord(records.get(k)!));
+  const edges = keys.filter((k) => !isBinaryRecord(records.get(k)!));
   for (const k of binary) {
     const rec = records.get(k)!;
     expect(toHex64(await engine.hashMany(rec.subarray(0, 32), rec.subarray(32, 64)))).toBe(k);
@@ -79,7 +80,7 @@ async function verifyRecords(
     const rec = records.get(key);
     expect(rec, `record of node (${h}, ${index})`).toBeDefined();
     used.add(key);
-    if (rec!.length === 64) {
+    if (isBinaryRecord(rec!)) {
       const n =
         walk(rec!.subarray(0, 32), h - 1, index * 2n) + walk(rec!.subarray(32, 64), h - 1, index * 2n + 1n);
       expect(n, `binary node (${h}, ${index}) above ${n} leaves`).toBeGreaterThanOrEqual(2);
@@ -179,7 +180,9 @@ describe("buildMerkle writes the canonical form with edges", () => {
     ]);
     const records = await buildAndVerify(height, leaves, "vault");
     // Leaf 201 is alone once 200 is dropped: one edge of height 7 (201 and 3, 5 first meet at 8).
-    const edge201 = [...records.values()].find((rec) => rec.length !== 64 && bytesToBigint(rec, 0) === 13n);
+    const edge201 = [...records.values()].find(
+      (rec) => !isBinaryRecord(rec) && bytesToBigint(rec, 0) === 13n,
+    );
     expect(edge201?.[64]).toBe(7);
     expect((await buildAndVerify(height, new Map([[7n, e0]]), "vault")).size).toBe(0);
   });
@@ -300,7 +303,7 @@ describe("deep check of a store loaded from a dump (edges from buildMerkle)", ()
         gte: Uint8Array.of(Prefix.node),
         lt: Uint8Array.of(Prefix.node + 1),
       })) {
-        if (v.length !== 64 && v[64]! >= 9) found.push({ key: k.slice(1), rec: v.slice() });
+        if (!isBinaryRecord(v) && edgeLength(v) >= 9) found.push({ key: k.slice(1), rec: v.slice() });
         if (found.length === 2) break;
       }
       expect(found.length).toBe(2);
