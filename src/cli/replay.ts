@@ -3,7 +3,7 @@ import { Option, type Command } from "commander";
 import { DacdError, isDacdError } from "../errors.js";
 import { createSigner } from "../signer/create-signer.js";
 import { loadPrivateKey } from "../signer/key-file.js";
-import { LevelStore } from "../storage/level-store.js";
+import { openStoreAt } from "./store-options.js";
 import { createEngine } from "../hash/select.js";
 import { isProfileName, makeProfile } from "../model/profile.js";
 import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../trees/node-cache.js";
@@ -60,7 +60,7 @@ async function replay(opts: ReplayOptions): Promise<number> {
   const signer = createSigner("ethereum", key);
   const bodies = await readInput(opts.input);
   const engine = await createEngine(opts.engine, { warn: (m) => process.stderr.write(`${m}\n`) });
-  const store = await LevelStore.open(opts.db);
+  const store = await openStoreAt(opts.db);
   let failed = 0;
   try {
     const ctx = await bindVerifyContext(store, {

@@ -348,6 +348,9 @@ function buildHeights(profile: Profile, raw: Record<string, unknown>, p: Problem
   return heights;
 }
 
+/** The configuration file could not be read at all (missing, unreadable): a CONFIG error of its own kind. */
+export class UnreadableConfigFile extends DacdError {}
+
 /** Reads, overrides with `env`, and validates the configuration file at `path`. */
 export function loadConfig(path: string, env: Env = process.env): Config {
   const configPath = resolve(path);
@@ -356,7 +359,9 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     text = readFileSync(configPath, "utf8");
   } catch (e) {
     const detail = e instanceof Error ? e.message : String(e);
-    throw new DacdError("CONFIG", `cannot read config file ${configPath}: ${detail}`, { cause: e });
+    throw new UnreadableConfigFile("CONFIG", `cannot read config file ${configPath}: ${detail}`, {
+      cause: e,
+    });
   }
   const lc = new LineCounter();
   // YAML 1.2 core schema; string keys are recovered from the source text (see stringOf).
