@@ -1,7 +1,8 @@
 /**
- * The light consistency check run by the scheduled `check` job: a scan of the batch records (not of
- * the trees) in one LevelDB snapshot, so it sees one consistent state while the daemon keeps
- * signing. It finds:
+ * The batch records scan: the scheduled `check` job runs it before the integrity check
+ * (integrity-check.ts checkStore, the one `dacd escape check` runs). It reads the batch records,
+ * not the trees, in one LevelDB snapshot, so it sees one consistent state while the daemon keeps
+ * signing, and checks what only a signing member's records carry. It finds:
  * - a missing batch between the first stored batch and the cursor (other than the ones the cursor
  *   records as skipped);
  * - a record stored under another id, or naming a previous batch that is not earlier;
@@ -9,7 +10,7 @@
  * - a claim hash that is not the one of the record's roots and sequence number;
  * - a batch before the cursor without its acceptance time.
  * Batches before the first stored one may have been pruned; their successors' sequence numbers are
- * then not checked. A deep check (walking the trees) is not this job's business.
+ * then not checked. The trees are not walked here.
  */
 import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
@@ -21,7 +22,7 @@ import type { Roots } from "../trees/compute-roots.js";
 import type { TreeName } from "../model/profile.js";
 import { yieldToEventLoop } from "../util/yield.js";
 
-export interface CheckResult {
+export interface RecordsScan {
   batches: number;
   first_batch_id: number | null;
   last_batch_id: number | null;
@@ -31,7 +32,7 @@ export interface CheckResult {
   problems: string[];
 }
 
-export interface CheckOptions {
+export interface RecordsScanOptions {
   signal?: AbortSignal;
   /** Records handled between two yields to the event loop. */
   chunk?: number;
@@ -40,7 +41,10 @@ export interface CheckOptions {
 }
 
 /** Scans the store; never throws for problems found (see `problems`), only for an unreadable store. */
-export async function checkStore(store: LevelStore, opts: CheckOptions = {}): Promise<CheckResult> {
+export async function scanBatchRecords(
+  store: LevelStore,
+  opts: RecordsScanOptions = {},
+): Promise<RecordsScan> {
   const chunk = opts.chunk ?? 500;
   const maxProblems = opts.maxProblems ?? 50;
   const { profile } = await storeProfile(store);
@@ -142,7 +146,7 @@ export async function checkStore(store: LevelStore, opts: CheckOptions = {}): Pr
 
 /** The check as a job: throws DacdError("STORE") listing what is wrong. */
 export async function checkJob(store: LevelStore, signal: AbortSignal): Promise<Record<string, unknown>> {
-  const result = await checkStore(store, { signal });
+  const result = await scanBatchRecords(store, { signal });
   const { problems, ...facts } = result;
   if (problems.length > 0) {
     throw new DacdError(

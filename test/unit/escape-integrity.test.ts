@@ -10,7 +10,8 @@ import { batchKey, Prefix } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { hexToBytes32 } from "../../src/util/bytes.js";
 import { readLeaf } from "../../src/trees/read-leaf.js";
-import { chainStore, cleanup, countKeys, engine, tempDir, type ChainStore } from "../helpers/chain-store.js";
+import { chainStore, countKeys, engine, type ChainStore } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 import { levelDb } from "../../src/storage/level-db.js";
 
 let src: ChainStore;
@@ -22,7 +23,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await src.store.close();
-  await cleanup();
+  await removeTempDirs();
 });
 
 async function tamperedCopy(edit: (dir: string, m: Manifest) => Promise<Manifest | void>): Promise<string> {

@@ -11,17 +11,10 @@ import { hexToBytes32, toHex0x, toHex64 } from "../../src/util/bytes.js";
 import { computeRoots, type Roots } from "../../src/trees/compute-roots.js";
 import { makeProfile, type TreeName } from "../../src/model/profile.js";
 import type { Leaf } from "../../src/model/state-update.js";
-import {
-  chainStore,
-  cleanup,
-  countKeys,
-  tableBytes,
-  dumpFiles,
-  engine,
-  tempDir,
-} from "../helpers/chain-store.js";
+import { chainStore, countKeys, tableBytes, dumpFiles, engine } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
-afterEach(cleanup);
+afterEach(removeTempDirs);
 
 describe("prune", () => {
   it("keeps the last K batches dumpable and provable, refuses pruned ones, and shrinks the store", async () => {

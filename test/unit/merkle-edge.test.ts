@@ -19,11 +19,12 @@ import {
 } from "../../src/trees/merkle-edge.js";
 import type { NodeWrite } from "../../src/trees/node-source.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
-import { chainStore, cleanup, engine, randomBig, tempDir } from "../helpers/chain-store.js";
+import { chainStore, engine, randomBig } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 import { levelDb } from "../../src/storage/level-db.js";
 import { edgeLength, isBinaryRecord } from "../../src/trees/node-record.js";
 
-afterAll(cleanup);
+afterAll(removeTempDirs);
 
 function pack(leaves: Map<bigint, bigint>): { ids: bigint[]; hashes: Uint8Array } {
   const sorted = [...leaves].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

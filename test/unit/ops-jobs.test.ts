@@ -1,11 +1,11 @@
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 import { createLogger } from "../../src/logging.js";
 import { backupStore, listBackups } from "../../src/service/backup.js";
-import { checkStore } from "../../src/maintenance/records-check.js";
+import { scanBatchRecords } from "../../src/maintenance/records-check.js";
 import { JobRunner } from "../../src/service/jobs.js";
 import { DacdMetrics } from "../../src/service/metrics.js";
 import { createSystemdNotifier } from "../../src/service/systemd.js";
@@ -21,13 +21,8 @@ import { levelDb } from "../../src/storage/level-db.js";
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
+  await removeTempDirs();
 });
-
-async function tempDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
@@ -152,7 +147,7 @@ describe("backup", () => {
       expect(await copy.getCursor()).toEqual(await store.getCursor());
       expect(await copy.getIdentity()).toEqual(await store.getIdentity());
       for (let id = 0; id < 6; id++) expect(await copy.getBatch(id)).toEqual(await store.getBatch(id));
-      expect((await checkStore(copy)).problems).toEqual([]);
+      expect((await scanBatchRecords(copy)).problems).toEqual([]);
     } finally {
       await copy.close();
     }
@@ -163,7 +158,7 @@ describe("backup", () => {
 describe("light consistency check", () => {
   it("passes a store as the daemon leaves it", async () => {
     const store = await signedStore();
-    const r = await checkStore(store, { chunk: 2 });
+    const r = await scanBatchRecords(store, { chunk: 2 });
     expect(r).toMatchObject({
       batches: 6,
       first_batch_id: 0,
@@ -181,7 +176,7 @@ describe("light consistency check", () => {
     await levelDb(store).put(batchKey(4), enc({ ...b4, sequence_number: 9 }));
     const b5 = (await store.getBatch(5))!;
     await levelDb(store).put(batchKey(5), enc({ ...b5, claim_hash: "0x" + "00".repeat(32) }));
-    const { problems } = await checkStore(store);
+    const { problems } = await scanBatchRecords(store);
     expect(problems.some((p) => /batch 1 is missing/.test(p))).toBe(true);
     expect(problems.some((p) => /batch 4: sequence number 9/.test(p))).toBe(true);
     expect(problems.some((p) => /batch 5: claim hash/.test(p))).toBe(true);

@@ -1,22 +1,15 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { batchKey, Meta } from "../../src/storage/keys.js";
 import { levelDb } from "../../src/storage/level-db.js";
 import { LevelStore, type TreeRecordKey } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
-});
+afterEach(removeTempDirs);
 
 async function openStore(): Promise<LevelStore> {
-  const dir = await mkdtemp(join(tmpdir(), "dacd-store-door-"));
-  dirs.push(dir);
-  return LevelStore.open(dir);
+  return LevelStore.open(await tempDir("dacd-store-door-"));
 }
 
 const record = (id: number): BatchRecord =>
