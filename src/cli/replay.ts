@@ -9,6 +9,7 @@ import { isProfileName, makeProfile } from "../model/profile.js";
 import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../trees/node-cache.js";
 import { bindVerifyContext, verifyAndStoreBatch } from "../pipeline/verify-batch.js";
 import { treeWalkFromEnv } from "../trees/tree-walk.js";
+import { HASH_ENGINES } from "../model/engines.js";
 
 interface ReplayOptions {
   profile: string;
@@ -37,7 +38,7 @@ export function registerReplayCommand(program: Command): void {
     .requiredOption("--db <dir>", "store directory (the same layout as the daemon's data_dir)")
     .option("--no-validate-orders", "take the stated order root as given")
     .option("--no-validate-rollup", "do not keep or check the rollup vault tree")
-    .addOption(new Option("--engine <name>", "hash engine").choices(["auto", "native", "wasm", "js"]))
+    .addOption(new Option("--engine <name>", "hash engine").choices(HASH_ENGINES))
     .action(async (opts: ReplayOptions) => {
       process.exitCode = await replay(opts);
     });
