@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { keyOrder, Prefix, prefixed } from "../src/storage/keys.js";
+import { levelDb } from "../src/storage/level-db.js";
 import { LevelStore } from "../src/storage/level-store.js";
 
 /**
@@ -29,10 +30,12 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "dacd-store-order-"));
   const store = await LevelStore.open(dir);
+  // The key order is measured on LevelDB itself, below LevelStore's own writes.
+  const db = levelDb(store);
   try {
     const stored: Uint8Array[] = [];
     for (let done = 0; done < records; done += 100_000) {
-      const batch = store.raw.batch();
+      const batch = db.batch();
       for (const h of random(Math.min(100_000, records - done))) {
         batch.put(prefixed(Prefix.node, h), new Uint8Array(64).fill(h[0]!));
         stored.push(h);
@@ -56,7 +59,7 @@ async function main(): Promise<void> {
       for (const sorted of [false, true]) {
         const hashes = random(batchSize);
         await timed(sorted ? times.commitSorted : times.commitRandom, async () => {
-          const batch = store.raw.batch();
+          const batch = db.batch();
           const order = sorted ? keyOrder(hashes) : hashes.map((_, i) => i);
           for (const i of order) batch.put(prefixed(Prefix.node, hashes[i]!), record);
           await batch.write({ sync: true });
@@ -68,7 +71,7 @@ async function main(): Promise<void> {
         await timed(sorted ? times.readSorted : times.readRandom, async () => {
           const order = sorted ? keyOrder(picks) : picks.map((_, i) => i);
           const keys = Array.from(order, (i) => prefixed(Prefix.node, picks[i]!));
-          const got = await store.raw.getMany(keys);
+          const got = await db.getMany(keys);
           if (got.some((v) => v === undefined)) throw new Error("a stored record was not found");
         });
       }

@@ -5,8 +5,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { computeClaimHash } from "../src/signer/claim.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
-import { BULK_LOAD_WRITE_BUFFER, BULK_SPILL_DIR, BulkWriter } from "../src/storage/bulk-writer.js";
-import { Prefix } from "../src/storage/keys.js";
+import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore, type LevelTuning, type PendingCommit } from "../src/storage/level-store.js";
 import { toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
@@ -205,8 +204,8 @@ async function bulkLoad(
   const roots: Roots = {};
   const ids = new Map<TreeName, LoadedIds>();
   // Records go to LevelDB in key order at the end (BulkWriter), as `dacd escape load` writes them.
-  const writer = new BulkWriter(store.raw, join(store.dir, BULK_SPILL_DIR));
-  const sink: NodeSink = (nodes) => writeWait.time(() => writer.put(Prefix.node, nodes));
+  const writer = store.bulkWriter();
+  const sink: NodeSink = (nodes) => writeWait.time(() => writer.putNodes(nodes));
   for (const spec of trees) {
     const count = size.initial[spec.name] ?? 0;
     const set = generating(() => {
@@ -229,7 +228,7 @@ async function bulkLoad(
         const record = encodeLeafRecord(spec.leaf, leaf);
         if (record) records.push({ hash: hs[k]!, record });
       });
-      await writeWait.time(() => writer.put(Prefix.leaf, records));
+      await writeWait.time(() => writer.putLeaves(records));
     }
     roots[spec.name] =
       spec.kind === "merkle"

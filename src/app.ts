@@ -10,7 +10,7 @@ import type { Logger } from "./logging.js";
 import { escapeJobs } from "./service/maintenance-jobs.js";
 import { checkImportedStore } from "./escape/reference-store.js";
 import { listenOpsServer, type OpsListener } from "./service/http-server.js";
-import { DACD_VERSION, DacdMetrics, type MetricsState } from "./service/metrics.js";
+import { DacdMetrics, type MetricsState } from "./service/metrics.js";
 import {
   memberMetricsState,
   startOperations,
@@ -231,7 +231,7 @@ async function startDaemonWith(
       chain: signer.chainKind,
       member_key: signer.memberKey,
       engine: engine.name,
-      version: DACD_VERSION,
+      version: buildInfo().version,
     });
     metrics.setMode(config.mode);
     const build = buildInfo();
@@ -353,7 +353,7 @@ async function chainKind(config: Config, log: Logger): Promise<"ethereum" | "sta
       `the availability gateway reports an unknown blockchain type ${JSON.stringify(name)}`,
     );
   } catch (err) {
-    if (err instanceof DacdError && /HTTP 404/.test(err.message)) {
+    if (err instanceof DacdError && err.httpStatus === 404) {
       log.warn(
         "the availability gateway has no get_blockchain_type endpoint; assuming an Ethereum-kind chain",
       );

@@ -16,11 +16,13 @@ export class DacdError extends Error {
   readonly code: ErrorCode;
   readonly batchId: number | undefined;
   readonly field: string | undefined;
+  /** GATEWAY: the HTTP status the gateway answered with, when it answered with one that failed. */
+  readonly httpStatus: number | undefined;
 
   constructor(
     code: ErrorCode,
     message: string,
-    opts: { batchId?: number; field?: string; cause?: unknown } = {},
+    opts: { batchId?: number; field?: string; cause?: unknown; httpStatus?: number } = {},
   ) {
     const where = [
       opts.batchId !== undefined ? `batch ${opts.batchId}` : undefined,
@@ -36,11 +38,26 @@ export class DacdError extends Error {
     this.code = code;
     this.batchId = opts.batchId;
     this.field = opts.field;
+    this.httpStatus = opts.httpStatus;
   }
 }
 
 export function badInput(batchId: number | undefined, field: string, message: string): DacdError {
   return new DacdError("BAD_INPUT", message, { batchId, field });
+}
+
+/**
+ * The codes that mean the batch itself is unacceptable, as opposed to a transport, store or
+ * configuration problem: the member refuses it (never signs) and counts it by this reason.
+ */
+export const REFUSAL_CODES = [
+  "BAD_INPUT",
+  "ROOT_MISMATCH",
+  "UNKNOWN_PREV_BATCH",
+] as const satisfies readonly ErrorCode[];
+
+export function isRefusal(code: ErrorCode): boolean {
+  return (REFUSAL_CODES as readonly ErrorCode[]).includes(code);
 }
 
 export function isDacdError(e: unknown, code?: ErrorCode): e is DacdError {

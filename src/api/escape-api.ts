@@ -11,7 +11,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { DacdError, isDacdError } from "../errors.js";
-import { getPruneInfo, isPruned } from "../escape/common.js";
+import { isPruned } from "../storage/prune-info.js";
 import { dumpTree, isTreeStored, type DumpFileSink } from "../escape/dump.js";
 import { makeProof } from "../escape/proof.js";
 import { showLeaf, storeProfile } from "../inspect/inspect.js";
@@ -303,7 +303,7 @@ async function signedBatch(view: LevelStore, batchText: string | undefined): Pro
   }
   const record = await view.getBatch(id);
   if (!record) throw new ApiError(404, `batch ${id} is not in this member's store`, "batch");
-  const prune = await getPruneInfo(view);
+  const prune = await view.getPruneInfo();
   if (isPruned(prune, id))
     throw new ApiError(
       404,

@@ -1,5 +1,5 @@
-import { loadConfig, type Config } from "../config/config.js";
-import { DacdError, isDacdError } from "../errors.js";
+import { loadConfig, UnreadableConfigFile, type Config } from "../config/config.js";
+import { DacdError } from "../errors.js";
 
 /** Where a command finds its configuration file when `--config` is not given. */
 export const DEFAULT_CONFIG_PATH = "/etc/dacd/dacd.yaml";
@@ -23,7 +23,7 @@ export function loadConfigFor(flag: string | undefined, env = process.env): Conf
   try {
     return loadConfig(path, env);
   } catch (err) {
-    if (flag === undefined && isDacdError(err, "CONFIG") && /cannot read config file/.test(err.message))
+    if (flag === undefined && err instanceof UnreadableConfigFile)
       throw new DacdError("CONFIG", `${err.message} (name the file with --config FILE or DACD_CONFIG)`);
     throw err;
   }

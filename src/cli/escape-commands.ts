@@ -9,17 +9,16 @@ import { loadDump } from "../escape/load.js";
 import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
 import { pruneStore } from "../maintenance/prune.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
-import { LevelStore, type LevelTuning } from "../storage/level-store.js";
+import type { LevelStore, LevelTuning } from "../storage/level-store.js";
 import { ClaimsJournal, readClaimsJournalEntries } from "../storage/claims-journal.js";
-import { claimsJournalPathOf } from "../storage/member-journal.js";
 import { compareWithJournal } from "../service/journal-check.js";
 import type { HashEngine } from "../hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../hash/select.js";
 import { checkSummary } from "./check-summary.js";
-import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
 import { checkViaDaemon, dumpViaDaemon, proofViaDaemon } from "./daemon-escape.js";
 import { EXIT } from "./exit-codes.js";
 import { idSummary, printJson, wantsJson } from "./output.js";
+import { openStoreAt, parseBatchId, storeDirOf, storeOptions, type StoreOptions } from "./store-options.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
@@ -29,11 +28,6 @@ import { idSummary, printJson, wantsJson } from "./output.js";
  * only read: the store must exist and is not changed. Exit statuses: exit-codes.ts.
  */
 
-interface StoreOptions {
-  config?: string;
-  db?: string;
-}
-
 type DumpCliOptions = StoreOptions & { out: string; batch?: string; format: string; subtrees: string };
 type LoadCliOptions = StoreOptions & {
   from?: string;
@@ -42,25 +36,12 @@ type LoadCliOptions = StoreOptions & {
   force?: boolean;
 };
 
-/** --db, else the data_dir of --config (default: DACD_CONFIG, else /etc/dacd/dacd.yaml). */
-function storeDir(opts: StoreOptions): { dir: string; profile?: string; journal: string } {
-  if (opts.db) return { dir: opts.db, journal: claimsJournalPathOf({ dataDir: opts.db }) };
-  const config = loadConfigFor(opts.config);
-  return { dir: config.dataDir, profile: config.profile, journal: claimsJournalPathOf(config) };
-}
-
-const withStore = (cmd: Command): Command =>
-  cmd.option("--config <file>", CONFIG_HELP).option("--db <dir>", "store directory");
-
 function batchId(v: string | undefined): number | undefined {
-  if (v === undefined) return undefined;
-  if (!/^(0|[1-9][0-9]*)$/.test(v))
-    throw new DacdError("USAGE", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
-  return Number(v);
+  return v === undefined ? undefined : parseBatchId(v);
 }
 
 function batchList(v: string | undefined): number[] | undefined {
-  return v === undefined ? undefined : v.split(",").map((s) => batchId(s.trim())!);
+  return v === undefined ? undefined : v.split(",").map((s) => parseBatchId(s.trim()));
 }
 
 /** Open table files while dumping: 427 MiB peak RSS for 1M vaults (bench/dump-rss.ts), ~600 MiB with the default. */
@@ -72,15 +53,14 @@ async function run<T>(
   fn: (store: LevelStore, engine: HashEngine, profile: string | undefined) => Promise<T>,
   storeOpts: LevelTuning & { readOnly?: boolean } = {},
 ): Promise<T> {
-  const { dir, profile } = storeDir(opts);
-  const { readOnly, ...tuning } = storeOpts;
+  const { dir, profile } = storeDirOf(opts);
   const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
     warn: (m) => process.stderr.write(`${m}\n`),
     ...engineOpts,
   });
   let store: LevelStore;
   try {
-    store = readOnly ? await LevelStore.openExisting(dir, tuning) : await LevelStore.open(dir, tuning);
+    store = await openStoreAt(dir, storeOpts);
   } catch (err) {
     await engine.close?.();
     throw err;
@@ -121,7 +101,7 @@ function progressLine(): { update: (text: string) => void; done: () => void } {
 }
 
 export function registerEscapeCommands(program: Command): void {
-  withStore(
+  storeOptions(
     program
       .command("dump")
       .description("write every non-empty leaf of every tree of a batch to files, with a manifest")
@@ -162,7 +142,7 @@ export function registerEscapeCommands(program: Command): void {
       print(result);
       return;
     }
-    const viaDaemon = await dumpViaDaemon(storeDir(opts).dir, opts.out, batch, (file, bytes) =>
+    const viaDaemon = await dumpViaDaemon(storeDirOf(opts).dir, opts.out, batch, (file, bytes) =>
       bar.update(`dump ${file}: ${bytes} bytes, ${((Date.now() - started) / 1000).toFixed(1)} s`),
     );
     const manifest =
@@ -182,13 +162,13 @@ export function registerEscapeCommands(program: Command): void {
       ));
     bar.done();
     // The dump carries the member's claims journal, for a store rebuilt from it (`dacd load`).
-    await copyFile(storeDir(opts).journal, join(opts.out, "claims.journal")).catch((err: unknown) => {
+    await copyFile(storeDirOf(opts).journal, join(opts.out, "claims.journal")).catch((err: unknown) => {
       if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
     });
     print(manifest);
   });
 
-  withStore(
+  storeOptions(
     program
       .command("proof <object> <id>")
       .description(
@@ -198,7 +178,7 @@ export function registerEscapeCommands(program: Command): void {
   ).action(async (object: string, id: string, opts: StoreOptions & { batch?: string }) => {
     const batch = batchId(opts.batch);
     print(
-      (await proofViaDaemon(storeDir(opts).dir, object, id, batch)) ??
+      (await proofViaDaemon(storeDirOf(opts).dir, object, id, batch)) ??
         (await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batch), {
           readOnly: true,
         })),
@@ -231,7 +211,7 @@ export function registerEscapeCommands(program: Command): void {
       }
     });
 
-  withStore(
+  storeOptions(
     program
       .command("load")
       .description(
@@ -271,11 +251,11 @@ export function registerEscapeCommands(program: Command): void {
     );
     bar.done();
     // A dump's claims journal joins this member's: what was signed before stays signed only so.
-    const imported = await mergeJournal(join(fromDir, "claims.journal"), storeDir(opts).journal);
+    const imported = await mergeJournal(join(fromDir, "claims.journal"), storeDirOf(opts).journal);
     print({ ...result, claims_imported: imported, duration_ms: Date.now() - started });
   });
 
-  withStore(
+  storeOptions(
     program
       .command("check")
       .description(
@@ -291,7 +271,7 @@ export function registerEscapeCommands(program: Command): void {
       bar.update(`check batch ${id} ${tree}: ${n} nodes`);
     const deepBatches = batchList(opts.batch);
     const report =
-      (await checkViaDaemon(storeDir(opts).dir, opts.deep === true, deepBatches, progress)) ??
+      (await checkViaDaemon(storeDirOf(opts).dir, opts.deep === true, deepBatches, progress)) ??
       (await run(
         opts,
         {},
@@ -307,7 +287,7 @@ export function registerEscapeCommands(program: Command): void {
             return { ok: false, problems: [{ problem: damaged.message }] } as unknown as CheckReport;
           });
           // The store's batch records against the claims journal (kept outside the store).
-          const journal = await compareWithJournal(store, storeDir(opts).journal);
+          const journal = await compareWithJournal(store, storeDirOf(opts).journal);
           r.problems.push(...journal.problems);
           r.ok &&= journal.problems.length === 0;
           return {
@@ -328,7 +308,7 @@ export function registerEscapeCommands(program: Command): void {
     process.exitCode = report.ok ? EXIT.OK : EXIT.INVALID;
   });
 
-  withStore(
+  storeOptions(
     program
       .command("prune")
       .description("delete tree nodes and leaf records no longer reachable from the kept batches")

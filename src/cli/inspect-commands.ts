@@ -1,55 +1,33 @@
 import type { Command } from "commander";
 import { askDaemon } from "../control/client.js";
-import { DacdError } from "../errors.js";
 import { showBatch, showLeaf, storeStatus } from "../inspect/inspect.js";
-import { LevelStore } from "../storage/level-store.js";
+import type { LevelStore } from "../storage/level-store.js";
 import { createEngine } from "../hash/select.js";
-import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
 import { printJson, snakeKeys, wantsJson } from "./output.js";
 import { statusSummary } from "./status-summary.js";
+import { openStoreAt, parseBatchId, storeDirOf, storeOptions, type StoreOptions } from "./store-options.js";
 
-interface StoreOptions {
-  config?: string;
-  db?: string;
-  json?: boolean;
-}
-
-/** --db, else the data_dir of --config (default: DACD_CONFIG, else /etc/dacd/dacd.yaml). */
-export function dataDirOf(opts: StoreOptions): string {
-  if (opts.db) return opts.db;
-  return loadConfigFor(opts.config).dataDir;
-}
+type InspectOptions = StoreOptions & { json?: boolean };
 
 /**
  * Answers from the running daemon when there is one (it holds the LevelDB lock), otherwise from the
  * store opened directly, which must exist: these commands never create or change a store.
  */
 async function inspect(
-  opts: StoreOptions,
+  opts: InspectOptions,
   daemonPath: string,
   query: Record<string, string>,
   direct: (store: LevelStore) => Promise<unknown>,
 ): Promise<{ answer: unknown; fromDaemon: boolean }> {
-  const dir = dataDirOf(opts);
+  const { dir } = storeDirOf(opts);
   const answer = await askDaemon(dir, daemonPath, query);
   if (answer !== undefined) return { answer, fromDaemon: true };
-  const store = await LevelStore.openExisting(dir);
+  const store = await openStoreAt(dir, { readOnly: true });
   try {
     return { answer: await direct(store), fromDaemon: false };
   } finally {
     await store.close();
   }
-}
-
-const storeOptions = (cmd: Command): Command =>
-  cmd
-    .option("--config <file>", CONFIG_HELP)
-    .option("--db <dir>", "store directory (instead of the configuration's data_dir)");
-
-function parseBatchId(v: string): number {
-  if (!/^(0|[1-9][0-9]*)$/.test(v))
-    throw new DacdError("USAGE", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
-  return Number(v);
 }
 
 export function registerInspectCommands(program: Command): void {
@@ -61,7 +39,7 @@ export function registerInspectCommands(program: Command): void {
       )
       .option("--json", "JSON even on a terminal")
       .option("--no-json", "the summary even when not on a terminal"),
-  ).action(async (opts: StoreOptions) => {
+  ).action(async (opts: InspectOptions) => {
     const { answer, fromDaemon } = await inspect(opts, "/status", {}, (store) => storeStatus(store));
     if (wantsJson(opts.json)) printJson(answer);
     else process.stdout.write(statusSummary(snakeKeys(answer) as Record<string, unknown>, fromDaemon));
@@ -69,7 +47,7 @@ export function registerInspectCommands(program: Command): void {
 
   const show = program.command("show").description("read-only inspection of the stored state (JSON)");
   storeOptions(show.command("batch <id>").description("the stored record of a batch")).action(
-    async (id: string, opts: StoreOptions) => {
+    async (id: string, opts: InspectOptions) => {
       const batchId = parseBatchId(id);
       printJson(
         (await inspect(opts, "/batch", { id: String(batchId) }, (store) => showBatch(store, batchId))).answer,
@@ -81,7 +59,7 @@ export function registerInspectCommands(program: Command): void {
       .command("leaf <object> <id>")
       .description("a leaf (vault, order, position, rollup_vault) at a batch (default: the last signed)")
       .option("--batch <n>", "batch id"),
-  ).action(async (object: string, id: string, opts: StoreOptions & { batch?: string }) => {
+  ).action(async (object: string, id: string, opts: InspectOptions & { batch?: string }) => {
     const batchId = opts.batch !== undefined ? parseBatchId(opts.batch) : undefined;
     const query: Record<string, string> = { object, id };
     if (batchId !== undefined) query.batch = String(batchId);

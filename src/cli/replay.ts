@@ -3,12 +3,13 @@ import { Option, type Command } from "commander";
 import { DacdError, isDacdError } from "../errors.js";
 import { createSigner } from "../signer/create-signer.js";
 import { loadPrivateKey } from "../signer/key-file.js";
-import { LevelStore } from "../storage/level-store.js";
+import { openStoreAt } from "./store-options.js";
 import { createEngine } from "../hash/select.js";
 import { isProfileName, makeProfile } from "../model/profile.js";
 import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../trees/node-cache.js";
 import { bindVerifyContext, verifyAndStoreBatch } from "../pipeline/verify-batch.js";
 import { treeWalkFromEnv } from "../trees/tree-walk.js";
+import { HASH_ENGINES } from "../model/engines.js";
 
 interface ReplayOptions {
   profile: string;
@@ -37,7 +38,7 @@ export function registerReplayCommand(program: Command): void {
     .requiredOption("--db <dir>", "store directory (the same layout as the daemon's data_dir)")
     .option("--no-validate-orders", "take the stated order root as given")
     .option("--no-validate-rollup", "do not keep or check the rollup vault tree")
-    .addOption(new Option("--engine <name>", "hash engine").choices(["auto", "native", "wasm", "js"]))
+    .addOption(new Option("--engine <name>", "hash engine").choices(HASH_ENGINES))
     .action(async (opts: ReplayOptions) => {
       process.exitCode = await replay(opts);
     });
@@ -60,7 +61,7 @@ async function replay(opts: ReplayOptions): Promise<number> {
   const signer = createSigner("ethereum", key);
   const bodies = await readInput(opts.input);
   const engine = await createEngine(opts.engine, { warn: (m) => process.stderr.write(`${m}\n`) });
-  const store = await LevelStore.open(opts.db);
+  const store = await openStoreAt(opts.db);
   let failed = 0;
   try {
     const ctx = await bindVerifyContext(store, {

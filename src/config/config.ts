@@ -20,21 +20,19 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import { validate as validateCron } from "node-cron";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
 import { DacdError } from "../errors.js";
-import { DEFAULT_HEIGHTS } from "../model/profile.js";
+import { DEFAULT_HEIGHTS, type Heights, type ProfileName } from "../model/profile.js";
 import {
   REFERENCE_ENV,
   SCHEMA,
   type Config,
   type Field,
-  type Heights,
   type LogFormat,
   type LogLevel,
-  type Profile,
   type Schedule,
 } from "./schema.js";
 
-export { LOG_FORMATS, LOG_LEVELS, PROFILES, SCHEMA } from "./schema.js";
-export type { Config, Heights, LogFormat, LogLevel, Profile, Schedule } from "./schema.js";
+export { LOG_FORMATS, LOG_LEVELS, SCHEMA } from "./schema.js";
+export type { Config, LogFormat, LogLevel, Schedule } from "./schema.js";
 
 /** A YAML value reduced to what validation needs. */
 type YNode =
@@ -333,7 +331,12 @@ function readEnv(
   return out;
 }
 
-function buildHeights(profile: Profile, raw: Record<string, unknown>, p: Problems, source: string): Heights {
+function buildHeights(
+  profile: ProfileName,
+  raw: Record<string, unknown>,
+  p: Problems,
+  source: string,
+): Heights {
   const defaults = DEFAULT_HEIGHTS[profile];
   const heights: Heights = { ...defaults };
   for (const [key, value] of Object.entries(raw)) {
@@ -348,6 +351,9 @@ function buildHeights(profile: Profile, raw: Record<string, unknown>, p: Problem
   return heights;
 }
 
+/** The configuration file could not be read at all (missing, unreadable): a CONFIG error of its own kind. */
+export class UnreadableConfigFile extends DacdError {}
+
 /** Reads, overrides with `env`, and validates the configuration file at `path`. */
 export function loadConfig(path: string, env: Env = process.env): Config {
   const configPath = resolve(path);
@@ -356,7 +362,9 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     text = readFileSync(configPath, "utf8");
   } catch (e) {
     const detail = e instanceof Error ? e.message : String(e);
-    throw new DacdError("CONFIG", `cannot read config file ${configPath}: ${detail}`, { cause: e });
+    throw new UnreadableConfigFile("CONFIG", `cannot read config file ${configPath}: ${detail}`, {
+      cause: e,
+    });
   }
   const lc = new LineCounter();
   // YAML 1.2 core schema; string keys are recovered from the source text (see stringOf).
@@ -387,7 +395,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
   };
   const raw = validateLevel(SCHEMA, root, "", layer, p);
 
-  const profile = raw.profile as Profile | undefined;
+  const profile = raw.profile as ProfileName | undefined;
   let heights: Heights = { order: 0 };
   if (profile !== undefined) {
     heights = buildHeights(profile, (raw.heights as Record<string, unknown> | undefined) ?? {}, p, "config");
@@ -407,7 +415,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
   const schedule = (raw.schedule ?? {}) as Schedule;
   const config: Config = {
     configPath,
-    profile: profile as Profile,
+    profile: profile as ProfileName,
     availabilityGatewayUrl: availability as string,
     privateKeyPath: raw.private_key_path as string,
     dataDir: raw.data_dir as string,

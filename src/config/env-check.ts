@@ -7,7 +7,8 @@
 import { existsSync } from "node:fs";
 import { DacdError } from "../errors.js";
 import { OTHER_ENV } from "./config.js";
-import { HASH_ENGINES, SCHEMA } from "./schema.js";
+import { HASH_ENGINES, TREE_WALKS } from "../model/engines.js";
+import { SCHEMA } from "./schema.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -30,7 +31,7 @@ const oneOf =
 
 /** Checks of the switches' values; undefined when the value is acceptable. */
 const SWITCHES: Readonly<Record<string, (value: string) => string | undefined>> = {
-  DACD_TREE_WALK: oneOf(["auto", "native", "js"]),
+  DACD_TREE_WALK: oneOf(TREE_WALKS),
   // Also the hash_engine key, but read by every command, with or without a configuration.
   DACD_HASH_ENGINE: oneOf(HASH_ENGINES),
   // The kernel's availability is checked when the native engine loads; here only its form.

@@ -26,8 +26,8 @@
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
-import { HASH_ENGINES } from "../model/engines.js";
-import { PROFILE_NAMES, type Heights, type ProfileName } from "../model/profile.js";
+import { HASH_ENGINES, type EngineName } from "../model/engines.js";
+import { PROFILE_NAMES, TREE_NAMES, type Heights, type ProfileName } from "../model/profile.js";
 
 /**
  * Default cap on one gateway answer. The largest plausible batch: StarkEx batches are bounded by
@@ -37,12 +37,6 @@ import { PROFILE_NAMES, type Heights, type ProfileName } from "../model/profile.
  * room for more than twice that.
  */
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
-
-export const PROFILES = PROFILE_NAMES;
-export type Profile = ProfileName;
-export type { Heights };
-
-export { HASH_ENGINES };
 
 /** active: post every signature; shadow: verify, store and sign, never post (docs/operations.md). */
 export const MODES = ["active", "shadow"] as const;
@@ -62,7 +56,7 @@ export interface Schedule {
 export interface Config {
   /** Absolute path of the file the configuration was read from. */
   configPath: string;
-  profile: Profile;
+  profile: ProfileName;
   availabilityGatewayUrl: string;
   feederGatewayUrl?: string;
   /** Absolute. */
@@ -88,7 +82,7 @@ export interface Config {
   /** json: one JSON line per event (journald); pretty: human-readable lines. */
   logFormat: LogFormat;
   /** Pedersen engine: auto (native when built, else WASM), native, wasm or js. */
-  hashEngine: (typeof HASH_ENGINES)[number];
+  hashEngine: EngineName;
   /** Levels below each tree's root kept in memory between batches (0: none). */
   nodeCacheLevels: number;
   /** LevelDB's bound on open table files, each memory-mapped: bounds the store's share of RSS. */
@@ -131,7 +125,7 @@ const cron: Field = { kind: "cron" };
 
 /** Every accepted key of the file (snake_case). Anything else is an error. */
 export const SCHEMA: Readonly<Record<string, Field>> = {
-  profile: { kind: "enum", values: PROFILES, required: true },
+  profile: { kind: "enum", values: PROFILE_NAMES, required: true },
   availability_gateway_url: { kind: "url", required: true },
   feeder_gateway_url: { kind: "url" },
   private_key_path: { kind: "path", required: true },
@@ -144,7 +138,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   http_request_timeout_s: { kind: "number", exclusiveMin: 0, default: 30 },
   heights: {
     kind: "object",
-    fields: { vault: height, order: height, rollup_vault: height, position: height },
+    fields: Object.fromEntries(TREE_NAMES.map((tree) => [tree, height])),
   },
   metrics_port: { kind: "int", min: 1, max: 65535 },
   metrics_host: { kind: "string", default: "127.0.0.1" },

@@ -1,20 +1,11 @@
 import { DacdError } from "../errors.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
+import { isPruned } from "../storage/prune-info.js";
 import { hexToBytes32 } from "../util/bytes.js";
 import type { TreeSpec } from "../model/profile.js";
 
-/**
- * What the escape commands share: which batch a command reads, and the prune marker.
- *
- * Meta record `prune` (0x04‖"prune", JSON, written by pruneStore): every batch id up to `up_to`
- * that is not in `kept` had its tree nodes swept; its batch record is kept.
- */
-export interface PruneInfo {
-  readonly up_to: number;
-  readonly kept: number[];
-  readonly at: string;
-}
+/** What the escape commands share: which batch a command reads (never a pruned one). */
 
 /**
  * A batch record written by `dacd load`: the state came from a dump, this member never signed it,
@@ -22,14 +13,6 @@ export interface PruneInfo {
  */
 export interface LoadedBatchRecord extends BatchRecord {
   readonly loaded_from_dump?: true;
-}
-
-export async function getPruneInfo(store: LevelStore): Promise<PruneInfo | undefined> {
-  return store.getMeta<PruneInfo>("prune");
-}
-
-export function isPruned(info: PruneInfo | undefined, batchId: number): boolean {
-  return info !== undefined && batchId <= info.up_to && !info.kept.includes(batchId);
 }
 
 /** The batch a read command works on: `--batch N`, else the last accepted, else the newest stored. */
@@ -42,7 +25,7 @@ export async function resolveBatch(store: LevelStore, batchId?: number): Promise
   if (id === undefined) throw new DacdError("BAD_INPUT", "the store holds no batch yet");
   const record = await store.getBatch(id);
   if (!record) throw new DacdError("BAD_INPUT", `batch ${id} is not in the store`);
-  const prune = await getPruneInfo(store);
+  const prune = await store.getPruneInfo();
   if (isPruned(prune, id)) {
     throw new DacdError(
       "BAD_INPUT",

@@ -6,8 +6,7 @@ import { createInterface } from "node:readline";
 import { DacdError } from "../errors.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { Cursor, StoreIdentity } from "../storage/batch-record.js";
-import { BULK_SPILL_DIR, BulkWriter } from "../storage/bulk-writer.js";
-import { batchKey, metaKey, Prefix } from "../storage/keys.js";
+import type { BulkWriter } from "../storage/bulk-writer.js";
 import { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../trees/bulk-build.js";
@@ -54,8 +53,6 @@ export interface LoadResult {
   readonly claim_hash: string;
 }
 
-const utf8 = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
-
 /**
  * Builds a fresh store from a dump: files checked against the manifest first, then every tree
  * built bottom-up and its root compared (the records spilled to files meanwhile, BulkWriter), then
@@ -67,9 +64,8 @@ export async function loadDump(
   engine: HashEngine,
   opts: LoadOptions,
 ): Promise<LoadResult> {
-  for await (const _ of store.raw.keys({ limit: 1 })) {
+  if (!(await store.isEmpty()))
     throw new DacdError("BAD_INPUT", `the store ${store.dir} is not empty; load only builds a fresh store`);
-  }
   const manifest = await readManifest(opts.fromDir);
   if (opts.expectProfile !== undefined && opts.expectProfile !== manifest.profile) {
     throw new DacdError(
@@ -85,7 +81,7 @@ export async function loadDump(
   let nodesWritten = 0;
   const leafCounts: Record<string, number> = {};
   const roots: Roots = {};
-  const writer = new BulkWriter(store.raw, join(store.dir, BULK_SPILL_DIR));
+  const writer = store.bulkWriter();
   try {
     for (const spec of trees) {
       const entry = manifest.trees[spec.name]!;
@@ -110,7 +106,7 @@ export async function loadDump(
       }
       leafCounts[spec.name] = ids.length;
       const sink: NodeSink = async (nodes) => {
-        await writer.put(Prefix.node, nodes);
+        await writer.putNodes(nodes);
         nodesWritten += nodes.length;
         opts.progress?.(spec.name, "tree", nodesWritten);
       };
@@ -162,14 +158,7 @@ export async function loadDump(
       next_batch_id: manifest.batch_id + 1,
       last_accepted_batch_id: manifest.batch_id,
     };
-    await store.raw.batch(
-      [
-        ...LevelStore.identityPuts(identity),
-        { type: "put", key: batchKey(manifest.batch_id), value: utf8(record) },
-        { type: "put", key: metaKey("cursor"), value: utf8(cursor) },
-      ],
-      { sync: true },
-    );
+    await store.putBatchAndCursor(record, cursor, { identity });
     return {
       batch_id: record.batch_id,
       sequence_number: record.sequence_number,
@@ -180,7 +169,7 @@ export async function loadDump(
     };
   } catch (err) {
     await writer.abandon();
-    await store.raw.clear(); // it was empty: leave nothing half-built behind
+    await store.clear(); // it was empty: leave nothing half-built behind
     throw err;
   }
 }
@@ -299,7 +288,7 @@ async function readLeaves(
       const record = encoded[i];
       if (record) records.push({ hash: hs[i]!, record });
     }
-    await writer.put(Prefix.leaf, records);
+    await writer.putLeaves(records);
     hashes.push(hs);
     pending = [];
     opts.progress?.(spec.name, "leaves", ids.length);

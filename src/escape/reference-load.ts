@@ -7,8 +7,8 @@ import { extract as tarExtract } from "tar-stream";
 import { DacdError } from "../errors.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { Cursor, StoreIdentity } from "../storage/batch-record.js";
-import { BULK_LOAD_WRITE_BUFFER, BULK_SPILL_DIR, BulkWriter } from "../storage/bulk-writer.js";
-import { batchKey, metaKey, Prefix } from "../storage/keys.js";
+import { Meta } from "../storage/keys.js";
+import { BULK_LOAD_WRITE_BUFFER, type BulkWriter } from "../storage/bulk-writer.js";
 import { LevelStore } from "../storage/level-store.js";
 import { bytesEqual, hexToBytes32, toHex0x, toHex64, writeBigint32, ZERO32 } from "../util/bytes.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../trees/bulk-build.js";
@@ -33,7 +33,7 @@ import {
   VAULTS_FILE,
   type ReferenceInfo,
 } from "./reference-format.js";
-import { IMPORTED_META, type ImportedFrom } from "./reference-store.js";
+import type { ImportedFrom } from "./reference-store.js";
 import { buildBeside } from "./store-placement.js";
 
 export interface ReferenceProgress {
@@ -177,7 +177,7 @@ async function loadInto(
   profile: Profile,
   opts: ReferenceLoadOptions,
 ): Promise<ReferenceLoadResult> {
-  const writer = new BulkWriter(store.raw, `${store.dir}/${BULK_SPILL_DIR}`);
+  const writer = store.bulkWriter();
   try {
     const contents = await readArchive(writer, engine, profile, opts);
     const info = contents.info!;
@@ -328,7 +328,7 @@ function vaultConsumer(writer: BulkWriter, engine: HashEngine, leaves: FileLeave
       await prev;
       const writes: NodeWrite[] = [];
       for (let i = 0; i < batch.length; i++) writes.push({ hash: hashes[i]!, record: records[i]! });
-      await writer.put(Prefix.leaf, writes);
+      await writer.putLeaves(writes);
       leaves.hashes.push(hashes);
     })();
     inFlight.catch(() => undefined);
@@ -419,7 +419,7 @@ async function buildTrees(
   const sinkFor =
     (phase: "vault tree" | "order tree"): NodeSink =>
     async (nodes) => {
-      await writer.put(Prefix.node, nodes);
+      await writer.putNodes(nodes);
       nodesWritten += nodes.length;
       opts.progress?.({ phase, count: nodesWritten });
     };
@@ -508,8 +508,6 @@ function recordRoots(info: ReferenceInfo, roots: Roots): Record<string, string> 
   return out;
 }
 
-const utf8 = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
-
 /** Identity, batch N's record, the import marker and the cursor: one fsynced write, after every record. */
 async function writeBatch(
   store: LevelStore,
@@ -539,13 +537,5 @@ async function writeBatch(
     batch_id: info.batch_id,
     at: record.verified_at,
   };
-  await store.raw.batch(
-    [
-      ...LevelStore.identityPuts(identity),
-      { type: "put", key: metaKey(IMPORTED_META), value: utf8(imported) },
-      { type: "put", key: batchKey(info.batch_id), value: utf8(record) },
-      { type: "put", key: metaKey("cursor"), value: utf8(cursor) },
-    ],
-    { sync: true },
-  );
+  await store.putBatchAndCursor(record, cursor, { identity, meta: { [Meta.importedFrom]: imported } });
 }

@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { metaKey } from "../storage/keys.js";
+import { Meta } from "../storage/keys.js";
 import type { LevelStore } from "../storage/level-store.js";
 
 /**
@@ -7,8 +7,6 @@ import type { LevelStore } from "../storage/level-store.js";
  * `imported_from`), and what it means for running it: the archive has no rollup vault leaves, so
  * such a store cannot check the rollup vault tree.
  */
-export const IMPORTED_META = "imported_from";
-
 export interface ImportedFrom {
   readonly format: "reference-state-archive";
   readonly batch_id: number;
@@ -16,8 +14,7 @@ export interface ImportedFrom {
 }
 
 export async function getImportedFrom(store: LevelStore): Promise<ImportedFrom | undefined> {
-  const v = await store.raw.get(metaKey(IMPORTED_META));
-  return v === undefined ? undefined : (JSON.parse(new TextDecoder().decode(v)) as ImportedFrom);
+  return store.getMeta<ImportedFrom>(Meta.importedFrom);
 }
 
 /** Refuses, in one line, to run an imported store with validate_rollup true. */

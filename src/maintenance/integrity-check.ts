@@ -8,7 +8,9 @@ import { isBelowPrime } from "../model/field.js";
 import { decodeLeafRecord, hashLeaves, hashPairs } from "../trees/leaves.js";
 import { isMerkleEdge, recomputeMerkleEdges, type MerkleEdgeCheck } from "../trees/merkle-edge.js";
 import type { TreeSpec } from "../model/profile.js";
-import { getPruneInfo, isPruned, type LoadedBatchRecord } from "../escape/common.js";
+import type { LoadedBatchRecord } from "../escape/common.js";
+import { isPruned } from "../storage/prune-info.js";
+import { edgeLength, firstHash, isBinaryRecord, isEdgeRecord, secondHash } from "../trees/node-record.js";
 import { walkLeaves, type WalkNode, type WalkProblem } from "../trees/walk-leaves.js";
 
 export interface CheckOptions {
@@ -77,7 +79,7 @@ export async function checkStore(
     return report;
   }
   const cursor = await store.getCursor();
-  const prune = await getPruneInfo(store);
+  const prune = await store.getPruneInfo();
   const skipped = new Set(cursor?.skipped ?? []);
   report.skipped = [...skipped];
 
@@ -187,8 +189,8 @@ async function deepCheck(
     const onNodes = async (read: WalkNode[]): Promise<void> => {
       nodes += read.length;
       // A Merkle record that is not 64 bytes is an edge (merkle-edge.ts), even one of 65 bytes.
-      const edges = empty ? read.filter((n) => n.record.length !== 64) : [];
-      const pairs = empty ? read.filter((n) => n.record.length === 64) : read;
+      const edges = empty ? read.filter((n) => !isBinaryRecord(n.record)) : [];
+      const pairs = empty ? read.filter((n) => isBinaryRecord(n.record)) : read;
       await checkPairs(pairs);
       if (empty && edges.length > 0) await checkMerkleEdges(empty, edges);
       opts.progress?.(record.batch_id, spec.name, nodes);
@@ -196,8 +198,8 @@ async function deepCheck(
     /** Binary nodes, H(left, right), and Patricia edges, H(bottom, path) + length. */
     const checkPairs = async (read: WalkNode[]): Promise<void> => {
       if (read.length === 0) return;
-      const xs = read.map((n) => n.record.subarray(0, 32));
-      const ys = read.map((n) => n.record.subarray(32, 64));
+      const xs = read.map((n) => firstHash(n.record));
+      const ys = read.map((n) => secondHash(n.record));
       let hashes: Uint8Array[];
       try {
         hashes = await hashPairs(engine, xs, ys);
@@ -206,7 +208,7 @@ async function deepCheck(
         return;
       }
       read.forEach((n, i) => {
-        const h = n.record.length === 65 ? addSmall(hashes[i]!, n.record[64]!) : hashes[i]!;
+        const h = isEdgeRecord(n.record) ? addSmall(hashes[i]!, edgeLength(n.record)) : hashes[i]!;
         if (!bytesEqual(h, n.hash)) report(problemOf(spec, n, `record hashes to ${toHex64(h)}`));
       });
     };

@@ -1,13 +1,12 @@
 import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
 import type { BatchRecord } from "../storage/batch-record.js";
-import { batchIdFromKey, batchKey, metaKey, Prefix } from "../storage/keys.js";
-import type { LevelStore } from "../storage/level-store.js";
+import type { LevelStore, TreeRecordKey } from "../storage/level-store.js";
+import { isPruned, type PruneInfo } from "../storage/prune-info.js";
 import { bytesEqual, hexToBytes32 } from "../util/bytes.js";
 import type { NodeWrites } from "../trees/node-writes.js";
 import type { HashEngine } from "../hash/engine.js";
 import { WasmEngine } from "../hash/wasm-engine.js";
-import { getPruneInfo, isPruned, type PruneInfo } from "../escape/common.js";
 import { walkLeaves } from "../trees/walk-leaves.js";
 
 /**
@@ -128,25 +127,18 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
   const protectedKeys = new Set<string>();
   const committed: { id: number; prev: number }[] = [];
   const listener = (record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites): void => {
-    for (let i = 0; i < nodes.length; i++) protectedKeys.add("01" + keyHex(nodes.hash(i)));
-    for (let i = 0; i < leaves.length; i++) protectedKeys.add("02" + keyHex(leaves.hash(i)));
+    for (let i = 0; i < nodes.length; i++) protectedKeys.add("n" + keyHex(nodes.hash(i)));
+    for (let i = 0; i < leaves.length; i++) protectedKeys.add("l" + keyHex(leaves.hash(i)));
     committed.push({ id: record.batch_id, prev: record.prev_batch_id });
   };
   store.commitListeners.add(listener);
-  const snapshot = store.raw.snapshot();
+  const snapshot = store.snapshot();
   let report: PruneReport;
   try {
     // 2. Which batches keep their trees, from the snapshot.
-    const previous = await getPruneInfo(store);
+    const previous = await store.getPruneInfo();
     const ids: number[] = [];
-    for await (const k of store.raw.keys({
-      gte: batchKey(0),
-      lt: Uint8Array.of(Prefix.batch + 1),
-      snapshot,
-    })) {
-      const id = batchIdFromKey(k);
-      if (!isPruned(previous, id)) ids.push(id);
-    }
+    for await (const id of snapshot.batchIds()) if (!isPruned(previous, id)) ids.push(id);
     const all = new Set(ids);
     const kept = new Set(ids.slice(-opts.keepBatches));
     for (const c of opts.checkpoints ?? []) {
@@ -169,15 +161,9 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
     const nodes = new FingerprintSet();
     const leaves = new FingerprintSet();
     const getNodes = (hs: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> =>
-      hs.length === 0
-        ? Promise.resolve([])
-        : store.raw.getMany(
-            hs.map((h) => prefixedNode(h)),
-            { snapshot },
-          );
+      snapshot.getNodes(hs);
     for (const id of keptIds) {
-      const v = await store.raw.get(batchKey(id), { snapshot });
-      const record = JSON.parse(new TextDecoder().decode(v!)) as BatchRecord;
+      const record = (await snapshot.getBatch(id))!;
       for (const spec of trees) {
         opts.signal?.throwIfAborted();
         const root = hexToBytes32(record.roots[spec.name] ?? "");
@@ -198,7 +184,7 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
 
     // From here on dump and proof refuse the batches whose trees are being swept.
     const info: PruneInfo = { up_to: upTo, kept: keptIds, at: new Date().toISOString() };
-    await store.raw.put(metaKey("prune"), new TextEncoder().encode(JSON.stringify(info)), { sync: true });
+    await store.setPruneInfo(info);
 
     // 3. Sweep in chunks from the snapshot.
     report = {
@@ -213,7 +199,7 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
       duration_ms: 0,
     };
     const chunkSize = opts.chunk ?? 4096;
-    let chunk: Uint8Array[] = [];
+    let chunk: TreeRecordKey[] = [];
     const flush = async (): Promise<boolean> => {
       if (chunk.length === 0) return true;
       const candidates = chunk;
@@ -226,32 +212,27 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
           report.aborted = `batch ${bad.id} was committed on top of batch ${bad.prev}, whose trees are being pruned; sweep stopped`;
           return false;
         }
-        const ops: { type: "del"; key: Uint8Array }[] = [];
-        for (const k of candidates) {
-          if (protectedKeys.has(keyHex(k))) {
+        const doomed: TreeRecordKey[] = [];
+        for (const r of candidates) {
+          if (protectedKeys.has((r.node ? "n" : "l") + keyHex(r.hash))) {
             report.protected_kept++;
             continue;
           }
-          ops.push({ type: "del", key: k });
-          if (k[0] === Prefix.node) report.nodes_deleted++;
+          doomed.push(r);
+          if (r.node) report.nodes_deleted++;
           else report.leaves_deleted++;
         }
-        if (ops.length > 0) await store.raw.batch(ops);
+        await store.deleteTreeRecords(doomed);
         return true;
       });
     };
     let go = true;
-    for await (const k of store.raw.keys({
-      gte: Uint8Array.of(Prefix.node),
-      lt: Uint8Array.of(Prefix.batch),
-      snapshot,
-    })) {
-      const hash = k.subarray(1);
-      if (k[0] === Prefix.node) {
+    for await (const r of snapshot.treeRecords()) {
+      if (r.node) {
         report.nodes_scanned++;
-        if (nodes.has(hash)) continue;
-      } else if (leaves.has(hash)) continue;
-      chunk.push(k.slice());
+        if (nodes.has(r.hash)) continue;
+      } else if (leaves.has(r.hash)) continue;
+      chunk.push(r);
       if (chunk.length >= chunkSize) {
         go = await flush();
         if (!go) break;
@@ -260,29 +241,13 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
     }
     if (go) await flush();
     report.pruned_batches = [];
-    for await (const k of store.raw.keys({ gte: batchKey(0), lt: Uint8Array.of(Prefix.batch + 1) })) {
-      const id = batchIdFromKey(k);
-      if (isPruned(info, id)) report.pruned_batches.push(id);
-    }
+    for await (const id of store.batchIds()) if (isPruned(info, id)) report.pruned_batches.push(id);
   } finally {
     store.commitListeners.delete(listener);
     await snapshot.close();
   }
   // After the snapshot is closed: LevelDB keeps whatever an open snapshot can still see.
-  if (opts.compact) await compact(store);
+  if (opts.compact) await store.compact("trees");
   report.duration_ms = Math.round(performance.now() - started);
   return report;
-}
-
-function prefixedNode(h: Uint8Array): Uint8Array {
-  const k = new Uint8Array(33);
-  k[0] = Prefix.node;
-  k.set(h, 1);
-  return k;
-}
-
-/** Asks LevelDB to compact the node and leaf ranges, so deleted entries free their space. */
-export async function compact(store: LevelStore): Promise<void> {
-  const db = store.raw as unknown as { compactRange?: (a: Uint8Array, b: Uint8Array) => Promise<void> };
-  await db.compactRange?.(Uint8Array.of(Prefix.node), Uint8Array.of(Prefix.batch));
 }

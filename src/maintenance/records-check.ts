@@ -1,7 +1,8 @@
 /**
- * The light consistency check run by the scheduled `check` job: a scan of the batch records (not of
- * the trees) in one LevelDB snapshot, so it sees one consistent state while the daemon keeps
- * signing. It finds:
+ * The batch records scan: the scheduled `check` job runs it before the integrity check
+ * (integrity-check.ts checkStore, the one `dacd escape check` runs). It reads the batch records,
+ * not the trees, in one LevelDB snapshot, so it sees one consistent state while the daemon keeps
+ * signing, and checks what only a signing member's records carry. It finds:
  * - a missing batch between the first stored batch and the cursor (other than the ones the cursor
  *   records as skipped);
  * - a record stored under another id, or naming a previous batch that is not earlier;
@@ -9,20 +10,19 @@
  * - a claim hash that is not the one of the record's roots and sequence number;
  * - a batch before the cursor without its acceptance time.
  * Batches before the first stored one may have been pruned; their successors' sequence numbers are
- * then not checked. A deep check (walking the trees) is not this job's business.
+ * then not checked. The trees are not walked here.
  */
 import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { BatchRecord, Cursor } from "../storage/batch-record.js";
-import { batchIdFromKey, metaKey, Prefix } from "../storage/keys.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex0x } from "../util/bytes.js";
 import type { Roots } from "../trees/compute-roots.js";
 import type { TreeName } from "../model/profile.js";
 import { yieldToEventLoop } from "../util/yield.js";
 
-export interface CheckResult {
+export interface RecordsScan {
   batches: number;
   first_batch_id: number | null;
   last_batch_id: number | null;
@@ -32,7 +32,7 @@ export interface CheckResult {
   problems: string[];
 }
 
-export interface CheckOptions {
+export interface RecordsScanOptions {
   signal?: AbortSignal;
   /** Records handled between two yields to the event loop. */
   chunk?: number;
@@ -40,64 +40,43 @@ export interface CheckOptions {
   maxProblems?: number;
 }
 
-const decoder = new TextDecoder();
-
 /** Scans the store; never throws for problems found (see `problems`), only for an unreadable store. */
-export async function checkStore(store: LevelStore, opts: CheckOptions = {}): Promise<CheckResult> {
+export async function scanBatchRecords(
+  store: LevelStore,
+  opts: RecordsScanOptions = {},
+): Promise<RecordsScan> {
   const chunk = opts.chunk ?? 500;
   const maxProblems = opts.maxProblems ?? 50;
   const { profile } = await storeProfile(store);
-  const db = store.raw;
-  const snapshot = db.snapshot();
+  const snapshot = store.snapshot();
   const problems: string[] = [];
   let problemCount = 0;
   const problem = (m: string): void => {
     if (problemCount++ < maxProblems) problems.push(m);
   };
   try {
-    const cursorBytes = await db.get(metaKey("cursor"), { snapshot });
-    const cursor: Cursor = cursorBytes
-      ? (JSON.parse(decoder.decode(cursorBytes)) as Cursor)
-      : { next_batch_id: 0, last_accepted_batch_id: -1 };
+    const cursor: Cursor = (await snapshot.getCursor()) ?? { next_batch_id: 0, last_accepted_batch_id: -1 };
     const skipped = new Set(cursor.skipped ?? []);
     const sequence = new Map<number, number>();
     let first: number | undefined;
     let last: number | undefined;
     let count = 0;
     let unchecked = 0;
-    const it = db.iterator({
-      gte: Uint8Array.of(Prefix.batch),
-      lt: Uint8Array.of(Prefix.batch + 1),
-      snapshot,
-    });
-    try {
-      for (;;) {
-        if (opts.signal?.aborted) throw opts.signal.reason;
-        const entries = await it.nextv(chunk);
-        if (entries.length === 0) break;
-        for (const [key, value] of entries) {
-          const id = batchIdFromKey(key);
-          count++;
-          if (first === undefined) first = id;
-          else {
-            for (let gap = (last ?? id) + 1; gap < id && gap < cursor.next_batch_id; gap++) {
-              if (!skipped.has(gap)) problem(`batch ${gap} is missing (between ${last} and ${id})`);
-            }
+    for await (const entries of snapshot.batchChunks(chunk)) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      for (const { id, record } of entries) {
+        count++;
+        if (first === undefined) first = id;
+        else {
+          for (let gap = (last ?? id) + 1; gap < id && gap < cursor.next_batch_id; gap++) {
+            if (!skipped.has(gap)) problem(`batch ${gap} is missing (between ${last} and ${id})`);
           }
-          last = id;
-          let record: BatchRecord;
-          try {
-            record = JSON.parse(decoder.decode(value)) as BatchRecord;
-          } catch {
-            problem(`batch ${id}: the record is not valid JSON`);
-            continue;
-          }
-          checkRecord(id, record);
         }
-        await yieldToEventLoop();
+        last = id;
+        if (record === undefined) problem(`batch ${id}: the record is not valid JSON`);
+        else checkRecord(id, record);
       }
-    } finally {
-      await it.close();
+      await yieldToEventLoop();
     }
     if (first !== undefined && last !== undefined) {
       for (let gap = last + 1; gap < cursor.next_batch_id; gap++) {
@@ -167,7 +146,7 @@ export async function checkStore(store: LevelStore, opts: CheckOptions = {}): Pr
 
 /** The check as a job: throws DacdError("STORE") listing what is wrong. */
 export async function checkJob(store: LevelStore, signal: AbortSignal): Promise<Record<string, unknown>> {
-  const result = await checkStore(store, { signal });
+  const result = await scanBatchRecords(store, { signal });
   const { problems, ...facts } = result;
   if (problems.length > 0) {
     throw new DacdError(

@@ -4,7 +4,8 @@
  */
 export const PROFILE_NAMES = ["perpetual", "spot", "spot-v4.0"] as const;
 export type ProfileName = (typeof PROFILE_NAMES)[number];
-export type TreeName = "position" | "vault" | "order" | "rollup_vault";
+export const TREE_NAMES = ["position", "vault", "order", "rollup_vault"] as const;
+export type TreeName = (typeof TREE_NAMES)[number];
 export type TreeKind = "merkle" | "patricia";
 /** What a leaf holds, and so how it is encoded and hashed. */
 export type LeafKind = "vault" | "position" | "order";

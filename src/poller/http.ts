@@ -261,11 +261,12 @@ export class HttpClient {
     return `${this.baseUrl.protocol}//${this.baseUrl.host}${this.prefix}`;
   }
 
-  private fail(req: CallRequest, message: string, cause?: unknown): DacdError {
+  private fail(req: CallRequest, message: string, cause?: unknown, httpStatus?: number): DacdError {
     const display = `${this.displayBase()}${req.path}`;
     return new DacdError("GATEWAY", `${req.endpoint}: ${message} (${req.method} ${display})`, {
       batchId: req.batchId,
       cause,
+      httpStatus,
     });
   }
 
@@ -317,7 +318,12 @@ export class HttpClient {
       if (!result.retryable || attempts >= this.policy.attempts) {
         report(result.kind);
         const tail = result.retryable ? `; gave up after ${attempts} attempts` : "";
-        throw this.fail(req, `${result.reason}${tail}`, result.cause);
+        throw this.fail(
+          req,
+          `${result.reason}${tail}`,
+          result.cause,
+          result.kind === "http_status" ? result.status : undefined,
+        );
       }
       const delay = backoffDelay(attempts, this.policy, this.opts.random);
       this.safeHook(() => this.opts.onRetry?.(req.endpoint, attempts, result.reason, delay));

@@ -1,4 +1,4 @@
-import { DacdError, isDacdError } from "../errors.js";
+import { DacdError, isDacdError, isRefusal } from "../errors.js";
 import type { Logger } from "../logging.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
@@ -9,7 +9,7 @@ import {
   type VerifyDetail,
 } from "../pipeline/verify-batch.js";
 import type { AvailabilityGateway, FeederGateway } from "./gateway-client.js";
-import { sleep } from "./retry.js";
+import { backoffDelay, sleep } from "./retry.js";
 import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
 import { storeFailure } from "../storage/store-errors.js";
 
@@ -55,9 +55,6 @@ export interface MemberOptions {
   /** Default active. */
   readonly mode?: MemberMode;
 }
-
-/** Codes that mean the batch itself is unacceptable (as opposed to a transport problem). */
-const REFUSAL_CODES = new Set(["BAD_INPUT", "ROOT_MISMATCH", "UNKNOWN_PREV_BATCH"]);
 
 /**
  * The committee member's run loop: fetch, verify, store, sign and post each batch in order,
@@ -150,7 +147,7 @@ export class Member {
       try {
         ({ record, detail } = await verifyAndStoreBatch(this.ctx, batchId, update));
       } catch (err) {
-        if (isDacdError(err) && REFUSAL_CODES.has(err.code)) {
+        if (isDacdError(err) && isRefusal(err.code)) {
           this.events.onRefused?.(batchId, err);
           if (await this.abandonedByOperator(batchId)) return true;
         }
@@ -268,9 +265,8 @@ export class Member {
   }
 
   private backoff(failures: number): number {
-    const max = this.opts.maxBackoffMs ?? 300_000;
-    const base = Math.min(max, this.opts.pollIntervalMs * 2 ** Math.min(failures - 1, 16));
-    return Math.round(base * (0.75 + Math.random() * 0.5));
+    const maxDelayMs = this.opts.maxBackoffMs ?? 300_000;
+    return backoffDelay(failures, { baseDelayMs: this.opts.pollIntervalMs, maxDelayMs });
   }
 
   private recordFailure(err: unknown, attempts: number, delayMs: number): void {

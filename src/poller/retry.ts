@@ -15,16 +15,21 @@ export interface RetryPolicy {
 export const DEFAULT_RETRY_POLICY: RetryPolicy = { attempts: 6, baseDelayMs: 500, maxDelayMs: 30_000 };
 
 /**
- * Backoff before attempt `failedAttempt + 1`: "equal jitter", i.e. half of the exponential step
+ * Backoff before attempt `failedAttempt + 1` (a gateway call's, or the member's next try at a failing
+ * batch): "equal jitter", i.e. half of the exponential step
  * fixed and half random, so concurrent members do not hammer a recovering gateway in lockstep
  * while every wait still grows.
  */
 export function backoffDelay(
   failedAttempt: number,
-  policy: RetryPolicy,
+  policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelayMs">,
   random: () => number = Math.random,
 ): number {
-  const exp = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, failedAttempt - 1));
+  // The exponent is bounded so that a long run of failures never makes 0 · ∞ (NaN).
+  const exp = Math.min(
+    policy.maxDelayMs,
+    policy.baseDelayMs * 2 ** Math.min(30, Math.max(0, failedAttempt - 1)),
+  );
   const r = Math.min(1, Math.max(0, random()));
   return Math.round(exp / 2 + (exp / 2) * r);
 }

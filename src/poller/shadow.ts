@@ -1,5 +1,4 @@
 import type { BatchRecord, Cursor } from "../storage/batch-record.js";
-import { batchKey, metaKey } from "../storage/keys.js";
 import type { LevelStore } from "../storage/level-store.js";
 
 /**
@@ -17,8 +16,6 @@ export function postsClaims(mode: MemberMode | undefined): boolean {
   return mode !== "shadow";
 }
 
-const json = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
-
 /**
  * Marks a batch passed in shadow mode and advances the cursor past it, in one fsynced write, so
  * that a member restarted in active mode never finds it waiting to be posted.
@@ -31,12 +28,6 @@ export async function markShadowed(store: LevelStore, record: BatchRecord, at: D
     next_batch_id: Math.max(record.batch_id + 1, previous?.next_batch_id ?? 0),
     last_accepted_batch_id: previous?.last_accepted_batch_id ?? -1,
   };
-  await store.raw.batch(
-    [
-      { type: "put", key: batchKey(record.batch_id), value: json(updated) },
-      { type: "put", key: metaKey("cursor"), value: json(cursor) },
-    ],
-    { sync: true },
-  );
+  await store.putBatchAndCursor(updated, cursor);
   return updated;
 }

@@ -1,20 +1,17 @@
 /**
  * Online backup of the store: a consistent copy taken while the daemon keeps signing.
  *
- * A LevelDB iterator reads from the snapshot taken when it was created, so iterating the whole key
- * space once copies exactly one committed state (every batch write is atomic, so the copy never
- * holds half a batch). Entries are written to a new LevelDB under
- * `backup_dir/.<timestamp>.partial` in batches, yielding to the event loop between chunks; the last
- * write is fsynced, then the directory is renamed to `backup_dir/<timestamp>`. Only the `keep`
+ * The store's records are copied, as one committed state, to a new LevelDB under
+ * `backup_dir/.<timestamp>.partial` (storage/store-copy.ts), then the directory is renamed to
+ * `backup_dir/<timestamp>`. Only the `keep`
  * newest complete backups are kept. A backup is restored by stopping dacd and putting the backup
  * directory in place of data_dir (see docs/operations.md).
  */
 import { copyFile, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { ClassicLevel } from "classic-level";
 import { DacdError } from "../errors.js";
 import type { LevelStore } from "../storage/level-store.js";
-import { yieldToEventLoop } from "../util/yield.js";
+import { copyStore } from "../storage/store-copy.js";
 
 /** Names of complete backups: an ISO time with `:` replaced by `-`, optionally `-N` for same-ms runs. */
 const BACKUP_NAME = /^\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(\.\d+)?Z(-\d+)?$/;
@@ -57,38 +54,9 @@ export async function backupStore(
   const partial = join(backupDir, `.${name}.partial`);
   const final = join(backupDir, name);
 
-  const target = new ClassicLevel<Uint8Array, Uint8Array>(partial, {
-    keyEncoding: "view",
-    valueEncoding: "view",
-    createIfMissing: true,
-    errorIfExists: true,
-  });
-  let entries = 0;
-  let bytes = 0;
+  let copied: { entries: number; bytes: number };
   try {
-    await target.open();
-    const it = store.raw.iterator();
-    try {
-      for (;;) {
-        if (opts.signal?.aborted) throw opts.signal.reason;
-        const chunk = await it.nextv(opts.chunkEntries ?? 2000);
-        if (chunk.length === 0) break;
-        const batch = target.batch();
-        for (const [key, value] of chunk) {
-          batch.put(key, value);
-          bytes += key.byteLength + value.byteLength;
-        }
-        entries += chunk.length;
-        await batch.write();
-        await yieldToEventLoop();
-      }
-    } finally {
-      await it.close();
-    }
-    // A synced write flushes the log with everything before it.
-    await target.put(Uint8Array.of(0xff), Uint8Array.of(), { sync: true });
-    await target.del(Uint8Array.of(0xff), { sync: true });
-    await target.close();
+    copied = await copyStore(store, partial, { signal: opts.signal, chunkEntries: opts.chunkEntries });
     if (opts.claimsJournalPath) {
       await copyFile(opts.claimsJournalPath, join(partial, "claims.journal")).catch((err: unknown) => {
         if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
@@ -96,12 +64,11 @@ export async function backupStore(
     }
     await rename(partial, final);
   } catch (err) {
-    await target.close().catch(() => undefined);
     await rm(partial, { recursive: true, force: true });
     throw err;
   }
   const removed = await rotateBackups(backupDir, opts.keep);
-  return { path: final, entries, bytes, removed };
+  return { path: final, ...copied, removed };
 }
 
 /** Complete backups in `backupDir`, oldest first. */

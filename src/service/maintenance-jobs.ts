@@ -1,10 +1,11 @@
 /**
- * The scheduled `check` and `prune` jobs, on top of src/escape's integrity check and pruning.
+ * The scheduled `check` and `prune` jobs, on top of src/maintenance's integrity check and pruning.
  * Kept apart from operations.ts so that the job runner does not depend on them: without this
- * module the check job falls back to the light check of check.ts and pruning is refused.
+ * module the check job falls back to the batch records scan (records-check.ts) and pruning is
+ * refused.
  */
 import { DacdError } from "../errors.js";
-import { checkStore as integrityCheck } from "../maintenance/integrity-check.js";
+import { checkStore } from "../maintenance/integrity-check.js";
 import { pruneStore } from "../maintenance/prune.js";
 import type { LevelStore } from "../storage/level-store.js";
 import type { HashEngine } from "../hash/engine.js";
@@ -15,11 +16,12 @@ import type { JobImplementations } from "./operations.js";
 export function escapeJobs(engine: () => HashEngine): JobImplementations {
   return {
     check: async (store: LevelStore, signal: AbortSignal) => {
-      // The light scan (claims, cursor, snapshot-consistent) first, then the deep check of the
-      // newest batch's trees: every reachable node present and hashing to its key.
+      // The batch records scan (claims, cursor, snapshot-consistent) first, then the integrity
+      // check with the deep check of the newest batch's trees: every reachable node present and
+      // hashing to its key.
       const light = await checkJob(store, signal);
       if (signal.aborted) throw signal.reason;
-      const report = await integrityCheck(store, engine(), { deep: true });
+      const report = await checkStore(store, engine(), { deep: true });
       if (!report.ok) {
         const shown = report.problems
           .slice(0, 5)

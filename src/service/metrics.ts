@@ -11,7 +11,7 @@
 import { readdir, stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { DacdError } from "../errors.js";
+import { REFUSAL_CODES, type DacdError } from "../errors.js";
 import type { MemberEvents } from "../poller/member.js";
 import type { RequestOutcome } from "../poller/http.js";
 import type { BatchRecord } from "../storage/batch-record.js";
@@ -27,9 +27,6 @@ export const GATEWAY_OUTCOMES = ["ok", "http_status", "transport", "bad_response
 
 /** The gateway endpoints the run loop calls (the feeder's only with feeder_gateway_url). */
 export const DAEMON_ENDPOINTS = ["get_batch_data", "approve_new_roots", "get_last_batch_id"] as const;
-
-/** Reasons a batch is refused (DacdError codes the run loop treats as "the batch is unacceptable"). */
-export const REFUSAL_REASONS = ["BAD_INPUT", "ROOT_MISMATCH", "UNKNOWN_PREV_BATCH"] as const;
 
 /** What the metrics read at scrape time; every field may be unknown. */
 export interface MetricsState {
@@ -59,9 +56,6 @@ export interface MetricsOptions {
 }
 
 const PREFIX = "dacd_";
-
-/** dacd's version from its package.json, or "unknown". */
-export const DACD_VERSION: string = buildInfo().version;
 
 /** Labels of `dacd_info`. */
 export const INFO_LABELS = ["profile", "chain", "member_key", "engine", "version"] as const;
@@ -167,7 +161,7 @@ export class DacdMetrics {
       labelNames: ["reason"],
       registers,
     });
-    for (const reason of REFUSAL_REASONS) this.batchesRefused.inc({ reason }, 0);
+    for (const reason of REFUSAL_CODES) this.batchesRefused.inc({ reason }, 0);
     this.rootMismatches = new Counter({
       name: `${PREFIX}root_mismatch_total`,
       help: "Batches whose recomputed root differed from the stated one (each attempt counts)",

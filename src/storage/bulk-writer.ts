@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { ClassicLevel } from "classic-level";
 import type { NodeWrite } from "../trees/node-source.js";
 import { copy32 } from "../util/bytes.js";
-import { exactKeyOrder } from "./keys.js";
+import { exactKeyOrder, Prefix } from "./keys.js";
 import type { PackedRecords } from "../trees/node-source.js";
 import { putInOrder, rawPut } from "./sorted-puts.js";
 
@@ -117,6 +117,16 @@ export class BulkWriter {
     this.batchOps = opts.batchOps ?? 65536;
     this.batchBytes = opts.batchBytes ?? 1 << 20;
     this.spillBuffer = opts.spillBuffer ?? 256 << 10;
+  }
+
+  /** Takes tree node records (stored under their hashes, keys.ts). */
+  putNodes(writes: readonly NodeWrite[]): Promise<void> {
+    return this.put(Prefix.node, writes);
+  }
+
+  /** Takes leaf records (stored under their leaf hashes, keys.ts). */
+  putLeaves(writes: readonly NodeWrite[]): Promise<void> {
+    return this.put(Prefix.leaf, writes);
   }
 
   /** Takes records to be stored under `prefix ‖ hash`. */

@@ -1,14 +1,47 @@
 /**
  * LevelDB key layout: one prefix byte per kind of record, then a binary suffix. Keys are raw bytes
  * (the store opens LevelDB with the `view` key encoding): under the default utf8 encoding, binary
- * hashes would be mangled and could collide.
+ * hashes would be mangled and could collide. Only src/storage builds keys; the rest of dacd reads
+ * and writes through LevelStore's methods.
+ *
+ * Key kinds (key → value):
+ * - node:  0x01 ‖ 32-byte node hash → the node's record (trees/node-record.ts: binary 64 bytes,
+ *          Patricia edge 65, Merkle edge 65 + 32 per checkpoint), content-addressed and shared
+ *          between batches;
+ * - leaf:  0x02 ‖ 32-byte leaf hash → the leaf's record (trees/leaves.ts: the vault, order or
+ *          position fields the hash was computed from);
+ * - batch: 0x03 ‖ u64 batch id, big-endian (so keys sort by id) → the batch record, JSON
+ *          (batch-record.ts);
+ * - meta:  0x04 ‖ utf8 name → JSON; the names are Meta's.
  */
 export const Prefix = {
-  node: 0x01, // ‖ 32-byte hash → node record
-  leaf: 0x02, // ‖ 32-byte leaf hash → leaf record
-  batch: 0x03, // ‖ u64 batch id → batch record (JSON)
-  meta: 0x04, // ‖ utf8 name → JSON
+  node: 0x01,
+  leaf: 0x02,
+  batch: 0x03,
+  meta: 0x04,
 } as const;
+
+/** The meta records (0x04 ‖ name → JSON value). */
+export const Meta = {
+  /** → StoreIdentity: the profile and heights the store was created for (batch-record.ts). */
+  identity: "identity",
+  /** → number: the node-record format the trees were written in (NODE_FORMAT). */
+  format: "format",
+  /** → Cursor: where the member continues (batch-record.ts). */
+  cursor: "cursor",
+  /** → the failing batch, advisory, for `dacd status` (never read for a signing decision). */
+  failing: "failing",
+  /** → string: the base chain's kind pinned at the first start (chain-pin.ts). */
+  chain: "chain",
+  /** → PruneInfo: which batches lost their trees to a prune (prune-info.ts). */
+  prune: "prune",
+  /** → ImportedFrom: the store was imported from the reference member's archive (escape/reference-store.ts). */
+  importedFrom: "imported_from",
+  /** Never holds a value: deleted after each batch's write to retire LevelDB's memtable (level-store.ts). */
+  memtable: "memtable",
+} as const;
+
+export type MetaName = (typeof Meta)[keyof typeof Meta];
 
 export function prefixed(prefix: number, suffix: Uint8Array): Uint8Array {
   const key = new Uint8Array(1 + suffix.length);
@@ -28,7 +61,7 @@ export function batchIdFromKey(key: Uint8Array): number {
   return Number(new DataView(key.buffer, key.byteOffset, key.byteLength).getBigUint64(1));
 }
 
-export function metaKey(name: string): Uint8Array {
+export function metaKey(name: MetaName): Uint8Array {
   return prefixed(Prefix.meta, new TextEncoder().encode(name));
 }
 

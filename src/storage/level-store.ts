@@ -3,15 +3,26 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ClassicLevel } from "classic-level";
 import { DacdError } from "../errors.js";
+import { NODE_FORMAT } from "../trees/node-record.js";
 import type { NodeSource } from "../trees/node-source.js";
 import type { NodeWrites } from "../trees/node-writes.js";
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
-import { batchIdFromKey, batchKey, keyOrder, metaKey, Prefix, prefixed } from "./keys.js";
-import { BULK_SPILL_DIR } from "./bulk-writer.js";
+import {
+  batchIdFromKey,
+  batchKey,
+  keyOrder,
+  Meta,
+  metaKey,
+  type MetaName,
+  Prefix,
+  prefixed,
+} from "./keys.js";
+import { BULK_SPILL_DIR, BulkWriter, type BulkWriterOptions } from "./bulk-writer.js";
+import { type Db, LEVEL_DB } from "./level-db.js";
+import type { PruneInfo } from "./prune-info.js";
 import { putSorted, rawPut } from "./sorted-puts.js";
 import { asStoreError } from "./store-errors.js";
 
-type Db = ClassicLevel<Uint8Array, Uint8Array>;
 type Snapshot = ReturnType<Db["snapshot"]>;
 
 /** LevelDB's tunables that dacd sets (classic-level's names; unset: LevelDB's defaults). */
@@ -29,17 +40,28 @@ export interface LevelTuning {
   readonly compression?: boolean;
 }
 
-/**
- * The layout of tree node records. 2: Merkle edges keep checkpoints every 8 heights rather than
- * every ancestor (merkle-edge.ts). A store of another format is refused, never misread.
- */
-export const NODE_FORMAT = 2;
-
 /** Lookups in one getNodes from which two getMany calls run side by side. */
 const PARALLEL_READ_MIN = 2048;
 
 const json = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
 const parse = <T>(b: Uint8Array): T => JSON.parse(new TextDecoder().decode(b)) as T;
+
+/** A batch record as read by batchChunks: `record` is undefined when the stored bytes are not JSON. */
+export interface BatchEntry {
+  readonly id: number;
+  readonly record: BatchRecord | undefined;
+}
+
+/** A tree record's key: a node's (`node`) or a leaf's, by its 32-byte hash. */
+export interface TreeRecordKey {
+  readonly node: boolean;
+  readonly hash: Uint8Array;
+}
+
+/** The key range of the batch records. */
+const BATCH_RANGE = { gte: Uint8Array.of(Prefix.batch), lt: Uint8Array.of(Prefix.batch + 1) };
+/** The key range of the tree records: nodes and leaves (their prefixes are adjacent). */
+const TREE_RANGE = { gte: Uint8Array.of(Prefix.node), lt: Uint8Array.of(Prefix.leaf + 1) };
 
 /**
  * dacd's LevelDB store: content-addressed tree nodes and leaves, one record per verified batch,
@@ -143,7 +165,7 @@ export class LevelStore implements NodeSource {
   /** Refuses a store whose tree nodes are laid out in another format (every command opens here). */
   private async checkFormat(): Promise<void> {
     if (!(await this.getIdentity())) return; // empty: ensureIdentity or a load will record the format
-    const format = (await this.getMeta<number>("format")) ?? 1;
+    const format = (await this.getMeta<number>(Meta.format)) ?? 1;
     if (format !== NODE_FORMAT) {
       throw new DacdError(
         "CONFIG",
@@ -238,11 +260,11 @@ export class LevelStore implements NodeSource {
   }
 
   async getCursor(): Promise<Cursor | undefined> {
-    return this.getMeta<Cursor>("cursor");
+    return this.getMeta<Cursor>(Meta.cursor);
   }
 
   async getIdentity(): Promise<StoreIdentity | undefined> {
-    return this.getMeta<StoreIdentity>("identity");
+    return this.getMeta<StoreIdentity>(Meta.identity);
   }
 
   /**
@@ -267,8 +289,8 @@ export class LevelStore implements NodeSource {
   /** The writes that bind a new store to its identity and this node format. */
   static identityPuts(identity: StoreIdentity): { type: "put"; key: Uint8Array; value: Uint8Array }[] {
     return [
-      { type: "put", key: metaKey("identity"), value: json(identity) },
-      { type: "put", key: metaKey("format"), value: json(NODE_FORMAT) },
+      { type: "put", key: metaKey(Meta.identity), value: json(identity) },
+      { type: "put", key: metaKey(Meta.format), value: json(NODE_FORMAT) },
     ];
   }
 
@@ -320,7 +342,7 @@ export class LevelStore implements NodeSource {
    * answer (markAccepted) has the same effect, but only once the claim is accepted.
    */
   private async retireMemtable(): Promise<void> {
-    await this.db.del(metaKey("memtable")).catch(() => undefined);
+    await this.db.del(metaKey(Meta.memtable)).catch(() => undefined);
   }
 
   /** Runs `fn` while no commitBatch (and no other locked section) is writing; calls are serialised. */
@@ -358,26 +380,41 @@ export class LevelStore implements NodeSource {
       next_batch_id: Math.max(record.batch_id + 1, previous?.next_batch_id ?? 0),
       last_accepted_batch_id: Math.max(record.batch_id, previous?.last_accepted_batch_id ?? -1),
     };
-    await this.db.batch(
-      [
-        { type: "put", key: batchKey(record.batch_id), value: json(updated) },
-        { type: "put", key: metaKey("cursor"), value: json(cursor) },
-      ],
-      { sync: true },
-    );
+    await this.putBatchAndCursor(updated, cursor);
     return updated;
+  }
+
+  /**
+   * Writes a batch record and the cursor in one fsynced write. A load that builds a fresh store
+   * passes `fresh`: the store's identity (and node format) and meta records go in the same write,
+   * the last of the load, so a store whose load did not finish has none of them.
+   */
+  async putBatchAndCursor(
+    record: BatchRecord,
+    cursor: Cursor,
+    fresh?: { identity: StoreIdentity; meta?: Partial<Record<MetaName, unknown>> },
+  ): Promise<void> {
+    this.writable();
+    const puts = fresh ? LevelStore.identityPuts(fresh.identity) : [];
+    for (const [name, value] of Object.entries(fresh?.meta ?? {}))
+      puts.push({ type: "put", key: metaKey(name as MetaName), value: json(value) });
+    puts.push(
+      { type: "put", key: batchKey(record.batch_id), value: json(record) },
+      { type: "put", key: metaKey(Meta.cursor), value: json(cursor) },
+    );
+    await this.db.batch(puts, { sync: true });
   }
 
   async setCursor(cursor: Cursor): Promise<void> {
     this.writable();
-    await this.db.put(metaKey("cursor"), json(cursor), { sync: true });
+    await this.db.put(metaKey(Meta.cursor), json(cursor), { sync: true });
   }
 
   /**
    * Advisory state the operator reads with `dacd status` (e.g. the failing batch); not fsynced, and
    * never consulted for a signing decision.
    */
-  async setNote(name: "failing", value: unknown): Promise<void> {
+  async setNote(name: typeof Meta.failing, value: unknown): Promise<void> {
     this.writable();
     if (value === undefined) await this.db.del(metaKey(name));
     else await this.db.put(metaKey(name), json(value));
@@ -385,19 +422,19 @@ export class LevelStore implements NodeSource {
 
   /** The base chain's kind this member signs for, pinned at its first start (chain-pin.ts). */
   async getPinnedChain(): Promise<string | undefined> {
-    return this.getMeta<string>("chain");
+    return this.getMeta<string>(Meta.chain);
   }
 
   async pinChain(kind: string): Promise<void> {
-    await this.db.put(metaKey("chain"), json(kind), { sync: true });
+    await this.db.put(metaKey(Meta.chain), json(kind), { sync: true });
   }
 
-  async getNote<T>(name: "failing"): Promise<T | undefined> {
+  async getNote<T>(name: typeof Meta.failing): Promise<T | undefined> {
     return this.getMeta<T>(name);
   }
 
   /** A meta record (0x04‖name, JSON). */
-  async getMeta<T>(name: string): Promise<T | undefined> {
+  async getMeta<T>(name: MetaName): Promise<T | undefined> {
     const v = await this.db.get(metaKey(name), this.reads);
     return v === undefined ? undefined : parse<T>(v);
   }
@@ -407,9 +444,10 @@ export class LevelStore implements NodeSource {
    * millions of records this spares the first batches the background compaction that would
    * otherwise compete with them for the CPU.
    */
-  async compact(): Promise<void> {
+  async compact(range: "all" | "trees" = "all"): Promise<void> {
     this.writable();
-    await this.db.compactRange(Uint8Array.of(0x00), Uint8Array.of(0xff));
+    if (range === "trees") await this.db.compactRange(TREE_RANGE.gte, TREE_RANGE.lt);
+    else await this.db.compactRange(Uint8Array.of(0x00), Uint8Array.of(0xff));
   }
 
   /**
@@ -428,9 +466,92 @@ export class LevelStore implements NodeSource {
     return mb;
   }
 
-  /** Direct access for maintenance commands (check, prune, dump) that iterate key ranges. */
-  get raw(): Db {
-    // A view's reads must carry its snapshot; raw access would silently read the live store.
+  /** The prune marker, if the store was ever pruned (prune-info.ts). */
+  async getPruneInfo(): Promise<PruneInfo | undefined> {
+    return this.getMeta<PruneInfo>(Meta.prune);
+  }
+
+  /** Records which batches lose their trees; written, fsynced, before the prune deletes a node. */
+  async setPruneInfo(info: PruneInfo): Promise<void> {
+    this.writable();
+    await this.db.put(metaKey(Meta.prune), json(info), { sync: true });
+  }
+
+  /** Whether the store holds no record at all (a load builds only a fresh store). */
+  async isEmpty(): Promise<boolean> {
+    for await (const _ of this.db.keys({ limit: 1, ...this.reads })) return false;
+    return true;
+  }
+
+  /** Deletes every record: a load that failed leaves the fresh store it was given empty again. */
+  async clear(): Promise<void> {
+    this.writable();
+    await this.db.clear();
+  }
+
+  /** A writer for the millions of tree records of a load, spilled under the store's directory. */
+  bulkWriter(opts?: BulkWriterOptions): BulkWriter {
+    this.writable();
+    return new BulkWriter(this.db, join(this.dir, BULK_SPILL_DIR), opts);
+  }
+
+  /** The ids of the stored batch records, in order. */
+  async *batchIds(): AsyncGenerator<number> {
+    for await (const k of this.db.keys({ ...BATCH_RANGE, ...this.reads })) yield batchIdFromKey(k);
+  }
+
+  /**
+   * The batch records in id order, `size` at a time; a record that is not valid JSON comes as
+   * undefined (the records check reports it rather than failing).
+   */
+  async *batchChunks(size: number): AsyncGenerator<BatchEntry[]> {
+    const it = this.db.iterator({ ...BATCH_RANGE, ...this.reads });
+    try {
+      for (;;) {
+        const entries = await it.nextv(size);
+        if (entries.length === 0) return;
+        yield entries.map(([key, value]) => {
+          let record: BatchRecord | undefined;
+          try {
+            record = parse<BatchRecord>(value);
+          } catch {
+            record = undefined;
+          }
+          return { id: batchIdFromKey(key), record };
+        });
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  /**
+   * Which tree records the store holds (nodes, then leaves, each in hash order), for the prune's
+   * sweep, which deletes those that no kept batch reaches with deleteTreeRecords. `hash` is a copy.
+   */
+  async *treeRecords(): AsyncGenerator<TreeRecordKey> {
+    for await (const k of this.db.keys({ ...TREE_RANGE, ...this.reads }))
+      yield { node: k[0] === Prefix.node, hash: k.slice(1) };
+  }
+
+  /**
+   * Deletes tree node and leaf records in one write, not fsynced: a deleted record that comes back
+   * after a crash is only space.
+   */
+  async deleteTreeRecords(records: readonly TreeRecordKey[]): Promise<void> {
+    this.writable();
+    if (records.length === 0) return;
+    await this.db.batch(
+      records.map((r) => ({
+        type: "del" as const,
+        key: prefixed(r.node ? Prefix.node : Prefix.leaf, r.hash),
+      })),
+    );
+  }
+
+  /** The LevelDB handle, for the modules of src/storage only (level-db.ts). */
+  [LEVEL_DB](): Db {
+    // A view's reads must carry its snapshot; direct access would silently read the live store.
     this.writable();
     return this.db;
   }

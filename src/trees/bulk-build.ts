@@ -8,6 +8,13 @@ import {
   newMerkleEdges,
   setEdgePath,
 } from "./merkle-edge.js";
+import {
+  BINARY_RECORD_LENGTH,
+  EDGE_RECORD_LENGTH,
+  edgeLength,
+  writeBinaryRecord,
+  writeEdgeRecord,
+} from "./node-record.js";
 import type { NodeWrite } from "./node-source.js";
 
 /**
@@ -238,13 +245,13 @@ export async function buildMerkle(
     const eUp = empty[h + 1]!;
     // The level's records in one buffer, and views for hashes and records: an allocation each
     // would cost more than the copies (millions of nodes in a load).
-    const records = new Uint8Array(pn * 64);
+    const B = BINARY_RECORD_LENGTH;
+    const records = new Uint8Array(pn * B);
     for (let i = 0; i < pn; i++) {
       const hash = up.subarray(i * 32, i * 32 + 32);
       if (bytesEqual(hash, eUp)) continue;
-      copy32(records, i * 64, ls, i * 32);
-      copy32(records, i * 64 + 32, rs, i * 32);
-      await out.push({ hash, record: records.subarray(i * 64, i * 64 + 64) });
+      writeBinaryRecord(records, i * B, ls, i * 32, rs, i * 32);
+      await out.push({ hash, record: records.subarray(i * B, i * B + B) });
     }
     curIds = parents;
     curHashes = up;
@@ -333,7 +340,7 @@ async function writeLeafEdges(
     });
     await climbEdgeChains(engine, empty, recs, (r, k, hash) => {
       const rec = recs[r]!;
-      if (k < rec[64]!) rec.set(hash, checkpointOffset(k));
+      if (k < edgeLength(rec)) rec.set(hash, checkpointOffset(k));
       else tops.set(hash, leafOf[r]! * 32);
     });
     for (let r = 0; r < recs.length; r++) {
@@ -400,15 +407,14 @@ export async function buildPatricia(
   ): Promise<Uint8Array> => {
     const raw = await hashChunked(engine, bottoms, paths, engineChunk);
     const res = new Uint8Array(raw.length);
-    const records = new Uint8Array(lengths.length * 65);
+    const E = EDGE_RECORD_LENGTH;
+    const records = new Uint8Array(lengths.length * E);
     for (let k = 0; k < lengths.length; k++) {
       res.set(addSmall(raw.subarray(k * 32, k * 32 + 32), lengths[k]!), k * 32);
-      copy32(records, k * 65, bottoms, k * 32);
-      copy32(records, k * 65 + 32, paths, k * 32);
-      records[k * 65 + 64] = lengths[k]!;
+      writeEdgeRecord(records, k * E, bottoms, k * 32, lengths[k]!, paths, k * 32);
       await out.push({
         hash: res.subarray(k * 32, k * 32 + 32),
-        record: records.subarray(k * 65, k * 65 + 65),
+        record: records.subarray(k * E, k * E + E),
       });
     }
     return res;
@@ -492,15 +498,15 @@ export async function buildPatricia(
       rs.set(children.subarray((2 * j + 1) * 32, (2 * j + 2) * 32), j * 32);
     }
     const parents = await hashChunked(engine, ls, rs, engineChunk);
-    const records = new Uint8Array(k * 64);
+    const B = BINARY_RECORD_LENGTH;
+    const records = new Uint8Array(k * B);
     for (let j = 0; j < k; j++) {
       const i = pairs[j]!;
       const left = startOfEnd[i]!;
       const rightEnd = endOfStart[i + 1]!;
       const hash = parents.subarray(j * 32, j * 32 + 32);
-      copy32(records, j * 64, ls, j * 32);
-      copy32(records, j * 64 + 32, rs, j * 32);
-      await out.push({ hash, record: records.subarray(j * 64, j * 64 + 64) });
+      writeBinaryRecord(records, j * B, ls, j * 32, rs, j * 32);
+      await out.push({ hash, record: records.subarray(j * B, j * B + B) });
       tops.set(hash, left * 32);
       topH[left] = m;
       endOfStart[left] = rightEnd;

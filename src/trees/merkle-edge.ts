@@ -1,6 +1,7 @@
 import { bigintToBytes32, bitAt, bytesEqual, bytesToBigint, copyLowBits } from "../util/bytes.js";
 import { ByteChunks } from "../util/byte-chunks.js";
 import { climbChains, type HashEngine } from "../hash/engine.js";
+import { EDGE_RECORD_LENGTH } from "./node-record.js";
 
 /**
  * A Merkle subtree that holds exactly one non-empty leaf is stored as one "edge" record instead of
@@ -37,11 +38,11 @@ export function isCheckpoint(k: number): boolean {
 
 /** Where the ancestor at height k (a checkpoint, k > 0) starts in an edge record. */
 export function checkpointOffset(k: number): number {
-  return 65 + 32 * (k / CHECKPOINT_STEP - 1);
+  return EDGE_RECORD_LENGTH + 32 * (k / CHECKPOINT_STEP - 1);
 }
 
 export function merkleEdgeLength(height: number): number {
-  return 65 + 32 * checkpointCount(height);
+  return EDGE_RECORD_LENGTH + 32 * checkpointCount(height);
 }
 
 /** True when `rec` is a well-formed edge record for a subtree of this height. */

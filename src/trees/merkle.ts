@@ -16,6 +16,7 @@ import {
   setEdgePath,
 } from "./merkle-edge.js";
 import { NATIVE_MERKLE_MAX_REMEMBERED, updateMerkleNative } from "./merkle-native.js";
+import { isBinaryRecord } from "./node-record.js";
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
@@ -553,7 +554,7 @@ async function readOldPaths(
     for (let k = 0; k < toRead.length; k++) {
       const j = toRead[k]!;
       const rec = found[k];
-      if (rec?.length === 64) level.kind[j] = Old.Binary;
+      if (rec !== undefined && isBinaryRecord(rec)) level.kind[j] = Old.Binary;
       else if (rec !== undefined && isMerkleEdge(rec, h)) level.kind[j] = Old.Edge;
       else {
         const what = rec === undefined ? "is not in the store" : `has a record of ${rec.length} bytes`;

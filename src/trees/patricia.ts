@@ -1,6 +1,18 @@
 import { DacdError } from "../errors.js";
-import { addSmall, bitLength, bytesToBigint, copy32, writeBigint32, ZERO32 } from "../util/bytes.js";
+import { addSmall, bitLength, copy32, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "../hash/engine.js";
+import {
+  BINARY_RECORD_LENGTH,
+  EDGE_RECORD_LENGTH,
+  edgeLength,
+  edgePath,
+  firstHash,
+  isBinaryRecord,
+  isEdgeRecord,
+  secondHash,
+  writeBinaryRecord,
+  writeEdgeRecord,
+} from "./node-record.js";
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
@@ -230,17 +242,17 @@ class PatriciaWalk {
   }
 
   private decode(hash: Uint8Array, rec: Uint8Array | undefined, h: number, index: number): PNode {
-    if ((rec?.length === 64 || rec?.length === 65) && index !== NONE)
+    if (rec === undefined) throw this.corrupt(hash, h, "missing");
+    const binary = isBinaryRecord(rec);
+    if ((binary || isEdgeRecord(rec)) && index !== NONE)
       this.nodes.remember!(this.treeName, this.height - h, index, hash, rec);
-    if (rec?.length === 64) {
-      return binaryNode(fromHash(rec.subarray(0, 32), h - 1), fromHash(rec.subarray(32), h - 1), hash);
-    }
-    if (rec?.length === 65) {
-      const length = rec[64]!;
+    if (binary) return binaryNode(fromHash(firstHash(rec), h - 1), fromHash(secondHash(rec), h - 1), hash);
+    if (isEdgeRecord(rec)) {
+      const length = edgeLength(rec);
       if (length < 1 || length > h) throw this.corrupt(hash, h, `edge length ${length}`);
-      return edgeNode(bytesToBigint(rec, 32), length, fromHash(rec.subarray(0, 32), h - length), hash);
+      return edgeNode(edgePath(rec), length, fromHash(firstHash(rec), h - length), hash);
     }
-    throw this.corrupt(hash, h, rec === undefined ? "missing" : `record of ${rec.length} bytes`);
+    throw this.corrupt(hash, h, `record of ${rec.length} bytes`);
   }
 
   private corrupt(hash: Uint8Array, h: number, what: string): DacdError {
@@ -390,21 +402,16 @@ async function hashNewNodes(
     // A rank's records side by side in one buffer (binary: left ‖ right; edge: bottom ‖ path ‖
     // length), and its pairs packed for one engine call.
     const at = new Int32Array(group.length + 1);
-    for (let i = 0; i < group.length; i++) at[i + 1] = at[i]! + (group[i]!.node.t === "binary" ? 64 : 65);
+    for (let i = 0; i < group.length; i++)
+      at[i + 1] = at[i]! + (group[i]!.node.t === "binary" ? BINARY_RECORD_LENGTH : EDGE_RECORD_LENGTH);
     const records = new Uint8Array(at[group.length]!);
     const xs = new Uint8Array(group.length * 32);
     const ys = new Uint8Array(group.length * 32);
     for (let i = 0; i < group.length; i++) {
       const n = group[i]!.node;
       const o = at[i]!;
-      if (n.t === "binary") {
-        copy32(records, o, hashOf(n.left), 0);
-        copy32(records, o + 32, hashOf(n.right), 0);
-      } else {
-        copy32(records, o, hashOf(n.bottom), 0);
-        writeBigint32(n.path, records, o + 32);
-        records[o + 64] = n.length;
-      }
+      if (n.t === "binary") writeBinaryRecord(records, o, hashOf(n.left), 0, hashOf(n.right), 0);
+      else writeEdgeRecord(records, o, hashOf(n.bottom), 0, n.length, n.path);
       copy32(xs, i * 32, records, o);
       copy32(ys, i * 32, records, o + 32);
     }

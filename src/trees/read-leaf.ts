@@ -1,8 +1,9 @@
 import { DacdError } from "../errors.js";
-import { bytesEqual, bytesToBigint } from "../util/bytes.js";
+import { bytesEqual } from "../util/bytes.js";
 import { emptyRoots } from "./compute-roots.js";
 import type { HashEngine } from "../hash/engine.js";
 import { ancestorsAt, edgeLeafIndex, isMerkleEdge } from "./merkle-edge.js";
+import { edgeLength, edgePath, firstHash, isBinaryRecord, secondHash } from "./node-record.js";
 import type { NodeSource } from "./node-source.js";
 import type { TreeSpec } from "../model/profile.js";
 
@@ -90,14 +91,14 @@ async function readMerkleLeaf(
         parting,
       );
       for (let k = h - 1; k >= 0; k--) siblingsTopDown.push(k === parting[0] ? ancestor! : empty[k]!);
-      hash = lone === index ? rec.subarray(0, 32) : empty[0]!;
+      hash = lone === index ? firstHash(rec) : empty[0]!;
       break;
     }
-    if (rec.length !== 64) {
+    if (!isBinaryRecord(rec)) {
       throw new DacdError("STORE", `${spec.name} tree at height ${h}: node record of ${rec.length} bytes`);
     }
-    siblingsTopDown.push(right ? rec.subarray(0, 32) : rec.subarray(32, 64));
-    hash = right ? rec.subarray(32, 64) : rec.subarray(0, 32);
+    siblingsTopDown.push(right ? firstHash(rec) : secondHash(rec));
+    hash = right ? secondHash(rec) : firstHash(rec);
   }
   return { leafHash: hash, empty: bytesEqual(hash, empty[0]!), siblings: siblingsTopDown.reverse() };
 }
@@ -115,16 +116,16 @@ async function readPatriciaLeaf(
   while (h > 0) {
     if (bytesEqual(hash, zero)) return { leafHash: zero, empty: true, steps };
     const rec = await fetchNode(nodes, hash, `${spec.name} tree at height ${h}`);
-    if (rec.length === 64) {
-      const left = rec.subarray(0, 32);
-      const right = rec.subarray(32, 64);
+    if (isBinaryRecord(rec)) {
+      const left = firstHash(rec);
+      const right = secondHash(rec);
       steps.push({ kind: "binary", height: h, left, right });
       hash = ((index >> BigInt(h - 1)) & 1n) === 1n ? right : left;
       h -= 1;
     } else {
-      const bottom = rec.subarray(0, 32);
-      const path = bytesToBigint(rec, 32);
-      const length = rec[64]!;
+      const bottom = firstHash(rec);
+      const path = edgePath(rec);
+      const length = edgeLength(rec);
       steps.push({ kind: "edge", height: h, bottom, path, length });
       const bits = (index >> BigInt(h - length)) & ((1n << BigInt(length)) - 1n);
       if (bits !== path) return { leafHash: zero, empty: true, steps };

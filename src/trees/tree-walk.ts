@@ -1,5 +1,6 @@
 import { DacdError } from "../errors.js";
 import { loadNativeAddon } from "../hash/native-engine.js";
+import { TREE_WALKS } from "../model/engines.js";
 import type { NativeMerkle } from "./merkle-native.js";
 import type { NativePatricia } from "./patricia-native.js";
 
@@ -20,8 +21,8 @@ export type TreeWalk = NativeTreeWalks | null;
  * `js`, or `auto`: native wherever the addon loads.
  */
 export function chooseTreeWalk(requested: string = "auto"): TreeWalk {
-  if (requested !== "native" && requested !== "js" && requested !== "auto")
-    throw new DacdError("CONFIG", `DACD_TREE_WALK must be native, js or auto, got ${requested}`);
+  if (!(TREE_WALKS as readonly string[]).includes(requested))
+    throw new DacdError("CONFIG", `DACD_TREE_WALK must be one of ${TREE_WALKS.join(", ")}, got ${requested}`);
   if (requested === "js") return null;
   const addon = loadNativeAddon() as unknown as Partial<NativeTreeWalks> | null;
   const native =

@@ -1,8 +1,9 @@
 import { DacdError } from "../errors.js";
-import { bytesEqual, bytesToBigint, toHex64 } from "../util/bytes.js";
+import { bytesEqual, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "./compute-roots.js";
 import type { HashEngine } from "../hash/engine.js";
 import { isMerkleEdge } from "./merkle-edge.js";
+import { edgeLength, edgePath, firstHash, isBinaryRecord, isEdgeRecord, secondHash } from "./node-record.js";
 import type { TreeSpec } from "../model/profile.js";
 
 /**
@@ -21,7 +22,7 @@ export interface WalkTask {
   readonly index: bigint;
 }
 
-/** An inner node read by the walk, with its record (64 bytes binary/Merkle, 65 bytes edge). */
+/** An inner node read by the walk, with its record (node-record.ts). */
 export interface WalkNode extends WalkTask {
   readonly record: Uint8Array;
 }
@@ -106,10 +107,10 @@ export async function* walkLeaves(
       if (rec === undefined) return problem(t, "missing");
       // Merkle: binary, or an edge down to its one leaf (merkle-edge.ts); Patricia: binary or edge.
       const ok =
-        rec.length === 64 || (spec.kind === "merkle" ? isMerkleEdge(rec, t.height) : rec.length === 65);
+        isBinaryRecord(rec) || (spec.kind === "merkle" ? isMerkleEdge(rec, t.height) : isEdgeRecord(rec));
       if (!ok) return problem(t, `record of ${rec.length} bytes`);
-      if (rec.length !== 64 && (rec[64]! < 1 || rec[64]! > t.height))
-        return problem(t, `edge length ${rec[64]}`);
+      if (!isBinaryRecord(rec) && (edgeLength(rec) < 1 || edgeLength(rec) > t.height))
+        return problem(t, `edge length ${edgeLength(rec)}`);
       byHash.set(t, rec);
       read.push({ ...t, record: rec });
     });
@@ -128,18 +129,18 @@ export async function* walkLeaves(
       }
       const rec = byHash.get(t);
       if (!rec) continue;
-      if (rec.length === 64) {
-        push({ hash: rec.subarray(0, 32), height: t.height - 1, index: t.index * 2n });
-        push({ hash: rec.subarray(32, 64), height: t.height - 1, index: t.index * 2n + 1n });
+      if (isBinaryRecord(rec)) {
+        push({ hash: firstHash(rec), height: t.height - 1, index: t.index * 2n });
+        push({ hash: secondHash(rec), height: t.height - 1, index: t.index * 2n + 1n });
       } else {
-        const length = rec[64]!;
-        const path = bytesToBigint(rec, 32);
+        const length = edgeLength(rec);
+        const path = edgePath(rec);
         if (path >> BigInt(length) !== 0n) {
           problem(t, `edge path longer than its length ${length}`);
           continue;
         }
         push({
-          hash: rec.subarray(0, 32),
+          hash: firstHash(rec),
           height: t.height - length,
           index: (t.index << BigInt(length)) | path,
         });

@@ -187,6 +187,7 @@ describe("AvailabilityGateway.getBatchData", () => {
     expect(e.message).toContain("get_batch_data");
     expect(e.message).toContain("HTTP 502: bad gateway");
     expect(e.message).toContain("gave up after 3 attempts");
+    expect(e.httpStatus).toBe(502); // decisions read the status here, not in the message
     expect(results).toEqual([expect.objectContaining({ kind: "http_status", status: 502, attempts: 3 })]);
   });
 

@@ -7,7 +7,7 @@ import { startDaemon } from "../../src/app.js";
 import { inspect } from "node:util";
 import { storeProfile } from "../../src/inspect/inspect.js";
 import { createLogger } from "../../src/logging.js";
-import { checkStore } from "../../src/maintenance/records-check.js";
+import { scanBatchRecords } from "../../src/maintenance/records-check.js";
 import { createSigner } from "../../src/signer/create-signer.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { createEngine } from "../../src/hash/select.js";
@@ -246,7 +246,7 @@ describe("scheduled jobs", () => {
     for (const name of names) {
       const store = await LevelStore.open(join(backupDir, name));
       try {
-        const check = await checkStore(store);
+        const check = await scanBatchRecords(store);
         expect(check.problems, `${name}: ${inspect(check.problems)}`).toEqual([]);
         const cursor = await store.getCursor();
         const last = cursor?.last_accepted_batch_id ?? -1;

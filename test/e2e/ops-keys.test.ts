@@ -1,6 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { encryptKeystore } from "../../src/signer/keystore.js";
@@ -8,18 +7,16 @@ import { freePort } from "../helpers/free-port.js";
 import { memberSetup, waitFor } from "../helpers/daemon.js";
 import { VectorGateway } from "../helpers/vector-gateway.js";
 import { FIXTURES, loadChain, privateKeyBytes } from "../helpers/vectors.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 const BIN = join(import.meta.dirname, "..", "..", "bin", "dacd.js");
 const dirs: string[] = [];
 afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+  await removeTempDirs();
 });
 
-async function tmp(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), "dacd-keys-"));
-  dirs.push(d);
-  return d;
-}
+const tmp = (): Promise<string> => tempDir("dacd-keys-");
 
 /** The vectors' key as a V3 keystore (cheap KDF) and its password file, both 0600. */
 async function keystoreFiles(dir: string, privateKey: string, password = "correct horse battery staple") {

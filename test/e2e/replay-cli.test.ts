@@ -1,15 +1,12 @@
 import { spawnSync } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CHAINS, FIXTURES, loadChain } from "../helpers/vectors.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 const BIN = join(import.meta.dirname, "..", "..", "bin", "dacd.js");
-const dirs: string[] = [];
-afterAll(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+afterAll(removeTempDirs);
 
 function replay(args: string[]): { code: number | null; lines: Record<string, unknown>[]; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, "replay", ...args], { encoding: "utf8", timeout: 120_000 });
@@ -20,11 +17,7 @@ function replay(args: string[]): { code: number | null; lines: Record<string, un
   return { code: r.status, lines, stderr: r.stderr };
 }
 
-async function tmp(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), "dacd-replay-"));
-  dirs.push(d);
-  return d;
-}
+const tmp = (): Promise<string> => tempDir("dacd-replay-");
 
 describe("dacd replay", () => {
   it.each(CHAINS)("%s reproduces expected.json exactly, and again from the same store", async (chain) => {

@@ -1,5 +1,4 @@
-import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { EthSigner } from "../../src/signer/eth-signer.js";
 import { LevelStore } from "../../src/storage/level-store.js";
@@ -8,20 +7,12 @@ import { WasmEngine } from "../../src/hash/wasm-engine.js";
 import { makeProfile, type Profile } from "../../src/model/profile.js";
 import { verifyAndStoreBatch, type VerifyContext } from "../../src/pipeline/verify-batch.js";
 import { loadChain, privateKeyBytes, type ChainName, type Expected } from "./vectors.js";
+import { levelDb } from "../../src/storage/level-db.js";
+import { tempDir } from "./temp-dir.js";
 
-/** Shared set-up of the escape tests: temp dirs, and stores holding a vector chain. */
+/** Shared set-up of the escape tests: stores holding a vector chain (in temp-dir.ts directories). */
 
 export const engine: HashEngine = new WasmEngine();
-
-const dirs: string[] = [];
-export async function tempDir(prefix = "dacd-escape-"): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
-export async function cleanup(): Promise<void> {
-  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
-}
 
 export interface ChainStore {
   store: LevelStore;
@@ -49,7 +40,7 @@ export function contextFor(store: LevelStore, chain: ChainName): VerifyContext {
 /** A fresh store with batches [0, upTo) of a chain verified and stored. */
 export async function chainStore(chain: ChainName, upTo?: number): Promise<ChainStore> {
   const { responses, expected } = loadChain(chain);
-  const dir = await tempDir();
+  const dir = await tempDir("dacd-escape-");
   const store = await LevelStore.open(join(dir, "db"));
   const ctx = contextFor(store, chain);
   await store.ensureIdentity({
@@ -73,7 +64,8 @@ export async function dumpFiles(dir: string): Promise<Record<string, string>> {
 
 export async function countKeys(store: LevelStore, prefix: number): Promise<number> {
   let n = 0;
-  for await (const _ of store.raw.keys({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) })) n++;
+  for await (const _ of levelDb(store).keys({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) }))
+    n++;
   return n;
 }
 

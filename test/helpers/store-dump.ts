@@ -1,5 +1,6 @@
 import { LevelStore } from "../../src/storage/level-store.js";
 import { Prefix } from "../../src/storage/keys.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 /**
  * The state of a store as comparable text: every node and leaf record, and every batch record
@@ -9,7 +10,7 @@ export async function comparableState(dir: string): Promise<string[]> {
   const store = await LevelStore.open(dir);
   const out: string[] = [];
   try {
-    for await (const [k, v] of store.raw.iterator()) {
+    for await (const [k, v] of levelDb(store).iterator()) {
       const key = Buffer.from(k).toString("hex");
       if (k[0] === Prefix.batch) {
         const {

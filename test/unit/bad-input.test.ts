@@ -10,6 +10,7 @@ import { makeProfile } from "../../src/model/profile.js";
 import { verifyAndStoreBatch, type VerifyContext } from "../../src/pipeline/verify-batch.js";
 import { updateOf } from "../../src/cli/replay.js";
 import { loadChain, privateKeyBytes } from "../helpers/vectors.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 type Json = Record<string, unknown>;
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
@@ -17,7 +18,7 @@ const P = "0x800000000000011000000000000000000000000000000000000000000000001";
 
 async function storeSnapshot(store: LevelStore): Promise<string[]> {
   const out: string[] = [];
-  for await (const [k, v] of store.raw.iterator())
+  for await (const [k, v] of levelDb(store).iterator())
     out.push(Buffer.from(k).toString("hex") + "=" + Buffer.from(v).toString("hex"));
   return out;
 }

@@ -8,6 +8,7 @@ import { BULK_SPILL_DIR, BulkWriter } from "../../src/storage/bulk-writer.js";
 import { Prefix, prefixed } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import type { NodeWrite } from "../../src/trees/node-source.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -38,7 +39,7 @@ describe("BulkWriter", () => {
       const spill = join(store.dir, BULK_SPILL_DIR);
       // Small batches (by count and by bytes) and spill buffers, so that files are drained and
       // batches follow each other.
-      const writer = new BulkWriter(store.raw, spill, {
+      const writer = new BulkWriter(levelDb(store), spill, {
         batchOps: 97,
         batchBytes: 12_000,
         spillBuffer: 4096,
@@ -50,7 +51,7 @@ describe("BulkWriter", () => {
       expect(writer.taken).toBe(3700);
       expect((await readdir(spill)).length).toBeGreaterThan(0);
       // Nothing reaches LevelDB before finish.
-      expect(await store.raw.keys({ limit: 1 }).all()).toEqual([]);
+      expect(await store.isEmpty()).toBe(true);
       const heard: number[] = [];
       await writer.finish((written) => heard.push(written));
       expect(existsSync(spill)).toBe(false);
@@ -60,7 +61,7 @@ describe("BulkWriter", () => {
       heard.forEach((n, i) => expect(n).toBeGreaterThan(heard[i - 1] ?? 0));
 
       const stored = new Map<string, string>();
-      for await (const [k, v] of store.raw.iterator()) stored.set(hex(k), hex(v));
+      for await (const [k, v] of levelDb(store).iterator()) stored.set(hex(k), hex(v));
       expect(stored.size).toBe(3700);
       for (const [prefix, list] of [
         [Prefix.node, nodes],
@@ -77,21 +78,21 @@ describe("BulkWriter", () => {
     const store = await freshStore();
     try {
       const spill = join(store.dir, BULK_SPILL_DIR);
-      const first = new BulkWriter(store.raw, spill, { spillBuffer: 1024 });
+      const first = new BulkWriter(levelDb(store), spill, { spillBuffer: 1024 });
       await first.put(Prefix.node, randomWrites(500));
       await first.abandon();
       expect(existsSync(spill)).toBe(false);
-      expect(await store.raw.keys({ limit: 1 }).all()).toEqual([]);
+      expect(await store.isEmpty()).toBe(true);
 
       // A killed load's files must not be appended to by the next one.
-      const killed = new BulkWriter(store.raw, spill, { spillBuffer: 1024 });
+      const killed = new BulkWriter(levelDb(store), spill, { spillBuffer: 1024 });
       await killed.put(Prefix.node, randomWrites(300));
-      const next = new BulkWriter(store.raw, spill);
+      const next = new BulkWriter(levelDb(store), spill);
       const writes = randomWrites(10);
       await next.put(Prefix.node, writes);
       await next.finish();
       await killed.abandon(); // closes its files (the directory is already gone)
-      const keys = await store.raw.keys().all();
+      const keys = await levelDb(store).keys().all();
       expect(keys.map(hex).sort()).toEqual(writes.map((w) => hex(prefixed(Prefix.node, w.hash))).sort());
     } finally {
       await store.close();
@@ -101,14 +102,14 @@ describe("BulkWriter", () => {
   it("a killed load's spill files are removed when the store is next opened", async () => {
     const store = await freshStore();
     const spill = join(store.dir, BULK_SPILL_DIR);
-    const killed = new BulkWriter(store.raw, spill, { spillBuffer: 1024 });
+    const killed = new BulkWriter(levelDb(store), spill, { spillBuffer: 1024 });
     await killed.put(Prefix.node, randomWrites(300));
     expect((await readdir(spill)).length).toBeGreaterThan(0);
     await store.close(); // as if the process died: the writer never finishes
     const reopened = await LevelStore.open(store.dir);
     try {
       expect(existsSync(spill)).toBe(false);
-      expect(await reopened.raw.keys({ limit: 1 }).all()).toEqual([]);
+      expect(await reopened.isEmpty()).toBe(true);
     } finally {
       await reopened.close();
       await killed.abandon(); // closes the dead writer's file handles
@@ -120,7 +121,7 @@ describe("BulkWriter", () => {
       expect(store.compactionWrittenMb()).toBe(0);
       // 3 MiB of random 64-byte records: below the 4 MiB memtable, so nothing reaches a level
       // until compact() flushes it (and merges it one level down).
-      const batch = store.raw.batch();
+      const batch = levelDb(store).batch();
       for (const { hash, record } of randomWrites(24_000)) batch.put(prefixed(Prefix.node, hash), record);
       await batch.write();
       expect(store.compactionWrittenMb()).toBe(0);

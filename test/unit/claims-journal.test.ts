@@ -1,19 +1,12 @@
-import { appendFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { appendFile, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isDacdError } from "../../src/errors.js";
 import { ClaimsJournal, readClaimsJournal } from "../../src/storage/claims-journal.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
-});
-async function tmp(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), "dacd-journal-"));
-  dirs.push(d);
-  return d;
-}
+afterEach(removeTempDirs);
+const tmp = (): Promise<string> => tempDir("dacd-journal-");
 const claim = (n: number): string => `0x${n.toString(16).padStart(64, "0")}`;
 
 describe("ClaimsJournal", () => {

@@ -5,6 +5,8 @@ import { EXIT, exitCodeFor } from "../../src/cli/exit-codes.js";
 import { idRanges, idSummary, snakeKeys } from "../../src/cli/output.js";
 import { environmentProblems } from "../../src/config/env-check.js";
 import { shortCommit, versionLine } from "../../src/build-info.js";
+import { parseBatchId } from "../../src/cli/store-options.js";
+import { isDacdError } from "../../src/errors.js";
 
 describe("command-line helpers", () => {
   it("batch id lists become ranges", () => {
@@ -13,6 +15,20 @@ describe("command-line helpers", () => {
     expect(idRanges([7, 0, 1, 2, 5, 8, 2])).toBe("0-2,5,7-8");
     const million = Array.from({ length: 1_000_000 }, (_, i) => i);
     expect(idSummary(million)).toEqual({ count: 1_000_000, ranges: "0-999999" });
+  });
+
+  it("a batch id on the command line: a non-negative decimal integer, else a usage error", () => {
+    expect(parseBatchId("0")).toBe(0);
+    expect(parseBatchId("1234")).toBe(1234);
+    for (const bad of ["", "-1", "01", "1.5", "0x10", " 7", "1e3"]) {
+      let caught: unknown;
+      try {
+        parseBatchId(bad);
+      } catch (err) {
+        caught = err;
+      }
+      expect(isDacdError(caught, "USAGE"), bad).toBe(true);
+    }
   });
 
   it("JSON keys are snake_case at every depth, values untouched", () => {

@@ -10,7 +10,9 @@ import { batchKey, Prefix } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { hexToBytes32 } from "../../src/util/bytes.js";
 import { readLeaf } from "../../src/trees/read-leaf.js";
-import { chainStore, cleanup, countKeys, engine, tempDir, type ChainStore } from "../helpers/chain-store.js";
+import { chainStore, countKeys, engine, type ChainStore } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 let src: ChainStore;
 let dump: string;
@@ -21,7 +23,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await src.store.close();
-  await cleanup();
+  await removeTempDirs();
 });
 
 async function tamperedCopy(edit: (dir: string, m: Manifest) => Promise<Manifest | void>): Promise<string> {
@@ -40,7 +42,7 @@ async function loadInto(from: string): Promise<{ error: string; keys: number }> 
     return { error: "", keys: -1 };
   } catch (err) {
     let keys = 0;
-    for await (const _ of store.raw.keys()) keys++;
+    for await (const _ of levelDb(store).keys()) keys++;
     return { error: (err as Error).message, keys };
   } finally {
     await store.close();
@@ -114,9 +116,9 @@ describe("check", () => {
       const found = await readLeaf(engine, s.store, s.profile.main, root, BigInt(vaultId));
       // Alter one leaf record of the vault tree.
       const leafKey = Uint8Array.of(Prefix.leaf, ...found.leafHash);
-      const leafRec = (await s.store.raw.get(leafKey))!.slice();
+      const leafRec = (await levelDb(s.store).get(leafKey))!.slice();
       leafRec[95] = leafRec[95]! ^ 1;
-      await s.store.raw.put(leafKey, leafRec);
+      await levelDb(s.store).put(leafKey, leafRec);
 
       const leafOnly = await checkStore(s.store, engine, { deep: true, deepBatches: [3] });
       expect(leafOnly.problems).toEqual([
@@ -132,10 +134,10 @@ describe("check", () => {
       const right = rootRec!.subarray(32, 64);
       const key = (h: Uint8Array): Uint8Array => Uint8Array.of(Prefix.node, ...h);
       const [rightRec] = await s.store.getNodes([right]);
-      await s.store.raw.del(key(left));
+      await levelDb(s.store).del(key(left));
       const altered = rightRec!.slice();
       altered[40] = altered[40]! ^ 1;
-      await s.store.raw.put(key(right), altered);
+      await levelDb(s.store).put(key(right), altered);
       expect((await checkStore(s.store, engine)).ok).toBe(true); // shallow: records are fine
       const r = await checkStore(s.store, engine, { deep: true, deepBatches: [0, 1, 2, 3] });
       expect(r.ok).toBe(false);
@@ -152,7 +154,7 @@ describe("check", () => {
         }),
       );
 
-      await s.store.raw.del(batchKey(1));
+      await levelDb(s.store).del(batchKey(1));
       const shallow = await checkStore(s.store, engine);
       expect(shallow.ok).toBe(false);
       expect(shallow.problems).toContainEqual(

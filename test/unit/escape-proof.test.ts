@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeProof, verifyProof, type Proof } from "../../src/escape/proof.js";
-import { cleanup, chainStore, engine, type ChainStore } from "../helpers/chain-store.js";
+import { chainStore, engine, type ChainStore } from "../helpers/chain-store.js";
+import { removeTempDirs } from "../helpers/temp-dir.js";
 
 /** Flips one hex digit of a string (after any 0x prefix). */
 function flipDigit(s: string, at: number): string {
@@ -61,7 +62,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const s of Object.values(stores)) await s!.store.close();
-  await cleanup();
+  await removeTempDirs();
 });
 
 /** Ids present in a chain's updates for a tree (so some are non-empty at the last batch). */

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { makeProof, verifyProof } from "../../src/escape/proof.js";
-import { compact, pruneStore } from "../../src/maintenance/prune.js";
+import { pruneStore } from "../../src/maintenance/prune.js";
 import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { Prefix } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
@@ -11,17 +11,10 @@ import { hexToBytes32, toHex0x, toHex64 } from "../../src/util/bytes.js";
 import { computeRoots, type Roots } from "../../src/trees/compute-roots.js";
 import { makeProfile, type TreeName } from "../../src/model/profile.js";
 import type { Leaf } from "../../src/model/state-update.js";
-import {
-  chainStore,
-  cleanup,
-  countKeys,
-  tableBytes,
-  dumpFiles,
-  engine,
-  tempDir,
-} from "../helpers/chain-store.js";
+import { chainStore, countKeys, tableBytes, dumpFiles, engine } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
-afterEach(cleanup);
+afterEach(removeTempDirs);
 
 describe("prune", () => {
   it("keeps the last K batches dumpable and provable, refuses pruned ones, and shrinks the store", async () => {
@@ -33,7 +26,7 @@ describe("prune", () => {
         await dumpStore(s.store, engine, { outDir: out, batchId: id });
         before[id] = await dumpFiles(out);
       }
-      await compact(s.store);
+      await s.store.compact("trees");
       const nodesBefore = await countKeys(s.store, Prefix.node);
       const leavesBefore = await countKeys(s.store, Prefix.leaf);
       const sizeBefore = await tableBytes(s.dir);

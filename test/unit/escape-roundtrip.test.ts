@@ -5,9 +5,10 @@ import { dumpStore } from "../../src/escape/dump.js";
 import { loadDump } from "../../src/escape/load.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { verifyAndStoreBatch } from "../../src/pipeline/verify-batch.js";
-import { chainStore, cleanup, contextFor, dumpFiles, engine, tempDir } from "../helpers/chain-store.js";
+import { chainStore, contextFor, dumpFiles, engine } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
-afterEach(cleanup);
+afterEach(removeTempDirs);
 
 describe.each(["spot-chain", "spot-v40-chain", "perpetual-chain"] as const)("dump and load, %s", (chain) => {
   it("reproduces the batch in a fresh store, which then verifies and signs the following batches", async () => {

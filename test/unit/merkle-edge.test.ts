@@ -19,9 +19,12 @@ import {
 } from "../../src/trees/merkle-edge.js";
 import type { NodeWrite } from "../../src/trees/node-source.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
-import { chainStore, cleanup, engine, randomBig, tempDir } from "../helpers/chain-store.js";
+import { chainStore, engine, randomBig } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
+import { levelDb } from "../../src/storage/level-db.js";
+import { edgeLength, isBinaryRecord } from "../../src/trees/node-record.js";
 
-afterAll(cleanup);
+afterAll(removeTempDirs);
 
 function pack(leaves: Map<bigint, bigint>): { ids: bigint[]; hashes: Uint8Array } {
   const sorted = [...leaves].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -48,8 +51,8 @@ async function verifyRecords(
 
   // Every record verifies on its own.
   const keys = [...records.keys()];
-  const binary = keys.filter((k) => records.get(k)!.length === 64);
-  const edges = keys.filter((k) => records.get(k)!.length !== 64);
+  const binary = keys.filter((k) => isBinaryRecord(records.get(k)!));
+  const edges = keys.filter((k) => !isBinaryRecord(records.get(k)!));
   for (const k of binary) {
     const rec = records.get(k)!;
     expect(toHex64(await engine.hashMany(rec.subarray(0, 32), rec.subarray(32, 64)))).toBe(k);
@@ -78,7 +81,7 @@ async function verifyRecords(
     const rec = records.get(key);
     expect(rec, `record of node (${h}, ${index})`).toBeDefined();
     used.add(key);
-    if (rec!.length === 64) {
+    if (isBinaryRecord(rec!)) {
       const n =
         walk(rec!.subarray(0, 32), h - 1, index * 2n) + walk(rec!.subarray(32, 64), h - 1, index * 2n + 1n);
       expect(n, `binary node (${h}, ${index}) above ${n} leaves`).toBeGreaterThanOrEqual(2);
@@ -178,7 +181,9 @@ describe("buildMerkle writes the canonical form with edges", () => {
     ]);
     const records = await buildAndVerify(height, leaves, "vault");
     // Leaf 201 is alone once 200 is dropped: one edge of height 7 (201 and 3, 5 first meet at 8).
-    const edge201 = [...records.values()].find((rec) => rec.length !== 64 && bytesToBigint(rec, 0) === 13n);
+    const edge201 = [...records.values()].find(
+      (rec) => !isBinaryRecord(rec) && bytesToBigint(rec, 0) === 13n,
+    );
     expect(edge201?.[64]).toBe(7);
     expect((await buildAndVerify(height, new Map([[7n, e0]]), "vault")).size).toBe(0);
   });
@@ -295,16 +300,16 @@ describe("deep check of a store loaded from a dump (edges from buildMerkle)", ()
 
       // Two edges of height ≥ 9 (a checkpoint to alter).
       const found: { key: Uint8Array; rec: Uint8Array }[] = [];
-      for await (const [k, v] of store.raw.iterator({
+      for await (const [k, v] of levelDb(store).iterator({
         gte: Uint8Array.of(Prefix.node),
         lt: Uint8Array.of(Prefix.node + 1),
       })) {
-        if (v.length !== 64 && v[64]! >= 9) found.push({ key: k.slice(1), rec: v.slice() });
+        if (!isBinaryRecord(v) && edgeLength(v) >= 9) found.push({ key: k.slice(1), rec: v.slice() });
         if (found.length === 2) break;
       }
       expect(found.length).toBe(2);
       const put = (key: Uint8Array, rec: Uint8Array): Promise<void> =>
-        store.raw.put(Uint8Array.of(Prefix.node, ...key), rec);
+        levelDb(store).put(Uint8Array.of(Prefix.node, ...key), rec);
       const chain = found[0]!.rec.slice();
       chain[65 + 31]! ^= 1; // the checkpoint at height 8
       await put(found[0]!.key, chain);
@@ -352,7 +357,7 @@ describe("the store's node format", () => {
     // store through LevelStore.open, which refuses it.
     const dir = join(await tempDir(), "db");
     const old = await LevelStore.open(dir);
-    await old.raw.put(metaKey("identity"), new TextEncoder().encode(JSON.stringify(identity)));
+    await levelDb(old).put(metaKey("identity"), new TextEncoder().encode(JSON.stringify(identity)));
     await old.close();
     await expect(LevelStore.open(dir)).rejects.toMatchObject({
       code: "CONFIG",

@@ -1,11 +1,11 @@
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 import { createLogger } from "../../src/logging.js";
 import { backupStore, listBackups } from "../../src/service/backup.js";
-import { checkStore } from "../../src/maintenance/records-check.js";
+import { scanBatchRecords } from "../../src/maintenance/records-check.js";
 import { JobRunner } from "../../src/service/jobs.js";
 import { DacdMetrics } from "../../src/service/metrics.js";
 import { createSystemdNotifier } from "../../src/service/systemd.js";
@@ -16,17 +16,13 @@ import { createEngine } from "../../src/hash/select.js";
 import { keptHeights, makeProfile } from "../../src/model/profile.js";
 import { verifyAndStoreBatch } from "../../src/pipeline/verify-batch.js";
 import { loadChain, privateKeyBytes } from "../helpers/vectors.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
+  await removeTempDirs();
 });
-
-async function tempDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
@@ -151,7 +147,7 @@ describe("backup", () => {
       expect(await copy.getCursor()).toEqual(await store.getCursor());
       expect(await copy.getIdentity()).toEqual(await store.getIdentity());
       for (let id = 0; id < 6; id++) expect(await copy.getBatch(id)).toEqual(await store.getBatch(id));
-      expect((await checkStore(copy)).problems).toEqual([]);
+      expect((await scanBatchRecords(copy)).problems).toEqual([]);
     } finally {
       await copy.close();
     }
@@ -162,7 +158,7 @@ describe("backup", () => {
 describe("light consistency check", () => {
   it("passes a store as the daemon leaves it", async () => {
     const store = await signedStore();
-    const r = await checkStore(store, { chunk: 2 });
+    const r = await scanBatchRecords(store, { chunk: 2 });
     expect(r).toMatchObject({
       batches: 6,
       first_batch_id: 0,
@@ -175,12 +171,12 @@ describe("light consistency check", () => {
   it("finds a missing batch, a wrong sequence number and a claim that does not match the roots", async () => {
     const store = await signedStore();
     const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
-    await store.raw.del(batchKey(1));
+    await levelDb(store).del(batchKey(1));
     const b4 = (await store.getBatch(4))!;
-    await store.raw.put(batchKey(4), enc({ ...b4, sequence_number: 9 }));
+    await levelDb(store).put(batchKey(4), enc({ ...b4, sequence_number: 9 }));
     const b5 = (await store.getBatch(5))!;
-    await store.raw.put(batchKey(5), enc({ ...b5, claim_hash: "0x" + "00".repeat(32) }));
-    const { problems } = await checkStore(store);
+    await levelDb(store).put(batchKey(5), enc({ ...b5, claim_hash: "0x" + "00".repeat(32) }));
+    const { problems } = await scanBatchRecords(store);
     expect(problems.some((p) => /batch 1 is missing/.test(p))).toBe(true);
     expect(problems.some((p) => /batch 4: sequence number 9/.test(p))).toBe(true);
     expect(problems.some((p) => /batch 5: claim hash/.test(p))).toBe(true);

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 /** n records with distinct pseudo-random hashes; record i is 64 bytes of (seed + i). */
 function addRecords(list: NodeWrites, seed: number, n: number): void {
@@ -85,7 +86,7 @@ describe("PendingCommit: records put while a batch is verified", () => {
     addRecords(other, 11, 5);
     await store.commitBatch(record(8), other, new NodeWrites());
     const keys: string[] = [];
-    for await (const k of store.raw.keys()) keys.push(Buffer.from(k).toString("hex"));
+    for await (const k of levelDb(store).keys()) keys.push(Buffer.from(k).toString("hex"));
     expect(keys).toHaveLength(5 + 1);
     expect(await store.getNodes([nodes.hash(0), nodes.hash(799)])).toEqual([undefined, undefined]);
     expect(await store.getLeafRecords([leaves.hash(0)])).toEqual([undefined]);

@@ -7,7 +7,8 @@ import { importReference } from "../../src/escape/reference-load.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { readArchiveFiles } from "../helpers/reference-archive.js";
 import { FIXTURES } from "../helpers/vectors.js";
-import { cleanup, engine, tempDir } from "../helpers/chain-store.js";
+import { engine } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 /**
  * Damaged archives, made from the spot vector's own files with the same tar and bzip2 code the
@@ -21,7 +22,7 @@ let original: Map<string, string>;
 beforeAll(async () => {
   original = await readArchiveFiles(ARCHIVE);
 });
-afterAll(cleanup);
+afterAll(removeTempDirs);
 
 type Files = Map<string, string>;
 const rows = (text: string): string[] => text.split("\r\n").slice(0, -1);

@@ -5,9 +5,10 @@ import { importReference } from "../../src/escape/reference-load.js";
 import { getImportedFrom } from "../../src/escape/reference-store.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { FIXTURES } from "../helpers/vectors.js";
-import { cleanup, engine, tempDir } from "../helpers/chain-store.js";
+import { engine } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
-afterAll(cleanup);
+afterAll(removeTempDirs);
 
 interface StateJson {
   batch_id: number;

@@ -6,9 +6,10 @@ import { importReference } from "../../src/escape/reference-load.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { readArchiveFiles } from "../helpers/reference-archive.js";
 import { FIXTURES } from "../helpers/vectors.js";
-import { cleanup, engine, tempDir } from "../helpers/chain-store.js";
+import { engine } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
-afterAll(cleanup);
+afterAll(removeTempDirs);
 
 /**
  * Export: a store imported from the vector archive, exported again, gives the same rows byte for

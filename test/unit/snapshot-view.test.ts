@@ -7,6 +7,7 @@ import { LevelStore } from "../../src/storage/level-store.js";
 import { withSnapshot } from "../../src/storage/snapshot.js";
 import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
+import { levelDb } from "../../src/storage/level-db.js";
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -47,7 +48,7 @@ describe("LevelStore.snapshot", () => {
         /read-only/,
       );
       expect(() => view.beginCommit()).toThrow(/read-only/);
-      expect(() => view.raw).toThrow(/read-only/);
+      expect(() => levelDb(view)).toThrow(/read-only/);
       await view.close();
       expect((await store.getBatch(1))?.batch_id).toBe(1);
       // withSnapshot releases its view on an error too, and the store stays usable.
