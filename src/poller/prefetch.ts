@@ -114,9 +114,11 @@ export class BatchPrefetcher {
     for (const id of this.window.keys()) if (id < batchId) this.window.delete(id);
     const ahead = this.usable(batchId);
     this.window.delete(batchId);
-    if (lastBatchId !== undefined) this.fetchAhead(batchId, lastBatchId);
     const waiting = performance.now();
-    let batch = ahead ? await ahead.promise.catch((): typeof FAILED => FAILED) : FAILED;
+    // This batch's fetch first (it is needed first), then the window beyond it.
+    const current = ahead ? ahead.promise.catch((): typeof FAILED => FAILED) : this.load(batchId);
+    if (lastBatchId !== undefined) this.fetchAhead(batchId, lastBatchId);
+    let batch = await current;
     // A fetch ahead that failed is made again now: its error was not this batch's turn's.
     if (batch === FAILED) batch = await this.load(batchId);
     const waitMs = performance.now() - waiting;
