@@ -1,5 +1,5 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
@@ -45,6 +45,8 @@ export interface CatchupResult {
   /** The longest and the 99th-percentile event-loop delay while catching up (monitorEventLoopDelay). */
   event_loop_max_ms: number;
   event_loop_p99_ms: number;
+  /** Event-loop turns longer than 50 ms: how many, and in which of the member's stages they fell. */
+  stalls_over_50ms: { count: number; verify: number; post: number; other: number; longest_stage: string };
   /** Bytes of one batch's get_batch_data answer (the largest). */
   body_mb: number;
   bulk_load_s: number;
@@ -64,6 +66,27 @@ interface GatewayDone {
 }
 
 const MEMBER_KEY = "0x" + "11".repeat(32);
+const STALL_MS = 50;
+
+/**
+ * Records the event loop's turns longer than STALL_MS (a 5 ms timer that came late), to say in
+ * which of the member's stages (from onBatchTimes: verify, post, or neither) they fell.
+ */
+function stallRecorder(): { stop(): [number, number][] } {
+  const stalls: [number, number][] = [];
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    if (now - last > STALL_MS + 5) stalls.push([last, now]);
+    last = now;
+  }, 5);
+  return {
+    stop() {
+      clearInterval(timer);
+      return stalls;
+    },
+  };
+}
 
 /** Writes batches 1…count and their claims into `bodiesDir`, verified on a copy of the loaded store. */
 async function prepareBatches(
@@ -129,20 +152,33 @@ function startGateway(bodiesDir: string, count: number): Promise<{ child: ChildP
   });
 }
 
-export async function runCatchup(opts: {
-  quick: boolean;
-  batches: number;
-  log: (s: string) => void;
-}): Promise<CatchupResult> {
-  const { log, batches: count } = opts;
-  const root = await mkdtemp(join(tmpdir(), "dacd-bench-catchup-"));
+/**
+ * The loaded state and the batches' answers (untimed), prepared here or, with `cacheDir`, taken from
+ * an earlier run's copy there (kept there for the next run when there is none yet).
+ */
+async function prepare(
+  root: string,
+  opts: { quick: boolean; batches: number; cacheDir?: string; log: (s: string) => void },
+): Promise<{ dataDir: string; bodiesDir: string; bulkLoadS: number; prepareS: number; largest: number }> {
+  const { log, batches: count, cacheDir } = opts;
   const dataDir = join(root, "data");
+  const key = JSON.stringify({ quick: opts.quick, batches: count });
+  const readyFile = cacheDir && join(cacheDir, "ready.json");
+  if (cacheDir && readyFile) {
+    const ready = await readFile(readyFile, "utf8").then(
+      (t) => JSON.parse(t) as { key: string; bulkLoadS: number; prepareS: number; largest: number },
+      () => undefined,
+    );
+    if (ready?.key === key) {
+      await cp(join(cacheDir, "data"), dataDir, { recursive: true });
+      log(`catchup: state and batches from ${cacheDir} (prepared by an earlier run)`);
+      return { dataDir, bodiesDir: join(cacheDir, "bodies"), ...ready };
+    }
+  }
   const bodiesDir = join(root, "bodies");
   const scratchDir = join(root, "scratch");
   await mkdir(bodiesDir);
   const engine = createEngine("native", { threads: "auto" });
-  let gateway: ChildProcess | undefined;
-  let daemon: Daemon | undefined;
   try {
     // The 1M state (a tenth with --quick), as `dacd escape load` would leave it: batch 0, cursor at 1.
     const store = await LevelStore.open(dataDir, { writeBufferSize: BULK_LOAD_WRITE_BUFFER });
@@ -158,8 +194,33 @@ export async function runCatchup(opts: {
     log(
       `catchup: ${count} batches prepared in ${prepareS.toFixed(1)} s, ${(largest / 2 ** 20).toFixed(1)} MB each`,
     );
+    const prepared = { bulkLoadS: state.bulkLoadS, prepareS, largest };
+    if (cacheDir && readyFile) {
+      await rm(cacheDir, { recursive: true, force: true });
+      await cp(dataDir, join(cacheDir, "data"), { recursive: true });
+      await cp(bodiesDir, join(cacheDir, "bodies"), { recursive: true });
+      await writeFile(readyFile, JSON.stringify({ key, ...prepared }));
+    }
+    return { dataDir, bodiesDir, ...prepared };
+  } finally {
     // The daemon creates its own engine; this one's tables are not needed while it runs.
     await engine.close?.();
+  }
+}
+
+export async function runCatchup(opts: {
+  quick: boolean;
+  batches: number;
+  /** Where to keep the prepared state and batches for the next run (`--catchup-cache DIR`). */
+  cacheDir?: string;
+  log: (s: string) => void;
+}): Promise<CatchupResult> {
+  const { log, batches: count } = opts;
+  const root = await mkdtemp(join(tmpdir(), "dacd-bench-catchup-"));
+  let gateway: ChildProcess | undefined;
+  let daemon: Daemon | undefined;
+  try {
+    const { dataDir, bodiesDir, bulkLoadS, prepareS, largest } = await prepare(root, opts);
 
     const gw = await startGateway(bodiesDir, count);
     gateway = gw.child;
@@ -184,6 +245,8 @@ export async function runCatchup(opts: {
     let warmed: () => void = () => undefined;
     const warm = new Promise<void>((resolve) => (warmed = resolve));
     const times = new Map<number, BatchTimes>();
+    // Each batch's verify and post intervals (performance.now()), reconstructed when it is reported.
+    const stages: { stage: "verify" | "post"; from: number; to: number }[] = [];
     const lines = {
       write(line: string): void {
         if (line.includes('"node cache warmed"')) warmed();
@@ -193,7 +256,14 @@ export async function runCatchup(opts: {
     const started = performance.now();
     daemon = await startDaemon(loadConfig(join(root, "dacd.yaml"), {}), {
       log: createLogger({ level: "info", destination: lines }),
-      events: { onBatchTimes: (id, t) => times.set(id, t) },
+      events: {
+        onBatchTimes: (id, t) => {
+          times.set(id, t);
+          const end = performance.now();
+          stages.push({ stage: "post", from: end - t.postMs, to: end });
+          stages.push({ stage: "verify", from: end - t.postMs - t.verifyMs, to: end - t.postMs });
+        },
+      },
     });
     await warm;
     const warmS = (performance.now() - started) / 1000;
@@ -202,9 +272,11 @@ export async function runCatchup(opts: {
     const loadBefore = loadavg()[0]!;
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();
+    const stallRec = stallRecorder();
     gw.child.send({ open: true });
     const result = await done;
     delay.disable();
+    const stalls = stallRec.stop();
     const loadAfter = loadavg()[0]!;
     await daemon.stop();
     daemon = undefined;
@@ -217,6 +289,13 @@ export async function runCatchup(opts: {
     const wallS = (accepted.at(-1)! - result.firstFetchAt) / 1000;
     const sum = (pick: (t: BatchTimes) => number): number =>
       [...times.values()].reduce((s, t) => s + pick(t), 0) / 1000;
+    const stageOf = ([from, to]: [number, number]): string =>
+      stages.find((s) => s.from <= (from + to) / 2 && (from + to) / 2 <= s.to)?.stage ?? "other";
+    const stallStages = stalls.map(stageOf);
+    const longest = stalls.reduce((best, s, i) => (s[1] - s[0] > best.ms ? { ms: s[1] - s[0], i } : best), {
+      ms: 0,
+      i: -1,
+    });
     const out: CatchupResult = {
       batches: count,
       batches_per_s: count / wallS,
@@ -230,8 +309,15 @@ export async function runCatchup(opts: {
       wait_s: sum((t) => t.waitMs),
       event_loop_max_ms: delay.max / 1e6,
       event_loop_p99_ms: delay.percentile(99) / 1e6,
+      stalls_over_50ms: {
+        count: stalls.length,
+        verify: stallStages.filter((s) => s === "verify").length,
+        post: stallStages.filter((s) => s === "post").length,
+        other: stallStages.filter((s) => s === "other").length,
+        longest_stage: longest.i >= 0 ? stallStages[longest.i]! : "none",
+      },
       body_mb: largest / 2 ** 20,
-      bulk_load_s: state.bulkLoadS,
+      bulk_load_s: bulkLoadS,
       prepare_s: prepareS,
       warm_s: warmS,
       load_avg: [loadBefore, loadAfter],
@@ -263,6 +349,10 @@ export function printCatchup(r: CatchupResult, quick: boolean): void {
   console.log("|---|---|---|---|---|---|---|---|---|---|");
   console.log(
     `| ${r.batches_per_s.toFixed(2)} | ${r.steady_batches_per_s.toFixed(2)} | ${r.wall_s.toFixed(1)} | ${r.fetch_s.toFixed(1)} | ${r.parse_s.toFixed(1)} (${r.json_parse_s.toFixed(1)}) | ${r.verify_s.toFixed(1)} | ${r.post_s.toFixed(1)} | ${r.wait_s.toFixed(1)} | ${r.event_loop_max_ms.toFixed(0)} (${r.event_loop_p99_ms.toFixed(0)}) | ${r.load_avg.map((l) => l.toFixed(2)).join(" / ")} |`,
+  );
+  const st = r.stalls_over_50ms;
+  console.log(
+    `event-loop turns over 50 ms: ${st.count} (during a verification ${st.verify}, a post ${st.post}, neither ${st.other}; the longest during ${st.longest_stage})`,
   );
   console.log(
     "(fetch and parse are sums over the batches and overlap the verification of earlier ones; waiting is the time the member waited for a batch not yet fetched and parsed)",

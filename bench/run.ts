@@ -34,7 +34,8 @@ import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.j
  * full `dacd dump` of the same store streaming beside them through the control socket
  * (bench/dump-beside.ts; default 8 native batches, no WASM ones); prints both medians and the ratio.
  * `--catchup` (alone): dacd's member catching up on 50 W-spot batches (`--catchup-batches N`) served
- * as JSON by a local HTTP gateway, from the W-spot state (bench/catchup.ts).
+ * as JSON by a local HTTP gateway, from the W-spot state (bench/catchup.ts); `--catchup-cache DIR`
+ * keeps the prepared state and batches in DIR for the next run.
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -133,7 +134,12 @@ async function referenceImport(): Promise<void> {
   }
 }
 if (process.argv.includes("--catchup")) {
-  const catchup = await runCatchup({ quick, batches: Number(arg("--catchup-batches") ?? 50), log });
+  const catchup = await runCatchup({
+    quick,
+    batches: Number(arg("--catchup-batches") ?? 50),
+    cacheDir: arg("--catchup-cache"),
+    log,
+  });
   clearInterval(sampler);
   printCatchup(catchup, quick);
   const peak = Math.max(peakRss, process.resourceUsage().maxRSS * 1024) / 2 ** 20;
