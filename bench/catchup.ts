@@ -16,7 +16,7 @@ import { EthSigner } from "../src/signer/eth-signer.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore } from "../src/storage/level-store.js";
 import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../src/trees/node-cache.js";
-import { loadWorkloadState } from "./workloads.js";
+import { loadWorkloadState, startProfile } from "./workloads.js";
 
 /**
  * Catching up through the wire (`npm run bench -- --catchup`): the daemon as `dacd run` wires it
@@ -213,6 +213,8 @@ export async function runCatchup(opts: {
   batches: number;
   /** Where to keep the prepared state and batches for the next run (`--catchup-cache DIR`). */
   cacheDir?: string;
+  /** Writes a CPU profile of this thread (the member's) while catching up to this file. */
+  cpuProfile?: string;
   log: (s: string) => void;
 }): Promise<CatchupResult> {
   const { log, batches: count } = opts;
@@ -273,8 +275,10 @@ export async function runCatchup(opts: {
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();
     const stallRec = stallRecorder();
+    const profiler = opts.cpuProfile ? await startProfile("cpu") : undefined;
     gw.child.send({ open: true });
     const result = await done;
+    await profiler?.stopInto(opts.cpuProfile!);
     delay.disable();
     const stalls = stallRec.stop();
     const loadAfter = loadavg()[0]!;

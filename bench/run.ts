@@ -138,6 +138,7 @@ if (process.argv.includes("--catchup")) {
     quick,
     batches: Number(arg("--catchup-batches") ?? 50),
     cacheDir: arg("--catchup-cache"),
+    cpuProfile: cpuProfile && `${cpuProfile}-catchup.cpuprofile`,
     log,
   });
   clearInterval(sampler);

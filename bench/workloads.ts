@@ -285,7 +285,7 @@ function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<T
  * A profile of this thread through the inspector, started now: CPU time by function ("cpu"), or
  * sampled allocations by stack, including what the collector has already freed ("heap").
  */
-async function startProfile(kind: "cpu" | "heap"): Promise<{ stopInto(path: string): Promise<void> }> {
+export async function startProfile(kind: "cpu" | "heap"): Promise<{ stopInto(path: string): Promise<void> }> {
   const session = new Session();
   session.connect();
   if (kind === "cpu") {

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { BatchPrefetcher, type FetchedBatch, type LoadBatch } from "../../src/poller/prefetch.js";
+import { makeProfile } from "../../src/model/profile.js";
+import {
+  BatchPrefetcher,
+  parseInSlices,
+  type FetchedBatch,
+  type LoadBatch,
+} from "../../src/poller/prefetch.js";
+import { parseStateUpdate } from "../../src/wire/parse-update.js";
+import { loadChain } from "../helpers/vectors.js";
 
 /**
  * The window of fetches ahead (src/poller/prefetch.ts) with a loader whose answers the test
@@ -94,5 +102,55 @@ describe("BatchPrefetcher", () => {
     expect(first).toBeGreaterThanOrEqual(4);
     await new Promise((r) => setTimeout(r, 20));
     expect((await p.take(1, 1)).waitMs).toBeLessThan(first);
+  });
+});
+
+describe("parseInSlices", () => {
+  /** A chain's batch with its vault and order maps grown past several slices (copies under new ids). */
+  function grown(): Record<string, unknown> {
+    const update = structuredClone(loadChain("spot-chain").responses[1]!.update) as Record<string, unknown>;
+    for (const key of ["vaults", "orders", "rollup_vaults"]) {
+      const leaves = update[key] as Record<string, unknown>;
+      const first = Object.values(leaves)[0];
+      for (let i = 0; i < 2500; i++) leaves[String(1_000_000 + i * 7)] = first;
+    }
+    return update;
+  }
+
+  it("reads the same update as parseStateUpdate, slices and all", async () => {
+    const profile = makeProfile("spot");
+    for (const validateRollup of [true, false, undefined]) {
+      const raw = grown();
+      const whole = parseStateUpdate(raw, profile, 1, { validateRollup });
+      const sliced = await parseInSlices(raw, profile, 1, validateRollup);
+      expect(whole.changes.vault!.size).toBeGreaterThan(2500);
+      expect(sliced).toEqual(whole);
+    }
+    const { responses } = loadChain("perpetual-chain");
+    const perp = makeProfile("perpetual");
+    for (const [id, r] of responses.entries()) {
+      const raw = r.update as Record<string, unknown>;
+      expect(await parseInSlices(raw, perp, id, undefined)).toEqual(parseStateUpdate(raw, perp, id));
+    }
+  });
+
+  it("refuses a bad leaf in a later slice, or a bad field outside the leaves, with parseStateUpdate's error", async () => {
+    const profile = makeProfile("spot");
+    const badLeaf = grown();
+    (badLeaf.orders as Record<string, unknown>)[String(1_000_000 + 2400 * 7)] = { fulfilled_amount: "-1" };
+    const badRoot = grown();
+    badRoot.vault_root = "xyz";
+    const badMap = grown();
+    badMap.vaults = [];
+    for (const raw of [badLeaf, badRoot, badMap]) {
+      let expected: unknown;
+      try {
+        parseStateUpdate(raw, profile, 1, { validateRollup: true });
+      } catch (err) {
+        expected = err;
+      }
+      expect(expected).toBeInstanceOf(Error);
+      await expect(parseInSlices(raw, profile, 1, true)).rejects.toThrow((expected as Error).message);
+    }
   });
 });
