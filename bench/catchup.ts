@@ -52,6 +52,11 @@ export interface CatchupResult {
   bulk_load_s: number;
   /** Computing the batches' roots on a copy of the store and writing the answers (untimed). */
   prepare_s: number;
+  /**
+   * Of prepare_s, the verification of the same batches from the same state by the bench itself (no
+   * HTTP, no JSON, no daemon): what the batches cost on the machine as it was then.
+   */
+  prepare_verify_s: number;
   /** The daemon's node cache warm-up before the gateway announced the batches. */
   warm_s: number;
   /** One-minute load average before and after the timed part (the machine is shared). */
@@ -96,9 +101,10 @@ async function prepareBatches(
   state: Awaited<ReturnType<typeof loadWorkloadState>>,
   count: number,
   log: (s: string) => void,
-): Promise<number> {
+): Promise<{ largest: number; verifyS: number }> {
   const store = await LevelStore.open(scratchDir);
   let largest = 0;
+  let verifyMs = 0;
   try {
     const cache = new TopNodeCache(DEFAULT_CACHE_LEVELS);
     await warmTopNodes(cache, store, engine, state.trees, 0);
@@ -114,11 +120,13 @@ async function prepareBatches(
     for (let id = 1; id <= count; id++) {
       const changes = state.nextChanges();
       // No stated roots: the verification computes and stores them, and they become the answer's.
+      const verifying = performance.now();
       const { record } = await verifyParsedAndStore(ctx, id, {
         prevBatchId: id - 1,
         changes,
         statedRoots: {},
       });
+      verifyMs += performance.now() - verifying;
       claims[id] = record.claim_hash;
       const body = JSON.stringify({
         update: {
@@ -139,7 +147,7 @@ async function prepareBatches(
   } finally {
     await store.close();
   }
-  return largest;
+  return { largest, verifyS: verifyMs / 1000 };
 }
 
 function startGateway(bodiesDir: string, count: number): Promise<{ child: ChildProcess; port: number }> {
@@ -152,6 +160,13 @@ function startGateway(bodiesDir: string, count: number): Promise<{ child: ChildP
   });
 }
 
+interface Prepared {
+  bulkLoadS: number;
+  prepareS: number;
+  prepareVerifyS: number;
+  largest: number;
+}
+
 /**
  * The loaded state and the batches' answers (untimed), prepared here or, with `cacheDir`, taken from
  * an earlier run's copy there (kept there for the next run when there is none yet).
@@ -159,14 +174,14 @@ function startGateway(bodiesDir: string, count: number): Promise<{ child: ChildP
 async function prepare(
   root: string,
   opts: { quick: boolean; batches: number; cacheDir?: string; log: (s: string) => void },
-): Promise<{ dataDir: string; bodiesDir: string; bulkLoadS: number; prepareS: number; largest: number }> {
+): Promise<{ dataDir: string; bodiesDir: string } & Prepared> {
   const { log, batches: count, cacheDir } = opts;
   const dataDir = join(root, "data");
   const key = JSON.stringify({ quick: opts.quick, batches: count });
   const readyFile = cacheDir && join(cacheDir, "ready.json");
   if (cacheDir && readyFile) {
     const ready = await readFile(readyFile, "utf8").then(
-      (t) => JSON.parse(t) as { key: string; bulkLoadS: number; prepareS: number; largest: number },
+      (t) => JSON.parse(t) as { key: string } & Prepared,
       () => undefined,
     );
     if (ready?.key === key) {
@@ -188,13 +203,13 @@ async function prepare(
     log(`catchup: bulk load ${state.bulkLoadS.toFixed(1)} s`);
     const t0 = performance.now();
     await cp(dataDir, scratchDir, { recursive: true });
-    const largest = await prepareBatches(scratchDir, bodiesDir, engine, state, count, log);
+    const { largest, verifyS } = await prepareBatches(scratchDir, bodiesDir, engine, state, count, log);
     await rm(scratchDir, { recursive: true, force: true });
     const prepareS = (performance.now() - t0) / 1000;
     log(
       `catchup: ${count} batches prepared in ${prepareS.toFixed(1)} s, ${(largest / 2 ** 20).toFixed(1)} MB each`,
     );
-    const prepared = { bulkLoadS: state.bulkLoadS, prepareS, largest };
+    const prepared: Prepared = { bulkLoadS: state.bulkLoadS, prepareS, prepareVerifyS: verifyS, largest };
     if (cacheDir && readyFile) {
       await rm(cacheDir, { recursive: true, force: true });
       await cp(dataDir, join(cacheDir, "data"), { recursive: true });
@@ -222,7 +237,7 @@ export async function runCatchup(opts: {
   let gateway: ChildProcess | undefined;
   let daemon: Daemon | undefined;
   try {
-    const { dataDir, bodiesDir, bulkLoadS, prepareS, largest } = await prepare(root, opts);
+    const { dataDir, bodiesDir, bulkLoadS, prepareS, prepareVerifyS, largest } = await prepare(root, opts);
 
     const gw = await startGateway(bodiesDir, count);
     gateway = gw.child;
@@ -323,6 +338,7 @@ export async function runCatchup(opts: {
       body_mb: largest / 2 ** 20,
       bulk_load_s: bulkLoadS,
       prepare_s: prepareS,
+      prepare_verify_s: prepareVerifyS,
       warm_s: warmS,
       load_avg: [loadBefore, loadAfter],
     };
@@ -358,6 +374,10 @@ export function printCatchup(r: CatchupResult, quick: boolean): void {
   console.log(
     `event-loop turns over 50 ms: ${st.count} (during a verification ${st.verify}, a post ${st.post}, neither ${st.other}; the longest during ${st.longest_stage})`,
   );
+  if (r.prepare_verify_s !== undefined)
+    console.log(
+      `the same batches verified by the bench alone (verifyParsedAndStore, no HTTP, no JSON, no daemon) when they were prepared: ${r.prepare_verify_s.toFixed(1)} s, ${(r.prepare_verify_s / r.batches).toFixed(2)} s a batch`,
+    );
   console.log(
     "(fetch and parse are sums over the batches and overlap the verification of earlier ones; waiting is the time the member waited for a batch not yet fetched and parsed)",
   );
