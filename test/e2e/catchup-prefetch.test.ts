@@ -185,7 +185,7 @@ describe("catching up with fetches running ahead", () => {
 
     /** Per run: the cursor it started from and what it posted. */
     const runs: { cursor: number; posts: number[] }[] = [];
-    const deadline = Date.now() + 150_000;
+    const deadline = Date.now() + 240_000;
     while (new Set(gw.acceptedIds()).size < n) {
       if (Date.now() > deadline) throw new Error(`not done: accepted ${gw.acceptedIds().join(",")}`);
       const store = await LevelStore.open(setup.config.dataDir).catch(() => undefined);
@@ -236,5 +236,5 @@ describe("catching up with fetches running ahead", () => {
     expect(await store.getCursor()).toMatchObject({ next_batch_id: n });
     expect((await store.getCursor())?.skipped ?? []).toEqual([]);
     await store.close();
-  }, 200_000);
+  }, 300_000);
 });
