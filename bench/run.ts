@@ -7,6 +7,7 @@ import { WasmEngine } from "../src/hash/wasm-engine.js";
 import { DEFAULT_CACHE_LEVELS } from "../src/trees/node-cache.js";
 import { join } from "node:path";
 import { dumpBeside, median } from "./dump-beside.js";
+import { printCatchup, runCatchup } from "./catchup.js";
 import { benchEngines } from "./engines.js";
 import { runReferenceImport } from "./reference-import.js";
 import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.js";
@@ -32,6 +33,9 @@ import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.j
  * `--only dump-beside` (after `npm run build`): the W-spot batches alternate between alone and with a
  * full `dacd dump` of the same store streaming beside them through the control socket
  * (bench/dump-beside.ts; default 8 native batches, no WASM ones); prints both medians and the ratio.
+ * `--catchup` (alone): dacd's member catching up on 50 W-spot batches (`--catchup-batches N`) served
+ * as JSON by a local HTTP gateway, from the W-spot state (bench/catchup.ts); `--catchup-cache DIR`
+ * keeps the prepared state and batches in DIR for the next run.
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -128,6 +132,22 @@ async function referenceImport(): Promise<void> {
   } finally {
     await engine.close?.();
   }
+}
+if (process.argv.includes("--catchup")) {
+  const catchup = await runCatchup({
+    quick,
+    batches: Number(arg("--catchup-batches") ?? 50),
+    cacheDir: arg("--catchup-cache"),
+    cpuProfile: cpuProfile && `${cpuProfile}-catchup.cpuprofile`,
+    log,
+  });
+  clearInterval(sampler);
+  printCatchup(catchup, quick);
+  const peak = Math.max(peakRss, process.resourceUsage().maxRSS * 1024) / 2 ** 20;
+  console.log(`\npeak RSS: ${peak.toFixed(0)} MiB`);
+  if (jsonPath)
+    await writeFile(jsonPath, JSON.stringify({ catchup, peak_rss_mib: Math.round(peak) }, null, 2) + "\n");
+  process.exit(0);
 }
 if (referenceOnly) {
   await referenceImport();

@@ -284,7 +284,7 @@ function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<T
  * A profile of this thread through the inspector, started now: CPU time by function ("cpu"), or
  * sampled allocations by stack, including what the collector has already freed ("heap").
  */
-async function startProfile(kind: "cpu" | "heap"): Promise<{ stopInto(path: string): Promise<void> }> {
+export async function startProfile(kind: "cpu" | "heap"): Promise<{ stopInto(path: string): Promise<void> }> {
   const session = new Session();
   session.connect();
   if (kind === "cpu") {
@@ -571,4 +571,42 @@ export async function runWorkload(
     await store.close();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * For other benches (catchup.ts): the workload's initial state bulk-loaded into `store` as batch 0
+ * (a tenth of it with `quick`), and a generator of the workload's batches' leaf changes, half new
+ * leaves and half existing ones, on the same seeded data as runWorkload.
+ */
+export async function loadWorkloadState(
+  kind: "spot" | "perp",
+  store: LevelStore,
+  engine: HashEngine,
+  quick: boolean,
+): Promise<{
+  profile: Profile;
+  trees: TreeSpec[];
+  roots: Roots;
+  bulkLoadS: number;
+  nextChanges: () => Partial<Record<TreeName, LeafChanges>>;
+}> {
+  const full = kind === "spot" ? W_SPOT : W_PERP;
+  const scale = quick ? 0.1 : 1;
+  const size: WorkloadSize = {
+    initial: Object.fromEntries(Object.entries(full.initial).map(([k, v]) => [k, Math.round(v * scale)])),
+    batch: Object.fromEntries(Object.entries(full.batch).map(([k, v]) => [k, Math.round(v * scale)])),
+  };
+  const profile = makeProfile(kind === "spot" ? "spot" : "perpetual");
+  const trees = keptTrees(profile, profile.rollup ? true : undefined);
+  const rng = new Rng(kind === "spot" ? 1 : 2);
+  const t0 = performance.now();
+  const loaded = await bulkLoad(store, engine, profile, trees, size, rng);
+  const bulkLoadS = (performance.now() - t0) / 1000 - loaded.generatingS;
+  return {
+    profile,
+    trees,
+    roots: loaded.roots,
+    bulkLoadS,
+    nextChanges: () => makeChanges(rng, trees, size, loaded.ids),
+  };
 }

@@ -324,6 +324,10 @@ function mergeEvents(a: MemberEvents, b: MemberEvents | undefined): MemberEvents
       a.onFeeder?.(last);
       b.onFeeder?.(last);
     },
+    onBatchTimes: (batchId, times) => {
+      a.onBatchTimes?.(batchId, times);
+      b.onBatchTimes?.(batchId, times);
+    },
   };
 }
 

@@ -84,8 +84,14 @@ export class AvailabilityGateway {
    * GET /availability_gateway/get_batch_data?batch_id=N[&validate_rollup=True|False].
    * Returns the raw `update` object, or null when the gateway answers `{"update": null}` (the
    * batch is not ready yet). `validate_rollup` is sent only when `validateRollup` is given.
+   * `times`, when given, receives how long the JSON parse of the answer took (the rest of the
+   * call is the network).
    */
-  async getBatchData(batchId: number, validateRollup?: boolean): Promise<Record<string, unknown> | null> {
+  async getBatchData(
+    batchId: number,
+    validateRollup?: boolean,
+    times?: { jsonParseMs: number },
+  ): Promise<Record<string, unknown> | null> {
     checkBatchId("get_batch_data", batchId);
     const query: Record<string, string> = { batch_id: String(batchId) };
     if (validateRollup !== undefined) query.validate_rollup = validateRollup ? "True" : "False";
@@ -99,7 +105,9 @@ export class AvailabilityGateway {
         jsonLimits: DEFAULT_JSON_LIMITS,
       },
       async (res) => {
+        const parsing = performance.now();
         const v = await decodeJsonBounded(res);
+        if (times) times.jsonParseMs = performance.now() - parsing;
         if (!isPlainObject(v)) throw new BadResponse(`answer is not a JSON object but ${describeValue(v)}`);
         if (!("update" in v)) throw new BadResponse(`answer has no "update" key`);
         const update = v.update;

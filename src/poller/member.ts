@@ -4,7 +4,7 @@ import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import {
   REUSED,
-  verifyAndStoreBatch,
+  verifyParsedAndStore,
   type VerifyContext,
   type VerifyDetail,
 } from "../pipeline/verify-batch.js";
@@ -12,6 +12,7 @@ import type { AvailabilityGateway, FeederGateway } from "./gateway-client.js";
 import { backoffDelay, sleep } from "./retry.js";
 import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
 import { storeFailure } from "../storage/store-errors.js";
+import { BatchPrefetcher, gatewayLoader, type BatchTimes, type FetchedBatch } from "./prefetch.js";
 
 export const SIGNATURE_ACCEPTED = "signature accepted";
 
@@ -45,6 +46,8 @@ export interface MemberEvents {
   onSigned?(record: BatchRecord, detail: VerifyDetail): void;
   onRefused?(batchId: number, err: DacdError): void;
   onFeeder?(lastBatchId: number): void;
+  /** A fetched batch was signed (and posted unless in shadow mode): where its time went. */
+  onBatchTimes?(batchId: number, times: BatchTimes): void;
 }
 
 export interface MemberOptions {
@@ -54,7 +57,12 @@ export interface MemberOptions {
   readonly validateRollup: boolean | undefined;
   /** Default active. */
   readonly mode?: MemberMode;
+  /** Batches fetched and parsed ahead while one is verified (prefetch.ts); default 2, 0 for none. */
+  readonly prefetchBatches?: number;
 }
+
+/** A batch fetched ahead and not used within this time is fetched again in its turn. */
+const PREFETCH_MAX_AGE_MS = 60_000;
 
 /**
  * The committee member's run loop: fetch, verify, store, sign and post each batch in order,
@@ -64,6 +72,7 @@ export interface MemberOptions {
  */
 export class Member {
   readonly state: MemberState;
+  private readonly prefetch: BatchPrefetcher;
 
   constructor(
     private readonly ctx: VerifyContext,
@@ -74,6 +83,10 @@ export class Member {
     private readonly events: MemberEvents = {},
   ) {
     this.state = { phase: "starting", nextBatchId: 0, gatewayReachable: true, mode: opts.mode ?? "active" };
+    this.prefetch = new BatchPrefetcher(gatewayLoader(availability, ctx.profile, opts.validateRollup), {
+      ahead: opts.prefetchBatches ?? 2,
+      maxAgeMs: PREFETCH_MAX_AGE_MS,
+    });
   }
 
   private get store(): LevelStore {
@@ -113,6 +126,7 @@ export class Member {
       }
     }
     this.state.phase = "stopped";
+    this.prefetch.drop();
     this.log.info({ next_batch_id: this.state.nextBatchId }, "member stopped");
   }
 
@@ -141,12 +155,18 @@ export class Member {
       return true;
     }
     let detail: VerifyDetail = REUSED;
+    let fetched: { batch: FetchedBatch; waitMs: number } | undefined;
     if (!record) {
-      const update = await this.availability.getBatchData(batchId, this.opts.validateRollup);
-      if (update === null) return false; // not ready yet
+      // Fetched ahead, or now; batches up to the feeder's last one are fetched ahead meanwhile.
+      const taken = await this.prefetch.take(batchId, this.feeder ? this.state.feederLastBatchId : undefined);
+      if (taken.batch === null) return false; // not ready yet
+      fetched = { batch: taken.batch, waitMs: taken.waitMs };
       try {
-        ({ record, detail } = await verifyAndStoreBatch(this.ctx, batchId, update));
+        // The checks against the store (previous batch, stored claim) are made here, in turn.
+        ({ record, detail } = await verifyParsedAndStore(this.ctx, batchId, taken.batch.update()));
       } catch (err) {
+        // A retry fetches afresh: the batches fetched ahead may be what the operator replaces.
+        this.prefetch.drop();
         if (isDacdError(err) && isRefusal(err.code)) {
           this.events.onRefused?.(batchId, err);
           if (await this.abandonedByOperator(batchId)) return true;
@@ -157,8 +177,20 @@ export class Member {
       this.log.info({ batch_id: batchId }, "re-posting the stored signature of a verified batch");
     }
     if (signal.aborted) return false;
+    const posting = performance.now();
     if (postsClaims(this.state.mode)) await this.post(record, detail);
     else await this.shadow(record, detail);
+    if (fetched) {
+      const { batch, waitMs } = fetched;
+      this.events.onBatchTimes?.(batchId, {
+        fetchMs: batch.fetchMs,
+        jsonParseMs: batch.jsonParseMs,
+        parseMs: batch.parseMs,
+        waitMs,
+        verifyMs: detail.durationMs,
+        postMs: performance.now() - posting,
+      });
+    }
     return true;
   }
 
