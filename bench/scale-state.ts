@@ -1,0 +1,112 @@
+import { execFileSync } from "node:child_process";
+import { createEngine } from "../src/hash/select.js";
+import { WasmEngine } from "../src/hash/wasm-engine.js";
+import type { LevelTuning } from "../src/storage/level-store.js";
+import { runWorkload, type WorkloadResult, type WorkloadSize } from "./workloads.js";
+
+/**
+ * One state of W-scale (bench/scale.ts), in a process of its own so that its peak RSS is its own:
+ * loads the state, then runs each native batch when the parent says so, so that the parent can
+ * alternate the batches of two states that share the machine. Talks over the fork IPC channel:
+ * it sends `{ type: "waiting" }` and runs its next step on `{ type: "go" }`; the last step sends
+ * `{ type: "result" }`.
+ */
+
+export interface ScaleStateConfig {
+  label: string;
+  size: WorkloadSize;
+  nativeRuns: number;
+  cacheLevels: number;
+  level: LevelTuning;
+  kernel?: string;
+}
+
+export interface ScaleStateResult {
+  label: string;
+  workload: WorkloadResult;
+  store_bytes_after_load: number;
+  store_bytes_after_batches: number;
+  leaves: number;
+  peak_rss_mib_load: number;
+  peak_rss_mib_batches: number;
+  /** The kernel's maximum RSS of the process (its whole life). */
+  max_rss_mib: number;
+}
+
+export type ScaleMessage =
+  | { type: "waiting"; next: string }
+  | { type: "result"; result: ScaleStateResult }
+  | { type: "go" };
+
+/** The size on disk of a directory, as `du` counts it (allocated blocks). */
+export function diskBytes(dir: string): number {
+  return Number(execFileSync("du", ["-s", "-B1", dir], { encoding: "utf8" }).split(/\s/)[0]);
+}
+
+async function main(config: ScaleStateConfig): Promise<void> {
+  const send = (m: ScaleMessage): void => void process.send!(m);
+  const goes: (() => void)[] = [];
+  process.on("message", (m: ScaleMessage) => {
+    if (m.type === "go") goes.shift()?.();
+  });
+  const turn = (next: string): Promise<void> =>
+    new Promise((resolve) => {
+      goes.push(resolve);
+      send({ type: "waiting", next });
+    });
+
+  let phase: "load" | "batches" = "load";
+  const peak = { load: 0, batches: 0 };
+  const sampler = setInterval(() => {
+    peak[phase] = Math.max(peak[phase], process.memoryUsage.rss());
+  }, 100);
+  const log = (s: string): void => void process.stderr.write(`[${config.label}] ${s}\n`);
+  let afterLoad = 0;
+  let afterBatches = 0;
+
+  await turn("bulk load");
+  const native = createEngine("native", { threads: "auto", kernel: config.kernel });
+  const workload = await runWorkload("spot", {
+    quick: false,
+    size: config.size,
+    native,
+    wasm: new WasmEngine(),
+    nativeRuns: config.nativeRuns,
+    wasmRuns: 0,
+    cacheLevels: config.cacheLevels,
+    level: config.level,
+    log,
+    afterLoad: async (dir) => {
+      afterLoad = diskBytes(dir);
+      peak.load = Math.max(peak.load, process.memoryUsage.rss());
+    },
+    gate: async (i) => {
+      await turn(`batch ${i + 1}`);
+      // From here on what a daemon holds: the load's garbage is collected (runWorkload).
+      phase = "batches";
+    },
+    beforeCleanup: async (dir) => {
+      await turn("finish");
+      afterBatches = diskBytes(dir);
+    },
+  });
+  await native.close?.();
+  clearInterval(sampler);
+  const mib = (b: number): number => Math.round(b / 2 ** 20);
+  send({
+    type: "result",
+    result: {
+      label: config.label,
+      workload,
+      store_bytes_after_load: afterLoad,
+      store_bytes_after_batches: afterBatches,
+      leaves: Object.values(config.size.initial).reduce((a, b) => a + b, 0),
+      peak_rss_mib_load: mib(peak.load),
+      peak_rss_mib_batches: mib(peak.batches),
+      max_rss_mib: mib(process.resourceUsage().maxRSS * 1024),
+    },
+  });
+  process.disconnect();
+}
+
+if (process.send) await main(JSON.parse(process.argv[2]!) as ScaleStateConfig);
