@@ -240,15 +240,21 @@ for (const [kind, r] of Object.entries(results)) {
 }
 const byKernel =
   results.spot?.batch_s_by_kernel ??
-  (forcedKernels.length === 1 && results.spot ? { [forcedKernels[0]!]: results.spot.batch_s_native } : undefined);
+  (forcedKernels.length === 1 && results.spot
+    ? { [forcedKernels[0]!]: results.spot.batch_s_native }
+    : undefined);
 if (byKernel) {
   const first = Object.values(byKernel)[0]!;
   console.log(
-    `\nW-spot by kernel${kernelEngines ? " (alternated batch by batch)" : ""}: median s per batch, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`,
+    `\nW-spot by kernel${kernelEngines ? " (alternated batch by batch)" : ""}: median s per batch, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
   );
   console.log(`| kernel | median s | × ${Object.keys(byKernel)[0]} |`);
   console.log("|---|---|---|");
-  for (const [k, t] of Object.entries(byKernel)) console.log(`| ${k} | ${t.toFixed(3)} | ${(t / first).toFixed(2)} |`);
+  for (const [k, t] of Object.entries(byKernel))
+    console.log(`| ${k} | ${t.toFixed(3)} | ${(t / first).toFixed(2)} |`);
 }
 if (besideDump) {
   const { batch_s_native_alone: alone = [], batch_s_native_beside: beside = [] } = results.spot!;

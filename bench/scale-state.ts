@@ -34,9 +34,7 @@ export interface ScaleStateResult {
 }
 
 export type ScaleMessage =
-  | { type: "waiting"; next: string }
-  | { type: "result"; result: ScaleStateResult }
-  | { type: "go" };
+  { type: "waiting"; next: string } | { type: "result"; result: ScaleStateResult } | { type: "go" };
 
 /** The size on disk of a directory, as `du` counts it (allocated blocks). */
 export function diskBytes(dir: string): number {

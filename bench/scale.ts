@@ -90,16 +90,14 @@ export async function runScale(opts: {
 }): Promise<WScale> {
   const large = scaledSize(opts.base, opts.factor);
   const label = (s: WorkloadSize): string => `${((s.initial.vault ?? 0) / 1e6).toFixed(1)}M vaults`;
-  const configs = [opts.base, large].map(
-    (size): ScaleStateConfig => ({
-      label: label(size),
-      size,
-      nativeRuns: opts.nativeRuns,
-      cacheLevels: opts.cacheLevels,
-      level: opts.level,
-      kernel: opts.kernel,
-    }),
-  );
+  const configs = [opts.base, large].map((size): ScaleStateConfig => ({
+    label: label(size),
+    size,
+    nativeRuns: opts.nativeRuns,
+    cacheLevels: opts.cacheLevels,
+    level: opts.level,
+    kernel: opts.kernel,
+  }));
   const states: StateProcess[] = [];
   // The stores go under one directory of the parent's, so that a failed run leaves nothing behind.
   const tmp = await mkdtemp(join(tmpdir(), "dacd-bench-scale-"));
