@@ -139,6 +139,7 @@ async function referenceImport(): Promise<void> {
   }
 }
 if (process.argv.includes("--scale")) {
+  if (forcedKernels.length > 1) throw new Error("--scale takes one --kernel, not all");
   const w = await runScale({
     base: quick ? shrunkSize(W_SPOT, 0.1) : W_SPOT,
     factor: parseScaleFactor(arg("--scale-factor")),

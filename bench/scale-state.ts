@@ -43,6 +43,8 @@ export function diskBytes(dir: string): number {
 
 async function main(config: ScaleStateConfig): Promise<void> {
   const send = (m: ScaleMessage): void => void process.send!(m);
+  // The parent gone (killed): nothing is left to take turns with; it removes the store's directory.
+  process.once("disconnect", () => process.exit(1));
   const goes: (() => void)[] = [];
   process.on("message", (m: ScaleMessage) => {
     if (m.type === "go") goes.shift()?.();
@@ -104,6 +106,7 @@ async function main(config: ScaleStateConfig): Promise<void> {
       max_rss_mib: mib(process.resourceUsage().maxRSS * 1024),
     },
   });
+  process.removeAllListeners("disconnect");
   process.disconnect();
 }
 

@@ -101,6 +101,14 @@ export async function runScale(opts: {
   const states: StateProcess[] = [];
   // The stores go under one directory of the parent's, so that a failed run leaves nothing behind.
   const tmp = await mkdtemp(join(tmpdir(), "dacd-bench-scale-"));
+  // Interrupted (Ctrl-C, kill): the children and their stores (GBs at full size) go too.
+  const interrupted = (signal: NodeJS.Signals): void => {
+    opts.log(`scale: ${signal}, removing the state processes and ${tmp}`);
+    void Promise.all(states.map((state) => state.kill()))
+      .then(() => rm(tmp, { recursive: true, force: true }))
+      .finally(() => process.exit(130));
+  };
+  process.once("SIGINT", interrupted).once("SIGTERM", interrupted);
   try {
     // Started and loaded one at a time: each bulk load has the machine (but this helper's) alone.
     for (const config of configs) {
@@ -137,6 +145,7 @@ export async function runScale(opts: {
       states: results,
     };
   } finally {
+    process.off("SIGINT", interrupted).off("SIGTERM", interrupted);
     await Promise.all(states.map((state) => state.kill()));
     await rm(tmp, { recursive: true, force: true });
   }
