@@ -29,10 +29,18 @@ export function parseScaleFactor(value: string | undefined): number {
   return f;
 }
 
-/** `base`'s initial state times `factor`, rounded; the same batches. */
+/**
+ * How much each tree grows with the factor: the issue's W-scale state is 10M vaults, 5M orders and
+ * 1M rollup vaults, ten times W-spot's vaults and orders but five times its rollup vaults.
+ */
+const GROWTH: Partial<Record<string, number>> = { rollup_vault: 0.5 };
+
+/** `base`'s initial state scaled by `factor` (rollup vaults by half of it), rounded; the same batches. */
 export function scaledSize(base: WorkloadSize, factor: number): WorkloadSize {
   return {
-    initial: Object.fromEntries(Object.entries(base.initial).map(([k, v]) => [k, Math.round(v * factor)])),
+    initial: Object.fromEntries(
+      Object.entries(base.initial).map(([k, v]) => [k, Math.round(v * factor * (GROWTH[k] ?? 1))]),
+    ),
     batch: { ...base.batch },
   };
 }

@@ -50,10 +50,14 @@ describe("bench options: --kernel and --scale-factor", () => {
 
   it("the scaled state is 10M vaults, 5M orders, 1M rollup vaults, with W-spot's batches", () => {
     expect(scaledSize(W_SPOT, 10)).toEqual({
-      initial: { vault: 10_000_000, order: 5_000_000, rollup_vault: 2_000_000 },
+      initial: { vault: 10_000_000, order: 5_000_000, rollup_vault: 1_000_000 },
       batch: { vault: 10_000, order: 5_000, rollup_vault: 2_000 },
     });
-    expect(scaledSize(W_SPOT, 2).initial.vault).toBe(2_000_000);
+    expect(scaledSize(W_SPOT, 2).initial).toEqual({
+      vault: 2_000_000,
+      order: 1_000_000,
+      rollup_vault: 200_000,
+    });
     expect(shrunkSize(W_SPOT, 0.1)).toEqual({
       initial: { vault: 100_000, order: 50_000, rollup_vault: 20_000 },
       batch: { vault: 1_000, order: 500, rollup_vault: 200 },
