@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createEngine } from "../src/hash/select.js";
 import { WasmEngine } from "../src/hash/wasm-engine.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
@@ -29,6 +30,8 @@ export interface ScaleStateResult {
   leaves: number;
   peak_rss_mib_load: number;
   peak_rss_mib_batches: number;
+  /** At each phase's peak: anonymous memory and file pages (LevelDB's mapped tables, code), MiB. */
+  rss_kinds_at_peak_mib: Record<"load" | "batches", { anon: number; file: number }>;
   /** The kernel's maximum RSS of the process (its whole life). */
   max_rss_mib: number;
 }
@@ -39,6 +42,19 @@ export type ScaleMessage =
 /** The size on disk of a directory, as `du` counts it (allocated blocks). */
 export function diskBytes(dir: string): number {
   return Number(execFileSync("du", ["-s", "-B1", dir], { encoding: "utf8" }).split(/\s/)[0]);
+}
+
+/** RssAnon and RssFile + RssShmem from /proc/self/status (Linux; zeros elsewhere), MiB. */
+function rssKinds(): { anon: number; file: number } {
+  let text = "";
+  try {
+    text = readFileSync("/proc/self/status", "utf8");
+  } catch {
+    return { anon: 0, file: 0 };
+  }
+  const mib = (name: string): number =>
+    Math.round(Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? 0) / 1024);
+  return { anon: mib("RssAnon"), file: mib("RssFile") + mib("RssShmem") };
 }
 
 async function main(config: ScaleStateConfig): Promise<void> {
@@ -57,9 +73,14 @@ async function main(config: ScaleStateConfig): Promise<void> {
 
   let phase: "load" | "batches" = "load";
   const peak = { load: 0, batches: 0 };
-  const sampler = setInterval(() => {
-    peak[phase] = Math.max(peak[phase], process.memoryUsage.rss());
-  }, 100);
+  const kinds = { load: { anon: 0, file: 0 }, batches: { anon: 0, file: 0 } };
+  const sample = (): void => {
+    const rss = process.memoryUsage.rss();
+    if (rss <= peak[phase]) return;
+    peak[phase] = rss;
+    kinds[phase] = rssKinds();
+  };
+  const sampler = setInterval(sample, 100);
   const log = (s: string): void => void process.stderr.write(`[${config.label}] ${s}\n`);
   let afterLoad = 0;
   let afterBatches = 0;
@@ -78,7 +99,7 @@ async function main(config: ScaleStateConfig): Promise<void> {
     log,
     afterLoad: async (dir) => {
       afterLoad = diskBytes(dir);
-      peak.load = Math.max(peak.load, process.memoryUsage.rss());
+      sample();
     },
     gate: async (i) => {
       await turn(`batch ${i + 1}`);
@@ -103,6 +124,7 @@ async function main(config: ScaleStateConfig): Promise<void> {
       leaves: Object.values(config.size.initial).reduce((a, b) => a + b, 0),
       peak_rss_mib_load: mib(peak.load),
       peak_rss_mib_batches: mib(peak.batches),
+      rss_kinds_at_peak_mib: kinds,
       max_rss_mib: mib(process.resourceUsage().maxRSS * 1024),
     },
   });

@@ -151,6 +151,12 @@ export async function runScale(opts: {
   }
 }
 
+/** A phase's peak RSS, with its anonymous and file-backed parts. */
+const rssCell = (s: ScaleStateResult, phase: "load" | "batches"): string => {
+  const k = s.rss_kinds_at_peak_mib[phase];
+  return `${phase === "load" ? s.peak_rss_mib_load : s.peak_rss_mib_batches} (anon ${k.anon}, file ${k.file})`;
+};
+
 /** The W-scale table, one row per state. */
 export function scaleTable(w: WScale): string[] {
   const mb = (b: number): string => (b / 1e6).toFixed(0);
@@ -161,7 +167,7 @@ export function scaleTable(w: WScale): string[] {
       `${mb(s.store_bytes_after_load)} | ${mb(s.store_bytes_after_batches)} | ` +
       `${(s.store_bytes_after_load / s.leaves).toFixed(0)} | ${s.workload.batch_s_native.toFixed(3)} | ` +
       `${(c.reduce((a, b) => a + b, 0) / Math.max(1, c.length)).toFixed(0)} (median ${median(c).toFixed(0)}) | ` +
-      `${s.peak_rss_mib_load} | ${s.peak_rss_mib_batches} | ${s.max_rss_mib} |`
+      `${rssCell(s, "load")} | ${rssCell(s, "batches")} | ${s.max_rss_mib} |`
     );
   });
   return [
