@@ -252,10 +252,14 @@ if (byKernel) {
       .map((l) => l.toFixed(2))
       .join(" ")}`,
   );
-  console.log(`| kernel | median s | × ${Object.keys(byKernel)[0]} |`);
-  console.log("|---|---|---|");
+  // CPU seconds (all threads) per batch: on a shared machine a steadier measure than wall time.
+  const cpu = results.spot?.cpu_s_by_kernel;
+  console.log(`| kernel | median s | × ${Object.keys(byKernel)[0]} |${cpu ? " median CPU s |" : ""}`);
+  console.log(`|---|---|---|${cpu ? "---|" : ""}`);
   for (const [k, t] of Object.entries(byKernel))
-    console.log(`| ${k} | ${t.toFixed(3)} | ${(t / first).toFixed(2)} |`);
+    console.log(
+      `| ${k} | ${t.toFixed(3)} | ${(t / first).toFixed(2)} |${cpu ? ` ${cpu[k]!.toFixed(2)} |` : ""}`,
+    );
 }
 if (besideDump) {
   const { batch_s_native_alone: alone = [], batch_s_native_beside: beside = [] } = results.spot!;

@@ -54,6 +54,8 @@ export interface WorkloadResult {
   compaction_mb: number[];
   /** With `kernels`: the median native batch per kernel, the kernels alternated batch by batch. */
   batch_s_by_kernel?: Record<string, number>;
+  /** With `kernels`: the median CPU seconds (all threads) of a batch per kernel. */
+  cpu_s_by_kernel?: Record<string, number>;
 }
 
 /** Sizes: the full workload, or a tenth of it with --quick. */
@@ -511,6 +513,7 @@ export async function runWorkload(
     opts.phase?.("batches");
     const kernels = opts.kernels ?? [];
     const kernelTimes = new Map<string, number[]>(kernels.map((k) => [k.name, []]));
+    const kernelCpu = new Map<string, number[]>(kernels.map((k) => [k.name, []]));
     const nativeRuns = opts.nativeRuns * Math.max(1, kernels.length);
     const compactionMb: number[] = [];
     const runs = Math.max(nativeRuns, opts.wasmRuns);
@@ -548,6 +551,7 @@ export async function runWorkload(
         // Every thread's CPU time: near cores × wall time means the batch is CPU-bound.
         const used = process.cpuUsage(cpuBefore);
         cpuS = (used.user + used.system) / 1e6;
+        if (forced && !alt && !stopBeside) kernelCpu.get(forced.name)!.push(cpuS);
         if (profiler) await profiler.stopInto(opts.profile!.path);
         (alt ? altTimes : stopBeside ? besideTimes : nativeTimes).push(total);
         const breakdown = {
@@ -607,7 +611,10 @@ export async function runWorkload(
       ...(opts.beside ? { batch_s_native_beside: besideTimes, batch_s_native_alone: nativeTimes } : {}),
       compaction_mb: compactionMb,
       ...(kernels.length > 0
-        ? { batch_s_by_kernel: Object.fromEntries([...kernelTimes].map(([k, ts]) => [k, median(ts)])) }
+        ? {
+            batch_s_by_kernel: Object.fromEntries([...kernelTimes].map(([k, ts]) => [k, median(ts)])),
+            cpu_s_by_kernel: Object.fromEntries([...kernelCpu].map(([k, ts]) => [k, median(ts)])),
+          }
         : {}),
     };
   } finally {
