@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import os from "node:os";
 import { writeFile } from "node:fs/promises";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import { loadNativeAddon } from "../src/hash/native-engine.js";
@@ -10,7 +11,9 @@ import { dumpBeside, median } from "./dump-beside.js";
 import { printCatchup, runCatchup } from "./catchup.js";
 import { benchEngines } from "./engines.js";
 import { runReferenceImport } from "./reference-import.js";
-import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.js";
+import { loadAltVerifier, runWorkload, W_SPOT, type WorkloadResult } from "./workloads.js";
+import { parseKernelOption, parseScaleFactor, shrunkSize } from "./scale-options.js";
+import { runScale, scaleTable } from "./scale.js";
 
 /**
  * `npm run bench [-- --quick] [-- --json FILE] [-- --wasm-runs N] [-- --cache-levels N]`: engine speeds and the W-spot and
@@ -36,6 +39,10 @@ import { loadAltVerifier, runWorkload, type WorkloadResult } from "./workloads.j
  * `--catchup` (alone): dacd's member catching up on 50 W-spot batches (`--catchup-batches N`) served
  * as JSON by a local HTTP gateway, from the W-spot state (bench/catchup.ts); `--catchup-cache DIR`
  * keeps the prepared state and batches in DIR for the next run.
+ * `--kernel ifma|adx|portable` forces the native kernel; `--kernel all` alternates every kernel this
+ * CPU runs batch by batch in W-spot (`--native-runs` batches each) and prints each one's median.
+ * `--scale` runs W-scale alone (bench/scale.ts): the W-spot batches on the W-spot state and on one
+ * `--scale-factor F` times larger (default 10: 10M vaults), each in a process of its own.
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -59,6 +66,8 @@ const level: LevelTuning = {
   ...(JSON.parse(arg("--level") ?? "{}") as LevelTuning),
   ...(arg("--max-open-files") === undefined ? {} : { maxOpenFiles: Number(arg("--max-open-files")) }),
 };
+const kernelArg = arg("--kernel");
+const forcedKernels = parseKernelOption(kernelArg, loadNativeAddon()?.kernels() ?? []);
 const altBuild = arg("--alt-build");
 const alt = altBuild === undefined ? undefined : await loadAltVerifier(altBuild);
 const log = (s: string): void => void process.stderr.write(s + "\n");
@@ -149,6 +158,22 @@ if (process.argv.includes("--catchup")) {
     await writeFile(jsonPath, JSON.stringify({ catchup, peak_rss_mib: Math.round(peak) }, null, 2) + "\n");
   process.exit(0);
 }
+if (process.argv.includes("--scale")) {
+  if (forcedKernels.length > 1) throw new Error("--scale takes one --kernel, not all");
+  const w = await runScale({
+    base: quick ? shrunkSize(W_SPOT, 0.1) : W_SPOT,
+    factor: parseScaleFactor(arg("--scale-factor")),
+    nativeRuns,
+    cacheLevels,
+    level,
+    kernel: forcedKernels.length === 1 ? forcedKernels[0] : undefined,
+    log,
+  });
+  clearInterval(sampler);
+  for (const line of scaleTable(w)) console.log(line);
+  if (jsonPath) await writeFile(jsonPath, JSON.stringify({ w_scale: w }, null, 2) + "\n");
+  process.exit(0);
+}
 if (referenceOnly) {
   await referenceImport();
   clearInterval(sampler);
@@ -172,11 +197,17 @@ for (const e of engines) {
 
 const numberArg = (name: string): number | undefined =>
   arg(name) === undefined ? undefined : Number(arg(name));
-const native = createEngine("native", {
-  threads: "auto",
-  poolThreshold: numberArg("--pool-threshold"),
-  poolClimbThreshold: numberArg("--climb-threshold"),
-});
+const nativeWith = (kernel?: string) =>
+  createEngine("native", {
+    threads: "auto",
+    kernel,
+    poolThreshold: numberArg("--pool-threshold"),
+    poolClimbThreshold: numberArg("--climb-threshold"),
+  });
+const native = nativeWith(forcedKernels.length === 1 ? forcedKernels[0] : undefined);
+// `--kernel all`: one engine per kernel, alternated batch by batch in W-spot.
+const kernelEngines =
+  forcedKernels.length > 1 ? forcedKernels.map((name) => ({ name, engine: nativeWith(name) })) : undefined;
 const wasm = new WasmEngine();
 const results: Record<string, WorkloadResult> = {};
 for (const kind of only ? [only] : (["spot", "perp"] as const)) {
@@ -197,12 +228,14 @@ for (const kind of only ? [only] : (["spot", "perp"] as const)) {
     log,
     phase: (name) => (phase = `${kind} ${name}`),
     alt,
+    kernels: kind === "spot" ? kernelEngines : undefined,
     beside: besideDump
       ? dumpBeside(native, join(import.meta.dirname, "..", "..", "bin", "dacd.js"), log)
       : undefined,
   });
 }
 await native.close?.();
+for (const k of kernelEngines ?? []) await k.engine.close?.();
 if (process.argv.includes("--reference-import")) await referenceImport();
 clearInterval(sampler);
 peakRss = Math.max(peakRss, process.resourceUsage().maxRSS * 1024);
@@ -225,6 +258,28 @@ console.log("|---|---|---|---|");
 for (const [kind, r] of Object.entries(results)) {
   const b = r.native_breakdown_s;
   console.log(`| W-${kind} | ${b.reads.toFixed(3)} | ${b.hashing.toFixed(3)} | ${b.commit.toFixed(3)} |`);
+}
+const byKernel =
+  results.spot?.batch_s_by_kernel ??
+  (forcedKernels.length === 1 && results.spot
+    ? { [forcedKernels[0]!]: results.spot.batch_s_native }
+    : undefined);
+if (byKernel) {
+  const first = Object.values(byKernel)[0]!;
+  console.log(
+    `\nW-spot by kernel${kernelEngines ? " (alternated batch by batch)" : ""}: median s per batch, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
+  // CPU seconds (all threads) per batch: on a shared machine a steadier measure than wall time.
+  const cpu = results.spot?.cpu_s_by_kernel;
+  console.log(`| kernel | median s | × ${Object.keys(byKernel)[0]} |${cpu ? " median CPU s |" : ""}`);
+  console.log(`|---|---|---|${cpu ? "---|" : ""}`);
+  for (const [k, t] of Object.entries(byKernel))
+    console.log(
+      `| ${k} | ${t.toFixed(3)} | ${(t / first).toFixed(2)} |${cpu ? ` ${cpu[k]!.toFixed(2)} |` : ""}`,
+    );
 }
 if (besideDump) {
   const { batch_s_native_alone: alone = [], batch_s_native_beside: beside = [] } = results.spot!;
@@ -261,6 +316,7 @@ if (jsonPath) {
         native_window_bits: windowBits,
         w_spot: results.spot,
         w_perp: results.perp,
+        ...(byKernel ? { w_spot_by_kernel: byKernel } : {}),
         peak_rss_mib: Math.round(peakMiB),
       },
       null,

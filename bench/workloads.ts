@@ -49,6 +49,12 @@ export interface WorkloadResult {
   batch_s_native_beside?: number[];
   /** With `beside`: the native batches timed alone (the same as batch_s_native's batches). */
   batch_s_native_alone?: number[];
+  /** MB LevelDB's compaction wrote during each timed native batch (from its `leveldb.stats`). */
+  compaction_mb: number[];
+  /** With `kernels`: the median native batch per kernel, the kernels alternated batch by batch. */
+  batch_s_by_kernel?: Record<string, number>;
+  /** With `kernels`: the median CPU seconds (all threads) of a batch per kernel. */
+  cpu_s_by_kernel?: Record<string, number>;
 }
 
 /** Sizes: the full workload, or a tenth of it with --quick. */
@@ -139,7 +145,8 @@ function randomId(rng: Rng, spec: TreeSpec): bigint {
 class CountingEngine implements HashEngine {
   hashes = 0;
   readonly busy = new BusyClock();
-  constructor(readonly inner: HashEngine) {}
+  /** Settable, so that batches can alternate between engines (one per forced kernel). */
+  constructor(public inner: HashEngine) {}
   get name(): string {
     return this.inner.name;
   }
@@ -208,12 +215,16 @@ async function bulkLoad(
   const sink: NodeSink = (nodes) => writeWait.time(() => writer.putNodes(nodes));
   for (const spec of trees) {
     const count = size.initial[spec.name] ?? 0;
-    const set = generating(() => {
+    // A dump holds its leaves in id order (`dacd escape load` only checks it), so sorting the random
+    // ids is the bench's own work, not timed; the set is garbage once they are sorted.
+    const sorted = generating(() => {
       const picked = new Set<bigint>();
       while (picked.size < count) picked.add(randomId(rng, spec));
-      return picked;
+      const bits = spec.kind === "patricia" ? 250 : spec.height;
+      return bits <= 64
+        ? Array.from(BigUint64Array.from(picked).sort())
+        : [...picked].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     });
-    const sorted = [...set].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     // Packed: a million BigInts would be a million objects on the heap, and every major garbage
     // collection during the timed batches would trace them.
     ids.set(spec.name, new LoadedIds(sorted, spec.kind === "patricia" ? 250 : spec.height));
@@ -377,13 +388,30 @@ export async function runWorkload(
      * is timed, stopped by the returned function after it; undefined runs the batch alone.
      */
     beside?: (i: number, store: LevelStore) => Promise<(() => Promise<void>) | undefined>;
+    /** The state and batch sizes instead of the workload's own (e.g. a larger state, bench/scale.ts). */
+    size?: WorkloadSize;
+    /**
+     * Native engines to alternate batch by batch (one per forced kernel); each gets `nativeRuns`
+     * batches, and the result gains their medians (batch_s_by_kernel).
+     */
+    kernels?: { name: string; engine: HashEngine }[];
+    /** Awaited after the bulk load and the reopening, with the store's directory. */
+    afterLoad?: (dir: string) => Promise<void>;
+    /** Awaited before native batch i (e.g. to take turns with another process). */
+    gate?: (i: number) => Promise<void>;
+    /** Awaited after the last batch, before the store is closed and removed. */
+    beforeCleanup?: (dir: string) => Promise<void>;
   },
 ): Promise<WorkloadResult> {
   const full = kind === "spot" ? W_SPOT : W_PERP;
-  const scale = opts.quick ? 0.1 : 1;
+  const scale = opts.size ? 1 : opts.quick ? 0.1 : 1;
   const size: WorkloadSize = {
-    initial: Object.fromEntries(Object.entries(full.initial).map(([k, v]) => [k, Math.round(v * scale)])),
-    batch: Object.fromEntries(Object.entries(full.batch).map(([k, v]) => [k, Math.round(v * scale)])),
+    initial: Object.fromEntries(
+      Object.entries((opts.size ?? full).initial).map(([k, v]) => [k, Math.round(v * scale)]),
+    ),
+    batch: Object.fromEntries(
+      Object.entries((opts.size ?? full).batch).map(([k, v]) => [k, Math.round(v * scale)]),
+    ),
   };
   const profile = makeProfile(kind === "spot" ? "spot" : "perpetual");
   const validateRollup = profile.rollup ? true : undefined;
@@ -405,6 +433,7 @@ export async function runWorkload(
     opts.log(
       `${kind}: bulk load ${bulkLoadS.toFixed(1)} s: ${loaded.detail}, cpu ${((cpu.user + cpu.system) / 1e6 - loaded.generatingS).toFixed(1)} s (and ${loaded.generatingS.toFixed(1)} s generating the random leaves, not counted)`,
     );
+    await opts.afterLoad?.(dir);
 
     // The load's buffers are garbage now. A member loads with `dacd escape load` and starts the
     // daemon as another process, so the daemon's RSS does not include them: collect them here.
@@ -481,7 +510,12 @@ export async function runWorkload(
     /** The updates the WASM pipeline verifies afterwards, each as a sibling of a native batch. */
     const siblings: { id: number; update: StateUpdate }[] = [];
     opts.phase?.("batches");
-    const runs = Math.max(opts.nativeRuns, opts.wasmRuns);
+    const kernels = opts.kernels ?? [];
+    const kernelTimes = new Map<string, number[]>(kernels.map((k) => [k.name, []]));
+    const kernelCpu = new Map<string, number[]>(kernels.map((k) => [k.name, []]));
+    const nativeRuns = opts.nativeRuns * Math.max(1, kernels.length);
+    const compactionMb: number[] = [];
+    const runs = Math.max(nativeRuns, opts.wasmRuns);
     for (let i = 0; i < runs; i++) {
       const changes = makeChanges(rng, trees, size, ids);
       // The stated roots come from a dry run (nothing stored), as an honest operator would state them.
@@ -492,7 +526,10 @@ export async function runWorkload(
       const update: StateUpdate = { prevBatchId: prevId, changes, statedRoots: stated.roots };
       const nativeId = 2 * i + 1;
       if (i < opts.wasmRuns) siblings.push({ id: nativeId + 1, update });
-      if (i < opts.nativeRuns) {
+      const forced = kernels.length > 0 ? kernels[i % kernels.length]! : undefined;
+      if (i < nativeRuns) {
+        await opts.gate?.(i);
+        native.inner = forced?.engine ?? opts.native;
         native.hashes = 0;
         reads = 0;
         writes = 0;
@@ -508,9 +545,12 @@ export async function runWorkload(
         await stopBeside?.();
         // LevelDB's flushes and merges that finished during the batch, on its background thread.
         const merged = store.compactionWrittenMb() - mergedBefore;
+        compactionMb.push(merged);
+        if (forced && !alt && !stopBeside) kernelTimes.get(forced.name)!.push(total);
         // Every thread's CPU time: near cores × wall time means the batch is CPU-bound.
         const used = process.cpuUsage(cpuBefore);
         cpuS = (used.user + used.system) / 1e6;
+        if (forced && !alt && !stopBeside) kernelCpu.get(forced.name)!.push(cpuS);
         if (profiler) await profiler.stopInto(opts.profile!.path);
         (alt ? altTimes : stopBeside ? besideTimes : nativeTimes).push(total);
         const breakdown = {
@@ -523,7 +563,7 @@ export async function runWorkload(
         hashes = native.hashes;
         storageOps = reads + writes;
         opts.log(
-          `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}${stopBeside ? "beside " : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
+          `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}${stopBeside ? "beside " : ""}${forced ? `${forced.name} ` : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
             `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, ` +
             `LevelDB compaction wrote ${merged} MB`,
         );
@@ -533,6 +573,7 @@ export async function runWorkload(
       prevId = nativeId;
       prevRoots = stated.roots;
     }
+    native.inner = opts.native;
     if (opts.alt) opts.log(compareBuilds(kind, nativeTimes, altTimes));
     // Collected now, before the WASM pipeline builds its own (the bench runs node with --expose-gc),
     // so that the peak RSS is what one pipeline holds, as in a daemon.
@@ -553,6 +594,7 @@ export async function runWorkload(
         opts.log(`${kind}: batch ${i + 1}: wasm ${wasmTimes.at(-1)!.toFixed(2)} s`);
       }
     }
+    await opts.beforeCleanup?.(dir);
     const mid = [...breakdowns].sort((a, b) => a.total - b.total)[(breakdowns.length - 1) >> 1];
     return {
       native_breakdown_s: {
@@ -566,6 +608,13 @@ export async function runWorkload(
       storage_ops: storageOps,
       bulk_load_s: bulkLoadS,
       ...(opts.beside ? { batch_s_native_beside: besideTimes, batch_s_native_alone: nativeTimes } : {}),
+      compaction_mb: compactionMb,
+      ...(kernels.length > 0
+        ? {
+            batch_s_by_kernel: Object.fromEntries([...kernelTimes].map(([k, ts]) => [k, median(ts)])),
+            cpu_s_by_kernel: Object.fromEntries([...kernelCpu].map(([k, ts]) => [k, median(ts)])),
+          }
+        : {}),
     };
   } finally {
     await store.close();

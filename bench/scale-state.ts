@@ -1,0 +1,135 @@
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createEngine } from "../src/hash/select.js";
+import { WasmEngine } from "../src/hash/wasm-engine.js";
+import type { LevelTuning } from "../src/storage/level-store.js";
+import { runWorkload, type WorkloadResult, type WorkloadSize } from "./workloads.js";
+
+/**
+ * One state of W-scale (bench/scale.ts), in a process of its own so that its peak RSS is its own:
+ * loads the state, then runs each native batch when the parent says so, so that the parent can
+ * alternate the batches of two states that share the machine. Talks over the fork IPC channel:
+ * it sends `{ type: "waiting" }` and runs its next step on `{ type: "go" }`; the last step sends
+ * `{ type: "result" }`.
+ */
+
+export interface ScaleStateConfig {
+  label: string;
+  size: WorkloadSize;
+  nativeRuns: number;
+  cacheLevels: number;
+  level: LevelTuning;
+  kernel?: string;
+}
+
+export interface ScaleStateResult {
+  label: string;
+  workload: WorkloadResult;
+  store_bytes_after_load: number;
+  store_bytes_after_batches: number;
+  leaves: number;
+  peak_rss_mib_load: number;
+  peak_rss_mib_batches: number;
+  /** At each phase's peak: anonymous memory and file pages (LevelDB's mapped tables, code), MiB. */
+  rss_kinds_at_peak_mib: Record<"load" | "batches", { anon: number; file: number }>;
+  /** The kernel's maximum RSS of the process (its whole life). */
+  max_rss_mib: number;
+}
+
+export type ScaleMessage =
+  { type: "waiting"; next: string } | { type: "result"; result: ScaleStateResult } | { type: "go" };
+
+/** The size on disk of a directory, as `du` counts it (allocated blocks). */
+export function diskBytes(dir: string): number {
+  return Number(execFileSync("du", ["-s", "-B1", dir], { encoding: "utf8" }).split(/\s/)[0]);
+}
+
+/** RssAnon and RssFile + RssShmem from /proc/self/status (Linux; zeros elsewhere), MiB. */
+function rssKinds(): { anon: number; file: number } {
+  let text = "";
+  try {
+    text = readFileSync("/proc/self/status", "utf8");
+  } catch {
+    return { anon: 0, file: 0 };
+  }
+  const mib = (name: string): number =>
+    Math.round(Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? 0) / 1024);
+  return { anon: mib("RssAnon"), file: mib("RssFile") + mib("RssShmem") };
+}
+
+async function main(config: ScaleStateConfig): Promise<void> {
+  const send = (m: ScaleMessage): void => void process.send!(m);
+  // The parent gone (killed): nothing is left to take turns with; it removes the store's directory.
+  process.once("disconnect", () => process.exit(1));
+  const goes: (() => void)[] = [];
+  process.on("message", (m: ScaleMessage) => {
+    if (m.type === "go") goes.shift()?.();
+  });
+  const turn = (next: string): Promise<void> =>
+    new Promise((resolve) => {
+      goes.push(resolve);
+      send({ type: "waiting", next });
+    });
+
+  let phase: "load" | "batches" = "load";
+  const peak = { load: 0, batches: 0 };
+  const kinds = { load: { anon: 0, file: 0 }, batches: { anon: 0, file: 0 } };
+  const sample = (): void => {
+    const rss = process.memoryUsage.rss();
+    if (rss <= peak[phase]) return;
+    peak[phase] = rss;
+    kinds[phase] = rssKinds();
+  };
+  const sampler = setInterval(sample, 100);
+  const log = (s: string): void => void process.stderr.write(`[${config.label}] ${s}\n`);
+  let afterLoad = 0;
+  let afterBatches = 0;
+
+  await turn("bulk load");
+  const native = createEngine("native", { threads: "auto", kernel: config.kernel });
+  const workload = await runWorkload("spot", {
+    quick: false,
+    size: config.size,
+    native,
+    wasm: new WasmEngine(),
+    nativeRuns: config.nativeRuns,
+    wasmRuns: 0,
+    cacheLevels: config.cacheLevels,
+    level: config.level,
+    log,
+    afterLoad: async (dir) => {
+      afterLoad = diskBytes(dir);
+      sample();
+    },
+    gate: async (i) => {
+      await turn(`batch ${i + 1}`);
+      // From here on what a daemon holds: the load's garbage is collected (runWorkload).
+      phase = "batches";
+    },
+    beforeCleanup: async (dir) => {
+      await turn("finish");
+      afterBatches = diskBytes(dir);
+    },
+  });
+  await native.close?.();
+  clearInterval(sampler);
+  const mib = (b: number): number => Math.round(b / 2 ** 20);
+  send({
+    type: "result",
+    result: {
+      label: config.label,
+      workload,
+      store_bytes_after_load: afterLoad,
+      store_bytes_after_batches: afterBatches,
+      leaves: Object.values(config.size.initial).reduce((a, b) => a + b, 0),
+      peak_rss_mib_load: mib(peak.load),
+      peak_rss_mib_batches: mib(peak.batches),
+      rss_kinds_at_peak_mib: kinds,
+      max_rss_mib: mib(process.resourceUsage().maxRSS * 1024),
+    },
+  });
+  process.removeAllListeners("disconnect");
+  process.disconnect();
+}
+
+if (process.send) await main(JSON.parse(process.argv[2]!) as ScaleStateConfig);
