@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -7,12 +6,14 @@ import { escapeRoutes } from "../src/control/escape-routes.js";
 import { startControlServer } from "../src/control/server.js";
 import type { LevelStore } from "../src/storage/level-store.js";
 import type { HashEngine } from "../src/hash/engine.js";
+import { startLauncher } from "./launcher.js";
 
 /**
  * `--only dump-beside`: the W-spot batches alternate between alone and with a full `dacd dump`
  * of the same store running beside them, as an operator would run one while the daemon signs: the
  * store's control socket served in this process by the daemon's own routes (escape-routes.ts), the
- * command a separate process (bin/dacd.js, built) writing the files to a temporary directory. Each
+ * command a separate process (bin/dacd.js, built; started by launcher.ts, not forked from this
+ * process) writing the files to a temporary directory. Each
  * "beside" batch starts once the dump has written its first 64 KiB, and the dump is stopped after
  * the batch. Alternating in one run keeps the comparison fair on a machine whose load varies.
  */
@@ -23,6 +24,8 @@ export function dumpBeside(
 ): (i: number, store: LevelStore) => Promise<(() => Promise<void>) | undefined> {
   let server: Server | undefined;
   let servedStore: LevelStore | undefined;
+  // Started now, before the store and its caches fill this process (launcher.ts).
+  const launcher = startLauncher();
   return async (i, store) => {
     if (i % 2 === 0) return undefined;
     if (servedStore !== store) {
@@ -31,16 +34,9 @@ export function dumpBeside(
       servedStore = store;
     }
     const out = await mkdtemp(join(tmpdir(), "dacd-bench-dump-"));
-    const child: ChildProcess = spawn(
-      process.execPath,
-      [bin, "dump", "--db", store.dir, "--out", join(out, "d")],
-      {
-        stdio: ["ignore", "ignore", "pipe"],
-      },
-    );
-    let err = "";
-    child.stderr!.on("data", (c: Buffer) => (err += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    const child = await launcher.run([bin, "dump", "--db", store.dir, "--out", join(out, "d")]);
+    let done: { code: number | null; stderr: string } | undefined;
+    const exited = child.exited.then((d) => (done = d));
     // Timed once the dump streams: its first file has bytes.
     const started = performance.now();
     for (;;) {
@@ -54,7 +50,7 @@ export function dumpBeside(
         ),
       );
       if (sizes.reduce((a, b) => a + b, 0) > 64 << 10) break;
-      if (child.exitCode !== null) throw new Error(`the dump beside batch ${i + 1} ended early: ${err}`);
+      if (done) throw new Error(`the dump beside batch ${i + 1} ended early: ${done.stderr}`);
       if (performance.now() - started > 60_000) throw new Error("the dump beside did not start in 60 s");
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -66,8 +62,8 @@ export function dumpBeside(
     const cpuAtStart = await childCpu();
     return async () => {
       const cpuDuring = (await childCpu()) - cpuAtStart;
-      const running = child.exitCode === null;
-      child.kill("SIGTERM");
+      const running = done === undefined;
+      child.kill();
       await exited;
       const files = await readdir(join(out, "d")).catch(() => [] as string[]);
       let bytes = 0;

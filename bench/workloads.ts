@@ -540,6 +540,7 @@ export async function runWorkload(
         const t = performance.now();
         const cpuBefore = process.cpuUsage();
         const mergedBefore = store.compactionWrittenMb();
+        const faultsBefore = process.resourceUsage().minorPageFault;
         await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
         const total = (performance.now() - t) / 1000;
         await stopBeside?.();
@@ -565,7 +566,7 @@ export async function runWorkload(
         opts.log(
           `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}${stopBeside ? "beside " : ""}${forced ? `${forced.name} ` : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
             `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, ` +
-            `LevelDB compaction wrote ${merged} MB`,
+            `LevelDB compaction wrote ${merged} MB, ${process.resourceUsage().minorPageFault - faultsBefore} page faults`,
         );
       } else {
         await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
