@@ -14,14 +14,18 @@ import { startLauncher } from "./launcher.js";
  * store's control socket served in this process by the daemon's own routes (escape-routes.ts), the
  * command a separate process (bin/dacd.js, built; started by launcher.ts, not forked from this
  * process) writing the files to a temporary directory. Each
- * "beside" batch starts once the dump has written its first 64 KiB, and the dump is stopped after
- * the batch. Alternating in one run keeps the comparison fair on a machine whose load varies.
+ * "beside" batch starts once the dump has written its first 64 KiB (`--dump-lead-kib N`: N KiB, e.g.
+ * 24576 for a dump that has read a few seconds before the batch), and the dump is stopped after the
+ * batch. Alternating in one run keeps the comparison fair on a machine whose load varies.
  */
 export function dumpBeside(
   engine: HashEngine,
   bin: string,
   log: (s: string) => void,
 ): (i: number, store: LevelStore) => Promise<(() => Promise<void>) | undefined> {
+  const lead = process.argv.indexOf("--dump-lead-kib");
+  const leadKib = lead >= 0 ? Number(process.argv[lead + 1]) : 64;
+  if (!(leadKib > 0)) throw new Error("--dump-lead-kib takes a positive number");
   let server: Server | undefined;
   let servedStore: LevelStore | undefined;
   // Started now, before the store and its caches fill this process (launcher.ts).
@@ -49,7 +53,7 @@ export function dumpBeside(
           ),
         ),
       );
-      if (sizes.reduce((a, b) => a + b, 0) > 64 << 10) break;
+      if (sizes.reduce((a, b) => a + b, 0) > leadKib << 10) break;
       if (done) throw new Error(`the dump beside batch ${i + 1} ended early: ${done.stderr}`);
       if (performance.now() - started > 60_000) throw new Error("the dump beside did not start in 60 s");
       await new Promise((r) => setTimeout(r, 20));

@@ -78,8 +78,12 @@ export class LevelStore implements NodeSource {
   private constructor(
     private readonly db: Db,
     readonly dir: string,
-    /** Set on a snapshot view (snapshot()): every read passes it, and nothing may be written. */
-    private readonly reads: { readonly snapshot?: Snapshot } = {},
+    /**
+     * Set on a snapshot view (snapshot()): every read passes it, and nothing may be written. A view
+     * serves walks that read each block once (dumps, checks), so its reads leave LevelDB's block
+     * cache to the signing (fillCache: false).
+     */
+    private readonly reads: { readonly snapshot?: Snapshot; readonly fillCache?: boolean } = {},
   ) {}
 
   /**
@@ -91,7 +95,7 @@ export class LevelStore implements NodeSource {
    */
   snapshot(): LevelStore {
     if (this.reads.snapshot) throw new Error("a snapshot view cannot take another snapshot");
-    return new LevelStore(this.db, this.dir, { snapshot: this.db.snapshot() });
+    return new LevelStore(this.db, this.dir, { snapshot: this.db.snapshot(), fillCache: false });
   }
 
   /** True for a view made by snapshot(). */
