@@ -108,10 +108,6 @@ export class LevelStore implements NodeSource {
   }
 
   /**
-   * Opens (creating if needed) the store in `dir`. `maxOpenFiles` bounds LevelDB's open, memory-mapped
-   * table files: whole-store walks (dump) pass a small number so that RSS stays bounded.
-   */
-  /**
    * Opens a store that must exist already, for the commands that only read (status, show, check,
    * proof, dump): a missing directory is an error and nothing is created or cleaned up.
    */
@@ -126,6 +122,10 @@ export class LevelStore implements NodeSource {
     return LevelStore.open(dir, opts, { existing: true });
   }
 
+  /**
+   * Opens (creating if needed) the store in `dir`. `maxOpenFiles` bounds LevelDB's open, memory-mapped
+   * table files: whole-store walks (dump) pass a small number so that RSS stays bounded.
+   */
   static async open(
     dir: string,
     opts: LevelTuning = {},
