@@ -34,6 +34,25 @@ export const BULK_LOAD_WRITE_BUFFER = 2 << 20;
 /** Partitions per key prefix, by the top bits of the hash: bounds the memory of one sort. */
 const PARTITION_BITS = 5;
 const PARTITIONS = 1 << PARTITION_BITS;
+/**
+ * The bits above Pedersen's outputs: every key hash is a field element, below 2^251 but for a
+ * sliver, so the hash's top 5 bits are zero and partitions by them would put nearly every record
+ * into one file. The partition is taken from the 5 bits below them.
+ */
+const FIELD_HEADROOM_BITS = 5;
+
+/**
+ * The spill partition of a record keyed by `hash`: rising with the key (so that writing the
+ * partitions in turn, each sorted, writes in key order), and even over field elements. Keys at
+ * 2^251 and above (none but the sliver of the field above it) share the last partition.
+ */
+export function spillPartition(hash: Uint8Array): number {
+  const top16 = (hash[0]! << 8) | hash[1]!;
+  return Math.min(PARTITIONS - 1, top16 >> (16 - FIELD_HEADROOM_BITS - PARTITION_BITS));
+}
+
+/** The largest read one call makes (Node's fs reads take at most 2 GiB - 1). */
+const MAX_READ_BYTES = 1 << 30;
 
 /** One spill file: records whose keys share a prefix byte and the hash's top PARTITION_BITS bits. */
 class Partition {
@@ -148,7 +167,7 @@ export class BulkWriter {
     }
     for (const { hash, record } of writes) {
       if (hash.length !== 32) throw new RangeError(`a record's hash has ${hash.length} bytes`);
-      const part = parts[hash[0]! >> (8 - PARTITION_BITS)]!;
+      const part = parts[spillPartition(hash)]!;
       if (!part.fits(record.length)) await part.drain();
       part.add(hash, record);
     }
@@ -212,9 +231,11 @@ export class BulkWriter {
     try {
       const { size } = await file.stat();
       if (this.readBuf.length < size) this.readBuf = new Uint8Array(Math.max(size, 2 * this.readBuf.length));
-      const { bytesRead } = await file.read(this.readBuf, 0, size, 0);
-      if (bytesRead !== size)
-        throw new Error(`a bulk-load spill file was cut short: ${bytesRead} of ${size} bytes`);
+      for (let at = 0; at < size;) {
+        const { bytesRead } = await file.read(this.readBuf, at, Math.min(MAX_READ_BYTES, size - at), at);
+        if (bytesRead === 0) throw new Error(`a bulk-load spill file was cut short: ${at} of ${size} bytes`);
+        at += bytesRead;
+      }
       return this.readBuf.subarray(0, size);
     } finally {
       await file.close();

@@ -4,7 +4,7 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BULK_SPILL_DIR, BulkWriter } from "../../src/storage/bulk-writer.js";
+import { BULK_SPILL_DIR, BulkWriter, spillPartition } from "../../src/storage/bulk-writer.js";
 import { Prefix, prefixed } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import type { NodeWrite } from "../../src/trees/node-source.js";
@@ -33,6 +33,29 @@ function randomWrites(n: number): NodeWrite[] {
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
 
 describe("BulkWriter", () => {
+  it("spreads field-element hashes evenly over its 32 partitions, rising with the key", () => {
+    // Pedersen outputs are below 2^251: the top 5 bits are zero.
+    const counts = new Array<number>(32).fill(0);
+    const n = 64_000;
+    for (let i = 0; i < n; i++) {
+      const h = new Uint8Array(randomBytes(32));
+      h[0]! &= 0x07;
+      counts[spillPartition(h)]!++;
+    }
+    for (const c of counts) {
+      expect(c).toBeGreaterThan((n / 32) * 0.8);
+      expect(c).toBeLessThan((n / 32) * 1.2);
+    }
+    // Any key, field element or not: a larger key never falls in an earlier partition.
+    const keys = Array.from({ length: 5000 }, () => new Uint8Array(randomBytes(32))).sort(Buffer.compare);
+    const parts = keys.map(spillPartition);
+    parts.forEach((p, i) => expect(p).toBeGreaterThanOrEqual(parts[i - 1] ?? 0));
+    expect(parts[0]).toBe(0);
+    expect(spillPartition(new Uint8Array(32).fill(0xff))).toBe(31);
+    expect(spillPartition(Uint8Array.of(0x07, 0xff, ...new Uint8Array(30)))).toBe(31);
+    expect(spillPartition(Uint8Array.of(0x00, 0x40, ...new Uint8Array(30)))).toBe(1);
+  });
+
   it("stores every record under prefix ‖ hash, in several LevelDB writes, and removes its spill files", async () => {
     const store = await freshStore();
     try {
