@@ -147,7 +147,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   log_format: { kind: "enum", values: LOG_FORMATS, default: "json" },
   hash_engine: { kind: "enum", values: HASH_ENGINES, default: "auto" },
   node_cache_levels: { kind: "int", min: 0, max: 24, default: DEFAULT_CACHE_LEVELS },
-  store_max_open_files: { kind: "int", min: 16, default: 1000 },
+  store_max_open_files: { kind: "int", min: 16, default: 5000 },
   schedule: { kind: "object", fields: { check: cron, backup: cron, prune: cron } },
   backup_dir: { kind: "path" },
   backup_keep: { kind: "int", min: 1, default: 3 },

@@ -98,7 +98,7 @@ describe("loadConfig", () => {
       schedule: {},
       backupKeep: 3,
       nodeCacheLevels: 19,
-      storeMaxOpenFiles: 1000,
+      storeMaxOpenFiles: 5000,
     });
     expect(cfg.validateRollup).toBeUndefined();
     expect(cfg.metricsPort).toBeUndefined();
