@@ -3,9 +3,7 @@ import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
-import { VectorGateway } from "../helpers/vector-gateway.js";
-import { loadChain } from "../helpers/vectors.js";
+import { spotChainMember, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -44,17 +42,8 @@ describe("a full disk", () => {
   it("is reported as a full disk (STORE, not INTERNAL) and the member resumes once space returns", async (t) => {
     const disk = await smallDisk(16);
     if (!disk) return t.skip();
-    const { responses, expected } = loadChain("spot-chain");
-    const gw = await new VectorGateway(responses, expected, "G").start();
-    cleanups.push(() => gw.close());
+    const { gw, expected, setup } = await spotChainMember(cleanups);
     gw.available = 2;
-    const setup = await memberSetup({
-      profile: "spot",
-      privateKey: expected.private_key,
-      gatewayUrl: gw.url,
-      feeder: true,
-    });
-    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
     await mkdir(join(disk, "member"));
     const config = { ...setup.config, dataDir: join(disk, "member", "data") };
     const daemon = await startQuietDaemon(config);
