@@ -59,6 +59,10 @@ export interface CatchupResult {
   prepare_verify_s: number;
   /** The daemon's node cache warm-up before the gateway announced the batches. */
   warm_s: number;
+  /** This process's CPU (every thread: the member, its workers, LevelDB) per batch while catching up. */
+  cpu_s_per_batch: number;
+  /** The member's main thread busy per batch (event-loop utilization's active time). */
+  main_thread_s_per_batch: number;
   /** One-minute load average before and after the timed part (the machine is shared). */
   load_avg: [number, number];
 }
@@ -291,8 +295,12 @@ export async function runCatchup(opts: {
     delay.enable();
     const stallRec = stallRecorder();
     const profiler = opts.cpuProfile ? await startProfile("cpu") : undefined;
+    const cpuBefore = process.cpuUsage();
+    const eluBefore = performance.eventLoopUtilization();
     gw.child.send({ open: true });
     const result = await done;
+    const elu = performance.eventLoopUtilization(eluBefore);
+    const cpu = process.cpuUsage(cpuBefore);
     await profiler?.stopInto(opts.cpuProfile!);
     delay.disable();
     const stalls = stallRec.stop();
@@ -340,6 +348,8 @@ export async function runCatchup(opts: {
       prepare_s: prepareS,
       prepare_verify_s: prepareVerifyS,
       warm_s: warmS,
+      cpu_s_per_batch: (cpu.user + cpu.system) / 1e6 / count,
+      main_thread_s_per_batch: elu.active / 1000 / count,
       load_avg: [loadBefore, loadAfter],
     };
     if (times.size !== count) throw new Error(`timed ${times.size} batches of ${count}`);
@@ -369,6 +379,9 @@ export function printCatchup(r: CatchupResult, quick: boolean): void {
   console.log("|---|---|---|---|---|---|---|---|---|---|");
   console.log(
     `| ${r.batches_per_s.toFixed(2)} | ${r.steady_batches_per_s.toFixed(2)} | ${r.wall_s.toFixed(1)} | ${r.fetch_s.toFixed(1)} | ${r.parse_s.toFixed(1)} (${r.json_parse_s.toFixed(1)}) | ${r.verify_s.toFixed(1)} | ${r.post_s.toFixed(1)} | ${r.wait_s.toFixed(1)} | ${r.event_loop_max_ms.toFixed(0)} (${r.event_loop_p99_ms.toFixed(0)}) | ${r.load_avg.map((l) => l.toFixed(2)).join(" / ")} |`,
+  );
+  console.log(
+    `CPU per batch: ${r.cpu_s_per_batch.toFixed(2)} s in all (the member's main thread busy ${r.main_thread_s_per_batch.toFixed(2)} s; the gateway's process not counted)`,
   );
   const st = r.stalls_over_50ms;
   console.log(

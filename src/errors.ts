@@ -42,6 +42,25 @@ export class DacdError extends Error {
   }
 }
 
+/** A DacdError as plain data, to cross a thread boundary (a structured clone keeps no class or field). */
+export interface DacdErrorData {
+  readonly code: ErrorCode;
+  /** The whole message, batch and field included. */
+  readonly message: string;
+  readonly batchId?: number;
+  readonly field?: string;
+}
+
+export function dacdErrorData(e: DacdError): DacdErrorData {
+  return { code: e.code, message: e.message, batchId: e.batchId, field: e.field };
+}
+
+/** The DacdError `data` was made from: same code, message, batch and field. */
+export function reviveDacdError(data: DacdErrorData): DacdError {
+  const e = new DacdError(data.code, data.message);
+  return Object.assign(e, { batchId: data.batchId, field: data.field });
+}
+
 export function badInput(batchId: number | undefined, field: string, message: string): DacdError {
   return new DacdError("BAD_INPUT", message, { batchId, field });
 }

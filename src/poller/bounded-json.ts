@@ -36,8 +36,8 @@ export const DEFAULT_JSON_LIMITS: JsonLimits = Object.freeze({
 /** Bodies up to this size are parsed on the main thread (a few milliseconds at most). */
 export const INLINE_PARSE_BYTES = 1 << 20;
 
-/** Heap of the parsing worker; a parse that needs more is refused. */
-const WORKER_HEAP_MB = 1024;
+/** Heap of a parsing worker; a parse that needs more is refused. */
+export const WORKER_HEAP_MB = 1024;
 
 /** Thrown when a body breaks a limit or cannot be parsed within the worker's heap. */
 export class JsonLimitError extends Error {
@@ -165,9 +165,7 @@ parentPort.postMessage(message);
 type WorkerAnswer = { ok: true; value: unknown } | { ok: false; limit: boolean; reason: string };
 
 function parseInWorker(body: Uint8Array, limits: JsonLimits, opts: ParseOptions): Promise<unknown> {
-  // A body that owns its whole ArrayBuffer moves to the worker without a copy.
-  const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
-  const bytes = whole ? body : body.slice();
+  const bytes = ownBuffer(body);
   return new Promise((resolve, reject) => {
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
@@ -207,4 +205,12 @@ function parseInWorker(body: Uint8Array, limits: JsonLimits, opts: ParseOptions)
       finish(() => reject(new JsonLimitError(`the parsing worker stopped (exit code ${code})`))),
     );
   });
+}
+
+/**
+ * `body` itself when it owns its whole ArrayBuffer (it can then move to a worker without a copy),
+ * else a copy that does.
+ */
+export function ownBuffer(body: Uint8Array): Uint8Array {
+  return body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : body.slice();
 }

@@ -7,7 +7,8 @@
  * DacdError("GATEWAY") with the endpoint, the URL and the batch id when there is one.
  */
 import { DacdError } from "../errors.js";
-import { DEFAULT_JSON_LIMITS } from "./bounded-json.js";
+import { DEFAULT_JSON_LIMITS, type JsonLimits } from "./bounded-json.js";
+import { describeValue, isPlainObject, readBatchAnswer, type BatchParseReply } from "./batch-answer.js";
 import type { PostedSignature } from "../signer/signer.js";
 import {
   BadResponse,
@@ -32,18 +33,6 @@ export interface CommitteeSignature {
 }
 
 export type GatewayVariant = "P" | "G";
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function describeValue(v: unknown): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "an array";
-  if (typeof v === "string") return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
-  if (typeof v === "object") return "an object";
-  return `${typeof v} ${String(v)}`;
-}
 
 function checkBatchId(endpoint: string, batchId: number): void {
   if (!Number.isSafeInteger(batchId) || batchId < 0) {
@@ -73,6 +62,19 @@ function decodeObject(what: string) {
   };
 }
 
+/** GET /availability_gateway/get_batch_data?batch_id=N[&validate_rollup=True|False]. */
+function batchDataRequest(batchId: number, validateRollup: boolean | undefined) {
+  const query: Record<string, string> = { batch_id: String(batchId) };
+  if (validateRollup !== undefined) query.validate_rollup = validateRollup ? "True" : "False";
+  return {
+    endpoint: "get_batch_data",
+    method: "GET",
+    path: "/availability_gateway/get_batch_data",
+    query,
+    batchId,
+  } as const;
+}
+
 export class AvailabilityGateway {
   readonly http: HttpClient;
 
@@ -93,28 +95,40 @@ export class AvailabilityGateway {
     times?: { jsonParseMs: number },
   ): Promise<Record<string, unknown> | null> {
     checkBatchId("get_batch_data", batchId);
-    const query: Record<string, string> = { batch_id: String(batchId) };
-    if (validateRollup !== undefined) query.validate_rollup = validateRollup ? "True" : "False";
     return this.http.call(
-      {
-        endpoint: "get_batch_data",
-        method: "GET",
-        path: "/availability_gateway/get_batch_data",
-        query,
-        batchId,
-        jsonLimits: DEFAULT_JSON_LIMITS,
-      },
+      { ...batchDataRequest(batchId, validateRollup), jsonLimits: DEFAULT_JSON_LIMITS },
       async (res) => {
         const parsing = performance.now();
         const v = await decodeJsonBounded(res);
         if (times) times.jsonParseMs = performance.now() - parsing;
-        if (!isPlainObject(v)) throw new BadResponse(`answer is not a JSON object but ${describeValue(v)}`);
-        if (!("update" in v)) throw new BadResponse(`answer has no "update" key`);
-        const update = v.update;
-        if (update === null) return null;
-        if (!isPlainObject(update))
-          throw new BadResponse(`"update" is not an object but ${describeValue(update)}`);
-        return update;
+        return readBatchAnswer(v);
+      },
+    );
+  }
+
+  /**
+   * getBatchData with the whole answer read by `parse` (batch-answer.ts, in a worker thread):
+   * the JSON, the envelope and the update's leaves. Returns null for `{"update": null}`, else the
+   * reply (an update, or the refusal the update earned); a body that is not the answer's envelope
+   * fails the call as getBatchData's does.
+   */
+  async getBatchUpdate(
+    batchId: number,
+    validateRollup: boolean | undefined,
+    /** `scannedWith`: the limits the body was scanned with as it arrived. */
+    parse: (
+      body: Uint8Array,
+      scannedWith: JsonLimits | undefined,
+      signal?: AbortSignal,
+    ) => Promise<BatchParseReply>,
+  ): Promise<Exclude<BatchParseReply, { kind: "none" | "bad-response" }> | null> {
+    checkBatchId("get_batch_data", batchId);
+    return this.http.call(
+      { ...batchDataRequest(batchId, validateRollup), jsonLimits: DEFAULT_JSON_LIMITS },
+      async (res) => {
+        const reply = await parse(res.body, res.scannedWith, res.signal);
+        if (reply.kind === "bad-response") throw new BadResponse(reply.reason);
+        return reply.kind === "none" ? null : reply;
       },
     );
   }

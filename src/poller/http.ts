@@ -517,12 +517,15 @@ export function decodeJson(res: HttpResponse): unknown {
 /** Limits for the small answers decoded by decodeJson. */
 const DEFAULT_SMALL_LIMITS: JsonLimits = { maxDepth: 64, maxElements: 100_000, maxStringBytes: 65_536 };
 
+/** The bytes of a body that a JSON failure quotes from (snippet). */
+export const JSON_FAILURE_HEAD = 301;
+
 /**
  * Decodes a body of any size as UTF-8 JSON within the limits it was scanned with, off the main
  * thread when it is large; BadResponse when it is not JSON or breaks a limit.
  */
 export async function decodeJsonBounded(res: HttpResponse): Promise<unknown> {
-  const saved = Buffer.from(res.body.subarray(0, 301)); // the body itself may move to the parsing worker
+  const saved = Buffer.from(res.body.subarray(0, JSON_FAILURE_HEAD)); // the body itself may move to the parsing worker
   try {
     return await parseJsonBounded(res.body, {
       limits: res.scannedWith,
@@ -531,9 +534,14 @@ export async function decodeJsonBounded(res: HttpResponse): Promise<unknown> {
     });
   } catch (e) {
     if (res.signal?.aborted) throw e;
-    if (e instanceof JsonLimitError) throw new BadResponse(`answer refused: ${e.message}`);
-    throw notJson(saved, e);
+    throw jsonFailure(e, saved);
   }
+}
+
+/** Why a body's JSON parse failed, as the BadResponse a decoder throws (`head`: the body's first bytes). */
+export function jsonFailure(e: unknown, head: Buffer): BadResponse {
+  if (e instanceof JsonLimitError) return new BadResponse(`answer refused: ${e.message}`);
+  return notJson(head, e);
 }
 
 function notJson(body: Buffer, e: unknown): BadResponse {

@@ -12,6 +12,7 @@ import type { AvailabilityGateway, FeederGateway } from "./gateway-client.js";
 import { backoffDelay, sleep } from "./retry.js";
 import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
 import { storeFailure } from "../storage/store-errors.js";
+import { BatchParser } from "./batch-parser.js";
 import { BatchPrefetcher, gatewayLoader, type BatchTimes, type FetchedBatch } from "./prefetch.js";
 
 export const SIGNATURE_ACCEPTED = "signature accepted";
@@ -73,6 +74,8 @@ const PREFETCH_MAX_AGE_MS = 60_000;
 export class Member {
   readonly state: MemberState;
   private readonly prefetch: BatchPrefetcher;
+  /** Reads the answers in worker threads (null: on this thread). */
+  private readonly parser = BatchParser.create();
 
   constructor(
     private readonly ctx: VerifyContext,
@@ -83,7 +86,8 @@ export class Member {
     private readonly events: MemberEvents = {},
   ) {
     this.state = { phase: "starting", nextBatchId: 0, gatewayReachable: true, mode: opts.mode ?? "active" };
-    this.prefetch = new BatchPrefetcher(gatewayLoader(availability, ctx.profile, opts.validateRollup), {
+    const loader = gatewayLoader(availability, ctx.profile, opts.validateRollup, this.parser);
+    this.prefetch = new BatchPrefetcher(loader, {
       ahead: opts.prefetchBatches ?? 2,
       maxAgeMs: PREFETCH_MAX_AGE_MS,
     });
@@ -99,6 +103,17 @@ export class Member {
     this.log.info({ next_batch_id: this.state.nextBatchId, cursor }, "member started");
     // A failure noted by an earlier run is stale now; it is noted again if it recurs.
     await this.store.setNote("failing", undefined);
+    try {
+      await this.loop(signal);
+    } finally {
+      this.parser?.close();
+    }
+    this.state.phase = "stopped";
+    this.prefetch.drop();
+    this.log.info({ next_batch_id: this.state.nextBatchId }, "member stopped");
+  }
+
+  private async loop(signal: AbortSignal): Promise<void> {
     let failures = 0;
     while (!signal.aborted) {
       try {
@@ -125,9 +140,6 @@ export class Member {
         await sleep(delay, signal).catch(() => undefined);
       }
     }
-    this.state.phase = "stopped";
-    this.prefetch.drop();
-    this.log.info({ next_batch_id: this.state.nextBatchId }, "member stopped");
   }
 
   /** Handles the next batch; returns true when the cursor advanced. */

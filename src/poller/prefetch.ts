@@ -2,11 +2,14 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Profile, TreeSpec } from "../model/profile.js";
 import type { StateUpdate } from "../model/state-update.js";
 import { parseStateUpdate } from "../wire/parse-update.js";
+import { reviveDacdError } from "../errors.js";
+import type { BatchParser } from "./batch-parser.js";
+import { DEFAULT_JSON_LIMITS } from "./bounded-json.js";
 import type { AvailabilityGateway } from "./gateway-client.js";
 
 /**
  * Fetching ahead while catching up: while batch N is verified, the answers for N+1… are fetched
- * and parsed (the JSON in a worker thread, see bounded-json.ts), so that the member's sequential
+ * and parsed (in worker threads, see batch-parser.ts), so that the member's sequential
  * verify-sign-post loop does not wait on the network. Only fetching runs ahead: batches are still
  * verified, stored, signed and posted one at a time in id order by the member, and every check
  * that depends on the store (the previous batch, the stored claim) is made in the batch's turn.
@@ -41,12 +44,17 @@ export interface FetchedBatch {
 /** Fetches and parses one batch; null when the gateway has no such batch yet. */
 export type LoadBatch = (batchId: number) => Promise<FetchedBatch | null>;
 
-/** The availability gateway's answer for a batch, parsed for `profile` (the member's loader). */
+/**
+ * The availability gateway's answer for a batch, parsed for `profile` (the member's loader): by
+ * `parser`'s worker threads, or without one on this thread, the leaves a slice per turn.
+ */
 export function gatewayLoader(
   gateway: AvailabilityGateway,
   profile: Profile,
   validateRollup: boolean | undefined,
+  parser?: BatchParser | null,
 ): LoadBatch {
+  if (parser) return workerLoader(gateway, profile, validateRollup, parser);
   return async (batchId) => {
     const started = performance.now();
     const times = { jsonParseMs: 0 };
@@ -68,6 +76,41 @@ export function gatewayLoader(
       update() {
         if (update === undefined) throw refusal;
         return update;
+      },
+    };
+  };
+}
+
+function workerLoader(
+  gateway: AvailabilityGateway,
+  profile: Profile,
+  validateRollup: boolean | undefined,
+  parser: BatchParser,
+): LoadBatch {
+  return async (batchId) => {
+    const started = performance.now();
+    const reply = await gateway.getBatchUpdate(batchId, validateRollup, (bytes, scannedWith, signal) =>
+      parser.parse(
+        {
+          bytes,
+          batchId,
+          profile,
+          validateRollup,
+          limits: scannedWith ?? DEFAULT_JSON_LIMITS,
+          scanned: scannedWith !== undefined,
+        },
+        signal,
+      ),
+    );
+    if (reply === null) return null;
+    return {
+      batchId,
+      fetchMs: performance.now() - started - reply.jsonParseMs - reply.parseMs,
+      jsonParseMs: reply.jsonParseMs,
+      parseMs: reply.parseMs,
+      update() {
+        if (reply.kind === "refused") throw reviveDacdError(reply.error);
+        return reply.update;
       },
     };
   };

@@ -324,6 +324,7 @@ export class LevelStore implements NodeSource {
   ): Promise<void> {
     try {
       pending.putNew(nodes, leaves);
+      await pending.allPut();
       pending.batch.put(batchKey(record.batch_id), json(record));
       await this.withWriteLock(async () => {
         for (const listener of this.commitListeners) listener(record, nodes, leaves);
@@ -564,16 +565,19 @@ export class LevelStore implements NodeSource {
 /**
  * One atomic write being assembled in a chained batch (which copies each key and value when it is
  * put). A verification puts each tree's records as soon as that tree is done, while the others
- * still hash: the put loop then mostly runs while the
- * main thread would wait anyway. Records are put in runs, each run in key order. Nothing reaches
- * the store before LevelStore.commitBatch writes the batch; `abandon` drops it.
+ * still hash: the put loop then mostly runs while the main thread would wait anyway. Records are
+ * put in runs, each run in key order, a slice per turn of the event loop (sorted-puts.ts), one run
+ * after the other. Nothing reaches the store before LevelStore.commitBatch writes the batch, once
+ * every run is put (`allPut`); `abandon` drops it.
  */
 export class PendingCommit {
   private readonly put: (key: Uint8Array, value: Uint8Array) => void;
-  /** How many records of the lists were put so far. */
+  /** How many records of the lists were handed to the runs so far. */
   private nodesPut = 0;
   private leavesPut = 0;
   private done = false;
+  /** The runs handed over so far, one after the other. */
+  private runs: Promise<void> = Promise.resolve();
 
   constructor(
     readonly batch: ReturnType<Db["batch"]>,
@@ -582,13 +586,25 @@ export class PendingCommit {
     this.put = rawPut(batch);
   }
 
-  /** Puts the records added to the lists since the last call. */
+  /** Puts the records added to the lists since the last call (in the background: see allPut). */
   putNew(nodes: NodeWrites, leaves: NodeWrites): void {
     if (this.done) throw new Error("this commit was written or abandoned");
-    putSorted(this.put, Prefix.node, nodes, this.nodesPut);
-    putSorted(this.put, Prefix.leaf, leaves, this.leavesPut);
-    this.nodesPut = nodes.length;
-    this.leavesPut = leaves.length;
+    const [nodesFrom, nodesTo] = [this.nodesPut, nodes.length];
+    const [leavesFrom, leavesTo] = [this.leavesPut, leaves.length];
+    this.nodesPut = nodesTo;
+    this.leavesPut = leavesTo;
+    const stopped = () => this.done;
+    this.runs = this.runs.then(async () => {
+      await putSorted(this.put, Prefix.node, nodes, nodesFrom, nodesTo, stopped);
+      await putSorted(this.put, Prefix.leaf, leaves, leavesFrom, leavesTo, stopped);
+    });
+    // Observed by allPut; a commit abandoned meanwhile never asks.
+    this.runs.catch(() => undefined);
+  }
+
+  /** Resolves once every record handed over is in the batch. */
+  allPut(): Promise<void> {
+    return this.runs;
   }
 
   /** Drops the batch unless it is written (nothing of it reaches the store); safe to call again. */

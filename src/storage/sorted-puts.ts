@@ -2,6 +2,7 @@ import type { ClassicLevel } from "classic-level";
 import { copy32 } from "../util/bytes.js";
 import type { PackedRecords } from "../trees/node-source.js";
 import type { NodeWrites } from "../trees/node-writes.js";
+import { yieldToEventLoop } from "../util/yield.js";
 import { keyOrder } from "./keys.js";
 
 type ChainedBatch = ReturnType<ClassicLevel<Uint8Array, Uint8Array>["batch"]>;
@@ -54,22 +55,29 @@ export function putInOrder(
   return k;
 }
 
+/** Bytes of keys and values put per turn of the event loop (a few milliseconds of puts). */
+export const PUT_SLICE_BYTES = 1 << 20;
+
 /**
  * Puts records `from` to `to` of `writes` under `prefix ‖ hash`, in key order (keyOrder): LevelDB
  * inserts each write into its memtable, a skip list, and in key order each insert starts next to
  * the one before. Visiting 170k records in key order in their packed buffers jumps around far less
- * than visiting as many objects on the heap would (several cache misses per put).
+ * than visiting as many objects on the heap would (several cache misses per put). The puts run a
+ * slice of PUT_SLICE_BYTES per turn, so that a tree of 100k records does not hold the event loop
+ * for as long as they take; `stopped` is asked before each slice.
  */
-export function putSorted(
+export async function putSorted(
   put: (key: Uint8Array, value: Uint8Array) => void,
   prefix: number,
   writes: NodeWrites,
-  from = 0,
-  to = writes.length,
-): void {
+  from: number,
+  to: number,
+  stopped: () => boolean = () => false,
+): Promise<void> {
   if (from >= to) return;
-  const all = writes.packed();
   // The range as a list of its own: its hashes, and the offsets of its records in the whole buffer.
+  // The views stay valid while the list grows (NodeWrites never writes a buffer it handed out).
+  const all = writes.packed();
   const packed: PackedRecords = {
     hashes: all.hashes.subarray(from * 32, to * 32),
     records: all.records,
@@ -78,5 +86,10 @@ export function putSorted(
   };
   const key = new Uint8Array(33);
   key[0] = prefix;
-  putInOrder(put, key, packed, keyOrder(packed.hashes), 0);
+  const order = keyOrder(packed.hashes);
+  for (let k = 0; k < order.length;) {
+    if (k > 0) await yieldToEventLoop();
+    if (stopped()) return;
+    k = putInOrder(put, key, packed, order, k, order.length, PUT_SLICE_BYTES);
+  }
 }

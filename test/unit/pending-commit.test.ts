@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
@@ -70,6 +70,34 @@ describe("PendingCommit: records put while a batch is verified", () => {
     );
     expect((await store.getBatch(7))?.batch_id).toBe(7);
     expect(() => pending.putNew(nodes, leaves)).toThrow(/written or abandoned/);
+  });
+
+  it("puts a large run a slice per turn of the event loop, and stops putting once abandoned", async () => {
+    const nodes = new NodeWrites();
+    addRecords(nodes, 13, 60_000); // ~6 MiB of keys and values: several slices
+    const pending = store.beginCommit();
+    let turns = 0;
+    const ticking = setInterval(() => turns++, 0);
+    const began = turns;
+    pending.putNew(nodes, new NodeWrites());
+    await pending.allPut();
+    clearInterval(ticking);
+    expect(turns - began).toBeGreaterThan(1);
+    expect(pending.batch.length).toBeGreaterThan(0);
+    pending.abandon();
+
+    // Abandoned after its first slice: the rest is never put, and nothing fails.
+    const more = new NodeWrites();
+    addRecords(more, 14, 60_000);
+    const second = store.beginCommit();
+    const put = vi.spyOn(second.batch as unknown as { _put: () => void }, "_put");
+    second.putNew(more, new NodeWrites());
+    await new Promise((r) => setImmediate(r));
+    second.abandon();
+    await second.allPut();
+    const slices = put.mock.calls.length;
+    expect(slices).toBeGreaterThan(0);
+    expect(slices).toBeLessThan(30_000);
   });
 
   it("writes nothing of an abandoned commit", async () => {
