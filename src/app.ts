@@ -185,7 +185,12 @@ async function startDaemonWith(
       availability,
       feeder,
       log,
-      { pollIntervalMs: config.pollingIntervalS * 1000, validateRollup, mode: config.mode },
+      {
+        pollIntervalMs: config.pollingIntervalS * 1000,
+        validateRollup,
+        mode: config.mode,
+        prefetchBatches: config.prefetchBatches,
+      },
       mergeEvents(metrics.memberEvents(), opts.events),
     );
     const started = (await storeStatus(store)).last_signed_batch;

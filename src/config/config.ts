@@ -430,6 +430,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     hashEngine: raw.hash_engine as Config["hashEngine"],
     nodeCacheLevels: raw.node_cache_levels as number,
     storeMaxOpenFiles: raw.store_max_open_files as number,
+    prefetchBatches: raw.prefetch_batches as number,
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,
     mode: raw.mode as Config["mode"],

@@ -87,6 +87,8 @@ export interface Config {
   nodeCacheLevels: number;
   /** LevelDB's bound on open table files, each memory-mapped: bounds the store's share of RSS. */
   storeMaxOpenFiles: number;
+  /** Batches fetched and parsed ahead of the one being verified while catching up. */
+  prefetchBatches: number;
   schedule: Schedule;
   /** Absolute. */
   backupDir?: string;
@@ -132,6 +134,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   private_key_password_path: { kind: "path" },
   data_dir: { kind: "path", required: true },
   polling_interval_s: { kind: "number", exclusiveMin: 0, default: 5 },
+  prefetch_batches: { kind: "int", min: 0, max: 16, default: 2 },
   validate_orders: { kind: "bool", default: true },
   validate_rollup: { kind: "bool" },
   certificates_path: { kind: "path" },

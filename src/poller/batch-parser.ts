@@ -15,12 +15,18 @@ import { ownBuffer, WORKER_HEAP_MB } from "./bounded-json.js";
 export class BatchParser {
   private readonly idle: Worker[] = [];
 
-  private constructor(private readonly script: string) {}
+  private constructor(
+    private readonly script: string,
+    private readonly maxIdle: number,
+  ) {}
 
-  /** A parser, or null where the compiled worker is not there (then the caller reads on this thread). */
-  static create(): BatchParser | null {
+  /**
+   * A parser that keeps up to `maxIdle` workers between answers (the answers read at once), or
+   * null where the compiled worker is not there (then the caller reads on its own thread).
+   */
+  static create(maxIdle: number): BatchParser | null {
     const script = workerScript();
-    return script ? new BatchParser(script) : null;
+    return script ? new BatchParser(script, maxIdle) : null;
   }
 
   /** Reads one answer. The body's ArrayBuffer may move to the worker: the caller must not use it afterwards. */
@@ -75,13 +81,10 @@ export class BatchParser {
   /** An idle worker waits for the next answer without keeping the process alive. */
   private release(worker: Worker): void {
     worker.unref();
-    if (this.idle.length < MAX_IDLE) this.idle.push(worker);
+    if (this.idle.length < this.maxIdle) this.idle.push(worker);
     else void worker.terminate();
   }
 }
-
-/** Idle workers kept: the member's default prefetch depth (2) + 1. */
-const MAX_IDLE = 3;
 
 /**
  * The worker's compiled script beside this module. Run from the TypeScript sources (the tests),

@@ -75,7 +75,7 @@ export class Member {
   readonly state: MemberState;
   private readonly prefetch: BatchPrefetcher;
   /** Reads the answers in worker threads (null: on this thread). */
-  private readonly parser = BatchParser.create();
+  private readonly parser = BatchParser.create(this.prefetchDepth + 1);
 
   constructor(
     private readonly ctx: VerifyContext,
@@ -88,9 +88,13 @@ export class Member {
     this.state = { phase: "starting", nextBatchId: 0, gatewayReachable: true, mode: opts.mode ?? "active" };
     const loader = gatewayLoader(availability, ctx.profile, opts.validateRollup, this.parser);
     this.prefetch = new BatchPrefetcher(loader, {
-      ahead: opts.prefetchBatches ?? 2,
+      ahead: this.prefetchDepth,
       maxAgeMs: PREFETCH_MAX_AGE_MS,
     });
+  }
+
+  private get prefetchDepth(): number {
+    return this.opts.prefetchBatches ?? 2;
   }
 
   private get store(): LevelStore {

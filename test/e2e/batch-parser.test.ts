@@ -117,7 +117,7 @@ describe("parseBatchAnswer", () => {
 
 describe("BatchParser", () => {
   it("answers in its workers as parseBatchAnswer does on the main thread, several at once", async () => {
-    const parser = BatchParser.create();
+    const parser = BatchParser.create(2);
     expect(parser).not.toBeNull();
     try {
       const all = answers();
@@ -135,7 +135,7 @@ describe("BatchParser", () => {
   });
 
   it("takes the body's buffer over, and stops a parse at once when aborted", async () => {
-    const parser = BatchParser.create()!;
+    const parser = BatchParser.create(2)!;
     try {
       const req = request(loadChain("spot-chain").responses[1], spot, 1);
       const reply = parser.parse(req);
@@ -190,7 +190,7 @@ describe("the member's loader with a BatchParser, over HTTP", () => {
 
   it("loads updates, refusals in the batch's turn, and gateway failures as the main-thread loader does", async () => {
     const gateway = new AvailabilityGateway({ baseUrl: url, retry: { attempts: 1 } });
-    const parser = BatchParser.create()!;
+    const parser = BatchParser.create(2)!;
     try {
       const inWorker = gatewayLoader(gateway, spot, true, parser);
       const onThread = gatewayLoader(gateway, spot, true, null);

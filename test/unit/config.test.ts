@@ -99,6 +99,7 @@ describe("loadConfig", () => {
       backupKeep: 3,
       nodeCacheLevels: 19,
       storeMaxOpenFiles: 5000,
+      prefetchBatches: 2,
     });
     expect(cfg.validateRollup).toBeUndefined();
     expect(cfg.metricsPort).toBeUndefined();
@@ -126,6 +127,7 @@ max_ready_lag: 0
 log_level: debug
 node_cache_levels: 20
 store_max_open_files: 300
+prefetch_batches: 0
 schedule:
   check: "*/5 * * * *"
   backup: 0 3 * * *
@@ -153,6 +155,7 @@ prune_keep_batches: 1000
       logLevel: "debug",
       nodeCacheLevels: 20,
       storeMaxOpenFiles: 300,
+      prefetchBatches: 0,
       schedule: { check: "*/5 * * * *", backup: "0 3 * * *" },
       backupDir: "/backups",
       backupKeep: 7,
@@ -193,6 +196,9 @@ prune_keep_batches: 1000
     );
     expect(configError(() => loadConfig(write(`${BASE}store_max_open_files: 8\n`), {})).message).toContain(
       "store_max_open_files",
+    );
+    expect(configError(() => loadConfig(write(`${BASE}prefetch_batches: 17\n`), {})).message).toContain(
+      "prefetch_batches",
     );
     expect(configError(() => loadConfig(write(`${BASE}log_level: loud\n`), {})).message).toContain(
       "log_level",
