@@ -14,6 +14,7 @@ import { ownBuffer, WORKER_HEAP_MB } from "./bounded-json.js";
  */
 export class BatchParser {
   private readonly idle: Worker[] = [];
+  private closed = false;
 
   private constructor(
     private readonly script: string,
@@ -65,23 +66,30 @@ export class BatchParser {
     });
   }
 
-  /** Stops the idle workers (those at work stop when their answer is read). */
+  /** Stops the idle workers, and each of the others once its answer is read (none is kept after). */
   close(): void {
+    this.closed = true;
     for (const worker of this.idle.splice(0)) void worker.terminate();
   }
 
   private spawn(): Worker {
-    return new Worker(this.script, {
+    const worker = new Worker(this.script, {
       resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 32 },
       stdout: false,
       stderr: false,
     });
+    // A worker that ends while idle is never handed an answer it would not read.
+    worker.once("exit", () => {
+      const at = this.idle.indexOf(worker);
+      if (at >= 0) this.idle.splice(at, 1);
+    });
+    return worker;
   }
 
   /** An idle worker waits for the next answer without keeping the process alive. */
   private release(worker: Worker): void {
     worker.unref();
-    if (this.idle.length < this.maxIdle) this.idle.push(worker);
+    if (!this.closed && this.idle.length < this.maxIdle) this.idle.push(worker);
     else void worker.terminate();
   }
 }

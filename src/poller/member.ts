@@ -75,7 +75,7 @@ export class Member {
   readonly state: MemberState;
   private readonly prefetch: BatchPrefetcher;
   /** Reads the answers in worker threads (null: on this thread). */
-  private readonly parser = BatchParser.create(this.prefetchDepth + 1);
+  private readonly parser: BatchParser | null;
 
   constructor(
     private readonly ctx: VerifyContext,
@@ -86,6 +86,7 @@ export class Member {
     private readonly events: MemberEvents = {},
   ) {
     this.state = { phase: "starting", nextBatchId: 0, gatewayReachable: true, mode: opts.mode ?? "active" };
+    this.parser = BatchParser.create(this.prefetchDepth + 1);
     const loader = gatewayLoader(availability, ctx.profile, opts.validateRollup, this.parser);
     this.prefetch = new BatchPrefetcher(loader, {
       ahead: this.prefetchDepth,

@@ -161,6 +161,9 @@ describe("BatchParser", () => {
       aborted.abort(new Error("shutting down"));
       await expect(parsing).rejects.toThrow("shutting down");
       expect((await parser.parse(request({ update: null }, spot, 5))).kind).toBe("none");
+      // Closed, it still reads an answer (in a worker it does not keep).
+      parser.close();
+      expect((await parser.parse(request({ update: null }, spot, 6))).kind).toBe("none");
     } finally {
       parser.close();
     }
