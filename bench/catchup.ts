@@ -97,6 +97,16 @@ function stallRecorder(): { stop(): [number, number][] } {
   };
 }
 
+/**
+ * Writes the stalls beside the CPU profile (`PROFILE.stalls.json`), in the profile's clock (µs of
+ * the monotonic clock, as process.hrtime), for profile-summary to say what ran during them.
+ */
+async function writeStallWindows(profile: string, stalls: [number, number][]): Promise<void> {
+  const offsetUs = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
+  const windows = stalls.map(([from, to]) => [from * 1000 + offsetUs, to * 1000 + offsetUs]);
+  await writeFile(`${profile}.stalls.json`, JSON.stringify(windows));
+}
+
 /** Writes batches 1…count and their claims into `bodiesDir`, verified on a copy of the loaded store. */
 async function prepareBatches(
   scratchDir: string,
@@ -304,6 +314,7 @@ export async function runCatchup(opts: {
     await profiler?.stopInto(opts.cpuProfile!);
     delay.disable();
     const stalls = stallRec.stop();
+    if (opts.cpuProfile) await writeStallWindows(opts.cpuProfile, stalls);
     const loadAfter = loadavg()[0]!;
     await daemon.stop();
     daemon = undefined;

@@ -6,6 +6,8 @@ import { readFile } from "node:fs/promises";
  * - A .cpuprofile: self time and its share of the profiled time. Garbage collection shows as
  *   "(garbage collector)", waiting for I/O or workers as "(idle)".
  * - A .heapprofile: bytes allocated (sampled, freed or not) by the function itself, then by stack.
+ * - With FILE.stalls.json beside it (`--catchup --cpu-profile`: the event-loop turns over 50 ms),
+ *   also what ran during those turns: self time, and the stacks (innermost first) it was spent in.
  */
 interface CallFrame {
   functionName: string;
@@ -13,7 +15,7 @@ interface CallFrame {
   lineNumber: number;
 }
 interface CpuProfile {
-  nodes: { id: number; callFrame: CallFrame }[];
+  nodes: { id: number; callFrame: CallFrame; children?: number[] }[];
   startTime: number;
   endTime: number;
   samples: number[];
@@ -66,4 +68,42 @@ if ("head" in data) {
       `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${k}`,
     );
   }
+  const stalls = await readFile(`${file}.stalls.json`, "utf8").then(
+    (t) => JSON.parse(t) as [number, number][],
+    () => undefined,
+  );
+  if (stalls) summariseStalls(data, byId, stalls);
+}
+
+/** Self time and stacks of the samples taken inside the stall windows. */
+function summariseStalls(
+  data: CpuProfile,
+  byId: Map<number, CpuProfile["nodes"][number]>,
+  stalls: [number, number][],
+): void {
+  const parent = new Map<number, number>();
+  for (const n of data.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const inStall = new Map<string, number>();
+  const byStack = new Map<string, number>();
+  let t = data.startTime;
+  let w = 0;
+  let spent = 0;
+  const sorted = [...stalls].sort((a, b) => a[0] - b[0]);
+  data.samples.forEach((id, i) => {
+    t += data.timeDeltas[i] ?? 0;
+    while (w < sorted.length && sorted[w]![1] < t) w++;
+    if (w >= sorted.length || t < sorted[w]![0]) return;
+    const dt = data.timeDeltas[i + 1] ?? 0;
+    spent += dt;
+    add(inStall, name(byId.get(id)!.callFrame), dt);
+    const stack: string[] = [];
+    for (let at: number | undefined = id; at !== undefined && stack.length < 4; at = parent.get(at))
+      stack.push(name(byId.get(at)!.callFrame));
+    add(byStack, stack.join(" < "), dt);
+  });
+  const ms = (us: number): string => (us / 1000).toFixed(0).padStart(6);
+  console.log(`\nduring the ${stalls.length} event-loop turns over 50 ms (${ms(spent).trim()} ms sampled):`);
+  for (const [k, us] of largest(inStall)) console.log(`${ms(us)} ms  ${k}`);
+  console.log("\nby stack (innermost first):");
+  for (const [k, us] of largest(byStack)) console.log(`${ms(us)} ms  ${k}`);
 }
