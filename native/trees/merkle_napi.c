@@ -16,16 +16,22 @@
 /** The kind of external an update lives in (nu_wrap). */
 static const char WHAT[] = "Merkle update";
 
-/** An update and its link to the node cache the walk consults (none: link.cache NULL). */
+/**
+ * An update and its link to the node cache the walk consults (none: link.cache NULL), with the
+ * reference that keeps that cache alive meanwhile.
+ */
 typedef struct {
   mt_update *u;
   nc_link link;
+  napi_env env;
+  napi_ref cache_ref;
 } walk;
 
 static void release_update(void *p) {
   walk *w = p;
   mt_free(w->u);
   nc_link_free(&w->link);
+  nc_unref(w->env, w->cache_ref);
   free(w);
 }
 
@@ -50,7 +56,10 @@ static napi_value throw_failed(napi_env env, const mt_update *u) {
   return NULL;
 }
 
-/** merkleCreate(height, remembered, ids, oldRoot, empty[, cache, tree]): a handle (cache: a node cache the walk consults). */
+/**
+ * merkleCreate(height, remembered, ids, oldRoot, empty[, cache, tree]): a handle. `cache`: a node
+ * cache (node_cache_napi.c) the walk consults, `tree` the tree's id there.
+ */
 static napi_value create(napi_env env, napi_callback_info info) {
   napi_value argv[7];
   size_t argc = 7;
@@ -59,8 +68,6 @@ static napi_value create(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "too few arguments");
     return NULL;
   }
-  nc_link link = {0};
-  if (!nc_link_args(env, argv[5], argv[6], "ERR_MERKLE_INPUT", &link)) return NULL;
   int32_t height, remembered;
   NAPI_CALL(env, napi_get_value_int32(env, argv[0], &height));
   NAPI_CALL(env, napi_get_value_int32(env, argv[1], &remembered));
@@ -75,13 +82,20 @@ static napi_value create(napi_env env, napi_callback_info info) {
   char err[160];
   mt_update *u = mt_create(height, remembered, ids, ni / 32, root, empty, err, sizeof err);
   if (!u) return throw_input(env, err);
+  nc_link link = {0};
+  napi_ref cache_ref;
+  if (!nc_link_args(env, argv[5], argv[6], "ERR_MERKLE_INPUT", &link, &cache_ref)) {
+    mt_free(u);
+    return NULL;
+  }
   walk *w = malloc(sizeof *w);
   if (!w) {
     mt_free(u);
+    nc_unref(env, cache_ref);
     napi_throw_error(env, "ERR_MERKLE_MEMORY", "out of memory");
     return NULL;
   }
-  *w = (walk){u, link};
+  *w = (walk){u, link, env, cache_ref};
   return nu_wrap(env, w, release_update, WHAT, "ERR_MERKLE_MEMORY");
 }
 
@@ -198,7 +212,10 @@ static napi_value level_hashes(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/** merkleResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions, reads the cache answered]. */
+/**
+ * merkleResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions,
+ * how many reads the cache answered].
+ */
 static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   walk *w = walk_call(env, info, 1, argv);

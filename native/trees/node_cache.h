@@ -77,7 +77,10 @@ long nc_link_filter(nc_link *l, size_t n, const uint8_t *hashes, const int32_t *
  * when out of memory.
  */
 int nc_link_merge(nc_link *l, const uint8_t *records, const uint32_t *lengths, size_t *bytes);
-/** After the walk took the merged records: keeps those not found at their own position there. −1: out of memory. */
+/**
+ * After the walk took the merged records: keeps those not found at their own position there. −1:
+ * out of memory.
+ */
 int nc_link_remember_read(nc_link *l);
 /** Keeps a walk's new nodes (records back to back; index −1: not at a cached level). −1: out of memory. */
 int nc_link_remember_new(nc_link *l, size_t n, const uint8_t *hashes, const uint8_t *records,

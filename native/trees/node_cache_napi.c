@@ -138,7 +138,9 @@ int nc_register(napi_env env, napi_value exports) {
   return nu_register_all(env, exports, fns, sizeof fns / sizeof fns[0]);
 }
 
-int nc_link_args(napi_env env, napi_value cache, napi_value tree, const char *code, nc_link *link) {
+int nc_link_args(napi_env env, napi_value cache, napi_value tree, const char *code, nc_link *link,
+                 napi_ref *ref) {
+  *ref = NULL;
   napi_valuetype type;
   if (napi_typeof(env, cache, &type) != napi_ok) {
     napi_throw_error(env, NULL, "N-API call failed");
@@ -153,9 +155,17 @@ int nc_link_args(napi_env env, napi_value cache, napi_value tree, const char *co
     napi_throw_range_error(env, code, "a node cache's tree id: 0..65535");
     return 0;
   }
+  if (napi_create_reference(env, cache, 1, ref) != napi_ok) {
+    napi_throw_error(env, NULL, "N-API call failed");
+    return 0;
+  }
   link->cache = c;
   link->tree = id;
   return 1;
+}
+
+void nc_unref(napi_env env, napi_ref ref) {
+  if (ref) napi_delete_reference(env, ref);
 }
 
 napi_value nc_link_step(napi_env env, nc_link *link, void *u, nc_step_fn step, nc_supply_fn supply,

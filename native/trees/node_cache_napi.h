@@ -6,14 +6,22 @@
 
 #include "node_cache.h"
 
-/** Registers nodeCacheCreate, nodeCacheGet, nodeCacheRemember, nodeCacheRememberPacked, nodeCacheSize. 0 on failure. */
+/**
+ * Registers nodeCacheCreate, nodeCacheGet, nodeCacheRemember, nodeCacheRememberPacked and
+ * nodeCacheSize; 0 on failure.
+ */
 int nc_register(napi_env env, napi_value exports);
 
 /**
  * A walk's create call's optional cache and tree id (`cache`, `tree`: undefined for none) into
- * `link`. 0 (thrown, with `code`) when `cache` is not a live node cache or `tree` not a small id.
+ * `link`, and a reference in *ref that keeps the cache alive while the walk holds it (NULL
+ * without a cache; nc_unref drops it). 0 (thrown, with `code`) when `cache` is not a live node
+ * cache or `tree` not a small id.
  */
-int nc_link_args(napi_env env, napi_value cache, napi_value tree, const char *code, nc_link *link);
+int nc_link_args(napi_env env, napi_value cache, napi_value tree, const char *code, nc_link *link,
+                 napi_ref *ref);
+/** Drops a reference nc_link_args made (nothing for NULL). */
+void nc_unref(napi_env env, napi_ref ref);
 
 /**
  * A walk step's answer through its cache: null when the walk needs nothing more (n = 0), else the
