@@ -26,6 +26,8 @@ import { runScale, scaleTable } from "./scale.js";
  * `--level JSON` sets any of LevelDB's tunables (LevelTuning), e.g. `'{"writeBufferSize":67108864}'`.
  * `--alt-build DIST` alternates the native batches between this build's verifier and another build's
  * (its `dist` directory, e.g. of a `git worktree` of another commit, built), and prints both medians.
+ * `--alt-node-cache` alternates them between the node cache in the addon and in JavaScript
+ * (DACD_NODE_CACHE=js), each batch with a cache of its kind warmed beforehand, and prints both medians.
  * For profiling: `--only spot|perp` runs one workload and no engine table; `--cpu-profile PREFIX`
  * writes a CPU profile of the third native batch to PREFIX-<workload>.cpuprofile, `--heap-profile
  * PREFIX` its sampled allocations to PREFIX-<workload>.heapprofile (open either in Chrome's DevTools
@@ -70,6 +72,7 @@ const kernelArg = arg("--kernel");
 const forcedKernels = parseKernelOption(kernelArg, loadNativeAddon()?.kernels() ?? []);
 const altBuild = arg("--alt-build");
 const alt = altBuild === undefined ? undefined : await loadAltVerifier(altBuild);
+const altNodeCache = process.argv.includes("--alt-node-cache");
 const log = (s: string): void => void process.stderr.write(s + "\n");
 
 /**
@@ -228,6 +231,7 @@ for (const kind of only ? [only] : (["spot", "perp"] as const)) {
     log,
     phase: (name) => (phase = `${kind} ${name}`),
     alt,
+    altNodeCache,
     kernels: kind === "spot" ? kernelEngines : undefined,
     beside: besideDump
       ? dumpBeside(native, join(import.meta.dirname, "..", "..", "bin", "dacd.js"), log)

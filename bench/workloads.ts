@@ -22,6 +22,7 @@ import {
 import { encodeLeafRecord, hashLeaves } from "../src/trees/leaves.js";
 import { keptTrees, makeProfile, type Profile, type TreeName, type TreeSpec } from "../src/model/profile.js";
 import { TopNodeCache } from "../src/trees/node-cache.js";
+import type { NativeNodeCacheAddon } from "../src/trees/native-node-cache.js";
 import type { NodeWrite } from "../src/trees/node-source.js";
 import { NodeWrites } from "../src/trees/node-writes.js";
 import { PackedIds } from "../src/trees/packed-ids.js";
@@ -384,6 +385,12 @@ export async function runWorkload(
     /** Another build's verifier, for every second native batch (AltVerifier). */
     alt?: AltVerifier;
     /**
+     * Every second native batch with the node cache in JavaScript rather than in the addon; each
+     * batch then gets a cache of its kind warmed from the batch before (untimed), so both kinds
+     * start every batch from the same state.
+     */
+    altNodeCache?: boolean;
+    /**
      * Work to run beside native batch i (e.g. a dump of the same store): started before the batch
      * is timed, stopped by the returned function after it; undefined runs the batch alone.
      */
@@ -480,8 +487,11 @@ export async function runWorkload(
     // state, as a daemon warms its cache at start (app.ts). The pipelines run one after the other,
     // so that only one cache is alive at a time, as in a daemon.
     const native = new CountingEngine(opts.native);
-    const warmedCache = async (fromBatch: number): Promise<TopNodeCache> => {
-      const cache = new TopNodeCache(opts.cacheLevels);
+    const warmedCache = async (
+      fromBatch: number,
+      addon?: NativeNodeCacheAddon | null,
+    ): Promise<TopNodeCache> => {
+      const cache = new TopNodeCache(opts.cacheLevels, addon);
       const t = performance.now();
       const warmed = await warmTopNodes(cache, store, opts.native, trees, fromBatch);
       opts.log(`${kind}: cache warm-up ${((performance.now() - t) / 1000).toFixed(1)} s, ${warmed} nodes`);
@@ -521,6 +531,13 @@ export async function runWorkload(
       // The stated roots come from a dry run (nothing stored), as an honest operator would state them.
       // Every second batch is the other build's, dry run included, when one is given.
       const alt = opts.alt && i % 2 === 1 ? opts.alt : undefined;
+      const altCache = opts.altNodeCache === true && i % 2 === 1;
+      if (opts.altNodeCache && i < nativeRuns) {
+        nativeCache = undefined;
+        (globalThis as { gc?: () => void }).gc?.();
+        nativeCache = await warmedCache(prevId, altCache ? null : undefined);
+      }
+      const other = alt !== undefined || altCache;
       const verifier = alt ?? { computeRoots, verifyParsedAndStore };
       const stated = await verifier.computeRoots(opts.native, store, trees, prevRoots, changes);
       const update: StateUpdate = { prevBatchId: prevId, changes, statedRoots: stated.roots };
@@ -547,24 +564,24 @@ export async function runWorkload(
         // LevelDB's flushes and merges that finished during the batch, on its background thread.
         const merged = store.compactionWrittenMb() - mergedBefore;
         compactionMb.push(merged);
-        if (forced && !alt && !stopBeside) kernelTimes.get(forced.name)!.push(total);
+        if (forced && !other && !stopBeside) kernelTimes.get(forced.name)!.push(total);
         // Every thread's CPU time: near cores × wall time means the batch is CPU-bound.
         const used = process.cpuUsage(cpuBefore);
         cpuS = (used.user + used.system) / 1e6;
-        if (forced && !alt && !stopBeside) kernelCpu.get(forced.name)!.push(cpuS);
+        if (forced && !other && !stopBeside) kernelCpu.get(forced.name)!.push(cpuS);
         if (profiler) await profiler.stopInto(opts.profile!.path);
-        (alt ? altTimes : stopBeside ? besideTimes : nativeTimes).push(total);
+        (other ? altTimes : stopBeside ? besideTimes : nativeTimes).push(total);
         const breakdown = {
           total,
           reads: readClock.ms / 1000,
           hashing: native.busy.ms / 1000,
           commit: commitClock.ms / 1000,
         };
-        if (!alt && !stopBeside) breakdowns.push(breakdown);
+        if (!other && !stopBeside) breakdowns.push(breakdown);
         hashes = native.hashes;
         storageOps = reads + writes;
         opts.log(
-          `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}${stopBeside ? "beside " : ""}${forced ? `${forced.name} ` : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
+          `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}${altCache ? "JavaScript node cache " : ""}${stopBeside ? "beside " : ""}${forced ? `${forced.name} ` : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
             `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, ` +
             `LevelDB compaction wrote ${merged} MB, ${process.resourceUsage().minorPageFault - faultsBefore} page faults`,
         );
@@ -576,6 +593,8 @@ export async function runWorkload(
     }
     native.inner = opts.native;
     if (opts.alt) opts.log(compareBuilds(kind, nativeTimes, altTimes));
+    if (opts.altNodeCache)
+      opts.log(compareBuilds(`${kind} (alt: the node cache in JavaScript)`, nativeTimes, altTimes));
     // Collected now, before the WASM pipeline builds its own (the bench runs node with --expose-gc),
     // so that the peak RSS is what one pipeline holds, as in a daemon.
     nativeCache = undefined;

@@ -15,7 +15,9 @@
         "trees/merkle.c",
         "trees/merkle_napi.c",
         "trees/patricia.c",
-        "trees/patricia_napi.c"
+        "trees/patricia_napi.c",
+        "trees/node_cache.c",
+        "trees/node_cache_napi.c"
       ],
       "defines": ["PED_W=<(pedersen_window_bits)"],
       "cflags": ["-O3", "-std=gnu11", "-fno-strict-aliasing"],

@@ -11,16 +11,39 @@
 #include "../napi_util.h"
 #include "merkle.h"
 #include "merkle_napi.h"
+#include "node_cache_napi.h"
 
 /** The kind of external an update lives in (nu_wrap). */
 static const char WHAT[] = "Merkle update";
 
-static void release_update(void *u) { mt_free(u); }
+/**
+ * An update and its link to the node cache the walk consults (none: link.cache NULL), with the
+ * reference that keeps that cache alive meanwhile.
+ */
+typedef struct {
+  mt_update *u;
+  nc_link link;
+  napi_env env;
+  napi_ref cache_ref;
+} walk;
+
+static void release_update(void *p) {
+  walk *w = p;
+  mt_free(w->u);
+  nc_link_free(&w->link);
+  nc_unref(w->env, w->cache_ref);
+  free(w);
+}
 
 /** The call's first `want` arguments, the first being a live update: that update, or NULL (thrown). */
-static mt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+static walk *walk_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   if (!nu_args(env, info, want, argv)) return NULL;
   return nu_unwrap(env, argv[0], WHAT);
+}
+
+static mt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+  walk *w = walk_call(env, info, want, argv);
+  return w ? w->u : NULL;
 }
 
 static napi_value throw_input(napi_env env, const char *msg) {
@@ -33,10 +56,18 @@ static napi_value throw_failed(napi_env env, const mt_update *u) {
   return NULL;
 }
 
-/** merkleCreate(height, remembered, ids, oldRoot, empty): a handle. */
+/**
+ * merkleCreate(height, remembered, ids, oldRoot, empty[, cache, tree]): a handle. `cache`: a node
+ * cache (node_cache_napi.c) the walk consults, `tree` the tree's id there.
+ */
 static napi_value create(napi_env env, napi_callback_info info) {
-  napi_value argv[5];
-  if (!nu_args(env, info, 5, argv)) return NULL;
+  napi_value argv[7];
+  size_t argc = 7;
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 5) {
+    napi_throw_type_error(env, NULL, "too few arguments");
+    return NULL;
+  }
   int32_t height, remembered;
   NAPI_CALL(env, napi_get_value_int32(env, argv[0], &height));
   NAPI_CALL(env, napi_get_value_int32(env, argv[1], &remembered));
@@ -51,34 +82,61 @@ static napi_value create(napi_env env, napi_callback_info info) {
   char err[160];
   mt_update *u = mt_create(height, remembered, ids, ni / 32, root, empty, err, sizeof err);
   if (!u) return throw_input(env, err);
-  return nu_wrap(env, u, release_update, WHAT, "ERR_MERKLE_MEMORY");
+  nc_link link = {0};
+  napi_ref cache_ref;
+  if (!nc_link_args(env, argv[5], argv[6], "ERR_MERKLE_INPUT", &link, &cache_ref)) {
+    mt_free(u);
+    return NULL;
+  }
+  walk *w = malloc(sizeof *w);
+  if (!w) {
+    mt_free(u);
+    nc_unref(env, cache_ref);
+    napi_throw_error(env, "ERR_MERKLE_MEMORY", "out of memory");
+    return NULL;
+  }
+  *w = (walk){u, link, env, cache_ref};
+  return nu_wrap(env, w, release_update, WHAT, "ERR_MERKLE_MEMORY");
 }
+
+/** The walk's step and supply as the node cache's link calls them (nc_link_step). */
+static long step_needs(void *u, const uint8_t **hashes, const int32_t **positions) {
+  long n = mt_step(u);
+  if (n > 0) mt_needs(u, hashes, positions);
+  return n;
+}
+
+static int supply_records(void *u, const uint8_t *records, size_t bytes, const uint32_t *lengths) {
+  return mt_supply(u, records, bytes, lengths);
+}
+
+static napi_value failed(napi_env env, void *u) { return throw_failed(env, u); }
 
 /** merkleStep(handle): null when the old paths are read, else [hashes, positions] of the records it needs. */
 static napi_value step(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  mt_update *u = update_call(env, info, 1, argv);
-  if (!u) return NULL;
-  long n = mt_step(u);
-  if (n < 0) return throw_failed(env, u);
-  const uint8_t *hashes;
-  const int32_t *positions;
-  mt_needs(u, &hashes, &positions);
-  return nu_needs(env, (size_t)n, hashes, positions);
+  walk *w = walk_call(env, info, 1, argv);
+  if (!w) return NULL;
+  return nc_link_step(env, &w->link, w->u, step_needs, supply_records, failed, "ERR_MERKLE_MEMORY");
 }
 
 /** merkleSupply(handle, records, lengths): records back to back, lengths a Uint32Array (MT_MISSING: none). */
 static napi_value supply(napi_env env, napi_callback_info info) {
   napi_value argv[3];
-  mt_update *u = update_call(env, info, 3, argv);
-  if (!u) return NULL;
+  walk *w = walk_call(env, info, 3, argv);
+  if (!w) return NULL;
+  if (w->link.cache) {
+    nc_link_supply(env, &w->link, w->u, argv[1], argv[2], supply_records, failed, "ERR_MERKLE_INPUT",
+                   "ERR_MERKLE_MEMORY");
+    return NULL;
+  }
   uint8_t *records;
   uint32_t *lengths;
   size_t bytes;
-  if (!nu_supplied(env, argv[1], argv[2], mt_pending_count(u), MT_MISSING, "ERR_MERKLE_INPUT", &records, &bytes,
-                   &lengths))
+  if (!nu_supplied(env, argv[1], argv[2], mt_pending_count(w->u), MT_MISSING, "ERR_MERKLE_INPUT", &records,
+                   &bytes, &lengths))
     return NULL;
-  if (mt_supply(u, records, bytes, lengths) < 0) return throw_failed(env, u);
+  if (supply_records(w->u, records, bytes, lengths) < 0) return throw_failed(env, w->u);
   return NULL;
 }
 
@@ -154,17 +212,27 @@ static napi_value level_hashes(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/** merkleResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions]. */
+/**
+ * merkleResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions,
+ * how many reads the cache answered].
+ */
 static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  mt_update *u = update_call(env, info, 1, argv);
-  if (!u) return NULL;
+  walk *w = walk_call(env, info, 1, argv);
+  if (!w) return NULL;
+  mt_update *u = w->u;
   if (!mt_done(u)) return throw_input(env, "the result before every level is hashed");
-  napi_value v[5];
+  napi_value v[6];
   void *d[5];
   if (!nu_new_nodes(env, mt_new_count(u), mt_new_bytes(u), v, d)) return NULL;
   mt_result(u, d[0], d[1], d[2], d[3], d[4]);
-  return nu_tuple(env, v, 5);
+  /* The new nodes go into the cache here, and the result says how many reads it answered. */
+  if (w->link.cache && nc_link_remember_new(&w->link, mt_new_count(u), d[1], d[2], d[3], d[4]) < 0) {
+    napi_throw_error(env, "ERR_MERKLE_MEMORY", "out of memory");
+    return NULL;
+  }
+  NAPI_CALL(env, napi_create_double(env, (double)w->link.found, &v[5]));
+  return nu_tuple(env, v, 6);
 }
 
 /** merkleFree(handle): frees the update now rather than when the collector finds the handle. */

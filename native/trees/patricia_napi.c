@@ -11,16 +11,39 @@
 #include "../napi_util.h"
 #include "patricia.h"
 #include "patricia_napi.h"
+#include "node_cache_napi.h"
 
 /** The kind of external an update lives in (nu_wrap). */
 static const char WHAT[] = "Patricia update";
 
-static void release_update(void *u) { pt_free(u); }
+/**
+ * An update and its link to the node cache the walk consults (none: link.cache NULL), with the
+ * reference that keeps that cache alive meanwhile.
+ */
+typedef struct {
+  pt_update *u;
+  nc_link link;
+  napi_env env;
+  napi_ref cache_ref;
+} walk;
+
+static void release_update(void *p) {
+  walk *w = p;
+  pt_free(w->u);
+  nc_link_free(&w->link);
+  nc_unref(w->env, w->cache_ref);
+  free(w);
+}
 
 /** The call's first `want` arguments, the first being a live update: that update, or NULL (thrown). */
-static pt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+static walk *walk_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   if (!nu_args(env, info, want, argv)) return NULL;
   return nu_unwrap(env, argv[0], WHAT);
+}
+
+static pt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+  walk *w = walk_call(env, info, want, argv);
+  return w ? w->u : NULL;
 }
 
 static napi_value throw_failed(napi_env env, pt_update *u) {
@@ -29,10 +52,18 @@ static napi_value throw_failed(napi_env env, pt_update *u) {
   return NULL;
 }
 
-/** patriciaCreate(height, remembered, ids, leafHashes, oldRoot): a handle. */
+/**
+ * patriciaCreate(height, remembered, ids, leafHashes, oldRoot[, cache, tree]): a handle. `cache`: a
+ * node cache (node_cache_napi.c) the walk consults, `tree` the tree's id there.
+ */
 static napi_value create(napi_env env, napi_callback_info info) {
-  napi_value argv[5];
-  if (!nu_args(env, info, 5, argv)) return NULL;
+  napi_value argv[7];
+  size_t argc = 7;
+  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 5) {
+    napi_throw_type_error(env, NULL, "too few arguments");
+    return NULL;
+  }
   int32_t height, remembered;
   NAPI_CALL(env, napi_get_value_int32(env, argv[0], &height));
   NAPI_CALL(env, napi_get_value_int32(env, argv[1], &remembered));
@@ -52,34 +83,62 @@ static napi_value create(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, "ERR_PATRICIA_INPUT", err);
     return NULL;
   }
-  return nu_wrap(env, u, release_update, WHAT, "ERR_PATRICIA_MEMORY");
+  nc_link link = {0};
+  napi_ref cache_ref;
+  if (!nc_link_args(env, argv[5], argv[6], "ERR_PATRICIA_INPUT", &link, &cache_ref)) {
+    pt_free(u);
+    return NULL;
+  }
+  walk *w = malloc(sizeof *w);
+  if (!w) {
+    pt_free(u);
+    nc_unref(env, cache_ref);
+    napi_throw_error(env, "ERR_PATRICIA_MEMORY", "out of memory");
+    return NULL;
+  }
+  *w = (walk){u, link, env, cache_ref};
+  return nu_wrap(env, w, release_update, WHAT, "ERR_PATRICIA_MEMORY");
 }
+
+/** The walk's step and supply as the node cache's link calls them (nc_link_step). */
+static long step_needs(void *u, const uint8_t **hashes, const int32_t **positions) {
+  long n = pt_step(u);
+  if (n > 0) pt_needs(u, hashes, positions);
+  return n;
+}
+
+static int supply_records(void *u, const uint8_t *records, size_t bytes, const uint32_t *lengths) {
+  (void)bytes;
+  return pt_supply(u, records, lengths);
+}
+
+static napi_value failed(napi_env env, void *u) { return throw_failed(env, u); }
 
 /** patriciaStep(handle): null when built, else [hashes, positions] of the records it needs. */
 static napi_value step(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  pt_update *u = update_call(env, info, 1, argv);
-  if (!u) return NULL;
-  long n = pt_step(u);
-  if (n < 0) return throw_failed(env, u);
-  const uint8_t *hashes;
-  const int32_t *positions;
-  pt_needs(u, &hashes, &positions);
-  return nu_needs(env, (size_t)n, hashes, positions);
+  walk *w = walk_call(env, info, 1, argv);
+  if (!w) return NULL;
+  return nc_link_step(env, &w->link, w->u, step_needs, supply_records, failed, "ERR_PATRICIA_MEMORY");
 }
 
 /** patriciaSupply(handle, records, lengths): records back to back, lengths a Uint32Array (PT_MISSING: none). */
 static napi_value supply(napi_env env, napi_callback_info info) {
   napi_value argv[3];
-  pt_update *u = update_call(env, info, 3, argv);
-  if (!u) return NULL;
+  walk *w = walk_call(env, info, 3, argv);
+  if (!w) return NULL;
+  if (w->link.cache) {
+    nc_link_supply(env, &w->link, w->u, argv[1], argv[2], supply_records, failed, "ERR_PATRICIA_INPUT",
+                   "ERR_PATRICIA_MEMORY");
+    return NULL;
+  }
   uint8_t *records;
   uint32_t *lengths;
   size_t bytes;
-  if (!nu_supplied(env, argv[1], argv[2], pt_pending_count(u), PT_MISSING, "ERR_PATRICIA_INPUT", &records,
+  if (!nu_supplied(env, argv[1], argv[2], pt_pending_count(w->u), PT_MISSING, "ERR_PATRICIA_INPUT", &records,
                    &bytes, &lengths))
     return NULL;
-  if (pt_supply(u, records, lengths) < 0) return throw_failed(env, u);
+  if (supply_records(w->u, records, bytes, lengths) < 0) return throw_failed(env, w->u);
   return NULL;
 }
 
@@ -134,16 +193,26 @@ static napi_value rank_hashes(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-/** patriciaResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions]. */
+/**
+ * patriciaResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions,
+ * how many reads the cache answered].
+ */
 static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  pt_update *u = update_call(env, info, 1, argv);
-  if (!u) return NULL;
-  napi_value v[5];
+  walk *w = walk_call(env, info, 1, argv);
+  if (!w) return NULL;
+  pt_update *u = w->u;
+  napi_value v[6];
   void *d[5];
   if (!nu_new_nodes(env, pt_new_count(u), pt_new_bytes(u), v, d)) return NULL;
   pt_result(u, d[0], d[1], d[2], d[3], d[4]);
-  return nu_tuple(env, v, 5);
+  /* The new nodes go into the cache here, and the result says how many reads it answered. */
+  if (w->link.cache && nc_link_remember_new(&w->link, pt_new_count(u), d[1], d[2], d[3], d[4]) < 0) {
+    napi_throw_error(env, "ERR_PATRICIA_MEMORY", "out of memory");
+    return NULL;
+  }
+  NAPI_CALL(env, napi_create_double(env, (double)w->link.found, &v[5]));
+  return nu_tuple(env, v, 6);
 }
 
 /** patriciaFree(handle): frees the update now rather than when the collector finds the handle. */

@@ -15,8 +15,14 @@ export interface NativeMerkle {
     ids: Uint8Array,
     oldRoot: Uint8Array,
     empty: Uint8Array,
+    /** The addon's node cache to consult (NodeSource.nativeCache), and the tree's id there. */
+    cache?: object,
+    tree?: number,
   ): Handle;
-  /** null when the old paths are read; else the records it needs: hashes, and (depth, index) each. */
+  /**
+   * null when the old paths are read; else the records it needs (with a cache, those it does not
+   * hold): hashes, and (depth, index) each.
+   */
   merkleStep(h: Handle): [Uint8Array, Int32Array] | null;
   /** Those records back to back, with their lengths (MISSING_RECORD: not in the store). */
   merkleSupply(h: Handle, records: Uint8Array, lengths: Uint32Array): void;
@@ -57,7 +63,16 @@ export async function updateMerkleNative(
   out: NodeWrites,
 ): Promise<Uint8Array> {
   const packedEmpty = packedEmpties(empty);
-  const handle = native.merkleCreate(empty.length - 1, remembered, ids, oldRoot, packedEmpty);
+  const link = nodes.nativeCache;
+  const handle = native.merkleCreate(
+    empty.length - 1,
+    remembered,
+    ids,
+    oldRoot,
+    packedEmpty,
+    link?.handle,
+    link?.treeId(treeName),
+  );
   try {
     const step = () => asStoreError(treeName, () => native.merkleStep(handle));
     const supply = (records: Uint8Array, lengths: Uint32Array) =>

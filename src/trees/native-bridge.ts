@@ -28,9 +28,15 @@ export async function readRecords(
   treeName: string,
   supply: (records: Uint8Array, lengths: Uint32Array) => void,
 ): Promise<void> {
+  if (nodes.nativeCache) {
+    // The walk asked only for what the addon's cache does not hold, and keeps what it reads there.
+    const read = await packed(nodes.nativeCache.readStore, hashes);
+    asStoreError(treeName, () => supply(read.records, read.lengths));
+    return;
+  }
   const { records, lengths, unplaced } = nodes.getPacked
     ? await nodes.getPacked(treeName, hashes, positions)
-    : await getPacked(nodes, hashes);
+    : await packed((wanted) => nodes.getNodes(wanted), hashes);
   asStoreError(treeName, () => supply(records, lengths));
   if (!nodes.remember) return;
   // The cache's own are at their positions already.
@@ -53,11 +59,14 @@ export async function readRecords(
 }
 
 /** NodeSource.getPacked for a source without it: one getNodes, packed (every record unplaced). */
-async function getPacked(nodes: NodeSource, hashes: Uint8Array): Promise<PackedNodes> {
+async function packed(
+  getNodes: (hashes: readonly Uint8Array[]) => Promise<(Uint8Array | undefined)[]>,
+  hashes: Uint8Array,
+): Promise<PackedNodes> {
   const n = hashes.length / 32;
   const wanted = new Array<Uint8Array>(n);
   for (let i = 0; i < n; i++) wanted[i] = hashes.subarray(i * 32, i * 32 + 32);
-  const found = await nodes.getNodes(wanted);
+  const found = await getNodes(wanted);
   const lengths = new Uint32Array(n);
   let bytes = 0;
   for (let i = 0; i < n; i++) {
@@ -74,19 +83,24 @@ async function getPacked(nodes: NodeSource, hashes: Uint8Array): Promise<PackedN
   return { records, lengths, unplaced: Array.from(wanted.keys()) };
 }
 
-/** A native walk's result: the root, and the new nodes' hashes, records back to back, lengths and positions. */
-export type NativeResult = [Uint8Array, Uint8Array, Uint8Array, Uint32Array, Int32Array];
+/**
+ * A native walk's result: the root, and the new nodes' hashes, records back to back, lengths and
+ * positions; then how many of its reads the addon's node cache answered (0 without one).
+ */
+export type NativeResult = [Uint8Array, Uint8Array, Uint8Array, Uint32Array, Int32Array, number];
 
 /** Adds a native walk's new nodes to `out`, tells the cache about them, and returns the new root. */
 export function takeResult(
-  [root, hashes, records, lengths, positions]: NativeResult,
+  [root, hashes, records, lengths, positions, cacheHits]: NativeResult,
   out: NodeWrites,
   nodes: NodeSource,
   treeName: string,
   remembered: number,
 ): Uint8Array {
   out.addAll(hashes, records, lengths);
-  if (remembered > 0) rememberNewNodes(nodes, treeName, hashes, records, lengths, positions);
+  // A walk linked to the addon's cache has put its new nodes there itself.
+  if (nodes.nativeCache) nodes.nativeCache.noteHits?.(cacheHits);
+  else if (remembered > 0) rememberNewNodes(nodes, treeName, hashes, records, lengths, positions);
   return root;
 }
 

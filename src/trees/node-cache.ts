@@ -1,5 +1,6 @@
 import { ByteChunks } from "../util/byte-chunks.js";
 import { MISSING_RECORD, type NodeSource, type PackedNodes } from "./node-source.js";
+import { NativeNodeStore, nativeNodeCacheAddon, type NativeNodeCacheAddon } from "./native-node-cache.js";
 
 /**
  * 19 levels: up to 2^19 positions per tree, at most ~55 MiB per tree (about 100 bytes a node).
@@ -35,6 +36,10 @@ const MAX_RECORD = SLOT - 33;
  * (2^depth entries, allocated when first used); and an open-addressing table from 32 bits of the
  * hash to slot. A table cell whose slot has since been given to another node is stale: lookups
  * pass over it, inserts too, and the table is rebuilt from the slots when it fills up.
+ *
+ * Where the native addon is loaded, the same cache lives in native code (native-node-cache.ts,
+ * native/trees/node_cache.c) and the native walks consult it themselves; this class then hands
+ * its calls there, and the JavaScript storage below stays empty.
  */
 export class TopNodeCache {
   private slab = new Uint8Array(0);
@@ -48,20 +53,35 @@ export class TopNodeCache {
   /** tree → depth → index → slot + 1 (0: none). */
   private readonly byPosition = new Map<string, Int32Array[]>();
   private readonly views = new WeakMap<NodeSource, NodeSource>();
+  /** The cache in the addon, when there is one; null: this class's own storage. */
+  private readonly native: NativeNodeStore | null;
 
-  /** `levels`: how many levels below each root are kept (0 turns the cache off). */
-  constructor(readonly levels: number) {
+  /**
+   * `levels`: how many levels below each root are kept (0 turns the cache off). `addon`: the
+   * addon whose cache to use (by default the loaded addon's, if any); null keeps the cache here.
+   */
+  constructor(
+    readonly levels: number,
+    addon: NativeNodeCacheAddon | null = nativeNodeCacheAddon(),
+  ) {
     // 2^levels positions per depth array, and positions must be exact small integers.
     if (!Number.isInteger(levels) || levels < 0 || levels > 30)
       throw new RangeError(`node cache levels must be an integer in 0..30, got ${levels}`);
+    this.native = addon && levels > 0 ? new NativeNodeStore(addon, levels) : null;
+  }
+
+  /** Whether the cache lives in the native addon. */
+  get isNative(): boolean {
+    return this.native !== null;
   }
 
   get size(): number {
-    return this.used;
+    return this.native ? this.native.size : this.used;
   }
 
   /** The record of a node, if cached. */
   get(hash: Uint8Array): Uint8Array | undefined {
+    if (this.native) return this.native.get(hash);
     const slot = this.find(hash, 0);
     if (slot < 0) return undefined;
     const at = slot * SLOT;
@@ -85,6 +105,7 @@ export class TopNodeCache {
    * `index` among the nodes of its height. Ignored below the cached levels and for long records.
    */
   remember(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void {
+    if (this.native) return this.native.remember(tree, depth, index, hash, record);
     if (depth >= this.levels || record.length > MAX_RECORD) return;
     const slot = this.slotFor(tree, depth, index, hash, 0);
     if (slot < 0) return;
@@ -128,6 +149,16 @@ export class TopNodeCache {
   }
 
   private makeView(source: NodeSource): NodeSource {
+    if (this.native)
+      return {
+        getNodes: (hashes) => this.getNodes(source, hashes),
+        getCached: (hash) => this.get(hash),
+        rememberedLevels: this.levels,
+        remember: (tree, depth, index, hash, record) => this.remember(tree, depth, index, hash, record),
+        rememberPacked: (tree, hashes, records, lengths, positions) =>
+          this.rememberPacked(tree, hashes, records, lengths, positions),
+        nativeCache: this.native.link(source),
+      };
     return {
       getNodes: (hashes) => this.getNodes(source, hashes),
       getCached: (hash) => this.get(hash),
@@ -150,6 +181,7 @@ export class TopNodeCache {
     lengths: Uint32Array,
     positions: Int32Array,
   ): void {
+    if (this.native) return this.native.rememberPacked(tree, hashes, records, lengths, positions);
     for (let i = 0, at = 0; i < lengths.length; at += lengths[i]!, i++) {
       const depth = positions[2 * i]!;
       const index = positions[2 * i + 1]!;

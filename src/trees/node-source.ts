@@ -29,6 +29,24 @@ export interface NodeSource {
     lengths: Uint32Array,
     positions: Int32Array,
   ): void;
+  /**
+   * The node cache inside the native addon, when the cache is there (native-node-cache.ts): the
+   * native walks consult it themselves, and read only the records it does not hold, through the
+   * link's readStore rather than getNodes or getPacked.
+   */
+  readonly nativeCache?: NativeCacheLink;
+}
+
+/** What a native walk is handed to consult the addon's node cache (NodeSource.nativeCache). */
+export interface NativeCacheLink {
+  /** The addon's cache (an opaque handle). */
+  readonly handle: object;
+  /** The small id the cache keeps a tree's positions under. */
+  treeId(tree: string): number;
+  /** Reads records from the store behind the cache: the ones the cache does not hold. */
+  readStore(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
+  /** Told how many of a walk's reads the cache answered (for statistics). */
+  noteHits?(count: number): void;
 }
 
 /** The length of a record that is not there, in PackedNodes. */

@@ -14,8 +14,14 @@ export interface NativePatricia {
     ids: Uint8Array,
     leafHashes: Uint8Array,
     oldRoot: Uint8Array,
+    /** The addon's node cache to consult (NodeSource.nativeCache), and the tree's id there. */
+    cache?: object,
+    tree?: number,
   ): Handle;
-  /** null when the new tree is built; else the records it needs: hashes, and (depth, index) each. */
+  /**
+   * null when the new tree is built; else the records it needs (with a cache, those it does not
+   * hold): hashes, and (depth, index) each.
+   */
   patriciaStep(h: Handle): [Uint8Array, Int32Array] | null;
   /** Those records back to back, with their lengths (MISSING_RECORD: not in the store). */
   patriciaSupply(h: Handle, records: Uint8Array, lengths: Uint32Array): void;
@@ -45,7 +51,16 @@ export async function updatePatriciaNative(
   treeName: string,
   out: NodeWrites,
 ): Promise<Uint8Array> {
-  const handle = native.patriciaCreate(height, remembered, ids, leafHashes, oldRoot);
+  const link = nodes.nativeCache;
+  const handle = native.patriciaCreate(
+    height,
+    remembered,
+    ids,
+    leafHashes,
+    oldRoot,
+    link?.handle,
+    link?.treeId(treeName),
+  );
   try {
     const step = () => asStoreError(treeName, () => native.patriciaStep(handle));
     const supply = (records: Uint8Array, lengths: Uint32Array) =>

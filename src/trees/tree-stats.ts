@@ -1,4 +1,4 @@
-import type { NodeSource, PackedNodes } from "./node-source.js";
+import type { NativeCacheLink, NodeSource, PackedNodes } from "./node-source.js";
 import type { NodeWrites } from "./node-writes.js";
 
 /** What one tree's update did in one batch, for `dacd run --debug`. */
@@ -24,6 +24,7 @@ export function countingSource(nodes: NodeSource, stats: TreeStats): NodeSource 
       stats.nodes_read += hashes.length;
       return nodes.getNodes(hashes);
     },
+    ...(nodes.nativeCache && { nativeCache: countingLink(nodes.nativeCache, stats) }),
   };
   if (nodes.getCached) {
     const getCached = nodes.getCached.bind(nodes);
@@ -43,6 +44,22 @@ export function countingSource(nodes: NodeSource, stats: TreeStats): NodeSource 
     };
   }
   return view;
+}
+
+/** A view of a native cache link that counts the records one tree's walk reads through it. */
+function countingLink(link: NativeCacheLink, stats: TreeStats): NativeCacheLink {
+  return {
+    handle: link.handle,
+    treeId: (tree) => link.treeId(tree),
+    readStore: (hashes) => {
+      stats.nodes_read += hashes.length;
+      return link.readStore(hashes);
+    },
+    noteHits: (count) => {
+      stats.nodes_read += count;
+      link.noteHits?.(count);
+    },
+  };
 }
 
 /**

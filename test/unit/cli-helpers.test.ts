@@ -57,6 +57,10 @@ describe("command-line helpers", () => {
       environmentProblems({ DACD_TREE_WALK: "js", DACD_HASH_ENGINE: "wasm", DACD_POLLING_INTERVAL_S: "x" }),
     ).toEqual([]);
     expect(environmentProblems({ DACD_TREE_WALK: "" })).toEqual([]);
+    expect(environmentProblems({ DACD_NODE_CACHE: "js" })).toEqual([]);
+    expect(environmentProblems({ DACD_NODE_CACHE: "c" })).toEqual([
+      'environment variable DACD_NODE_CACHE="c" must be one of auto, js',
+    ]);
     const problems = environmentProblems({
       DACD_TREE_WALK: "fast",
       DACD_HASH_ENGINE: "gpu",

@@ -90,7 +90,7 @@ describe.skipIf(!native)("the native Merkle walk", () => {
     const empty = await empties(height);
     const walks = (["js", "native"] as const).map((walk) => {
       const memory = new MemoryNodeStore();
-      const cache = new TopNodeCache(12);
+      const cache = new TopNodeCache(12, null); // the JavaScript cache: its packed calls
       return { walk, memory, cache, view: cache.over(memory), root: empty[height]! };
     });
     const batch = randomIds(94, 300, 31);

@@ -80,7 +80,7 @@ describe("TopNodeCache", () => {
   });
 
   it("looks up packed by position, then by hash, and reads the rest from the source in one lookup", async () => {
-    const cache = new TopNodeCache(4);
+    const cache = new TopNodeCache(4, null);
     const source = new MemoryNodeStore();
     source.putNodes([
       { hash: h(7), record: h(17) },
@@ -120,7 +120,7 @@ describe("TopNodeCache", () => {
   });
 
   it("copies packed hits before reading the source, which may replace their slots meanwhile", async () => {
-    const cache = new TopNodeCache(4);
+    const cache = new TopNodeCache(4, null);
     cache.remember("vault", 2, 1, h(1), h(11));
     const source: NodeSource = {
       getNodes: async (hashes) => {
@@ -163,7 +163,7 @@ describe("TopNodeCache", () => {
   });
 
   it("never answers for a hash that only shares its lookup key", () => {
-    const cache = new TopNodeCache(4);
+    const cache = new TopNodeCache(4, null);
     const a = h(7);
     const b = h(7);
     b[0] = 8; // same last 6 bytes (the map key), different hash

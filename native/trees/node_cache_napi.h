@@ -1,0 +1,44 @@
+/* The node cache (node_cache.h) for JavaScript, and what the walks' bindings share to consult it. */
+#ifndef DACD_NODE_CACHE_NAPI_H
+#define DACD_NODE_CACHE_NAPI_H
+
+#include <node_api.h>
+
+#include "node_cache.h"
+
+/**
+ * Registers nodeCacheCreate, nodeCacheGet, nodeCacheRemember, nodeCacheRememberPacked and
+ * nodeCacheSize; 0 on failure.
+ */
+int nc_register(napi_env env, napi_value exports);
+
+/**
+ * A walk's create call's optional cache and tree id (`cache`, `tree`: undefined for none) into
+ * `link`, and a reference in *ref that keeps the cache alive while the walk holds it (NULL
+ * without a cache; nc_unref drops it). 0 (thrown, with `code`) when `cache` is not a live node
+ * cache or `tree` not a small id.
+ */
+int nc_link_args(napi_env env, napi_value cache, napi_value tree, const char *code, nc_link *link,
+                 napi_ref *ref);
+/** Drops a reference nc_link_args made (nothing for NULL). */
+void nc_unref(napi_env env, napi_ref ref);
+
+/**
+ * A walk step's answer through its cache: null when the walk needs nothing more (n = 0), else the
+ * records the cache does not hold, as nu_needs. While every record a step asks for is cached, the
+ * step is supplied here and the walk steps again: `step` and `supply` are the walk's (supply takes
+ * the records back to back and their lengths), `u` the update. NULL when thrown (`failed` throws
+ * the walk's error; `memory_code` for the link's own out of memory).
+ */
+typedef long (*nc_step_fn)(void *u, const uint8_t **hashes, const int32_t **positions);
+typedef int (*nc_supply_fn)(void *u, const uint8_t *records, size_t bytes, const uint32_t *lengths);
+napi_value nc_link_step(napi_env env, nc_link *link, void *u, nc_step_fn step, nc_supply_fn supply,
+                        napi_value (*failed)(napi_env env, void *u), const char *memory_code);
+/**
+ * A walk's supply call through its cache: `recs` and `lens` the misses' records (as nu_supplied),
+ * merged with the hits and handed to `supply`; then those not at their position are kept. 0 when thrown.
+ */
+int nc_link_supply(napi_env env, nc_link *link, void *u, napi_value recs, napi_value lens, nc_supply_fn supply,
+                   napi_value (*failed)(napi_env env, void *u), const char *input_code, const char *memory_code);
+
+#endif

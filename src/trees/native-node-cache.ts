@@ -1,0 +1,99 @@
+import { loadNativeAddon } from "../hash/native-engine.js";
+import type { NativeCacheLink, NodeSource } from "./node-source.js";
+
+/** An opaque handle to a cache inside the addon. */
+type Handle = object;
+
+/** The addon's node cache (native/trees/node_cache_napi.c, in the Pedersen addon). */
+export interface NativeNodeCacheAddon {
+  nodeCacheCreate(levels: number): Handle;
+  /** A copy of the record of the node with this hash, or null. */
+  nodeCacheGet(h: Handle, hash: Uint8Array): Uint8Array | null;
+  nodeCacheRemember(
+    h: Handle,
+    tree: number,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    record: Uint8Array,
+  ): void;
+  nodeCacheRememberPacked(
+    h: Handle,
+    tree: number,
+    hashes: Uint8Array,
+    records: Uint8Array,
+    lengths: Uint32Array,
+    positions: Int32Array,
+  ): void;
+  nodeCacheSize(h: Handle): number;
+}
+
+/**
+ * The addon's node cache, where the addon is loaded and has one; else null (the JavaScript cache).
+ * `DACD_NODE_CACHE=js` keeps the cache in JavaScript (to compare, or should the native one fail).
+ */
+export function nativeNodeCacheAddon(env: NodeJS.ProcessEnv = process.env): NativeNodeCacheAddon | null {
+  if (env.DACD_NODE_CACHE?.trim() === "js") return null;
+  const addon = loadNativeAddon() as unknown as Partial<NativeNodeCacheAddon> | null;
+  return addon && typeof addon.nodeCacheCreate === "function" ? (addon as NativeNodeCacheAddon) : null;
+}
+
+/** The longest record the cache keeps (a slot's record bytes; node-cache.ts). */
+const MAX_RECORD = 65;
+
+/**
+ * TopNodeCache's storage when the addon is loaded: the same cache in native code (node_cache.c),
+ * which the native walks are handed (NodeSource.nativeCache) and consult themselves, so that a
+ * read or a new node costs a memcmp and a memcpy rather than a JavaScript loop. Tree names become
+ * small ids here, the addon's key for their positions.
+ */
+export class NativeNodeStore {
+  private readonly handle: Handle;
+  private readonly trees = new Map<string, number>();
+
+  constructor(
+    private readonly addon: NativeNodeCacheAddon,
+    readonly levels: number,
+  ) {
+    this.handle = addon.nodeCacheCreate(levels);
+  }
+
+  get size(): number {
+    return this.addon.nodeCacheSize(this.handle);
+  }
+
+  get(hash: Uint8Array): Uint8Array | undefined {
+    return this.addon.nodeCacheGet(this.handle, hash) ?? undefined;
+  }
+
+  remember(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void {
+    // Checked here too, so that the nodes the cache would ignore cost no call into the addon.
+    if (depth >= this.levels || index < 0 || record.length > MAX_RECORD) return;
+    this.addon.nodeCacheRemember(this.handle, this.treeId(tree), depth, index, hash, record);
+  }
+
+  rememberPacked(
+    tree: string,
+    hashes: Uint8Array,
+    records: Uint8Array,
+    lengths: Uint32Array,
+    positions: Int32Array,
+  ): void {
+    this.addon.nodeCacheRememberPacked(this.handle, this.treeId(tree), hashes, records, lengths, positions);
+  }
+
+  /** What the native walks are handed to consult this cache, reading the rest from `source`. */
+  link(source: NodeSource): NativeCacheLink {
+    return {
+      handle: this.handle,
+      treeId: (tree) => this.treeId(tree),
+      readStore: (hashes) => source.getNodes(hashes),
+    };
+  }
+
+  private treeId(tree: string): number {
+    let id = this.trees.get(tree);
+    if (id === undefined) this.trees.set(tree, (id = this.trees.size));
+    return id;
+  }
+}
