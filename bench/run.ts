@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { writeFile } from "node:fs/promises";
+import { DEFAULT_MAX_OPEN_FILES } from "../src/config/schema.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import { loadNativeAddon } from "../src/hash/native-engine.js";
 import { createEngine } from "../src/hash/select.js";
@@ -65,6 +66,8 @@ const only: "spot" | "perp" | undefined = onlyArg === "reference-import" ? undef
 const cpuProfile = arg("--cpu-profile");
 const heapProfile = arg("--heap-profile");
 const level: LevelTuning = {
+  // The member's default unless told otherwise, so that the bench measures the daemon as it runs.
+  maxOpenFiles: DEFAULT_MAX_OPEN_FILES,
   ...(JSON.parse(arg("--level") ?? "{}") as LevelTuning),
   ...(arg("--max-open-files") === undefined ? {} : { maxOpenFiles: Number(arg("--max-open-files")) }),
 };

@@ -16,33 +16,16 @@
 /** The kind of external an update lives in (nu_wrap). */
 static const char WHAT[] = "Merkle update";
 
-/**
- * An update and its link to the node cache the walk consults (none: link.cache NULL), with the
- * reference that keeps that cache alive meanwhile.
- */
-typedef struct {
-  mt_update *u;
-  nc_link link;
-  napi_env env;
-  napi_ref cache_ref;
-} walk;
-
-static void release_update(void *p) {
-  walk *w = p;
-  mt_free(w->u);
-  nc_link_free(&w->link);
-  nc_unref(w->env, w->cache_ref);
-  free(w);
-}
+static void free_update(void *u) { mt_free(u); }
 
 /** The call's first `want` arguments, the first being a live update: that update, or NULL (thrown). */
-static walk *walk_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+static nc_walk *walk_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   if (!nu_args(env, info, want, argv)) return NULL;
   return nu_unwrap(env, argv[0], WHAT);
 }
 
 static mt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
-  walk *w = walk_call(env, info, want, argv);
+  nc_walk *w = walk_call(env, info, want, argv);
   return w ? w->u : NULL;
 }
 
@@ -82,21 +65,7 @@ static napi_value create(napi_env env, napi_callback_info info) {
   char err[160];
   mt_update *u = mt_create(height, remembered, ids, ni / 32, root, empty, err, sizeof err);
   if (!u) return throw_input(env, err);
-  nc_link link = {0};
-  napi_ref cache_ref;
-  if (!nc_link_args(env, argv[5], argv[6], "ERR_MERKLE_INPUT", &link, &cache_ref)) {
-    mt_free(u);
-    return NULL;
-  }
-  walk *w = malloc(sizeof *w);
-  if (!w) {
-    mt_free(u);
-    nc_unref(env, cache_ref);
-    napi_throw_error(env, "ERR_MERKLE_MEMORY", "out of memory");
-    return NULL;
-  }
-  *w = (walk){u, link, env, cache_ref};
-  return nu_wrap(env, w, release_update, WHAT, "ERR_MERKLE_MEMORY");
+  return nc_walk_wrap(env, u, free_update, argv[5], argv[6], WHAT, "ERR_MERKLE_INPUT", "ERR_MERKLE_MEMORY");
 }
 
 /** The walk's step and supply as the node cache's link calls them (nc_link_step). */
@@ -115,7 +84,7 @@ static napi_value failed(napi_env env, void *u) { return throw_failed(env, u); }
 /** merkleStep(handle): null when the old paths are read, else [hashes, positions] of the records it needs. */
 static napi_value step(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  walk *w = walk_call(env, info, 1, argv);
+  nc_walk *w = walk_call(env, info, 1, argv);
   if (!w) return NULL;
   return nc_link_step(env, &w->link, w->u, step_needs, supply_records, failed, "ERR_MERKLE_MEMORY");
 }
@@ -123,7 +92,7 @@ static napi_value step(napi_env env, napi_callback_info info) {
 /** merkleSupply(handle, records, lengths): records back to back, lengths a Uint32Array (MT_MISSING: none). */
 static napi_value supply(napi_env env, napi_callback_info info) {
   napi_value argv[3];
-  walk *w = walk_call(env, info, 3, argv);
+  nc_walk *w = walk_call(env, info, 3, argv);
   if (!w) return NULL;
   if (w->link.cache) {
     nc_link_supply(env, &w->link, w->u, argv[1], argv[2], supply_records, failed, "ERR_MERKLE_INPUT",
@@ -218,7 +187,7 @@ static napi_value level_hashes(napi_env env, napi_callback_info info) {
  */
 static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  walk *w = walk_call(env, info, 1, argv);
+  nc_walk *w = walk_call(env, info, 1, argv);
   if (!w) return NULL;
   mt_update *u = w->u;
   if (!mt_done(u)) return throw_input(env, "the result before every level is hashed");

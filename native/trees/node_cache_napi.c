@@ -168,6 +168,33 @@ void nc_unref(napi_env env, napi_ref ref) {
   if (ref) napi_delete_reference(env, ref);
 }
 
+static void release_walk(void *p) {
+  nc_walk *w = p;
+  w->free_u(w->u);
+  nc_link_free(&w->link);
+  nc_unref(w->env, w->cache_ref);
+  free(w);
+}
+
+napi_value nc_walk_wrap(napi_env env, void *u, void (*free_u)(void *u), napi_value cache, napi_value tree,
+                        const char *what, const char *input_code, const char *memory_code) {
+  nc_link link = {0};
+  napi_ref cache_ref;
+  if (!nc_link_args(env, cache, tree, input_code, &link, &cache_ref)) {
+    free_u(u);
+    return NULL;
+  }
+  nc_walk *w = malloc(sizeof *w);
+  if (!w) {
+    free_u(u);
+    nc_unref(env, cache_ref);
+    napi_throw_error(env, memory_code, "out of memory");
+    return NULL;
+  }
+  *w = (nc_walk){u, free_u, link, env, cache_ref};
+  return nu_wrap(env, w, release_walk, what, memory_code);
+}
+
 napi_value nc_link_step(napi_env env, nc_link *link, void *u, nc_step_fn step, nc_supply_fn supply,
                         napi_value (*failed)(napi_env env, void *u), const char *memory_code) {
   for (;;) {

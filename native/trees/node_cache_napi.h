@@ -24,6 +24,27 @@ int nc_link_args(napi_env env, napi_value cache, napi_value tree, const char *co
 void nc_unref(napi_env env, napi_ref ref);
 
 /**
+ * An update of either walk and its link to the node cache the walk consults (none: link.cache
+ * NULL), with the reference that keeps that cache alive meanwhile.
+ */
+typedef struct {
+  void *u;
+  void (*free_u)(void *u);
+  nc_link link;
+  napi_env env;
+  napi_ref cache_ref;
+} nc_walk;
+
+/**
+ * The handle (an external of kind `what`, nu_wrap) of update `u`, linked to the cache a create
+ * call's `cache` and `tree` arguments give (nc_link_args). `free_u` frees the update with the
+ * handle, or at once when this fails. NULL when thrown (`input_code`: bad arguments,
+ * `memory_code`: out of memory).
+ */
+napi_value nc_walk_wrap(napi_env env, void *u, void (*free_u)(void *u), napi_value cache, napi_value tree,
+                        const char *what, const char *input_code, const char *memory_code);
+
+/**
  * A walk step's answer through its cache: null when the walk needs nothing more (n = 0), else the
  * records the cache does not hold, as nu_needs. While every record a step asks for is cached, the
  * step is supplied here and the walk steps again: `step` and `supply` are the walk's (supply takes

@@ -16,33 +16,16 @@
 /** The kind of external an update lives in (nu_wrap). */
 static const char WHAT[] = "Patricia update";
 
-/**
- * An update and its link to the node cache the walk consults (none: link.cache NULL), with the
- * reference that keeps that cache alive meanwhile.
- */
-typedef struct {
-  pt_update *u;
-  nc_link link;
-  napi_env env;
-  napi_ref cache_ref;
-} walk;
-
-static void release_update(void *p) {
-  walk *w = p;
-  pt_free(w->u);
-  nc_link_free(&w->link);
-  nc_unref(w->env, w->cache_ref);
-  free(w);
-}
+static void free_update(void *u) { pt_free(u); }
 
 /** The call's first `want` arguments, the first being a live update: that update, or NULL (thrown). */
-static walk *walk_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+static nc_walk *walk_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   if (!nu_args(env, info, want, argv)) return NULL;
   return nu_unwrap(env, argv[0], WHAT);
 }
 
 static pt_update *update_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
-  walk *w = walk_call(env, info, want, argv);
+  nc_walk *w = walk_call(env, info, want, argv);
   return w ? w->u : NULL;
 }
 
@@ -83,21 +66,7 @@ static napi_value create(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, "ERR_PATRICIA_INPUT", err);
     return NULL;
   }
-  nc_link link = {0};
-  napi_ref cache_ref;
-  if (!nc_link_args(env, argv[5], argv[6], "ERR_PATRICIA_INPUT", &link, &cache_ref)) {
-    pt_free(u);
-    return NULL;
-  }
-  walk *w = malloc(sizeof *w);
-  if (!w) {
-    pt_free(u);
-    nc_unref(env, cache_ref);
-    napi_throw_error(env, "ERR_PATRICIA_MEMORY", "out of memory");
-    return NULL;
-  }
-  *w = (walk){u, link, env, cache_ref};
-  return nu_wrap(env, w, release_update, WHAT, "ERR_PATRICIA_MEMORY");
+  return nc_walk_wrap(env, u, free_update, argv[5], argv[6], WHAT, "ERR_PATRICIA_INPUT", "ERR_PATRICIA_MEMORY");
 }
 
 /** The walk's step and supply as the node cache's link calls them (nc_link_step). */
@@ -117,7 +86,7 @@ static napi_value failed(napi_env env, void *u) { return throw_failed(env, u); }
 /** patriciaStep(handle): null when built, else [hashes, positions] of the records it needs. */
 static napi_value step(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  walk *w = walk_call(env, info, 1, argv);
+  nc_walk *w = walk_call(env, info, 1, argv);
   if (!w) return NULL;
   return nc_link_step(env, &w->link, w->u, step_needs, supply_records, failed, "ERR_PATRICIA_MEMORY");
 }
@@ -125,7 +94,7 @@ static napi_value step(napi_env env, napi_callback_info info) {
 /** patriciaSupply(handle, records, lengths): records back to back, lengths a Uint32Array (PT_MISSING: none). */
 static napi_value supply(napi_env env, napi_callback_info info) {
   napi_value argv[3];
-  walk *w = walk_call(env, info, 3, argv);
+  nc_walk *w = walk_call(env, info, 3, argv);
   if (!w) return NULL;
   if (w->link.cache) {
     nc_link_supply(env, &w->link, w->u, argv[1], argv[2], supply_records, failed, "ERR_PATRICIA_INPUT",
@@ -199,7 +168,7 @@ static napi_value rank_hashes(napi_env env, napi_callback_info info) {
  */
 static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
-  walk *w = walk_call(env, info, 1, argv);
+  nc_walk *w = walk_call(env, info, 1, argv);
   if (!w) return NULL;
   pt_update *u = w->u;
   napi_value v[6];

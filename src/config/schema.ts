@@ -125,6 +125,12 @@ export type Field =
 const height: Field = { kind: "int", min: 1, max: 251 };
 const cron: Field = { kind: "cron" };
 
+/**
+ * The member's open table files (`store_max_open_files`): above the ~3,000 tables of a 10M-vault
+ * store, so that a batch never reopens tables (docs/operations.md).
+ */
+export const DEFAULT_MAX_OPEN_FILES = 5000;
+
 /** Every accepted key of the file (snake_case). Anything else is an error. */
 export const SCHEMA: Readonly<Record<string, Field>> = {
   profile: { kind: "enum", values: PROFILE_NAMES, required: true },
@@ -150,7 +156,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   log_format: { kind: "enum", values: LOG_FORMATS, default: "json" },
   hash_engine: { kind: "enum", values: HASH_ENGINES, default: "auto" },
   node_cache_levels: { kind: "int", min: 0, max: 24, default: DEFAULT_CACHE_LEVELS },
-  store_max_open_files: { kind: "int", min: 16, default: 5000 },
+  store_max_open_files: { kind: "int", min: 16, default: DEFAULT_MAX_OPEN_FILES },
   schedule: { kind: "object", fields: { check: cron, backup: cron, prune: cron } },
   backup_dir: { kind: "path" },
   backup_keep: { kind: "int", min: 1, default: 3 },
