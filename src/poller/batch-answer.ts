@@ -8,20 +8,12 @@ import { dacdErrorData, isDacdError, type DacdErrorData } from "../errors.js";
 import type { Profile } from "../model/profile.js";
 import type { StateUpdate } from "../model/state-update.js";
 import { parseStateUpdate } from "../wire/parse-update.js";
-import { JsonShapeScanner, type JsonLimits } from "./bounded-json.js";
+import { describe } from "../wire/fields.js";
+import { parseJsonHere, type JsonLimits } from "./bounded-json.js";
 import { BadResponse, JSON_FAILURE_HEAD, jsonFailure } from "./http.js";
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-/** A value as an error message names it: its kind, and a short excerpt of a string. */
-export function describeValue(v: unknown): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "an array";
-  if (typeof v === "string") return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
-  if (typeof v === "object") return "an object";
-  return `${typeof v} ${String(v)}`;
 }
 
 /**
@@ -29,11 +21,11 @@ export function describeValue(v: unknown): string {
  * yet). Throws BadResponse for any other envelope.
  */
 export function readBatchAnswer(v: unknown): Record<string, unknown> | null {
-  if (!isPlainObject(v)) throw new BadResponse(`answer is not a JSON object but ${describeValue(v)}`);
+  if (!isPlainObject(v)) throw new BadResponse(`answer is not a JSON object but ${describe(v)}`);
   if (!("update" in v)) throw new BadResponse(`answer has no "update" key`);
   const update = v.update;
   if (update === null) return null;
-  if (!isPlainObject(update)) throw new BadResponse(`"update" is not an object but ${describeValue(update)}`);
+  if (!isPlainObject(update)) throw new BadResponse(`"update" is not an object but ${describe(update)}`);
   return update;
 }
 
@@ -91,11 +83,8 @@ export function parseBatchAnswer(req: BatchParseRequest): BatchParseReply {
 function decodeJson({ bytes, limits, scanned }: BatchParseRequest): unknown {
   const head = Buffer.from(bytes.subarray(0, JSON_FAILURE_HEAD));
   try {
-    const refused = scanned ? undefined : new JsonShapeScanner(limits).push(bytes);
-    if (refused) throw new BadResponse(`answer refused: ${refused}`);
-    return JSON.parse(new TextDecoder().decode(bytes)) as unknown;
+    return parseJsonHere(bytes, limits, scanned);
   } catch (e) {
-    if (e instanceof BadResponse) throw e;
     throw jsonFailure(e, head);
   }
 }

@@ -136,14 +136,20 @@ export interface ParseOptions {
 export async function parseJsonBounded(body: Uint8Array, opts: ParseOptions = {}): Promise<unknown> {
   const limits = opts.limits ?? DEFAULT_JSON_LIMITS;
   opts.signal?.throwIfAborted();
-  if (body.length <= INLINE_PARSE_BYTES) {
-    if (!opts.scanned) {
-      const refused = new JsonShapeScanner(limits).push(body);
-      if (refused) throw new JsonLimitError(refused);
-    }
-    return JSON.parse(new TextDecoder().decode(body)) as unknown;
-  }
+  if (body.length <= INLINE_PARSE_BYTES) return parseJsonHere(body, limits, opts.scanned === true);
   return parseInWorker(body, limits, opts);
+}
+
+/**
+ * The same parse on this thread, at once: for a small body, or on a thread that is itself a worker
+ * (batch-answer.ts). Throws JsonLimitError or SyntaxError as parseJsonBounded does.
+ */
+export function parseJsonHere(body: Uint8Array, limits: JsonLimits, scanned: boolean): unknown {
+  if (!scanned) {
+    const refused = new JsonShapeScanner(limits).push(body);
+    if (refused) throw new JsonLimitError(refused);
+  }
+  return JSON.parse(new TextDecoder().decode(body)) as unknown;
 }
 
 /** The worker: scans (unless done already), decodes and parses, and posts the value back. */

@@ -8,7 +8,8 @@
  */
 import { DacdError } from "../errors.js";
 import { DEFAULT_JSON_LIMITS, type JsonLimits } from "./bounded-json.js";
-import { describeValue, isPlainObject, readBatchAnswer, type BatchParseReply } from "./batch-answer.js";
+import { describe } from "../wire/fields.js";
+import { isPlainObject, readBatchAnswer, type BatchParseReply } from "./batch-answer.js";
 import type { PostedSignature } from "../signer/signer.js";
 import {
   BadResponse,
@@ -48,7 +49,7 @@ function decodeBatchId(what: string) {
   return (res: HttpResponse): number => {
     const v = decodeJson(res);
     if (typeof v !== "number" || !Number.isSafeInteger(v) || v < -1) {
-      throw new BadResponse(`${what} is not an integer >= -1 but ${describeValue(v)}`);
+      throw new BadResponse(`${what} is not an integer >= -1 but ${describe(v)}`);
     }
     return v;
   };
@@ -57,7 +58,7 @@ function decodeBatchId(what: string) {
 function decodeObject(what: string) {
   return (res: HttpResponse): Record<string, unknown> => {
     const v = decodeJson(res);
-    if (!isPlainObject(v)) throw new BadResponse(`${what} is not a JSON object but ${describeValue(v)}`);
+    if (!isPlainObject(v)) throw new BadResponse(`${what} is not a JSON object but ${describe(v)}`);
     return v;
   };
 }

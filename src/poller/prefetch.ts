@@ -3,6 +3,7 @@ import type { Profile, TreeSpec } from "../model/profile.js";
 import type { StateUpdate } from "../model/state-update.js";
 import { parseStateUpdate } from "../wire/parse-update.js";
 import { reviveDacdError } from "../errors.js";
+import { isPlainObject } from "./batch-answer.js";
 import type { BatchParser } from "./batch-parser.js";
 import { DEFAULT_JSON_LIMITS } from "./bounded-json.js";
 import type { AvailabilityGateway } from "./gateway-client.js";
@@ -118,9 +119,6 @@ function workerLoader(
 
 /** Leaves read per turn of the event loop (a few milliseconds of BigInt parsing). */
 const SLICE_LEAVES = 1000;
-
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * parseStateUpdate, a slice of leaves per turn of the event loop: tens of thousands of leaves
