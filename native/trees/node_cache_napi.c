@@ -234,3 +234,19 @@ memory:
   napi_throw_error(env, memory_code, "out of memory");
   return 0;
 }
+
+int nc_walk_supply(napi_env env, nc_walk *w, napi_value recs, napi_value lens, size_t pending, uint32_t missing,
+                   nc_supply_fn supply, napi_value (*failed)(napi_env env, void *u), const char *input_code,
+                   const char *memory_code) {
+  if (w->link.cache)
+    return nc_link_supply(env, &w->link, w->u, recs, lens, supply, failed, input_code, memory_code);
+  uint8_t *records;
+  uint32_t *lengths;
+  size_t bytes;
+  if (!nu_supplied(env, recs, lens, pending, missing, input_code, &records, &bytes, &lengths)) return 0;
+  if (supply(w->u, records, bytes, lengths) < 0) {
+    failed(env, w->u);
+    return 0;
+  }
+  return 1;
+}

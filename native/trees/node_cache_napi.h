@@ -62,4 +62,13 @@ napi_value nc_link_step(napi_env env, nc_link *link, void *u, nc_step_fn step, n
 int nc_link_supply(napi_env env, nc_link *link, void *u, napi_value recs, napi_value lens, nc_supply_fn supply,
                    napi_value (*failed)(napi_env env, void *u), const char *input_code, const char *memory_code);
 
+/**
+ * A walk's supply call: `recs` and `lens` the records the walk's last step asked for (`pending` of
+ * them, `missing` the length of one not there), through its cache (nc_link_supply) when it has one,
+ * else straight to `supply`. 0 when thrown.
+ */
+int nc_walk_supply(napi_env env, nc_walk *w, napi_value recs, napi_value lens, size_t pending, uint32_t missing,
+                   nc_supply_fn supply, napi_value (*failed)(napi_env env, void *u), const char *input_code,
+                   const char *memory_code);
+
 #endif

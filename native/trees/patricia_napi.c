@@ -96,18 +96,8 @@ static napi_value supply(napi_env env, napi_callback_info info) {
   napi_value argv[3];
   nc_walk *w = walk_call(env, info, 3, argv);
   if (!w) return NULL;
-  if (w->link.cache) {
-    nc_link_supply(env, &w->link, w->u, argv[1], argv[2], supply_records, failed, "ERR_PATRICIA_INPUT",
-                   "ERR_PATRICIA_MEMORY");
-    return NULL;
-  }
-  uint8_t *records;
-  uint32_t *lengths;
-  size_t bytes;
-  if (!nu_supplied(env, argv[1], argv[2], pt_pending_count(w->u), PT_MISSING, "ERR_PATRICIA_INPUT", &records,
-                   &bytes, &lengths))
-    return NULL;
-  if (supply_records(w->u, records, bytes, lengths) < 0) return throw_failed(env, w->u);
+  nc_walk_supply(env, w, argv[1], argv[2], pt_pending_count(w->u), PT_MISSING, supply_records, failed,
+                 "ERR_PATRICIA_INPUT", "ERR_PATRICIA_MEMORY");
   return NULL;
 }
 
