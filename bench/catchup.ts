@@ -244,6 +244,8 @@ export async function runCatchup(opts: {
   cacheDir?: string;
   /** Writes a CPU profile of this thread (the member's) while catching up to this file. */
   cpuProfile?: string;
+  /** The member's `node_cache_levels` (`--cache-levels N`); unset: the member's default. */
+  cacheLevels?: number;
   log: (s: string) => void;
 }): Promise<CatchupResult> {
   const { log, batches: count } = opts;
@@ -270,6 +272,7 @@ export async function runCatchup(opts: {
       "polling_interval_s: 0.1",
       "http_request_timeout_s: 60",
       "validate_rollup: true",
+      ...(opts.cacheLevels === undefined ? [] : [`node_cache_levels: ${opts.cacheLevels}`]),
     ].join("\n");
     await writeFile(join(root, "dacd.yaml"), yaml + "\n");
 

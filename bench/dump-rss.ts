@@ -15,7 +15,7 @@ import { once } from "node:events";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { dumpStore } from "../src/escape/dump.js";
+import { DUMP_MAX_OPEN_FILES, dumpStore } from "../src/escape/dump.js";
 import { CSV_HEADERS, DUMP_FORMAT, type Manifest } from "../src/escape/formats.js";
 import { loadDump } from "../src/escape/load.js";
 import { computeClaimHash } from "../src/signer/claim.js";
@@ -185,7 +185,7 @@ async function child(mode: string, a: string, b: string): Promise<void> {
   const engine = createEngine("auto", mode === "load" ? { threads: "auto" } : {});
   const store = await LevelStore.open(
     mode === "load" ? a : b,
-    mode === "load" ? { writeBufferSize: BULK_LOAD_WRITE_BUFFER } : { maxOpenFiles: 20 },
+    mode === "load" ? { writeBufferSize: BULK_LOAD_WRITE_BUFFER } : { maxOpenFiles: DUMP_MAX_OPEN_FILES },
   );
   try {
     if (mode === "load") await loadDump(store, engine, { fromDir: b });

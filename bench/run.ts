@@ -154,6 +154,7 @@ if (process.argv.includes("--catchup")) {
     batches: Number(arg("--catchup-batches") ?? 50),
     cacheDir: arg("--catchup-cache"),
     cpuProfile: cpuProfile && `${cpuProfile}-catchup.cpuprofile`,
+    cacheLevels: arg("--cache-levels") === undefined ? undefined : cacheLevels,
     log,
   });
   clearInterval(sampler);

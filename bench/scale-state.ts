@@ -1,7 +1,7 @@
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createEngine } from "../src/hash/select.js";
 import { WasmEngine } from "../src/hash/wasm-engine.js";
+import { directorySize } from "../src/service/metrics.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import { runWorkload, type WorkloadResult, type WorkloadSize } from "./workloads.js";
 
@@ -38,11 +38,6 @@ export interface ScaleStateResult {
 
 export type ScaleMessage =
   { type: "waiting"; next: string } | { type: "result"; result: ScaleStateResult } | { type: "go" };
-
-/** The size on disk of a directory, as `du` counts it (allocated blocks). */
-export function diskBytes(dir: string): number {
-  return Number(execFileSync("du", ["-s", "-B1", dir], { encoding: "utf8" }).split(/\s/)[0]);
-}
 
 /** RssAnon and RssFile + RssShmem from /proc/self/status (Linux; zeros elsewhere), MiB. */
 function rssKinds(): { anon: number; file: number } {
@@ -98,7 +93,7 @@ async function main(config: ScaleStateConfig): Promise<void> {
     level: config.level,
     log,
     afterLoad: async (dir) => {
-      afterLoad = diskBytes(dir);
+      afterLoad = await directorySize(dir);
       sample();
     },
     gate: async (i) => {
@@ -108,7 +103,7 @@ async function main(config: ScaleStateConfig): Promise<void> {
     },
     beforeCleanup: async (dir) => {
       await turn("finish");
-      afterBatches = diskBytes(dir);
+      afterBatches = await directorySize(dir);
     },
   });
   await native.close?.();

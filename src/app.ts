@@ -25,6 +25,7 @@ import { loadPrivateKey } from "./signer/key-file.js";
 import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
 import { ensureLocalDir } from "./storage/local-dir.js";
+import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
 import type { HashEngine } from "./hash/engine.js";
@@ -151,6 +152,16 @@ async function startDaemonWith(
       throw err;
     },
   );
+  const tablesOpen = tableFilesWithinLimit(config.storeMaxOpenFiles);
+  if (tablesOpen < config.storeMaxOpenFiles)
+    log.warn(
+      {
+        store_max_open_files: config.storeMaxOpenFiles,
+        open_file_limit: openFileLimit(),
+        tables_open: tablesOpen,
+      },
+      "store_max_open_files is more than the open-file limit leaves: LevelDB keeps fewer tables open (raise LimitNOFILE= in the unit)",
+    );
   let control: Server | undefined;
   let journal: Awaited<ReturnType<typeof openMemberJournal>> | undefined;
   let escapeApi: EscapeApi | undefined;

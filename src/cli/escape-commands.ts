@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { DacdError } from "../errors.js";
 import { checkStore, type CheckReport } from "../maintenance/integrity-check.js";
 import { asStoreError } from "../storage/store-errors.js";
-import { dumpStore } from "../escape/dump.js";
+import { DUMP_MAX_OPEN_FILES, dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
 import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
 import { pruneStore } from "../maintenance/prune.js";
@@ -43,9 +43,6 @@ function batchId(v: string | undefined): number | undefined {
 function batchList(v: string | undefined): number[] | undefined {
   return v === undefined ? undefined : v.split(",").map((s) => parseBatchId(s.trim()));
 }
-
-/** Open table files while dumping: 427 MiB peak RSS for 1M vaults (bench/dump-rss.ts), ~600 MiB with the default. */
-const DUMP_MAX_OPEN_FILES = 20;
 
 async function run<T>(
   opts: StoreOptions,

@@ -19,6 +19,7 @@ import {
 } from "./keys.js";
 import { BULK_SPILL_DIR, BulkWriter, type BulkWriterOptions } from "./bulk-writer.js";
 import { type Db, LEVEL_DB } from "./level-db.js";
+import { tableFilesWithinLimit } from "./open-files.js";
 import type { PruneInfo } from "./prune-info.js";
 import { putSorted, rawPut } from "./sorted-puts.js";
 import { asStoreError } from "./store-errors.js";
@@ -27,7 +28,10 @@ type Snapshot = ReturnType<Db["snapshot"]>;
 
 /** LevelDB's tunables that dacd sets (classic-level's names; unset: LevelDB's defaults). */
 export interface LevelTuning {
-  /** Open table files; each is memory-mapped, so this bounds their share of RSS. */
+  /**
+   * Open table files, within what the descriptor limit leaves (open-files.ts); LevelDB
+   * memory-maps up to 1000 of them, so this bounds their share of RSS.
+   */
   readonly maxOpenFiles?: number;
   /** The LRU cache of uncompressed blocks, in bytes. */
   readonly cacheSize?: number;
@@ -123,8 +127,9 @@ export class LevelStore implements NodeSource {
   }
 
   /**
-   * Opens (creating if needed) the store in `dir`. `maxOpenFiles` bounds LevelDB's open, memory-mapped
-   * table files: whole-store walks (dump) pass a small number so that RSS stays bounded.
+   * Opens (creating if needed) the store in `dir`. `maxOpenFiles` bounds LevelDB's open table files
+   * (within the descriptor limit): whole-store walks (dump) pass a small number so that RSS stays
+   * bounded.
    */
   static async open(
     dir: string,
@@ -138,6 +143,7 @@ export class LevelStore implements NodeSource {
       // Tables written with compression stay readable: LevelDB marks each block.
       compression: false,
       ...opts,
+      ...(opts.maxOpenFiles === undefined ? {} : { maxOpenFiles: tableFilesWithinLimit(opts.maxOpenFiles) }),
       createIfMissing: !mode.existing,
     });
     try {
