@@ -41,7 +41,8 @@ import { runScale, scaleTable } from "./scale.js";
  * (bench/dump-beside.ts; default 8 native batches, no WASM ones); prints both medians and the ratio.
  * `--catchup` (alone): dacd's member catching up on 50 W-spot batches (`--catchup-batches N`) served
  * as JSON by a local HTTP gateway, from the W-spot state (bench/catchup.ts); `--catchup-cache DIR`
- * keeps the prepared state and batches in DIR for the next run.
+ * keeps the prepared state and batches in DIR for the next run; `--cache-levels N` sets the member's
+ * `node_cache_levels`.
  * `--kernel ifma|adx|portable` forces the native kernel; `--kernel all` alternates every kernel this
  * CPU runs batch by batch in W-spot (`--native-runs` batches each) and prints each one's median.
  * `--scale` runs W-scale alone (bench/scale.ts): the W-spot batches on the W-spot state and on one
