@@ -69,21 +69,42 @@ export class JsonShapeScanner {
     let stringBytes = this.stringBytes;
     let runBytes = this.runBytes;
     let error: string | undefined;
-    for (let i = 0; i < chunk.length; i++) {
-      const c = chunk[i]!;
+    const n = chunk.length;
+    // The first backslash at or after the scan (n: none left), searched again only once passed,
+    // so that the scan stays linear however many strings the chunk holds.
+    let backslashAt = -1;
+    for (let i = 0; i < n; i++) {
       if (inString) {
-        if (escaped) escaped = false;
-        else if (c === 0x5c) escaped = true;
-        else if (c === 0x22) {
-          inString = false;
-          continue;
-        }
+        if (!escaped) {
+          // Strings are most of a body: their plain bytes are skipped to the closing quote or the
+          // next backslash by indexOf, not looked at one by one.
+          let quoteAt = chunk.indexOf(0x22, i);
+          if (quoteAt < 0) quoteAt = n;
+          if (backslashAt < i) {
+            backslashAt = chunk.indexOf(0x5c, i);
+            if (backslashAt < 0) backslashAt = n;
+          }
+          const stop = quoteAt < backslashAt ? quoteAt : backslashAt;
+          stringBytes += stop - i;
+          if (stringBytes > maxStringBytes) {
+            error = `a string is longer than ${maxStringBytes} bytes`;
+            break;
+          }
+          i = stop;
+          if (i === n) break;
+          if (i === quoteAt) {
+            inString = false;
+            continue;
+          }
+          escaped = true;
+        } else escaped = false;
         if (++stringBytes > maxStringBytes) {
           error = `a string is longer than ${maxStringBytes} bytes`;
           break;
         }
         continue;
       }
+      const c = chunk[i]!;
       if (c === 0x22) {
         inString = true;
         stringBytes = 0;
