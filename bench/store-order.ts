@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { keyOrder, Prefix, prefixed } from "../src/storage/keys.js";
+import { keyOrder, treeKey, TreeKind } from "../src/storage/keys.js";
 import { levelDb } from "../src/storage/level-db.js";
 import { LevelStore } from "../src/storage/level-store.js";
 
@@ -12,7 +12,8 @@ import { LevelStore } from "../src/storage/level-store.js";
  * would), then each round commits a batch of new random nodes and looks up random stored ones, once
  * in the order the trees produce them (random to LevelDB) and once in key order (keyOrder), one
  * after the other. Prints the median of each and their ratio. Both orders hold the same records,
- * so only LevelDB's work differs.
+ * so only LevelDB's work differs. As in a store, the load's records are keyed under its gen (1) and
+ * each round's commits under a gen of their own (keys.ts).
  */
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(name);
@@ -25,6 +26,8 @@ const readCount = arg("--reads", 50_000);
 const rounds = arg("--rounds", 5);
 
 const random = (n: number): Uint8Array[] => Array.from({ length: n }, () => new Uint8Array(randomBytes(32)));
+/** The gen the bulk-loaded records are keyed under. */
+const LOAD_GEN = 1;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 async function main(): Promise<void> {
@@ -37,7 +40,7 @@ async function main(): Promise<void> {
     for (let done = 0; done < records; done += 100_000) {
       const batch = db.batch();
       for (const h of random(Math.min(100_000, records - done))) {
-        batch.put(prefixed(Prefix.node, h), new Uint8Array(64).fill(h[0]!));
+        batch.put(treeKey(LOAD_GEN, TreeKind.node, h), new Uint8Array(72).fill(h[0]!));
         stored.push(h);
       }
       await batch.write();
@@ -54,14 +57,16 @@ async function main(): Promise<void> {
       await fn();
       into.push(performance.now() - t);
     };
-    const record = new Uint8Array(64).fill(7);
+    const record = new Uint8Array(72).fill(7);
+    let gen = LOAD_GEN;
     for (let r = 0; r < rounds; r++) {
       for (const sorted of [false, true]) {
         const hashes = random(batchSize);
         await timed(sorted ? times.commitSorted : times.commitRandom, async () => {
           const batch = db.batch();
           const order = sorted ? keyOrder(hashes) : hashes.map((_, i) => i);
-          for (const i of order) batch.put(prefixed(Prefix.node, hashes[i]!), record);
+          const commitGen = ++gen;
+          for (const i of order) batch.put(treeKey(commitGen, TreeKind.node, hashes[i]!), record);
           await batch.write({ sync: true });
         });
         const picks = Array.from(
@@ -70,7 +75,7 @@ async function main(): Promise<void> {
         );
         await timed(sorted ? times.readSorted : times.readRandom, async () => {
           const order = sorted ? keyOrder(picks) : picks.map((_, i) => i);
-          const keys = Array.from(order, (i) => prefixed(Prefix.node, picks[i]!));
+          const keys = Array.from(order, (i) => treeKey(LOAD_GEN, TreeKind.node, picks[i]!));
           const got = await db.getMany(keys);
           if (got.some((v) => v === undefined)) throw new Error("a stored record was not found");
         });

@@ -10,7 +10,13 @@ import { LevelStore, type LevelTuning, type PendingCommit } from "../src/storage
 import { toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../src/trees/bulk-build.js";
-import { computeRoots, emptyRoots, type Roots } from "../src/trees/compute-roots.js";
+import {
+  computeRoots,
+  emptyRoots,
+  type RootGens,
+  type Roots,
+  type TreeState,
+} from "../src/trees/compute-roots.js";
 import {
   chainHashes,
   climbChains,
@@ -186,9 +192,12 @@ class BusyClock {
   }
 }
 
+/** The batch the bulk load stands for: its records are written under its id (storage/keys.ts). */
+const LOAD_BATCH = 0;
+
 /**
- * Builds the initial state bottom-up into the store as batch 0; returns the roots, the existing
- * ids and how long generating the random ids and leaves took (the bench's own work, which the
+ * Builds the initial state bottom-up into the store as batch 0; returns the roots and their gens,
+ * the existing ids and how long generating the random ids and leaves took (the bench's own work, which the
  * bulk-load figure leaves out: a member loads leaves it is given).
  */
 async function bulkLoad(
@@ -198,7 +207,13 @@ async function bulkLoad(
   trees: TreeSpec[],
   size: WorkloadSize,
   rng: Rng,
-): Promise<{ roots: Roots; ids: Map<TreeName, LoadedIds>; generatingS: number; detail: string }> {
+): Promise<{
+  roots: Roots;
+  gens: RootGens;
+  ids: Map<TreeName, LoadedIds>;
+  generatingS: number;
+  detail: string;
+}> {
   let generatingMs = 0;
   const counting = new CountingEngine(engine);
   engine = counting;
@@ -210,6 +225,7 @@ async function bulkLoad(
     return out;
   };
   const roots: Roots = {};
+  const gens: RootGens = {};
   const ids = new Map<TreeName, LoadedIds>();
   // Records go to LevelDB in key order at the end (BulkWriter), as `dacd escape load` writes them.
   const writer = store.bulkWriter();
@@ -249,11 +265,14 @@ async function bulkLoad(
             await emptyRoots(engine, spec.leaf, spec.height),
             { ids: sorted, hashes },
             sink,
+            { gen: LOAD_BATCH },
           )
-        : await buildPatricia(engine, spec.height, { ids: sorted, hashes }, sink);
+        : await buildPatricia(engine, spec.height, { ids: sorted, hashes }, sink, { gen: LOAD_BATCH });
+    // The root's record is the load's (an empty tree has none: gen 0 either way).
+    gens[spec.name] = LOAD_BATCH;
   }
   const spilledMs = writeWait.ms;
-  await writeWait.time(() => writer.finish());
+  await writeWait.time(() => writer.finish(LOAD_BATCH));
   await store.ensureIdentity({
     profile: profile.name,
     heights: Object.fromEntries(trees.map((t) => [t.name, t.height])),
@@ -261,10 +280,11 @@ async function bulkLoad(
   const claim = computeClaimHash(profile, roots, 0);
   await store.commitBatch(
     {
-      batch_id: 0,
+      batch_id: LOAD_BATCH,
       prev_batch_id: -1,
       sequence_number: 0,
       roots: Object.fromEntries(Object.entries(roots).map(([k, v]) => [k, toHex64(v)])),
+      root_gens: Object.fromEntries(Object.entries(gens).map(([k, v]) => [k, v!])),
       heights: Object.fromEntries(trees.map((t) => [t.name, t.height])),
       claim_hash: toHex0x(claim),
       signature: "",
@@ -275,7 +295,7 @@ async function bulkLoad(
     new NodeWrites(),
   );
   const detail = `hashing ${(counting.busy.ms / 1000).toFixed(1)} s (${counting.hashes} hashes), spilling ${(spilledMs / 1000).toFixed(1)} s, writing in key order ${((writeWait.ms - spilledMs) / 1000).toFixed(1)} s`;
-  return { roots, ids, generatingS: generatingMs / 1000, detail };
+  return { roots, gens, ids, generatingS: generatingMs / 1000, detail };
 }
 
 function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<TreeName, LoadedIds>) {
@@ -434,7 +454,7 @@ export async function runWorkload(
     const loaded = await bulkLoad(store, opts.native, profile, trees, size, rng);
     await store.close();
     store = await LevelStore.open(dir, opts.level ?? {});
-    const { roots: initialRoots, ids } = loaded;
+    const { roots: initialRoots, gens: initialGens, ids } = loaded;
     const bulkLoadS = (performance.now() - t0) / 1000 - loaded.generatingS;
     const cpu = process.cpuUsage(cpu0);
     opts.log(
@@ -464,9 +484,9 @@ export async function runWorkload(
     const counted = new Proxy(store, {
       get(target, prop, receiver) {
         if (prop === "getNodes") {
-          return (hashes: readonly Uint8Array[]) => {
+          return (hashes: readonly Uint8Array[], gens: ArrayLike<number>) => {
             reads += hashes.length;
-            return readClock.time(() => target.getNodes(hashes));
+            return readClock.time(() => target.getNodes(hashes, gens));
           };
         }
         if (prop === "commitBatch") {
@@ -516,7 +536,7 @@ export async function runWorkload(
     let hashes = 0;
     let storageOps = 0;
     let prevId = 0;
-    let prevRoots = initialRoots;
+    let prevState: TreeState = { roots: initialRoots, gens: initialGens };
     /** The updates the WASM pipeline verifies afterwards, each as a sibling of a native batch. */
     const siblings: { id: number; update: StateUpdate }[] = [];
     opts.phase?.("batches");
@@ -539,9 +559,9 @@ export async function runWorkload(
       }
       const other = alt !== undefined || altCache;
       const verifier = alt ?? { computeRoots, verifyParsedAndStore };
-      const stated = await verifier.computeRoots(opts.native, store, trees, prevRoots, changes);
-      const update: StateUpdate = { prevBatchId: prevId, changes, statedRoots: stated.roots };
       const nativeId = 2 * i + 1;
+      const stated = await verifier.computeRoots(opts.native, store, trees, prevState, changes, nativeId);
+      const update: StateUpdate = { prevBatchId: prevId, changes, statedRoots: stated.roots };
       if (i < opts.wasmRuns) siblings.push({ id: nativeId + 1, update });
       const forced = kernels.length > 0 ? kernels[i % kernels.length]! : undefined;
       if (i < nativeRuns) {
@@ -589,7 +609,7 @@ export async function runWorkload(
         await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
       }
       prevId = nativeId;
-      prevRoots = stated.roots;
+      prevState = { roots: stated.roots, gens: stated.rootGens };
     }
     native.inner = opts.native;
     if (opts.alt) opts.log(compareBuilds(kind, nativeTimes, altTimes));

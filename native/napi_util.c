@@ -70,16 +70,19 @@ napi_value nu_null(napi_env env) {
   return out;
 }
 
-napi_value nu_needs(napi_env env, size_t n, const uint8_t *hashes, const int32_t *positions) {
+napi_value nu_needs(napi_env env, size_t n, const uint8_t *hashes, const int32_t *positions,
+                    const uint32_t *gens) {
   if (n == 0) return nu_null(env);
-  void *h, *p;
-  napi_value v[2];
+  void *h, *p, *g;
+  napi_value v[3];
   if (!(v[0] = nu_new_typed(env, napi_uint8_array, n * 32, 1, &h)) ||
-      !(v[1] = nu_new_typed(env, napi_int32_array, n * 2, 4, &p)))
+      !(v[1] = nu_new_typed(env, napi_int32_array, n * 2, 4, &p)) ||
+      !(v[2] = nu_new_typed(env, napi_uint32_array, n, 4, &g)))
     return NULL;
   memcpy(h, hashes, n * 32);
   memcpy(p, positions, n * 2 * sizeof(int32_t));
-  return nu_tuple(env, v, 2);
+  memcpy(g, gens, n * sizeof(uint32_t));
+  return nu_tuple(env, v, 3);
 }
 
 int nu_supplied(napi_env env, napi_value recs, napi_value lens, size_t pending, uint32_t missing,

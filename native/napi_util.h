@@ -28,10 +28,11 @@ void nu_release(napi_env env, napi_value v, const char *what);
 /** JavaScript's null (NULL, thrown, if even that fails). */
 napi_value nu_null(napi_env env);
 /**
- * A walk step's answer: null when it needs nothing (n = 0), else [hashes, positions] of the n
- * records it needs, 32 bytes and (depth, index) each, copied.
+ * A walk step's answer: null when it needs nothing (n = 0), else [hashes, positions, gens] of the n
+ * records it needs, 32 bytes, (depth, index) and the record's gen each, copied.
  */
-napi_value nu_needs(napi_env env, size_t n, const uint8_t *hashes, const int32_t *positions);
+napi_value nu_needs(napi_env env, size_t n, const uint8_t *hashes, const int32_t *positions,
+                    const uint32_t *gens);
 /**
  * The records a walk is supplied with: `recs` (a Uint8Array, back to back) and `lens` (a
  * Uint32Array, `missing` for a record not there), one per record the walk asked for (`pending`)

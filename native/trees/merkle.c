@@ -16,8 +16,10 @@
  * the records, are the same.
  *
  * A node's hash is stored only where another node needs it: binary nodes' in `pair_hashes`, chain
- * tops' in `tops`; an empty node's is E[h]. Per path node there are 14 bytes, where a W-perp
- * update has ~500k path nodes.
+ * tops' in `tops`; an empty node's is E[h]. Every reference to a child carries the gen of the
+ * child's record (src/trees/node-record.ts): an old record's children come with theirs, and what
+ * this update writes has the batch's. Per path node there are 18 bytes, where a W-perp update has
+ * ~500k path nodes.
  */
 #include "merkle.h"
 
@@ -36,10 +38,14 @@ enum { N_EMPTY, N_SINGLE, N_STORED };
 /** A lone chain that starts off the changed paths (merkle.ts Derived): at an untouched leaf or an old edge. */
 enum { D_NONE, D_LEAF, D_EDGE };
 
-/** A hash: 32 bytes at p, or the top of chain `chain`, or the hash of binary node `pair` (−1: not those). */
+/**
+ * A hash: 32 bytes at p, or the top of chain `chain`, or the hash of binary node `pair` (−1: not
+ * those); and the gen of its record (0 for an empty subtree, which has none).
+ */
 typedef struct {
   const uint8_t *p;
   int32_t chain, pair;
+  uint32_t gen;
 } ref;
 
 /** A binary node: its index in its level and its children. */
@@ -58,6 +64,8 @@ typedef struct {
   const uint8_t *old_rec;
   /** The leaf's id: the record keeps its low `top` bits as the path. */
   u256 path;
+  /** The gen of the leaf's record. */
+  uint32_t leaf_gen;
   int16_t from, top;
   /** The path node at `top` (its index in the level), or −1: the child on `side` of path node `parent` at top + 1. */
   int32_t node, parent;
@@ -70,8 +78,9 @@ typedef struct {
   ref hash;
   /** A path child's index in its level; −1 off the paths. */
   int32_t path;
-  /** Derived: the chain's start, height and leaf, the old edge (D_EDGE), the leaf's id. */
+  /** Derived: the chain's start, height and leaf (and its record's gen), the old edge (D_EDGE), the leaf's id. */
   const uint8_t *start, *leaf, *old_rec;
+  uint32_t leaf_gen;
   int from;
   u256 id;
 } slot;
@@ -87,12 +96,14 @@ typedef struct {
  * thread (spare below): as fresh memory it would cost a page fault per 4 KiB page in every batch.
  */
 typedef struct {
-  buf ids, meet, levels, arena, need_hashes, need_positions, need_nodes, chains, pairs, pair_hashes, tops,
-      out_hashes, out_records, out_lengths, out_positions;
+  buf ids, meet, levels, arena, need_hashes, need_positions, need_gens, need_nodes, chains, pairs, pair_hashes,
+      tops, out_hashes, out_records, out_lengths, out_positions;
 } buffers;
 
 struct mt_update {
   int height, remembered;
+  /** The gen of the records this update writes. */
+  uint32_t batch_gen;
   size_t n;
   u256 *ids;
   uint8_t *empty; /* E[0..height], copied */
@@ -102,6 +113,7 @@ struct mt_update {
   int32_t *starts;   /* the node's first leaf */
   uint8_t *old_kind; /* O_… */
   uint32_t *old_off; /* O_HASH: where its old hash is in the arena; O_BINARY, O_EDGE: its record */
+  uint32_t *old_gen; /* O_HASH, O_BINARY: the gen of its old record */
   uint8_t *new_kind; /* N_… */
   int32_t *val;      /* N_SINGLE: its chain; N_STORED: its pair */
 
@@ -159,10 +171,17 @@ static void free_buffers(buffers *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* ---- edge records (merkle-edge.ts) ---- */
+/* ---- records (node-record.ts, merkle-edge.ts) ---- */
 
-static size_t edge_length(int h) { return 65 + 32 * (size_t)((h - 1) / MT_CHECKPOINT_STEP); }
+/** A binary record: left ‖ right ‖ left gen ‖ right gen. */
+#define BINARY_LENGTH 72
+
+/** The checkpoints' bytes in an edge of height h; they follow its 65-byte head, and its leaf's gen them. */
+static size_t checkpoint_bytes(int h) { return 32 * (size_t)((h - 1) / MT_CHECKPOINT_STEP); }
+static size_t edge_length(int h) { return 65 + checkpoint_bytes(h) + 4; }
 static size_t checkpoint_offset(int k) { return 65 + 32 * (size_t)(k / MT_CHECKPOINT_STEP - 1); }
+/** The gen of an edge record's leaf, its last 4 bytes (the record's height is at byte 64). */
+static uint32_t edge_leaf_gen(const uint8_t *rec) { return rd_gen(rec + edge_length(rec[64]) - 4); }
 
 /** Bit k of an edge record's path (bytes 32..64, big-endian). */
 static int edge_path_bit(const uint8_t *rec, int k) { return (rec[32 + 31 - k / 8] >> (k % 8)) & 1; }
@@ -230,14 +249,15 @@ static int lay_out_levels(mt_update *u) {
     total += u->count[h];
   }
   free(above);
-  /* One block: starts and old_off (4 bytes each), val (4), old_kind and new_kind (1). */
-  uint8_t *block = room(u, &u->b.levels, total * 14);
+  /* One block: starts, old_off, old_gen and val (4 bytes each), old_kind and new_kind (1). */
+  uint8_t *block = room(u, &u->b.levels, total * 18);
   if (!block) return 0;
   u->starts = (int32_t *)block;
   u->old_off = (uint32_t *)(block + total * 4);
-  u->val = (int32_t *)(block + total * 8);
-  u->old_kind = block + total * 12;
-  u->new_kind = block + total * 13;
+  u->old_gen = (uint32_t *)(block + total * 8);
+  u->val = (int32_t *)(block + total * 12);
+  u->old_kind = block + total * 16;
+  u->new_kind = block + total * 17;
   for (size_t i = 0; i < n; i++) u->starts[i] = (int32_t)i;
   for (int h = 1; h <= H; h++) {
     const int32_t *below = u->starts + u->base[h - 1];
@@ -251,7 +271,7 @@ static int lay_out_levels(mt_update *u) {
 }
 
 mt_update *mt_create(int height, int remembered, const uint8_t *ids, size_t n, const uint8_t *old_root,
-                     const uint8_t *empty, char *err, size_t err_len) {
+                     uint32_t old_root_gen, uint32_t batch_gen, const uint8_t *empty, char *err, size_t err_len) {
   if (height < 1 || height > 255 || remembered < 0 || remembered > 30 || n == 0 || n > INT32_MAX) {
     snprintf(err, err_len, "bad tree update: height %d, remembered %d, %zu changes", height, remembered, n);
     return NULL;
@@ -264,6 +284,7 @@ mt_update *mt_create(int height, int remembered, const uint8_t *ids, size_t n, c
   }
   u->height = height;
   u->remembered = remembered;
+  u->batch_gen = batch_gen;
   u->n = n;
   u->ids = room(u, &u->b.ids, n * sizeof(u256));
   u->empty = malloc(32 * ((size_t)height + 1));
@@ -291,6 +312,7 @@ mt_update *mt_create(int height, int remembered, const uint8_t *ids, size_t n, c
   size_t root = u->base[height];
   u->old_kind[root] = O_HASH;
   u->old_off[root] = 0;
+  u->old_gen[root] = old_root_gen;
   u->read_h = height;
   return u;
 oom:
@@ -319,10 +341,12 @@ static int need(mt_update *u, int h, size_t j) {
   size_t k = u->need_count;
   uint8_t *hashes = room(u, &u->b.need_hashes, (k + 1) * 32);
   int32_t *positions = room(u, &u->b.need_positions, (k + 1) * 2 * sizeof(int32_t));
+  uint32_t *gens = room(u, &u->b.need_gens, (k + 1) * sizeof(uint32_t));
   int32_t *nodes = room(u, &u->b.need_nodes, (k + 1) * sizeof(int32_t));
-  if (!hashes || !positions || !nodes) return 0;
+  if (!hashes || !positions || !gens || !nodes) return 0;
   size_t at = u->base[h] + j;
   memcpy(hashes + 32 * k, (uint8_t *)u->b.arena.p + u->old_off[at], 32);
+  gens[k] = u->old_gen[at];
   positions[2 * k] = u->height - h;
   positions[2 * k + 1] = index_at(u, u->starts[at], h);
   nodes[k] = (int32_t)j;
@@ -338,6 +362,7 @@ static void descend_old(mt_update *u, int h) {
   const uint32_t *off = u->old_off + u->base[h];
   uint8_t *next_kind = u->old_kind + u->base[h - 1];
   uint32_t *next_off = u->old_off + u->base[h - 1];
+  uint32_t *next_gen = u->old_gen + u->base[h - 1];
   const uint8_t *arena = u->b.arena.p;
   size_t parents = u->count[h];
   for (size_t c = 0, j = 0; c < u->count[h - 1]; c++) {
@@ -348,6 +373,7 @@ static void descend_old(mt_update *u, int h) {
       case O_BINARY:
         next_kind[c] = O_HASH;
         next_off[c] = off[j] + 32 * (uint32_t)side;
+        next_gen[c] = rd_gen(arena + off[j] + 64 + 4 * side);
         break;
       case O_EDGE:
         /* Still inside the edge's subtree while the child is on its leaf's side. */
@@ -390,9 +416,10 @@ long mt_step(mt_update *u) {
   return 0;
 }
 
-void mt_needs(const mt_update *u, const uint8_t **hashes, const int32_t **positions) {
+void mt_needs(const mt_update *u, const uint8_t **hashes, const int32_t **positions, const uint32_t **gens) {
   *hashes = u->b.need_hashes.p;
   *positions = u->b.need_positions.p;
+  *gens = u->b.need_gens.p;
 }
 
 size_t mt_pending_count(const mt_update *u) { return u->asked ? u->need_count : 0; }
@@ -417,7 +444,7 @@ int mt_supply(mt_update *u, const uint8_t *records, size_t bytes, const uint32_t
     size_t at = u->base[h] + (size_t)nodes[k];
     uint32_t len = lengths[k];
     const uint8_t *rec = records + pos;
-    int kind = len == 64 ? O_BINARY : len != MT_MISSING && is_edge(rec, len, h) ? O_EDGE : -1;
+    int kind = len == BINARY_LENGTH ? O_BINARY : len != MT_MISSING && is_edge(rec, len, h) ? O_EDGE : -1;
     if (kind < 0) {
       char hex[65], index[80];
       hex32(hashes + 32 * k, hex);
@@ -439,11 +466,11 @@ int mt_supply(mt_update *u, const uint8_t *records, size_t bytes, const uint32_t
 /* ---- building: the shape (merkle.ts buildNewPaths, pass 1) ---- */
 
 static int32_t start_chain(mt_update *u, const uint8_t *start, int from, u256 path, const uint8_t *leaf,
-                           const uint8_t *old_rec) {
+                           uint32_t leaf_gen, const uint8_t *old_rec) {
   chain *c = room(u, &u->b.chains, (u->chain_count + 1) * sizeof(chain));
   if (!c) return -1;
   c += u->chain_count;
-  *c = (chain){start, leaf, old_rec, path, (int16_t)from, -1, -1, -1, 0};
+  *c = (chain){start, leaf, old_rec, path, leaf_gen, (int16_t)from, -1, -1, -1, 0};
   return (int32_t)u->chain_count++;
 }
 
@@ -462,8 +489,9 @@ static void path_child(const mt_update *u, slot *s, int h, int32_t c) {
   s->kind = u->new_kind[at];
   s->derived = D_NONE;
   s->path = c;
-  s->hash = (ref){NULL, -1, -1};
-  if (s->kind == N_EMPTY) s->hash.p = empty_at(u, h - 1);
+  /* Everything on the paths is written by this update, a changed leaf's record too. */
+  s->hash = (ref){NULL, -1, -1, u->batch_gen};
+  if (s->kind == N_EMPTY) s->hash = (ref){empty_at(u, h - 1), -1, -1, 0};
   else if (h == 1) s->hash.p = (const uint8_t *)u->b.arena.p + u->leaves_off + 32 * (size_t)c;
   else if (s->kind == N_SINGLE) s->hash.chain = u->val[at];
   else s->hash.pair = u->val[at];
@@ -474,13 +502,17 @@ static void sibling(const mt_update *u, slot *s, int h, int32_t j, int side) {
   size_t at = u->base[h] + (size_t)j;
   s->derived = D_NONE;
   s->path = -1;
-  s->hash = (ref){empty_at(u, h - 1), -1, -1};
+  s->hash = (ref){empty_at(u, h - 1), -1, -1, 0};
   s->kind = N_EMPTY;
   const u256 *first = &u->ids[u->starts[at]];
   if (u->old_kind[at] == O_BINARY) {
     const uint8_t *rec = (const uint8_t *)u->b.arena.p + u->old_off[at];
     s->hash.p = rec + 32 * side;
-    if (equal32(s->hash.p, empty_at(u, h - 1))) return;
+    if (equal32(s->hash.p, empty_at(u, h - 1))) {
+      s->hash.p = empty_at(u, h - 1);
+      return;
+    }
+    s->hash.gen = rd_gen(rec + 64 + 4 * side);
     if (h > 1) {
       s->kind = N_STORED;
       return;
@@ -489,6 +521,7 @@ static void sibling(const mt_update *u, slot *s, int h, int32_t j, int side) {
     s->kind = N_SINGLE;
     s->derived = D_LEAF;
     s->start = s->leaf = s->hash.p;
+    s->leaf_gen = s->hash.gen;
     s->old_rec = NULL;
     s->from = 0;
     s->id = *first;
@@ -505,16 +538,19 @@ static void sibling(const mt_update *u, slot *s, int h, int32_t j, int side) {
     s->from = (h - 1) / MT_CHECKPOINT_STEP * MT_CHECKPOINT_STEP;
     s->start = s->from == 0 ? rec : rec + checkpoint_offset(s->from);
     s->leaf = rec;
+    s->leaf_gen = edge_leaf_gen(rec);
     s->old_rec = rec;
     s->id = u_or(u_shl(u_shr(*first, (unsigned)h), (unsigned)h), u_low_bits(u_from_be(rec + 32), (unsigned)h));
     /* The ancestor at h − 1 is the start when the split is at a checkpoint (or the leaf, at h = 1). */
     s->hash.p = s->from == h - 1 ? s->start : NULL;
+    /* A chain of this update's, its record written where it ends; at h = 1, the old leaf itself. */
+    s->hash.gen = h == 1 ? s->leaf_gen : u->batch_gen;
   }
 }
 
 /** A derived slot's chain, from its start. */
 static int32_t start_derived(mt_update *u, const slot *s) {
-  return start_chain(u, s->start, s->from, s->id, s->leaf, s->old_rec);
+  return start_chain(u, s->start, s->from, s->id, s->leaf, s->leaf_gen, s->old_rec);
 }
 
 /**
@@ -530,7 +566,7 @@ static int end_chain(mt_update *u, slot *s, int h, int32_t j, int side) {
     ch->top = (int16_t)(h - 1);
     ch->parent = j;
     ch->side = (int8_t)side;
-    s->hash = (ref){NULL, c, -1};
+    s->hash = (ref){NULL, c, -1, u->batch_gen};
   } else end_on_path(u, s->hash.chain, h - 1, s->path);
   return 1;
 }
@@ -596,7 +632,9 @@ long mt_build(mt_update *u, const uint8_t *leaf_hashes) {
         u->new_kind[at] = N_SINGLE;
         int32_t ch;
         if (only->derived) ch = start_derived(u, only);
-        else if (h == 1) ch = start_chain(u, leaves + 32 * only->path, 0, u->ids[only->path], leaves + 32 * only->path, NULL);
+        else if (h == 1)
+          ch = start_chain(u, leaves + 32 * only->path, 0, u->ids[only->path], leaves + 32 * only->path, u->batch_gen,
+                           NULL);
         else ch = only->hash.chain;
         if (ch < 0) return -1;
         u->val[at] = ch;
@@ -675,10 +713,11 @@ int mt_chains_climbed(mt_update *u, const uint8_t *tops, const uint8_t *marks) {
     memcpy(rec, ch->leaf, 32);
     u_to_be(u_low_bits(ch->path, (unsigned)top), rec + 32);
     rec[64] = (uint8_t)top;
+    wr_gen(rec + len - 4, ch->leaf_gen);
     /* A split edge's checkpoints up to the chain's start (and below its top) are the old edge's. */
     if (ch->old_rec) {
       int kept_to = from + 1 < top ? from + 1 : top;
-      memcpy(rec + 65, ch->old_rec + 65, edge_length(kept_to) - 65);
+      memcpy(rec + 65, ch->old_rec + 65, checkpoint_bytes(kept_to));
     }
     for (int k = from + MT_CHECKPOINT_STEP - from % MT_CHECKPOINT_STEP; k < top; k += MT_CHECKPOINT_STEP)
       memcpy(rec + checkpoint_offset(k), marks + ((i * (size_t)slots) + (size_t)(k / MT_CHECKPOINT_STEP) - 1) * 32,
@@ -733,10 +772,12 @@ void mt_level_hashes(mt_update *u, const uint8_t *hashes) {
   for (size_t p = u->pair_start[h], k = 0; p < u->pair_start[h + 1] && !u->failed; p++, k++) {
     memcpy(pair_hashes + 32 * p, hashes + 32 * k, 32);
     int32_t first = u->starts[u->base[h] + (size_t)pairs[p].node];
-    uint8_t *rec = emit(u, hashes + 32 * k, 64, h, index_at(u, first, h));
+    uint8_t *rec = emit(u, hashes + 32 * k, BINARY_LENGTH, h, index_at(u, first, h));
     if (!rec) return;
     memcpy(rec, resolve(u, pairs[p].l), 32);
     memcpy(rec + 32, resolve(u, pairs[p].r), 32);
+    wr_gen(rec + 64, pairs[p].l.gen);
+    wr_gen(rec + 68, pairs[p].r.gen);
   }
 }
 
@@ -745,14 +786,17 @@ void mt_level_hashes(mt_update *u, const uint8_t *hashes) {
 int mt_done(const mt_update *u) { return !u->failed && u->stage == HASHED; }
 size_t mt_new_count(const mt_update *u) { return u->out_count; }
 size_t mt_new_bytes(const mt_update *u) { return u->out_bytes; }
+uint32_t mt_batch_gen(const mt_update *u) { return u->batch_gen; }
 
-void mt_result(const mt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *records, uint32_t *lengths,
-               int32_t *positions) {
+void mt_result(const mt_update *u, uint8_t *root, uint32_t *root_gen, uint8_t *hashes, uint8_t *records,
+               uint32_t *lengths, int32_t *positions) {
   size_t at = u->base[u->height];
-  ref r = {empty_at(u, u->height), -1, -1};
+  ref r = {empty_at(u, u->height), -1, -1, 0};
   if (u->new_kind[at] == N_SINGLE) r.chain = u->val[at];
   else if (u->new_kind[at] == N_STORED) r.pair = u->val[at];
   memcpy(root, resolve(u, r), 32);
+  /* Every path node is written anew, the root too, unless the tree is now empty. */
+  *root_gen = u->new_kind[at] == N_EMPTY ? 0 : u->batch_gen;
   memcpy(hashes, u->b.out_hashes.p, u->out_count * 32);
   memcpy(records, u->b.out_records.p, u->out_bytes);
   memcpy(lengths, u->b.out_lengths.p, u->out_count * sizeof(uint32_t));

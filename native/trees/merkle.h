@@ -22,13 +22,15 @@ typedef struct mt_update mt_update;
 #define MT_CHECKPOINT_STEP 8
 
 /**
- * A new update of the tree of `height` (1..255) whose root is `old_root`, for `n` changed leaves
- * with `ids` (32 bytes big-endian each, strictly ascending, below 2^height). `empty` is E[0..height]
- * (32 bytes each), the roots of empty subtrees. Positions (depth, index) are reported for nodes less
- * than `remembered` (0..30) levels below the root. NULL with a message in `err` when the input is bad.
+ * A new update of the tree of `height` (1..255) whose root is `old_root` (its record written by batch
+ * `old_root_gen`), for `n` changed leaves with `ids` (32 bytes big-endian each, strictly ascending,
+ * below 2^height); its new records name each child with the gen of the child's record
+ * (src/trees/node-record.ts), `batch_gen` for those it writes. `empty` is E[0..height] (32 bytes
+ * each), the roots of empty subtrees. Positions (depth, index) are reported for nodes less than
+ * `remembered` (0..30) levels below the root. NULL with a message in `err` when the input is bad.
  */
 mt_update *mt_create(int height, int remembered, const uint8_t *ids, size_t n, const uint8_t *old_root,
-                     const uint8_t *empty, char *err, size_t err_len);
+                     uint32_t old_root_gen, uint32_t batch_gen, const uint8_t *empty, char *err, size_t err_len);
 void mt_free(mt_update *u);
 
 /**
@@ -37,8 +39,8 @@ void mt_free(mt_update *u);
  * known, −1 when it failed (mt_error says why).
  */
 long mt_step(mt_update *u);
-/** The needed records' hashes (32 bytes each) and positions (depth, index; index −1: none). */
-void mt_needs(const mt_update *u, const uint8_t **hashes, const int32_t **positions);
+/** The needed records' hashes (32 bytes each), positions (depth, index; index −1: none) and gens. */
+void mt_needs(const mt_update *u, const uint8_t **hashes, const int32_t **positions, const uint32_t **gens);
 /** How many records the last mt_step asked for (0 once they are supplied). */
 size_t mt_pending_count(const mt_update *u);
 /**
@@ -75,12 +77,16 @@ void mt_level_inputs(const mt_update *u, uint8_t *xs, uint8_t *ys);
 /** The engine's hashes of the current level's pairs. */
 void mt_level_hashes(mt_update *u, const uint8_t *hashes);
 
-/** When every level is hashed (mt_next_level returned 0): the new root and the new nodes (records back to back). */
+/**
+ * When every level is hashed (mt_next_level returned 0): the new root and its record's gen (0: the
+ * tree is empty), and the new nodes (records back to back, all of the batch's gen).
+ */
 int mt_done(const mt_update *u);
 size_t mt_new_count(const mt_update *u);
 size_t mt_new_bytes(const mt_update *u);
-void mt_result(const mt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *records, uint32_t *lengths,
-               int32_t *positions);
+uint32_t mt_batch_gen(const mt_update *u);
+void mt_result(const mt_update *u, uint8_t *root, uint32_t *root_gen, uint8_t *hashes, uint8_t *records,
+               uint32_t *lengths, int32_t *positions);
 
 const char *mt_error(const mt_update *u);
 /** The failure's error code: ERR_MERKLE_STORE (a record missing or corrupt), _MEMORY or _INPUT (misuse). */

@@ -40,38 +40,41 @@ static napi_value throw_failed(napi_env env, const mt_update *u) {
 }
 
 /**
- * merkleCreate(height, remembered, ids, oldRoot, empty[, cache, tree]): a handle. `cache`: a node
- * cache (node_cache_napi.c) the walk consults, `tree` the tree's id there.
+ * merkleCreate(height, remembered, ids, oldRoot, oldRootGen, batchGen, empty[, cache, tree]): a
+ * handle. `cache`: a node cache (node_cache_napi.c) the walk consults, `tree` the tree's id there.
  */
 static napi_value create(napi_env env, napi_callback_info info) {
-  napi_value argv[7];
-  size_t argc = 7;
+  napi_value argv[9];
+  size_t argc = 9;
   NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 5) {
+  if (argc < 7) {
     napi_throw_type_error(env, NULL, "too few arguments");
     return NULL;
   }
   int32_t height, remembered;
+  uint32_t root_gen, batch_gen;
   NAPI_CALL(env, napi_get_value_int32(env, argv[0], &height));
   NAPI_CALL(env, napi_get_value_int32(env, argv[1], &remembered));
+  NAPI_CALL(env, napi_get_value_uint32(env, argv[4], &root_gen));
+  NAPI_CALL(env, napi_get_value_uint32(env, argv[5], &batch_gen));
   uint8_t *ids, *root, *empty;
   size_t ni, nr, ne;
   if (!nu_typed(env, argv[2], napi_uint8_array, (void **)&ids, &ni) ||
       !nu_typed(env, argv[3], napi_uint8_array, (void **)&root, &nr) ||
-      !nu_typed(env, argv[4], napi_uint8_array, (void **)&empty, &ne))
+      !nu_typed(env, argv[6], napi_uint8_array, (void **)&empty, &ne))
     return NULL;
   if (ni % 32 || nr != 32 || height < 1 || ne != 32 * ((size_t)height + 1))
     return throw_input(env, "ids: 32 bytes each; root: 32; empty: E[0..height], 32 bytes each");
   char err[160];
-  mt_update *u = mt_create(height, remembered, ids, ni / 32, root, empty, err, sizeof err);
+  mt_update *u = mt_create(height, remembered, ids, ni / 32, root, root_gen, batch_gen, empty, err, sizeof err);
   if (!u) return throw_input(env, err);
-  return nc_walk_wrap(env, u, free_update, argv[5], argv[6], WHAT, "ERR_MERKLE_INPUT", "ERR_MERKLE_MEMORY");
+  return nc_walk_wrap(env, u, free_update, argv[7], argv[8], WHAT, "ERR_MERKLE_INPUT", "ERR_MERKLE_MEMORY");
 }
 
 /** The walk's step and supply as the node cache's link calls them (nc_link_step). */
-static long step_needs(void *u, const uint8_t **hashes, const int32_t **positions) {
+static long step_needs(void *u, const uint8_t **hashes, const int32_t **positions, const uint32_t **gens) {
   long n = mt_step(u);
-  if (n > 0) mt_needs(u, hashes, positions);
+  if (n > 0) mt_needs(u, hashes, positions, gens);
   return n;
 }
 
@@ -81,7 +84,7 @@ static int supply_records(void *u, const uint8_t *records, size_t bytes, const u
 
 static napi_value failed(napi_env env, void *u) { return throw_failed(env, u); }
 
-/** merkleStep(handle): null when the old paths are read, else [hashes, positions] of the records it needs. */
+/** merkleStep(handle): null when the old paths are read, else [hashes, positions, gens] of the records it needs. */
 static napi_value step(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   nc_walk *w = walk_call(env, info, 1, argv);
@@ -172,8 +175,8 @@ static napi_value level_hashes(napi_env env, napi_callback_info info) {
 }
 
 /**
- * merkleResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions,
- * how many reads the cache answered].
+ * merkleResult(handle): [root, root gen, hashes, records (back to back), lengths (Uint32Array),
+ * positions, how many reads the cache answered].
  */
 static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
@@ -181,17 +184,22 @@ static napi_value result(napi_env env, napi_callback_info info) {
   if (!w) return NULL;
   mt_update *u = w->u;
   if (!mt_done(u)) return throw_input(env, "the result before every level is hashed");
-  napi_value v[6];
+  napi_value nodes[5], v[7];
   void *d[5];
-  if (!nu_new_nodes(env, mt_new_count(u), mt_new_bytes(u), v, d)) return NULL;
-  mt_result(u, d[0], d[1], d[2], d[3], d[4]);
+  if (!nu_new_nodes(env, mt_new_count(u), mt_new_bytes(u), nodes, d)) return NULL;
+  uint32_t root_gen;
+  mt_result(u, d[0], &root_gen, d[1], d[2], d[3], d[4]);
   /* The new nodes go into the cache here, and the result says how many reads it answered. */
-  if (w->link.cache && nc_link_remember_new(&w->link, mt_new_count(u), d[1], d[2], d[3], d[4]) < 0) {
+  if (w->link.cache &&
+      nc_link_remember_new(&w->link, mt_new_count(u), d[1], NULL, mt_batch_gen(u), d[2], d[3], d[4]) < 0) {
     napi_throw_error(env, "ERR_MERKLE_MEMORY", "out of memory");
     return NULL;
   }
-  NAPI_CALL(env, napi_create_double(env, (double)w->link.found, &v[5]));
-  return nu_tuple(env, v, 6);
+  v[0] = nodes[0];
+  NAPI_CALL(env, napi_create_uint32(env, root_gen, &v[1]));
+  for (int i = 1; i < 5; i++) v[i + 1] = nodes[i];
+  NAPI_CALL(env, napi_create_double(env, (double)w->link.found, &v[6]));
+  return nu_tuple(env, v, 7);
 }
 
 /** merkleFree(handle): frees the update now rather than when the collector finds the handle. */

@@ -6,8 +6,11 @@
 
 #include "tree_util.h"
 
-/** A slot: hash (32) ‖ record length (1) ‖ record (up to NC_MAX_RECORD). */
-#define SLOT (33 + NC_MAX_RECORD)
+/** A slot: hash (32) ‖ gen (4, native order) ‖ record length (1) ‖ record (up to NC_MAX_RECORD). */
+#define GEN_AT 32
+#define LENGTH_AT 36
+#define RECORD_AT 37
+#define SLOT (RECORD_AT + NC_MAX_RECORD)
 #define MIN_TABLE ((size_t)1 << 16)
 
 /** A table cell: the slot + 1 (0: empty) and the key it was filed under. */
@@ -63,34 +66,40 @@ void nc_free(nc_cache *c) {
 int nc_levels(const nc_cache *c) { return c->levels; }
 size_t nc_size(const nc_cache *c) { return c->used; }
 
-static inline int holds(const nc_cache *c, size_t slot, const uint8_t *hash) {
-  return memcmp(c->slab + slot * SLOT, hash, 32) == 0;
+static inline uint32_t gen_of(const nc_cache *c, size_t slot) {
+  uint32_t g;
+  memcpy(&g, c->slab + slot * SLOT + GEN_AT, 4);
+  return g;
 }
 
-long nc_find(const nc_cache *c, const uint8_t *hash) {
+static inline int holds(const nc_cache *c, size_t slot, const uint8_t *hash, uint32_t gen) {
+  return memcmp(c->slab + slot * SLOT, hash, 32) == 0 && gen_of(c, slot) == gen;
+}
+
+long nc_find(const nc_cache *c, const uint8_t *hash, uint32_t gen) {
   size_t mask = c->table_size - 1;
   uint32_t key = key_of(hash);
   for (size_t i = key & mask;; i = (i + 1) & mask) {
     const cell *e = &c->table[i];
     if (e->slot == 0) return -1;
-    if (e->key == key && holds(c, e->slot - 1, hash)) return (long)e->slot - 1;
+    if (e->key == key && holds(c, e->slot - 1, hash, gen)) return (long)e->slot - 1;
   }
 }
 
-long nc_at(const nc_cache *c, int tree, int depth, int32_t index, const uint8_t *hash) {
+long nc_at(const nc_cache *c, int tree, int depth, int32_t index, const uint8_t *hash, uint32_t gen) {
   if (tree < 0 || (size_t)tree >= c->tree_count || depth < 0 || depth >= c->levels || index < 0 ||
       (uint32_t)index >= (uint32_t)1 << depth)
     return -1;
   const uint32_t *level = c->trees[tree].depth[depth];
   if (!level || level[index] == 0) return -1;
   size_t slot = level[index] - 1;
-  return holds(c, slot, hash) ? (long)slot : -1;
+  return holds(c, slot, hash, gen) ? (long)slot : -1;
 }
 
 const uint8_t *nc_record(const nc_cache *c, long slot, uint32_t *length) {
   const uint8_t *s = c->slab + (size_t)slot * SLOT;
-  *length = s[32];
-  return s + 33;
+  *length = s[LENGTH_AT];
+  return s + RECORD_AT;
 }
 
 /** Files every live slot in a table of twice their number (stale cells go). 0: out of memory. */
@@ -125,8 +134,8 @@ static int insert(nc_cache *c, size_t slot) {
   return 1;
 }
 
-int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *hash, const uint8_t *record,
-                uint32_t length) {
+int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *hash, uint32_t gen,
+                const uint8_t *record, uint32_t length) {
   if (tree < 0 || depth < 0 || depth >= c->levels || index < 0 || (uint32_t)index >= (uint32_t)1 << depth ||
       length > NC_MAX_RECORD)
     return 0;
@@ -144,7 +153,7 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
   size_t slot;
   if (*at) {
     slot = *at - 1;
-    if (holds(c, slot, hash)) return 0;
+    if (holds(c, slot, hash, gen)) return 0;
     /* The slot now holds the newer node; the old one's table cell goes stale. */
   } else {
     /* Slots are never freed: a position, once used, keeps its slot for each newer node there. */
@@ -171,25 +180,28 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
     return -1;
   }
   *at = (uint32_t)slot + 1;
-  s[32] = (uint8_t)length;
-  memcpy(s + 33, record, length);
+  memcpy(s + GEN_AT, &gen, 4);
+  s[LENGTH_AT] = (uint8_t)length;
+  memcpy(s + RECORD_AT, record, length);
   return 0;
 }
 
 void nc_link_free(nc_link *l) {
   free(l->hashes);
   free(l->pos);
+  free(l->gens);
   free(l->lengths);
   free(l->placed);
   free(l->hits);
   free(l->miss_hashes);
   free(l->miss_pos);
+  free(l->miss_gens);
   free(l->merged);
   free(l->merged_lengths);
   memset(l, 0, sizeof *l);
 }
 
-long nc_link_filter(nc_link *l, size_t n, const uint8_t *hashes, const int32_t *positions) {
+long nc_link_filter(nc_link *l, size_t n, const uint8_t *hashes, const int32_t *positions, const uint32_t *gens) {
   if (n > l->cap_n) {
     size_t cap = l->cap_n;
     void *p;
@@ -200,16 +212,19 @@ long nc_link_filter(nc_link *l, size_t n, const uint8_t *hashes, const int32_t *
   l->field = p;
     GROW(hashes, 32)
     GROW(pos, 8)
+    GROW(gens, 4)
     GROW(lengths, 4)
     GROW(placed, 1)
     GROW(miss_hashes, 32)
     GROW(miss_pos, 8)
+    GROW(miss_gens, 4)
     GROW(merged_lengths, 4)
 #undef GROW
     l->cap_n = cap;
   }
   memcpy(l->hashes, hashes, n * 32);
   memcpy(l->pos, positions, n * 8);
+  memcpy(l->gens, gens, n * 4);
   l->n = n;
   l->misses = 0;
   l->hit_bytes = 0;
@@ -221,16 +236,17 @@ long nc_link_filter(nc_link *l, size_t n, const uint8_t *hashes, const int32_t *
     l->placed[i] = 0;
     /* Nodes below the cached levels are never here: they go to the store without a probe. */
     if (index >= 0 && depth < c->levels) {
-      slot = nc_at(c, l->tree, depth, index, h);
+      slot = nc_at(c, l->tree, depth, index, h, gens[i]);
       if (slot >= 0)
         l->placed[i] = 1;
       else
-        slot = nc_find(c, h); /* kept under another position */
+        slot = nc_find(c, h, gens[i]); /* kept under another position */
     }
     if (slot < 0) {
       l->lengths[i] = NC_MISSING;
       memcpy(l->miss_hashes + 32 * l->misses, h, 32);
       memcpy(l->miss_pos + 2 * l->misses, positions + 2 * i, 8);
+      l->miss_gens[l->misses] = gens[i];
       l->misses++;
       continue;
     }
@@ -281,21 +297,21 @@ int nc_link_remember_read(nc_link *l) {
     uint32_t len = l->merged_lengths[i];
     if (len == NC_MISSING) continue;
     if (!l->placed[i] && l->pos[2 * i + 1] >= 0 &&
-        nc_remember(l->cache, l->tree, l->pos[2 * i], l->pos[2 * i + 1], l->hashes + 32 * i, l->merged + at,
-                    len) < 0)
+        nc_remember(l->cache, l->tree, l->pos[2 * i], l->pos[2 * i + 1], l->hashes + 32 * i, l->gens[i],
+                    l->merged + at, len) < 0)
       return -1;
     at += len;
   }
   return 0;
 }
 
-int nc_link_remember_new(nc_link *l, size_t n, const uint8_t *hashes, const uint8_t *records,
-                         const uint32_t *lengths, const int32_t *positions) {
+int nc_link_remember_new(nc_link *l, size_t n, const uint8_t *hashes, const uint32_t *gens, uint32_t gen,
+                         const uint8_t *records, const uint32_t *lengths, const int32_t *positions) {
   size_t at = 0;
   for (size_t i = 0; i < n; i++) {
     if (positions[2 * i + 1] >= 0 &&
-        nc_remember(l->cache, l->tree, positions[2 * i], positions[2 * i + 1], hashes + 32 * i, records + at,
-                    lengths[i]) < 0)
+        nc_remember(l->cache, l->tree, positions[2 * i], positions[2 * i + 1], hashes + 32 * i,
+                    gens ? gens[i] : gen, records + at, lengths[i]) < 0)
       return -1;
     at += lengths[i];
   }

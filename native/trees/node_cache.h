@@ -4,9 +4,10 @@
  * themselves, a memcmp and a memcpy per node, rather than through JavaScript).
  *
  * One node per position (tree, depth, index) for depths below `levels`: a node written at a
- * position replaces the one there before, so the size is bounded by the trees' shape. Nodes are
- * content-addressed, so lookups are by hash; the walks, which know where each node they read sits,
- * look up by position first. Storage: a slab of fixed-size slots (hash ‖ record length ‖ record),
+ * position replaces the one there before, so the size is bounded by the trees' shape. Lookups are
+ * by hash and gen (the batch that wrote the record: two batches' records of one node may name
+ * different children); the walks, which know where each node they read sits, look up by position
+ * first. Storage: a slab of fixed-size slots (hash ‖ gen ‖ record length ‖ record),
  * per tree and depth an array from index to slot, and an open-addressing table from 31 bits of the
  * hash to slot whose stale cells (their slot since given to another node) are dropped when the
  * table is rebuilt.
@@ -20,7 +21,7 @@
 typedef struct nc_cache nc_cache;
 
 /** The longest record a slot holds (binary nodes, Patricia edges, Merkle edges up to height 8). */
-#define NC_MAX_RECORD 65
+#define NC_MAX_RECORD 72
 /** The deepest `levels` (positions stay int32). */
 #define NC_MAX_LEVELS 30
 /** The length of a record that is not there (MT_MISSING, PT_MISSING). */
@@ -32,10 +33,10 @@ void nc_free(nc_cache *c);
 int nc_levels(const nc_cache *c);
 /** How many slots are in use (one per position ever written). */
 size_t nc_size(const nc_cache *c);
-/** The slot of the node with this hash (at any position), or −1. */
-long nc_find(const nc_cache *c, const uint8_t *hash);
-/** The slot at a position if it holds the node with this hash, or −1. */
-long nc_at(const nc_cache *c, int tree, int depth, int32_t index, const uint8_t *hash);
+/** The slot of the node with this hash and gen (at any position), or −1. */
+long nc_find(const nc_cache *c, const uint8_t *hash, uint32_t gen);
+/** The slot at a position if it holds the node with this hash and gen, or −1. */
+long nc_at(const nc_cache *c, int tree, int depth, int32_t index, const uint8_t *hash, uint32_t gen);
 /** A slot's record and its length. */
 const uint8_t *nc_record(const nc_cache *c, long slot, uint32_t *length);
 /**
@@ -43,8 +44,8 @@ const uint8_t *nc_record(const nc_cache *c, long slot, uint32_t *length);
  * levels, outside the position's range and for records longer than NC_MAX_RECORD. −1 when out of
  * memory (the cache is then unchanged), else 0.
  */
-int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *hash, const uint8_t *record,
-                uint32_t length);
+int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *hash, uint32_t gen,
+                const uint8_t *record, uint32_t length);
 
 /**
  * What a native walk's update keeps to consult a cache: the records its last step asked for that
@@ -57,11 +58,13 @@ typedef struct {
   size_t n, misses, hit_bytes;
   uint8_t *hashes;   /* n × 32: what the step asked for */
   int32_t *pos;      /* n × 2: their positions */
+  uint32_t *gens;    /* n: their records' gens */
   uint32_t *lengths; /* n: a hit's length, or NC_MISSING for a miss */
   uint8_t *placed;   /* n: 1 when found at its own position */
   uint8_t *hits;     /* the hits' records back to back */
   uint8_t *miss_hashes;
   int32_t *miss_pos;
+  uint32_t *miss_gens;
   uint8_t *merged; /* hits and the caller's records, in the step's order */
   uint32_t *merged_lengths;
   size_t cap_n, cap_hits, cap_merged;
@@ -69,8 +72,11 @@ typedef struct {
 } nc_link;
 
 void nc_link_free(nc_link *l);
-/** Looks up a step's needs; their misses in miss_hashes and miss_pos. Their count, or −1 (out of memory). */
-long nc_link_filter(nc_link *l, size_t n, const uint8_t *hashes, const int32_t *positions);
+/**
+ * Looks up a step's needs; their misses in miss_hashes, miss_pos and miss_gens. Their count, or −1
+ * (out of memory).
+ */
+long nc_link_filter(nc_link *l, size_t n, const uint8_t *hashes, const int32_t *positions, const uint32_t *gens);
 /**
  * The step's records in order: the hits and the misses' records (`records` back to back, `lengths`
  * one per miss, NC_MISSING for none) into merged and merged_lengths; their bytes in *bytes. −1
@@ -82,8 +88,11 @@ int nc_link_merge(nc_link *l, const uint8_t *records, const uint32_t *lengths, s
  * out of memory.
  */
 int nc_link_remember_read(nc_link *l);
-/** Keeps a walk's new nodes (records back to back; index −1: not at a cached level). −1: out of memory. */
-int nc_link_remember_new(nc_link *l, size_t n, const uint8_t *hashes, const uint8_t *records,
-                         const uint32_t *lengths, const int32_t *positions);
+/**
+ * Keeps new nodes (records back to back; index −1: not at a cached level), of gens `gens` (one
+ * each), or all of gen `gen` when `gens` is NULL (a walk's, all its batch's). −1: out of memory.
+ */
+int nc_link_remember_new(nc_link *l, size_t n, const uint8_t *hashes, const uint32_t *gens, uint32_t gen,
+                         const uint8_t *records, const uint32_t *lengths, const int32_t *positions);
 
 #endif

@@ -56,14 +56,16 @@ static const uint8_t *hash_arg(napi_env env, napi_value v) {
   return h;
 }
 
-/** nodeCacheGet(handle, hash): a copy of the node's record, or null. */
+/** nodeCacheGet(handle, hash, gen): a copy of the record of the node with this hash and gen, or null. */
 static napi_value get(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  nc_cache *c = cache_call(env, info, 2, argv);
+  napi_value argv[3];
+  nc_cache *c = cache_call(env, info, 3, argv);
   if (!c) return NULL;
   const uint8_t *hash = hash_arg(env, argv[1]);
   if (!hash) return NULL;
-  long slot = nc_find(c, hash);
+  uint32_t gen;
+  NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &gen));
+  long slot = nc_find(c, hash, gen);
   if (slot < 0) return nu_null(env);
   uint32_t len;
   const uint8_t *rec = nc_record(c, slot, &len);
@@ -73,48 +75,51 @@ static napi_value get(napi_env env, napi_callback_info info) {
   return v;
 }
 
-/** nodeCacheRemember(handle, tree, depth, index, hash, record). */
+/** nodeCacheRemember(handle, tree, depth, index, hash, gen, record). */
 static napi_value remember(napi_env env, napi_callback_info info) {
-  napi_value argv[6];
-  nc_cache *c = cache_call(env, info, 6, argv);
+  napi_value argv[7];
+  nc_cache *c = cache_call(env, info, 7, argv);
   if (!c) return NULL;
   int32_t tree, depth, index;
+  uint32_t gen;
   NAPI_CALL(env, napi_get_value_int32(env, argv[1], &tree));
   NAPI_CALL(env, napi_get_value_int32(env, argv[2], &depth));
   NAPI_CALL(env, napi_get_value_int32(env, argv[3], &index));
+  NAPI_CALL(env, napi_get_value_uint32(env, argv[5], &gen));
   const uint8_t *hash = hash_arg(env, argv[4]);
   uint8_t *rec;
   size_t len;
-  if (!hash || !nu_typed(env, argv[5], napi_uint8_array, (void **)&rec, &len)) return NULL;
+  if (!hash || !nu_typed(env, argv[6], napi_uint8_array, (void **)&rec, &len)) return NULL;
   if (tree < 0 || tree > 0xffff) return throw_input(env, "tree ids: 0..65535");
-  if (len <= NC_MAX_RECORD && nc_remember(c, tree, depth, index, hash, rec, (uint32_t)len) < 0)
+  if (len <= NC_MAX_RECORD && nc_remember(c, tree, depth, index, hash, gen, rec, (uint32_t)len) < 0)
     return throw_memory(env);
   return NULL;
 }
 
-/** nodeCacheRememberPacked(handle, tree, hashes, records, lengths, positions): remember for each. */
+/** nodeCacheRememberPacked(handle, tree, hashes, gens, records, lengths, positions): remember for each. */
 static napi_value remember_packed(napi_env env, napi_callback_info info) {
-  napi_value argv[6];
-  nc_cache *c = cache_call(env, info, 6, argv);
+  napi_value argv[7];
+  nc_cache *c = cache_call(env, info, 7, argv);
   if (!c) return NULL;
   int32_t tree;
   NAPI_CALL(env, napi_get_value_int32(env, argv[1], &tree));
   uint8_t *hashes, *records;
-  uint32_t *lengths;
+  uint32_t *gens, *lengths;
   int32_t *positions;
-  size_t nh, nr, nl, np;
+  size_t nh, ng, nr, nl, np;
   if (!nu_typed(env, argv[2], napi_uint8_array, (void **)&hashes, &nh) ||
-      !nu_typed(env, argv[3], napi_uint8_array, (void **)&records, &nr) ||
-      !nu_typed(env, argv[4], napi_uint32_array, (void **)&lengths, &nl) ||
-      !nu_typed(env, argv[5], napi_int32_array, (void **)&positions, &np))
+      !nu_typed(env, argv[3], napi_uint32_array, (void **)&gens, &ng) ||
+      !nu_typed(env, argv[4], napi_uint8_array, (void **)&records, &nr) ||
+      !nu_typed(env, argv[5], napi_uint32_array, (void **)&lengths, &nl) ||
+      !nu_typed(env, argv[6], napi_int32_array, (void **)&positions, &np))
     return NULL;
   if (tree < 0 || tree > 0xffff) return throw_input(env, "tree ids: 0..65535");
   size_t sum = 0;
   for (size_t i = 0; i < nl; i++) sum += lengths[i];
-  if (nh != nl * 32 || np != nl * 2 || sum != nr)
-    return throw_input(env, "32 bytes and a position per record, and the lengths adding up to the records");
+  if (nh != nl * 32 || ng != nl || np != nl * 2 || sum != nr)
+    return throw_input(env, "32 bytes, a gen and a position per record, and the lengths adding up to the records");
   nc_link link = {.cache = c, .tree = tree};
-  if (nc_link_remember_new(&link, nl, hashes, records, lengths, positions) < 0) return throw_memory(env);
+  if (nc_link_remember_new(&link, nl, hashes, gens, 0, records, lengths, positions) < 0) return throw_memory(env);
   return NULL;
 }
 
@@ -200,12 +205,13 @@ napi_value nc_link_step(napi_env env, nc_link *link, void *u, nc_step_fn step, n
   for (;;) {
     const uint8_t *hashes;
     const int32_t *positions;
-    long n = step(u, &hashes, &positions);
+    const uint32_t *gens;
+    long n = step(u, &hashes, &positions, &gens);
     if (n < 0) return failed(env, u);
-    if (n == 0 || !link->cache) return nu_needs(env, (size_t)n, hashes, positions);
-    long misses = nc_link_filter(link, (size_t)n, hashes, positions);
+    if (n == 0 || !link->cache) return nu_needs(env, (size_t)n, hashes, positions, gens);
+    long misses = nc_link_filter(link, (size_t)n, hashes, positions, gens);
     if (misses < 0) break;
-    if (misses > 0) return nu_needs(env, (size_t)misses, link->miss_hashes, link->miss_pos);
+    if (misses > 0) return nu_needs(env, (size_t)misses, link->miss_hashes, link->miss_pos, link->miss_gens);
     size_t bytes;
     if (nc_link_merge(link, NULL, NULL, &bytes) < 0) break;
     if (supply(u, link->merged, bytes, link->merged_lengths) < 0) return failed(env, u);

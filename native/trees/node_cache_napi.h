@@ -51,7 +51,7 @@ napi_value nc_walk_wrap(napi_env env, void *u, void (*free_u)(void *u), napi_val
  * the records back to back and their lengths), `u` the update. NULL when thrown (`failed` throws
  * the walk's error; `memory_code` for the link's own out of memory).
  */
-typedef long (*nc_step_fn)(void *u, const uint8_t **hashes, const int32_t **positions);
+typedef long (*nc_step_fn)(void *u, const uint8_t **hashes, const int32_t **positions, const uint32_t **gens);
 typedef int (*nc_supply_fn)(void *u, const uint8_t *records, size_t bytes, const uint32_t *lengths);
 napi_value nc_link_step(napi_env env, nc_link *link, void *u, nc_step_fn step, nc_supply_fn supply,
                         napi_value (*failed)(napi_env env, void *u), const char *memory_code);

@@ -13,7 +13,9 @@
  * asks for it and builds again from the root, which happens only in batches that delete leaves.
  *
  * Nodes live in one growing array and refer to each other by index (no pointers survive a growth).
- * Nodes read from the store are never changed once made, so every pass shares them.
+ * Nodes read from the store are never changed once made, so every pass shares them. Every node
+ * carries the gen of its record (src/trees/node-record.ts): a stored one the gen its parent's record
+ * names, a new one the batch's.
  */
 #include "patricia.h"
 #include "tree_util.h"
@@ -50,6 +52,8 @@ typedef struct {
   /** Edge: its path, `len` bits. */
   u256 path;
   uint8_t hash[32];
+  /** The gen of its record. */
+  uint32_t gen;
 } pnode;
 
 /** A subtree that discovery left waiting for its record: walk(node, h, index, lo, hi). */
@@ -61,6 +65,8 @@ typedef struct {
 
 struct pt_update {
   int height, remembered;
+  /** The gen of the records this update writes. */
+  uint32_t batch_gen;
   size_t n;
   u256 *ids;
   uint8_t *leaf_hashes;
@@ -73,10 +79,11 @@ struct pt_update {
   size_t frontier_count, next_count, task_cap, next_cap;
   int discovering;
 
-  /** The records asked for: hashes, positions (depth, index), and the stored nodes asking. */
+  /** The records asked for: hashes, positions (depth, index), gens, and the stored nodes asking. */
   uint8_t *need_hashes;
   int32_t *need_positions, *need_nodes;
-  size_t need_count, need_cap, need_positions_cap, need_nodes_cap;
+  uint32_t *need_gens;
+  size_t need_count, need_cap, need_positions_cap, need_nodes_cap, need_gens_cap;
 
   int32_t new_root;
   /** New nodes in the order ranked; then by_rank, by rank (rank_start[r − 1] .. rank_start[r]). */
@@ -110,6 +117,7 @@ static int32_t new_node(pt_update *u, uint8_t t) {
   memset(p, 0, sizeof *p);
   p->t = t;
   p->index = NONE;
+  p->gen = u->batch_gen;
   return (int32_t)u->node_count++;
 }
 
@@ -119,13 +127,19 @@ static int is_zero32(const uint8_t *h) {
   return 1;
 }
 
-/** A node known by hash at height h: a leaf at height 0, empty when the hash is 0. */
-static int32_t from_hash(pt_update *u, const uint8_t *hash, int h) {
+/** A node known by hash and gen at height h: a leaf at height 0, empty when the hash is 0. */
+static int32_t from_hash(pt_update *u, const uint8_t *hash, uint32_t gen, int h) {
   if (is_zero32(hash)) return EMPTY_NODE;
   int32_t id = new_node(u, h == 0 ? T_LEAF : T_STORED);
-  if (id >= 0) memcpy(u->nodes[id].hash, hash, 32);
+  if (id >= 0) {
+    memcpy(u->nodes[id].hash, hash, 32);
+    u->nodes[id].gen = gen;
+  }
   return id;
 }
+
+/** The gen a parent's record names for `node` (0 for the empty one, which has no record). */
+static uint32_t gen_of(const pt_update *u, int32_t node) { return node == EMPTY_NODE ? 0 : u->nodes[node].gen; }
 
 static int32_t binary_node(pt_update *u, int32_t l, int32_t r) {
   int32_t id = new_node(u, T_BINARY);
@@ -169,11 +183,13 @@ static int32_t extend(pt_update *u, u256 path, int len, int32_t child) {
 static int need(pt_update *u, int32_t node, int h, int64_t index) {
   if (!grow((void **)&u->need_hashes, &u->need_cap, u->need_count + 1, 32) ||
       !grow((void **)&u->need_positions, &u->need_positions_cap, 2 * (u->need_count + 1), sizeof(int32_t)) ||
-      !grow((void **)&u->need_nodes, &u->need_nodes_cap, u->need_count + 1, sizeof(int32_t))) {
+      !grow((void **)&u->need_nodes, &u->need_nodes_cap, u->need_count + 1, sizeof(int32_t)) ||
+      !grow((void **)&u->need_gens, &u->need_gens_cap, u->need_count + 1, sizeof(uint32_t))) {
     out_of_memory(u);
     return 0;
   }
   memcpy(u->need_hashes + u->need_count * 32, u->nodes[node].hash, 32);
+  u->need_gens[u->need_count] = u->nodes[node].gen;
   u->need_nodes[u->need_count] = node;
   u->need_positions[2 * u->need_count] = u->height - h;
   u->need_positions[2 * u->need_count + 1] = (int32_t)index;
@@ -182,30 +198,36 @@ static int need(pt_update *u, int32_t node, int h, int64_t index) {
 }
 
 
+/** Records: binary `left ‖ right ‖ left gen ‖ right gen`, edge `bottom ‖ path ‖ length ‖ bottom gen`. */
+#define BINARY_LENGTH 72
+#define EDGE_LENGTH 69
+
 /**
- * The node that the record `rec` (`len` bytes in the store, PT_MISSING: not there) of `hash` describes at
- * height h; FAILED, with the reason patricia.ts gives, when it is missing or corrupt.
+ * The node that the record `rec` (`len` bytes in the store, PT_MISSING: not there) of `hash`, of
+ * gen `gen`, describes at height h; FAILED, with the reason patricia.ts gives, when it is missing or
+ * corrupt.
  */
-static int32_t decode(pt_update *u, const uint8_t *hash, const uint8_t *rec, uint32_t len, int h) {
-  if (len != 64 && !(len == 65 && rec[64] >= 1 && rec[64] <= h)) {
+static int32_t decode(pt_update *u, const uint8_t *hash, uint32_t gen, const uint8_t *rec, uint32_t len, int h) {
+  if (len != BINARY_LENGTH && !(len == EDGE_LENGTH && rec[64] >= 1 && rec[64] <= h)) {
     char hex[65];
     hex32(hash, hex);
     if (len == PT_MISSING) fail(u, "node %s at height %d: missing", hex, h);
-    else if (len == 65) fail(u, "node %s at height %d: edge length %d", hex, h, rec[64]);
+    else if (len == EDGE_LENGTH) fail(u, "node %s at height %d: edge length %d", hex, h, rec[64]);
     else fail(u, "node %s at height %d: record of %u bytes", hex, h, len);
     return FAILED;
   }
   int32_t id;
-  if (len == 64) {
-    int32_t l = from_hash(u, rec, h - 1);
-    int32_t r = l >= 0 ? from_hash(u, rec + 32, h - 1) : FAILED;
+  if (len == BINARY_LENGTH) {
+    int32_t l = from_hash(u, rec, rd_gen(rec + 64), h - 1);
+    int32_t r = l >= 0 ? from_hash(u, rec + 32, rd_gen(rec + 68), h - 1) : FAILED;
     id = r >= 0 ? binary_node(u, l, r) : FAILED;
   } else {
-    int32_t bottom = from_hash(u, rec, h - rec[64]);
+    int32_t bottom = from_hash(u, rec, rd_gen(rec + 65), h - rec[64]);
     id = bottom >= 0 ? edge_node(u, u_from_be(rec + 32), rec[64], bottom) : FAILED;
   }
   if (id < 0) return FAILED;
   u->nodes[id].hashed = 1;
+  u->nodes[id].gen = gen;
   memcpy(u->nodes[id].hash, hash, 32);
   return id;
 }
@@ -402,7 +424,7 @@ static int32_t walk_loaded(pt_update *u, int32_t node, int h, int64_t index, siz
 /** The subtree at height h with changes lo..hi−1 applied: a node, PENDING or FAILED. */
 static int32_t walk(pt_update *u, int32_t node, int h, int64_t index, size_t lo, size_t hi) {
   if (lo == hi) return node;
-  if (h == 0) return from_hash(u, u->leaf_hashes + (hi - 1) * 32, 0);
+  if (h == 0) return from_hash(u, u->leaf_hashes + (hi - 1) * 32, u->batch_gen, 0);
   if (u->nodes[node].t == T_STORED) {
     node = load(u, node, h, index);
     if (node < 0) return node;
@@ -489,7 +511,8 @@ typedef struct {
   size_t task_cap, next_cap;
   uint8_t *need_hashes;
   int32_t *need_positions, *need_nodes;
-  size_t need_cap, need_positions_cap, need_nodes_cap;
+  uint32_t *need_gens;
+  size_t need_cap, need_positions_cap, need_nodes_cap, need_gens_cap;
   int32_t *ranked, *by_rank;
   size_t ranked_cap, by_rank_cap;
 } spare_buffers;
@@ -501,8 +524,9 @@ static _Thread_local spare_buffers spare;
   (MOVE(to, from, nodes), MOVE(to, from, node_cap), MOVE(to, from, frontier), MOVE(to, from, next),   \
    MOVE(to, from, task_cap), MOVE(to, from, next_cap), MOVE(to, from, need_hashes),                   \
    MOVE(to, from, need_positions), MOVE(to, from, need_nodes), MOVE(to, from, need_cap),              \
-   MOVE(to, from, need_positions_cap), MOVE(to, from, need_nodes_cap), MOVE(to, from, ranked),        \
-   MOVE(to, from, by_rank), MOVE(to, from, ranked_cap), MOVE(to, from, by_rank_cap))
+   MOVE(to, from, need_positions_cap), MOVE(to, from, need_nodes_cap), MOVE(to, from, need_gens),     \
+   MOVE(to, from, need_gens_cap), MOVE(to, from, ranked), MOVE(to, from, by_rank),                    \
+   MOVE(to, from, ranked_cap), MOVE(to, from, by_rank_cap))
 
 /** Gives a new update the spare buffers, if there are any. */
 static void take_spare(pt_update *u) {
@@ -514,7 +538,8 @@ static void take_spare(pt_update *u) {
 /* ---- the interface ---- */
 
 pt_update *pt_create(int height, int remembered, const uint8_t *ids, const uint8_t *leaf_hashes, size_t n,
-                     const uint8_t *old_root, char *err, size_t err_len) {
+                     const uint8_t *old_root, uint32_t old_root_gen, uint32_t batch_gen, char *err,
+                     size_t err_len) {
   if (height < 1 || height > 255 || remembered < 0 || remembered > 30 || n == 0) {
     snprintf(err, err_len, "bad tree update: height %d, remembered %d, %zu changes", height, remembered, n);
     return NULL;
@@ -523,6 +548,7 @@ pt_update *pt_create(int height, int remembered, const uint8_t *ids, const uint8
   if (!u) goto oom;
   u->height = height;
   u->remembered = remembered;
+  u->batch_gen = batch_gen;
   u->n = n;
   u->ids = malloc(n * sizeof(u256));
   u->leaf_hashes = malloc(n * 32);
@@ -548,7 +574,7 @@ pt_update *pt_create(int height, int remembered, const uint8_t *ids, const uint8
     }
   }
   if (new_node(u, T_EMPTY) != EMPTY_NODE) goto oom;
-  u->old_root = from_hash(u, old_root, height);
+  u->old_root = from_hash(u, old_root, old_root_gen, height);
   if (u->old_root < 0) goto oom;
   /* The first round starts at the root. */
   if (!push_task(u, u->old_root, height, remembered > 0 ? 0 : NONE, 0, n)) goto oom;
@@ -575,6 +601,7 @@ void pt_free(pt_update *u) {
   free(u->need_hashes);
   free(u->need_positions);
   free(u->need_nodes);
+  free(u->need_gens);
   free(u->ranked);
   free(u->by_rank);
   free(u);
@@ -613,9 +640,10 @@ long pt_step(pt_update *u) {
   return 0;
 }
 
-void pt_needs(const pt_update *u, const uint8_t **hashes, const int32_t **positions) {
+void pt_needs(const pt_update *u, const uint8_t **hashes, const int32_t **positions, const uint32_t **gens) {
   *hashes = u->need_hashes;
   *positions = u->need_positions;
+  *gens = u->need_gens;
 }
 
 size_t pt_pending_count(const pt_update *u) { return u->need_count; }
@@ -625,7 +653,7 @@ int pt_supply(pt_update *u, const uint8_t *records, const uint32_t *lengths) {
   for (size_t i = 0; i < u->need_count && !u->failed; i++) {
     int32_t asking = u->need_nodes[i];
     int h = u->height - u->need_positions[2 * i];
-    int32_t read = decode(u, u->need_hashes + 32 * i, records + at, lengths[i], h);
+    int32_t read = decode(u, u->need_hashes + 32 * i, u->need_gens[i], records + at, lengths[i], h);
     if (lengths[i] != PT_MISSING) at += lengths[i];
     if (read > 0) u->nodes[asking].b = read;
   }
@@ -672,13 +700,17 @@ size_t pt_new_count(const pt_update *u) { return u->ranked_count; }
 
 size_t pt_new_bytes(const pt_update *u) {
   size_t bytes = 0;
-  for (size_t i = 0; i < u->ranked_count; i++) bytes += u->nodes[u->by_rank[i]].t == T_BINARY ? 64 : 65;
+  for (size_t i = 0; i < u->ranked_count; i++)
+    bytes += u->nodes[u->by_rank[i]].t == T_BINARY ? BINARY_LENGTH : EDGE_LENGTH;
   return bytes;
 }
 
-void pt_result(const pt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *records, uint32_t *lengths,
-               int32_t *positions) {
+uint32_t pt_batch_gen(const pt_update *u) { return u->batch_gen; }
+
+void pt_result(const pt_update *u, uint8_t *root, uint32_t *root_gen, uint8_t *hashes, uint8_t *records,
+               uint32_t *lengths, int32_t *positions) {
   memcpy(root, hash_of(u, u->new_root), 32);
+  *root_gen = gen_of(u, u->new_root);
   uint8_t *rec = records;
   for (size_t i = 0; i < u->ranked_count; i++) {
     const pnode *p = &u->nodes[u->by_rank[i]];
@@ -686,11 +718,14 @@ void pt_result(const pt_update *u, uint8_t *root, uint8_t *hashes, uint8_t *reco
     memcpy(rec, hash_of(u, p->a), 32);
     if (p->t == T_BINARY) {
       memcpy(rec + 32, hash_of(u, p->b), 32);
-      lengths[i] = 64;
+      wr_gen(rec + 64, gen_of(u, p->a));
+      wr_gen(rec + 68, gen_of(u, p->b));
+      lengths[i] = BINARY_LENGTH;
     } else {
       u_to_be(p->path, rec + 32);
       rec[64] = (uint8_t)p->len;
-      lengths[i] = 65;
+      wr_gen(rec + 65, gen_of(u, p->a));
+      lengths[i] = EDGE_LENGTH;
     }
     rec += lengths[i];
     positions[2 * i] = u->height - p->h;

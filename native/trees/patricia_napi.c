@@ -36,20 +36,23 @@ static napi_value throw_failed(napi_env env, pt_update *u) {
 }
 
 /**
- * patriciaCreate(height, remembered, ids, leafHashes, oldRoot[, cache, tree]): a handle. `cache`: a
- * node cache (node_cache_napi.c) the walk consults, `tree` the tree's id there.
+ * patriciaCreate(height, remembered, ids, leafHashes, oldRoot, oldRootGen, batchGen[, cache, tree]):
+ * a handle. `cache`: a node cache (node_cache_napi.c) the walk consults, `tree` the tree's id there.
  */
 static napi_value create(napi_env env, napi_callback_info info) {
-  napi_value argv[7];
-  size_t argc = 7;
+  napi_value argv[9];
+  size_t argc = 9;
   NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 5) {
+  if (argc < 7) {
     napi_throw_type_error(env, NULL, "too few arguments");
     return NULL;
   }
   int32_t height, remembered;
+  uint32_t root_gen, batch_gen;
   NAPI_CALL(env, napi_get_value_int32(env, argv[0], &height));
   NAPI_CALL(env, napi_get_value_int32(env, argv[1], &remembered));
+  NAPI_CALL(env, napi_get_value_uint32(env, argv[5], &root_gen));
+  NAPI_CALL(env, napi_get_value_uint32(env, argv[6], &batch_gen));
   uint8_t *ids, *leaves, *root;
   size_t ni, nl, nr;
   if (!nu_typed(env, argv[2], napi_uint8_array, (void **)&ids, &ni) ||
@@ -61,18 +64,18 @@ static napi_value create(napi_env env, napi_callback_info info) {
     return NULL;
   }
   char err[160];
-  pt_update *u = pt_create(height, remembered, ids, leaves, ni / 32, root, err, sizeof err);
+  pt_update *u = pt_create(height, remembered, ids, leaves, ni / 32, root, root_gen, batch_gen, err, sizeof err);
   if (!u) {
     napi_throw_range_error(env, "ERR_PATRICIA_INPUT", err);
     return NULL;
   }
-  return nc_walk_wrap(env, u, free_update, argv[5], argv[6], WHAT, "ERR_PATRICIA_INPUT", "ERR_PATRICIA_MEMORY");
+  return nc_walk_wrap(env, u, free_update, argv[7], argv[8], WHAT, "ERR_PATRICIA_INPUT", "ERR_PATRICIA_MEMORY");
 }
 
 /** The walk's step and supply as the node cache's link calls them (nc_link_step). */
-static long step_needs(void *u, const uint8_t **hashes, const int32_t **positions) {
+static long step_needs(void *u, const uint8_t **hashes, const int32_t **positions, const uint32_t **gens) {
   long n = pt_step(u);
-  if (n > 0) pt_needs(u, hashes, positions);
+  if (n > 0) pt_needs(u, hashes, positions, gens);
   return n;
 }
 
@@ -153,25 +156,30 @@ static napi_value rank_hashes(napi_env env, napi_callback_info info) {
 }
 
 /**
- * patriciaResult(handle): [root, hashes, records (back to back), lengths (Uint32Array), positions,
- * how many reads the cache answered].
+ * patriciaResult(handle): [root, root gen, hashes, records (back to back), lengths (Uint32Array),
+ * positions, how many reads the cache answered].
  */
 static napi_value result(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   nc_walk *w = walk_call(env, info, 1, argv);
   if (!w) return NULL;
   pt_update *u = w->u;
-  napi_value v[6];
+  napi_value nodes[5], v[7];
   void *d[5];
-  if (!nu_new_nodes(env, pt_new_count(u), pt_new_bytes(u), v, d)) return NULL;
-  pt_result(u, d[0], d[1], d[2], d[3], d[4]);
+  if (!nu_new_nodes(env, pt_new_count(u), pt_new_bytes(u), nodes, d)) return NULL;
+  uint32_t root_gen;
+  pt_result(u, d[0], &root_gen, d[1], d[2], d[3], d[4]);
   /* The new nodes go into the cache here, and the result says how many reads it answered. */
-  if (w->link.cache && nc_link_remember_new(&w->link, pt_new_count(u), d[1], d[2], d[3], d[4]) < 0) {
+  if (w->link.cache &&
+      nc_link_remember_new(&w->link, pt_new_count(u), d[1], NULL, pt_batch_gen(u), d[2], d[3], d[4]) < 0) {
     napi_throw_error(env, "ERR_PATRICIA_MEMORY", "out of memory");
     return NULL;
   }
-  NAPI_CALL(env, napi_create_double(env, (double)w->link.found, &v[5]));
-  return nu_tuple(env, v, 6);
+  v[0] = nodes[0];
+  NAPI_CALL(env, napi_create_uint32(env, root_gen, &v[1]));
+  for (int i = 1; i < 5; i++) v[i + 1] = nodes[i];
+  NAPI_CALL(env, napi_create_double(env, (double)w->link.found, &v[6]));
+  return nu_tuple(env, v, 7);
 }
 
 /** patriciaFree(handle): frees the update now rather than when the collector finds the handle. */

@@ -17,6 +17,17 @@ static inline int grow(void **p, size_t *cap, size_t need, size_t size) {
   return 1;
 }
 
+/** A record's gen (node-record.ts): a u32, big-endian. */
+static inline uint32_t rd_gen(const uint8_t *p) {
+  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline void wr_gen(uint8_t *p, uint32_t g) {
+  p[0] = (uint8_t)(g >> 24);
+  p[1] = (uint8_t)(g >> 16);
+  p[2] = (uint8_t)(g >> 8);
+  p[3] = (uint8_t)g;
+}
+
 /** A 32-byte hash as 64 hex digits and a terminating zero (as the JavaScript walks print it). */
 static inline void hex32(const uint8_t *h, char *out) {
   static const char digits[] = "0123456789abcdef";

@@ -12,7 +12,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { DacdError, isDacdError } from "../errors.js";
 import { isPruned } from "../storage/prune-info.js";
-import { dumpTree, isTreeStored, type DumpFileSink } from "../escape/dump.js";
+import { dumpTree, type DumpFileSink } from "../escape/dump.js";
 import { makeProof } from "../escape/proof.js";
 import { showLeaf, storeProfile } from "../inspect/inspect.js";
 import type { BatchRecord } from "../storage/batch-record.js";
@@ -195,7 +195,8 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
         const spec = await treeOf(view, treeText);
         const root = hexToBytes32(record.roots[spec.name] ?? "");
         if (!root) throw new DacdError("STORE", `batch ${record.batch_id} has no ${spec.name} root`);
-        if (!(await isTreeStored(view, opts.engine, spec, root)))
+        const rootGen = record.root_gens[spec.name];
+        if (rootGen === undefined)
           throw new ApiError(
             404,
             `the ${spec.name} tree of batch ${record.batch_id} is not stored (orders not validated)`,
@@ -213,7 +214,7 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
         }
         // A reader that stops reading for a minute loses the connection (and frees the snapshot).
         res.setTimeout(60_000, () => res.destroy());
-        await dumpTree(view, opts.engine, spec, root, responseSink(res), {
+        await dumpTree(view, opts.engine, spec, root, rootGen, responseSink(res), {
           pace: () => opts.store.whenNoCommit(PACE_MAX_WAIT_MS),
           chunk: DAEMON_WALK_CHUNK,
         });

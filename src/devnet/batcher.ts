@@ -71,7 +71,7 @@ export class Batcher<T> extends EventEmitter implements ChainView {
   }
 
   async init(): Promise<void> {
-    const { roots } = await computeRoots(this.engine, this.store, this.trees, null, {});
+    const { roots } = await computeRoots(this.engine, this.store, this.trees, null, {}, 0);
     this.genesis = statedOf(roots);
   }
 
@@ -131,7 +131,10 @@ export class Batcher<T> extends EventEmitter implements ChainView {
     const prev = this.headId >= 0 ? this.batches[this.headId]! : undefined;
     let result;
     try {
-      result = await computeRoots(this.engine, this.store, this.trees, prev ? prev.roots : null, changes);
+      // The devnet's store finds a node by its hash alone (memory-store.ts), so the gens the walks
+      // look nodes up with do not matter here; its records are written under the batch's id.
+      const start = prev ? { roots: prev.roots, gens: {} } : null;
+      result = await computeRoots(this.engine, this.store, this.trees, start, changes, this.batches.length);
     } catch (e) {
       journal.undo(); // keep the state consistent with the chain
       throw e;

@@ -142,7 +142,14 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     profile = replayProfile(src, opts.variant, opts.profile);
     if (profile.variant !== opts.variant)
       throw new RangeError(`replayed chain is variant ${profile.variant}, not ${opts.variant}`);
-    const { roots } = await computeRoots(engine, new MemoryNodeStore(), keptTrees(profile, true), null, {});
+    const { roots } = await computeRoots(
+      engine,
+      new MemoryNodeStore(),
+      keptTrees(profile, true),
+      null,
+      {},
+      0,
+    );
     const genesis: Partial<Record<TreeName, string>> = {};
     for (const [k, v] of Object.entries(roots) as [TreeName, Uint8Array][]) genesis[k] = toHex64(v);
     chain = new ReplayChain(profile, genesis, src, (opts.now ?? Date.now)());

@@ -6,8 +6,7 @@ import { join } from "node:path";
 import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
-import { bytesEqual, toHex64 } from "../util/bytes.js";
-import { emptyRoot } from "../trees/compute-roots.js";
+import { toHex64 } from "../util/bytes.js";
 import type { HashEngine } from "../hash/engine.js";
 import { decodeLeafRecord } from "../trees/leaves.js";
 import type { TreeSpec } from "../model/profile.js";
@@ -80,13 +79,15 @@ export async function dumpStore(store: LevelStore, engine: HashEngine, opts: Dum
   const out: Partial<Record<string, ManifestTree>> = {};
   for (const spec of trees) {
     const root = rootOf(record, spec);
+    // No gen: only the stated root is kept (an order tree that was not validated).
+    const rootGen = record.root_gens[spec.name];
     const base = { kind: spec.kind, leaf: spec.leaf, height: spec.height, root: toHex64(root) };
-    if (!(await isTreeStored(store, engine, spec, root))) {
+    if (rootGen === undefined) {
       out[spec.name] = { ...base, file: null, leaves: null, bytes: null, sha256: null };
       continue;
     }
     const file = DUMP_FILES[spec.name];
-    const stats = await dumpTree(store, engine, spec, root, sink.file(file), opts);
+    const stats = await dumpTree(store, engine, spec, root, rootGen, sink.file(file), opts);
     out[spec.name] = { ...base, file, ...stats };
   }
   const manifest: Manifest = {
@@ -103,18 +104,6 @@ export async function dumpStore(store: LevelStore, engine: HashEngine, opts: Dum
   };
   await sink.manifest(manifest);
   return manifest;
-}
-
-/** An order tree that was not validated has only its stated root: nothing to dump. */
-export async function isTreeStored(
-  store: LevelStore,
-  engine: HashEngine,
-  spec: TreeSpec,
-  root: Uint8Array,
-): Promise<boolean> {
-  if (spec.name !== "order" || bytesEqual(root, await emptyRoot(engine, spec))) return true;
-  const [rec] = await store.getNodes([root]);
-  return rec !== undefined;
 }
 
 /** A dump into a directory: created if needed, refused unless empty; the manifest written atomically. */
@@ -159,6 +148,7 @@ export async function dumpTree(
   engine: HashEngine,
   spec: TreeSpec,
   root: Uint8Array,
+  rootGen: number,
   sink: DumpFileSink,
   opts: Pick<DumpOptions, "chunk" | "progress" | "pace"> = {},
 ): Promise<TreeDumpStats> {
@@ -175,18 +165,21 @@ export async function dumpTree(
   try {
     const header = CSV_HEADERS[spec.leaf];
     if (header) await write(header + "\n");
-    for await (const block of walkLeaves(engine, spec, root, {
+    for await (const block of walkLeaves(engine, spec, root, rootGen, {
       chunk: opts.chunk,
-      getNodes: async (h) => {
+      getNodes: async (h, gens) => {
         await opts.pace?.();
-        return store.getNodes(h);
+        return store.getNodes(h, gens);
       },
     })) {
       let values: Leaf[];
       if (spec.leaf === "order") {
         values = block.map((t) => decodeLeafRecord("order", t.hash));
       } else {
-        const records = await store.getLeafRecords(block.map((t) => t.hash));
+        const records = await store.getLeafRecords(
+          block.map((t) => t.hash),
+          block.map((t) => t.gen),
+        );
         values = records.map((rec, i) => {
           if (!rec)
             throw new DacdError(

@@ -4,6 +4,7 @@ import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { DacdError } from "../errors.js";
+import { MAX_GEN } from "../trees/node-record.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { Cursor, StoreIdentity } from "../storage/batch-record.js";
 import type { BulkWriter } from "../storage/bulk-writer.js";
@@ -78,9 +79,17 @@ export async function loadDump(
   for (const spec of trees) checkTreeEntry(manifest, spec);
   for (const spec of trees) await checkFile(opts.fromDir, manifest.trees[spec.name]!, spec.name);
 
+  // The records are written under the batch the dump stands for (storage/keys.ts).
+  const gen = manifest.batch_id;
+  if (gen > MAX_GEN)
+    throw new DacdError(
+      "BAD_INPUT",
+      `the dump's batch_id ${gen} is above ${MAX_GEN}, the largest the store keys take`,
+    );
   let nodesWritten = 0;
   const leafCounts: Record<string, number> = {};
   const roots: Roots = {};
+  const rootGens: Record<string, number> = {};
   const writer = store.bulkWriter();
   try {
     for (const spec of trees) {
@@ -118,10 +127,10 @@ export async function loadDump(
               await emptyRoots(engine, spec.leaf, spec.height),
               { ids, hashes },
               sink,
-              {},
+              { gen },
               what,
             )
-          : await buildPatricia(engine, spec.height, { ids, hashes }, sink, {}, what);
+          : await buildPatricia(engine, spec.height, { ids, hashes }, sink, { gen }, what);
       if (toHex64(root) !== toHex64(want)) {
         throw new DacdError(
           "BAD_INPUT",
@@ -129,11 +138,12 @@ export async function loadDump(
         );
       }
       roots[spec.name] = root;
+      rootGens[spec.name] = ids.length === 0 ? 0 : gen;
     }
     // Every tree checked: the records go to LevelDB, in key order, before the batch record.
     const total = writer.taken;
     opts.progress?.("all trees", "writing", 0, total);
-    await writer.finish((written) => opts.progress?.("all trees", "writing", written, total));
+    await writer.finish(gen, (written) => opts.progress?.("all trees", "writing", written, total));
     const claim = toHex0x(computeClaimHash(profile, roots, manifest.sequence_number));
     if (claim !== manifest.claim_hash) {
       throw new DacdError(
@@ -146,6 +156,7 @@ export async function loadDump(
       prev_batch_id: manifest.prev_batch_id,
       sequence_number: manifest.sequence_number,
       roots: Object.fromEntries(Object.entries(manifest.roots).map(([k, v]) => [k, v.toLowerCase()])),
+      root_gens: rootGens,
       heights: manifest.heights,
       claim_hash: claim,
       signature: "",

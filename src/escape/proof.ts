@@ -1,5 +1,5 @@
 import { DacdError } from "../errors.js";
-import { leafFromHash, leafToJson, resolveTree } from "../inspect/inspect.js";
+import { leafFromHash, leafToJson, resolveTree, storedRootGen } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { addSmall, bigintToBytes32, bytesEqual, hexToBytes32, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "../trees/compute-roots.js";
@@ -57,8 +57,8 @@ export async function makeProof(
   const record = await resolveBatch(store, batchId);
   const { spec, profile } = await resolveTree(store, object, record.batch_id);
   const root = rootOf(record, spec);
-  const found = await readLeaf(engine, store, spec, root, BigInt(id));
-  const leaf = await leafFromHash(store, spec, found.leafHash, found.empty);
+  const found = await readLeaf(engine, store, spec, root, storedRootGen(record, spec), BigInt(id));
+  const leaf = await leafFromHash(store, spec, found.leafHash, found.leafGen, found.empty);
   const proof: Proof = {
     format: PROOF_FORMAT,
     profile: profile.name,

@@ -3,11 +3,11 @@ import { access, mkdir, rm } from "node:fs/promises";
 import { once } from "node:events";
 import { dirname, join, basename } from "node:path";
 import { DacdError } from "../errors.js";
-import { storeProfile } from "../inspect/inspect.js";
+import { storeProfile, storedRootGen } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { bytesEqual, toHex64, writeBigint32, ZERO32 } from "../util/bytes.js";
 import { buildMerkle, buildPatricia } from "../trees/bulk-build.js";
-import { emptyRoot, emptyRoots } from "../trees/compute-roots.js";
+import { emptyRoots } from "../trees/compute-roots.js";
 import type { HashEngine } from "../hash/engine.js";
 import { decodeLeafRecord } from "../trees/leaves.js";
 import type { TreeSpec } from "../model/profile.js";
@@ -77,10 +77,7 @@ export async function dumpReference(
   );
   if (exists) throw new DacdError("BAD_INPUT", `${opts.out} exists; name a new file`);
   const orderRoot = rootOf(record, profile.order);
-  if (
-    !bytesEqual(orderRoot, await emptyRoot(engine, profile.order)) &&
-    (await store.getNodes([orderRoot]))[0] === undefined
-  )
+  if (record.root_gens[profile.order.name] === undefined)
     throw new DacdError(
       "BAD_INPUT",
       `the order tree of batch ${record.batch_id} is not stored (orders were not validated): the archive needs its orders`,
@@ -95,10 +92,12 @@ export async function dumpReference(
       engine,
       profile.main,
       rootOf(record, profile.main),
+      storedRootGen(record, profile.main),
       join(parts, VAULTS_FILE),
       opts,
     );
-    const orders = await dumpOrders(store, engine, profile.order, orderRoot, n, parts, opts);
+    const orderGen = storedRootGen(record, profile.order);
+    const orders = await dumpOrders(store, engine, profile.order, orderRoot, orderGen, n, parts, opts);
     const roots: ReferenceInfo["batch_info"]["merkle_roots"] = {
       vault: record.roots[profile.main.name]!,
       order: record.roots[profile.order.name]!,
@@ -151,14 +150,19 @@ async function dumpVaults(
   engine: HashEngine,
   spec: TreeSpec,
   root: Uint8Array,
+  rootGen: number,
   path: string,
   opts: ReferenceDumpOptions,
 ): Promise<number> {
   const file = new RowFile(path);
   let count = 0;
   try {
-    for await (const block of walkLeaves(engine, spec, root, { getNodes: (h) => store.getNodes(h) })) {
-      const records = await store.getLeafRecords(block.map((t) => t.hash));
+    const getNodes = (h: readonly Uint8Array[], gens: ArrayLike<number>) => store.getNodes(h, gens);
+    for await (const block of walkLeaves(engine, spec, root, rootGen, { getNodes })) {
+      const records = await store.getLeafRecords(
+        block.map((t) => t.hash),
+        block.map((t) => t.gen),
+      );
       let text = "";
       block.forEach((t, i) => {
         const rec = records[i];
@@ -183,6 +187,7 @@ async function dumpOrders(
   engine: HashEngine,
   spec: TreeSpec,
   root: Uint8Array,
+  rootGen: number,
   n: number,
   parts: string,
   opts: ReferenceDumpOptions,
@@ -193,7 +198,8 @@ async function dumpOrders(
   let current = n;
   let file = new RowFile(join(parts, ordersFile(n)));
   try {
-    for await (const block of walkLeaves(engine, spec, root, { getNodes: (h) => store.getNodes(h) })) {
+    const getNodes = (h: readonly Uint8Array[], gens: ArrayLike<number>) => store.getNodes(h, gens);
+    for await (const block of walkLeaves(engine, spec, root, rootGen, { getNodes })) {
       for (const t of block) {
         const k = n + Number(t.index >> shift);
         while (current < k) {

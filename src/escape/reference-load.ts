@@ -12,6 +12,7 @@ import { BULK_LOAD_WRITE_BUFFER, type BulkWriter } from "../storage/bulk-writer.
 import { LevelStore } from "../storage/level-store.js";
 import { bytesEqual, hexToBytes32, toHex0x, toHex64, writeBigint32, ZERO32 } from "../util/bytes.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../trees/bulk-build.js";
+import { MAX_GEN } from "../trees/node-record.js";
 import { emptyRoots, type Roots } from "../trees/compute-roots.js";
 import type { HashEngine } from "../hash/engine.js";
 import { hashAndEncodeLeaves } from "../trees/leaves.js";
@@ -181,13 +182,19 @@ async function loadInto(
   try {
     const contents = await readArchive(writer, engine, profile, opts);
     const info = contents.info!;
+    // The records are written under the archive's batch (storage/keys.ts).
+    if (info.batch_id > MAX_GEN)
+      throw new DacdError(
+        "BAD_INPUT",
+        `${INFO_FILE}, field batch_id: ${info.batch_id} is above ${MAX_GEN}, the largest the store keys take`,
+      );
     const result = await buildTrees(writer, engine, profile, contents, opts);
     const total = writer.taken;
     opts.progress?.({ phase: "writing", count: 0, done: 0, total });
-    await writer.finish((written) =>
+    await writer.finish(info.batch_id, (written) =>
       opts.progress?.({ phase: "writing", count: written, done: written, total }),
     );
-    await writeBatch(store, profile, info, result.roots);
+    await writeBatch(store, profile, info, result.roots, result.rootGens);
     return {
       batch_id: info.batch_id,
       sequence_number: info.batch_info.sequence_number,
@@ -413,7 +420,12 @@ async function buildTrees(
   profile: Profile,
   c: Contents,
   opts: ReferenceLoadOptions,
-): Promise<{ roots: Roots; leaves: { vault: number; order: number }; nodesWritten: number }> {
+): Promise<{
+  roots: Roots;
+  rootGens: Record<string, number>;
+  leaves: { vault: number; order: number };
+  nodesWritten: number;
+}> {
   const info = c.info!;
   let nodesWritten = 0;
   const sinkFor =
@@ -437,7 +449,7 @@ async function buildTrees(
     await emptyRoots(engine, main.leaf, main.height),
     vaults,
     sinkFor("vault tree"),
-    {},
+    { gen: info.batch_id },
     "vault tree",
   );
   const statedVault = info.batch_info.merkle_roots.vault;
@@ -468,7 +480,7 @@ async function buildTrees(
           emptyOrders!,
           { ids, hashes: hashes.view },
           sinkFor("order tree"),
-          { probe },
+          { probe, gen: info.batch_id },
           "order tree",
         )
       : await buildPatricia(
@@ -476,7 +488,7 @@ async function buildTrees(
           order.height,
           { ids, hashes: hashes.view },
           sinkFor("order tree"),
-          { probe },
+          { probe, gen: info.batch_id },
           "order tree",
         );
   const statedOrder = info.batch_info.merkle_roots.order;
@@ -494,6 +506,11 @@ async function buildTrees(
   }
   return {
     roots: { [main.name]: vaultRoot, [order.name]: orderRoot },
+    // An empty tree has no record; the others' roots were written under the batch's id.
+    rootGens: {
+      [main.name]: vaults.ids.length === 0 ? 0 : info.batch_id,
+      [order.name]: ids.length === 0 ? 0 : info.batch_id,
+    },
     leaves: { vault: vaults.ids.length, order: ids.length },
     nodesWritten,
   };
@@ -514,6 +531,7 @@ async function writeBatch(
   profile: Profile,
   info: ReferenceInfo,
   roots: Roots,
+  rootGens: Record<string, number>,
 ): Promise<void> {
   const sequenceNumber = info.batch_info.sequence_number;
   const heights = keptHeights(profile, false);
@@ -523,6 +541,7 @@ async function writeBatch(
     prev_batch_id: info.batch_id - 1,
     sequence_number: sequenceNumber,
     roots: recordRoots(info, roots),
+    root_gens: rootGens,
     heights,
     claim_hash: toHex0x(computeClaimHash(profile, roots, sequenceNumber)),
     signature: "",

@@ -142,16 +142,31 @@ export function leafToJson(leaf: Leaf, spec: TreeSpec): Record<string, unknown> 
   return { fulfilled_amount: (leaf as bigint).toString() };
 }
 
-/** Decodes the leaf stored under a leaf hash (orders: the hash is the amount). */
+/**
+ * The gen of a tree's root record in a batch (0: an empty tree); refused for a tree of which only
+ * the stated root is kept (an order tree that was not validated).
+ */
+export function storedRootGen(record: BatchRecord, spec: TreeSpec): number {
+  const gen = record.root_gens[spec.name];
+  if (gen === undefined)
+    throw new DacdError(
+      "BAD_INPUT",
+      `the ${spec.name} tree of batch ${record.batch_id} is not stored (orders not validated)`,
+    );
+  return gen;
+}
+
+/** Decodes the leaf stored under a leaf hash, written by batch `leafGen` (orders: the hash is the amount). */
 export async function leafFromHash(
   store: LevelStore,
   spec: TreeSpec,
   leafHash: Uint8Array,
+  leafGen: number,
   empty: boolean,
 ): Promise<Leaf> {
   if (spec.leaf === "order") return decodeLeafRecord("order", leafHash);
   if (empty) return emptyLeaf(spec.leaf);
-  const [rec] = await store.getLeafRecords([leafHash]);
+  const [rec] = await store.getLeafRecords([leafHash], [leafGen]);
   if (!rec) throw new DacdError("STORE", `${spec.name} leaf ${toHex64(leafHash)} has no stored record`);
   return decodeLeafRecord(spec.leaf, rec);
 }
@@ -168,8 +183,8 @@ export async function showLeaf(
   const { spec, record } = await resolveTree(store, object, batchId);
   const root = hexToBytes32(record.roots[spec.name] ?? "");
   if (!root) throw new DacdError("STORE", `batch ${record.batch_id} has no ${spec.name} root`);
-  const found = await readLeaf(engine, store, spec, root, BigInt(id));
-  const leaf = await leafFromHash(store, spec, found.leafHash, found.empty);
+  const found = await readLeaf(engine, store, spec, root, storedRootGen(record, spec), BigInt(id));
+  const leaf = await leafFromHash(store, spec, found.leafHash, found.leafGen, found.empty);
   return {
     batch_id: record.batch_id,
     tree: spec.name,

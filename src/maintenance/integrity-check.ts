@@ -173,22 +173,24 @@ async function deepCheck(
     const report = (p: WalkProblem): void => {
       problems.push({ batch_id: record.batch_id, ...p });
     };
-    // The root of an unchecked order tree is stated, not computed: nothing is stored under it.
-    if (spec.name === "order" && !bytesEqual(root, new Uint8Array(32))) {
-      const [rec] = await store.getNodes([root]);
-      if (rec === undefined && !(await isEmptyMerkleRoot(engine, spec, root))) {
-        problems.push({
-          batch_id: record.batch_id,
-          tree: spec.name,
-          problem: "order root has no stored node (validate_orders off?)",
-        });
-        continue;
-      }
+    // The root of an unchecked order tree is stated, not computed: nothing is stored under it,
+    // and the batch record names no gen for it.
+    const rootGen = record.root_gens[spec.name];
+    if (rootGen === undefined) {
+      problems.push({
+        batch_id: record.batch_id,
+        tree: spec.name,
+        problem:
+          spec.name === "order"
+            ? "order root has no stored node (validate_orders off?)"
+            : "the batch record names no gen for this tree's root",
+      });
+      continue;
     }
     const empty = spec.kind === "merkle" ? await emptyRoots(engine, spec.leaf, spec.height) : undefined;
     const onNodes = async (read: WalkNode[]): Promise<void> => {
       nodes += read.length;
-      // A Merkle record that is not 64 bytes is an edge (merkle-edge.ts), even one of 65 bytes.
+      // A Merkle record that is not binary (72 bytes) is an edge (merkle-edge.ts), even one of 69.
       const edges = empty ? read.filter((n) => !isBinaryRecord(n.record)) : [];
       const pairs = empty ? read.filter((n) => isBinaryRecord(n.record)) : read;
       await checkPairs(pairs);
@@ -241,18 +243,21 @@ async function deepCheck(
         if (!bytesEqual(top, n.hash)) report(problemOf(spec, n, `record hashes to ${toHex64(top)}`));
       });
     };
-    for await (const block of walkLeaves(engine, spec, root, {
+    for await (const block of walkLeaves(engine, spec, root, rootGen, {
       chunk: opts.chunk,
-      getNodes: async (h) => {
+      getNodes: async (h, gens) => {
         await opts.pace?.();
-        return store.getNodes(h);
+        return store.getNodes(h, gens);
       },
       onNodes,
       onProblem: report,
     })) {
       leaves += block.length;
       if (spec.leaf === "order") continue;
-      const recs = await store.getLeafRecords(block.map((t) => t.hash));
+      const recs = await store.getLeafRecords(
+        block.map((t) => t.hash),
+        block.map((t) => t.gen),
+      );
       const present: { t: (typeof block)[number]; rec: Uint8Array }[] = [];
       block.forEach((t, i) => {
         const rec = recs[i];
@@ -283,11 +288,6 @@ async function deepCheck(
     out[spec.name] = { nodes, leaves };
   }
   return out;
-}
-
-async function isEmptyMerkleRoot(engine: HashEngine, spec: TreeSpec, root: Uint8Array): Promise<boolean> {
-  if (spec.kind !== "merkle") return false;
-  return bytesEqual((await emptyRoots(engine, spec.leaf, spec.height))[spec.height]!, root);
 }
 
 function problemOf(

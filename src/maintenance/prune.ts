@@ -3,7 +3,7 @@ import { storeProfile } from "../inspect/inspect.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore, TreeRecordKey } from "../storage/level-store.js";
 import { isPruned, type PruneInfo } from "../storage/prune-info.js";
-import { bytesEqual, hexToBytes32 } from "../util/bytes.js";
+import { hexToBytes32 } from "../util/bytes.js";
 import type { NodeWrites } from "../trees/node-writes.js";
 import type { HashEngine } from "../hash/engine.js";
 import { WasmEngine } from "../hash/wasm-engine.js";
@@ -12,8 +12,9 @@ import { walkLeaves } from "../trees/walk-leaves.js";
 /**
  * Retention: deletes tree nodes and leaf records that no kept batch reaches.
  *
- * Safe against the daemon committing while it runs, although nodes are content-addressed (a new
- * batch may re-create a node identical to one being swept):
+ * Safe against the daemon committing while it runs. A commit writes its records under its own
+ * batch's id (storage/keys.ts), so a batch that re-creates a node identical to one being swept
+ * writes a record of its own; the protection below matters only should a batch id be written again:
  * 1. a commit listener is registered first: every node and leaf key any commit writes from then on
  *    is protected and never deleted;
  * 2. the kept batches are read and their trees marked from one LevelDB snapshot;
@@ -56,9 +57,10 @@ export interface PruneReport {
 }
 
 /**
- * A set of 96-bit fingerprints (the low 12 bytes of a hash): 12 bytes a slot instead of a string
- * per node. The mark uses it to skip subtrees already marked, so a collision could skip a subtree;
- * with 96 bits that takes ~2^48 nodes to become likely.
+ * A set of 96-bit fingerprints of records (the low 12 bytes of a hash, the record's gen folded into
+ * the first 4: the same node written by two batches is two records): 12 bytes a slot instead of a
+ * string per node. The mark uses it to skip subtrees already marked, so a collision could skip a
+ * subtree; with 96 bits that takes ~2^48 nodes to become likely.
  */
 class FingerprintSet {
   private slots = new Uint32Array(3 * 1024);
@@ -68,10 +70,10 @@ class FingerprintSet {
     return this.count;
   }
 
-  private static fp(h: Uint8Array): [number, number, number] {
+  private static fp(h: Uint8Array, gen: number): [number, number, number] {
     const w = (o: number): number => ((h[o]! << 24) | (h[o + 1]! << 16) | (h[o + 2]! << 8) | h[o + 3]!) >>> 0;
     const o = h.length - 12;
-    const a = w(o);
+    const a = (w(o) ^ gen) >>> 0;
     const b = w(o + 4);
     const c = w(o + 8);
     return a === 0 && b === 0 && c === 0 ? [0, 0, 1] : [a, b, c];
@@ -88,10 +90,10 @@ class FingerprintSet {
     }
   }
 
-  /** Adds; returns false when already present. */
-  add(h: Uint8Array): boolean {
+  /** Adds the record of hash `h` written by batch `gen`; returns false when already present. */
+  add(h: Uint8Array, gen: number): boolean {
     if ((this.count + 1) * 2 > this.slots.length / 3) this.grow();
-    const [a, b, c] = FingerprintSet.fp(h);
+    const [a, b, c] = FingerprintSet.fp(h, gen);
     const { slot, found } = this.find(a, b, c);
     if (found) return false;
     this.slots.set([a, b, c], 3 * slot);
@@ -99,8 +101,8 @@ class FingerprintSet {
     return true;
   }
 
-  has(h: Uint8Array): boolean {
-    return this.find(...FingerprintSet.fp(h)).found;
+  has(h: Uint8Array, gen: number): boolean {
+    return this.find(...FingerprintSet.fp(h, gen)).found;
   }
 
   private grow(): void {
@@ -115,6 +117,10 @@ class FingerprintSet {
 
 const keyHex = (k: Uint8Array): string => Buffer.from(k.buffer, k.byteOffset, k.byteLength).toString("hex");
 
+/** A tree record's identity as a string: node or leaf, gen, hash. */
+const recordKey = (node: boolean, gen: number, hash: Uint8Array): string =>
+  (node ? "n" : "l") + gen + ":" + keyHex(hash);
+
 export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise<PruneReport> {
   const started = performance.now();
   if (!Number.isInteger(opts.keepBatches) || opts.keepBatches < 1) {
@@ -126,9 +132,11 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
   // 1. Protect whatever commits write from now on.
   const protectedKeys = new Set<string>();
   const committed: { id: number; prev: number }[] = [];
+  // A commit's records are written under its batch's id (storage/keys.ts).
   const listener = (record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites): void => {
-    for (let i = 0; i < nodes.length; i++) protectedKeys.add("n" + keyHex(nodes.hash(i)));
-    for (let i = 0; i < leaves.length; i++) protectedKeys.add("l" + keyHex(leaves.hash(i)));
+    const gen = record.batch_id;
+    for (let i = 0; i < nodes.length; i++) protectedKeys.add(recordKey(true, gen, nodes.hash(i)));
+    for (let i = 0; i < leaves.length; i++) protectedKeys.add(recordKey(false, gen, leaves.hash(i)));
     committed.push({ id: record.batch_id, prev: record.prev_batch_id });
   };
   store.commitListeners.add(listener);
@@ -160,24 +168,27 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
     // Mark everything the kept batches reach.
     const nodes = new FingerprintSet();
     const leaves = new FingerprintSet();
-    const getNodes = (hs: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> =>
-      snapshot.getNodes(hs);
+    const getNodes = (
+      hs: readonly Uint8Array[],
+      gens: ArrayLike<number>,
+    ): Promise<(Uint8Array | undefined)[]> => snapshot.getNodes(hs, gens);
     for (const id of keptIds) {
       const record = (await snapshot.getBatch(id))!;
       for (const spec of trees) {
         opts.signal?.throwIfAborted();
         const root = hexToBytes32(record.roots[spec.name] ?? "");
         if (!root) throw new DacdError("STORE", `batch ${id} has no ${spec.name} root; not pruning`);
-        if (spec.name === profile.order.name && !bytesEqual(root, new Uint8Array(32))) {
-          const [rec] = await getNodes([root]);
-          if (rec === undefined) continue; // an unchecked order tree: only its stated root exists
+        const rootGen = record.root_gens[spec.name];
+        if (rootGen === undefined) {
+          if (spec.name === profile.order.name) continue; // an unchecked order tree: only its stated root exists
+          throw new DacdError("STORE", `batch ${id} names no gen for its ${spec.name} root; not pruning`);
         }
-        const walk = walkLeaves(engine, spec, root, {
+        const walk = walkLeaves(engine, spec, root, rootGen, {
           getNodes,
-          enter: (t) => (t.height === 0 ? true : nodes.add(t.hash)),
+          enter: (t) => (t.height === 0 ? true : nodes.add(t.hash, t.gen)),
         });
         for await (const block of walk) {
-          if (spec.leaf !== "order") for (const t of block) leaves.add(t.hash);
+          if (spec.leaf !== "order") for (const t of block) leaves.add(t.hash, t.gen);
         }
       }
     }
@@ -214,7 +225,7 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
         }
         const doomed: TreeRecordKey[] = [];
         for (const r of candidates) {
-          if (protectedKeys.has((r.node ? "n" : "l") + keyHex(r.hash))) {
+          if (protectedKeys.has(recordKey(r.node, r.gen, r.hash))) {
             report.protected_kept++;
             continue;
           }
@@ -230,8 +241,8 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
     for await (const r of snapshot.treeRecords()) {
       if (r.node) {
         report.nodes_scanned++;
-        if (nodes.has(r.hash)) continue;
-      } else if (leaves.has(r.hash)) continue;
+        if (nodes.has(r.hash, r.gen)) continue;
+      } else if (leaves.has(r.hash, r.gen)) continue;
       chunk.push(r);
       if (chunk.length >= chunkSize) {
         go = await flush();

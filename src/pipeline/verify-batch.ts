@@ -7,7 +7,8 @@ import type { LevelStore, PendingCommit } from "../storage/level-store.js";
 import { bytesEqual, hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
 import { parseStateUpdate } from "../wire/parse-update.js";
 import type { StateUpdate } from "../model/state-update.js";
-import { computeRoots, type ComputedRoots, type Roots } from "../trees/compute-roots.js";
+import { computeRoots, type ComputedRoots, type Roots, type TreeState } from "../trees/compute-roots.js";
+import { MAX_GEN } from "../trees/node-record.js";
 import type { TreeWalk } from "../trees/tree-walk.js";
 import type { HashEngine } from "../hash/engine.js";
 import { TopNodeCache } from "../trees/node-cache.js";
@@ -125,20 +126,31 @@ export async function verifyParsedAndStore(
       },
     );
   }
-  const prevRoots = prev ? rootsFromRecord(prev, batchId) : null;
+  // The batch's records are stored under its id (storage/keys.ts), which must fit their keys.
+  if (batchId > MAX_GEN)
+    throw new DacdError(
+      "BAD_INPUT",
+      `batch id ${batchId} is above ${MAX_GEN}, the largest the store keys take`,
+      {
+        batchId,
+        field: "batch_id",
+      },
+    );
+  const prevState = prev ? stateFromRecord(prev, batchId) : null;
 
   const trees = treesToCompute(ctx, update);
   const nodes = ctx.topNodes ? ctx.topNodes.over(ctx.store) : ctx.store;
   // Each tree's records go into the commit as soon as the tree is done; written only below, after
   // every root is checked and the claim signed, and dropped on any failure.
-  const pending = ctx.store.beginCommit();
+  const pending = ctx.store.beginCommit(batchId);
   try {
     const computed = await computeRoots(
       ctx.engine,
       nodes,
       trees,
-      prevRoots,
+      prevState,
       update.changes,
+      batchId,
       (out) => pending.putNew(out.newNodes, out.newLeaves),
       ctx.treeWalk,
     );
@@ -168,6 +180,7 @@ async function signAndStore(
     prev_batch_id: update.prevBatchId,
     sequence_number: sequenceNumber,
     roots: Object.fromEntries(Object.entries(roots).map(([k, v]) => [k, toHex64(v)])),
+    root_gens: { ...computed.rootGens },
     heights: keptHeights(ctx.profile, ctx.options.validateRollup),
     claim_hash: toHex0x(claim),
     signature: ctx.signer.sign(claim),
@@ -216,7 +229,8 @@ function checkRoots(ctx: VerifyContext, batchId: number, update: StateUpdate, co
   return roots;
 }
 
-function rootsFromRecord(prev: BatchRecord, batchId: number): Roots {
+/** The trees a stored batch left: its roots and their records' gens. */
+function stateFromRecord(prev: BatchRecord, batchId: number): TreeState {
   const roots: Roots = {};
   for (const [name, hex] of Object.entries(prev.roots)) {
     const b = hexToBytes32(hex);
@@ -224,5 +238,11 @@ function rootsFromRecord(prev: BatchRecord, batchId: number): Roots {
       throw new DacdError("STORE", `stored batch ${prev.batch_id} has a malformed ${name} root`, { batchId });
     roots[name as TreeName] = b;
   }
-  return roots;
+  const gens = { ...prev.root_gens } as TreeState["gens"];
+  for (const [name, gen] of Object.entries(gens))
+    if (!Number.isInteger(gen) || gen < 0 || gen > MAX_GEN)
+      throw new DacdError("STORE", `stored batch ${prev.batch_id} has a malformed ${name} root gen`, {
+        batchId,
+      });
+  return { roots, gens };
 }

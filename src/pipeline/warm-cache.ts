@@ -24,13 +24,16 @@ export async function warmTopNodes(
   const before = cache.size;
   for (const spec of trees) {
     const root = hexToBytes32(record.roots[spec.name] ?? "");
-    if (!root) continue;
+    const rootGen = record.root_gens[spec.name];
+    // No gen: the tree is empty, or its root was taken as stated and is not stored.
+    if (!root || rootGen === undefined) continue;
     const depth = (height: number): number => spec.height - height;
-    const walk = walkLeaves(engine, spec, root, {
-      getNodes: (hashes) => store.getNodes(hashes),
+    const walk = walkLeaves(engine, spec, root, rootGen, {
+      getNodes: (hashes, gens) => store.getNodes(hashes, gens),
       enter: (t) => t.height > 0 && depth(t.height) < cache.levels,
       onNodes: (nodes) => {
-        for (const n of nodes) cache.remember(spec.name, depth(n.height), Number(n.index), n.hash, n.record);
+        for (const n of nodes)
+          cache.remember(spec.name, depth(n.height), Number(n.index), n.hash, n.gen, n.record);
       },
       // A node missing here (an unchecked order tree's stated root) is simply not cached.
       onProblem: () => undefined,

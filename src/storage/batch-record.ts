@@ -11,6 +11,12 @@ export interface BatchRecord {
   readonly sequence_number: number;
   /** Recomputed roots per tree (64 hex digits, no prefix); for an unchecked order tree, the stated root. */
   readonly roots: Record<string, string>;
+  /**
+   * Per stored tree, the number of the batch that wrote its root's record (the root's key starts
+   * with it: storage/keys.ts), 0 for an empty tree. Absent for a tree whose root is not stored (an
+   * order tree taken as stated). Kept apart from `roots`, which the claim is made of.
+   */
+  readonly root_gens: Record<string, number>;
   readonly heights: Record<string, number>;
   readonly claim_hash: string;
   readonly signature: PostedSignature;

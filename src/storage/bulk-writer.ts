@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { ClassicLevel } from "classic-level";
 import type { NodeWrite } from "../trees/node-source.js";
 import { copy32 } from "../util/bytes.js";
-import { exactKeyOrder, Prefix } from "./keys.js";
+import { exactKeyOrder, setTreeKeyHead, TREE_KEY_LENGTH, TreeKind } from "./keys.js";
 import type { PackedRecords } from "../trees/node-source.js";
 import { putInOrder, rawPut } from "./sorted-puts.js";
 
@@ -31,7 +31,7 @@ export const BULK_SPILL_DIR = ".bulk-load";
  */
 export const BULK_LOAD_WRITE_BUFFER = 2 << 20;
 
-/** Partitions per key prefix, by the top bits of the hash: bounds the memory of one sort. */
+/** Partitions per kind of record, by the top bits of the hash: bounds the memory of one sort. */
 const PARTITION_BITS = 5;
 const PARTITIONS = 1 << PARTITION_BITS;
 /**
@@ -54,7 +54,7 @@ export function spillPartition(hash: Uint8Array): number {
 /** The largest read one call makes (Node's fs reads take at most 2 GiB - 1). */
 const MAX_READ_BYTES = 1 << 30;
 
-/** One spill file: records whose keys share a prefix byte and the hash's top PARTITION_BITS bits. */
+/** One spill file: records of one kind whose hashes share the bits spillPartition takes. */
 class Partition {
   private file: FileHandle | undefined;
   private buf: Uint8Array;
@@ -111,9 +111,9 @@ class Partition {
  * order, and LevelDB, fed random keys, flushes tables that overlap one another and then merges
  * them again and again (a large share of a load's CPU, and a backlog that the first batches after
  * the load pay for; docs/performance.md). Here records are
- * first spilled to files, one per prefix byte and top bits of the hash; `finish` sorts each file
+ * first spilled to files, one per kind of record and top bits of the hash; `finish` sorts each file
  * in turn and writes it in order, so every table LevelDB flushes follows the one before, and
- * compaction only moves tables down. Memory: one partition (a 32nd of a prefix's records) at a
+ * compaction only moves tables down. Memory: one partition (a 32nd of a kind's records) at a
  * time. Writes are not synced one by one: the loader's final record goes with `sync`, which makes
  * everything before it durable too, and a store whose load did not finish has no such record.
  */
@@ -138,18 +138,18 @@ export class BulkWriter {
     this.spillBuffer = opts.spillBuffer ?? 256 << 10;
   }
 
-  /** Takes tree node records (stored under their hashes, keys.ts). */
+  /** Takes tree node records (stored under the load's gen and their hashes, keys.ts). */
   putNodes(writes: readonly NodeWrite[]): Promise<void> {
-    return this.put(Prefix.node, writes);
+    return this.put(TreeKind.node, writes);
   }
 
-  /** Takes leaf records (stored under their leaf hashes, keys.ts). */
+  /** Takes leaf records (stored under the load's gen and their leaf hashes, keys.ts). */
   putLeaves(writes: readonly NodeWrite[]): Promise<void> {
-    return this.put(Prefix.leaf, writes);
+    return this.put(TreeKind.leaf, writes);
   }
 
-  /** Takes records to be stored under `prefix ‖ hash`. */
-  async put(prefix: number, writes: readonly NodeWrite[]): Promise<void> {
+  /** Takes records of a kind (TreeKind) to be stored under their hashes. */
+  async put(kind: number, writes: readonly NodeWrite[]): Promise<void> {
     if (!this.dirMade) {
       // Files of an earlier writer that neither finished nor abandoned would otherwise be appended
       // to (a killed load's are already gone: opening the store removes them, LevelStore.open).
@@ -157,13 +157,13 @@ export class BulkWriter {
       await mkdir(this.spillDir, { recursive: true });
       this.dirMade = true;
     }
-    let parts = this.partitions.get(prefix);
+    let parts = this.partitions.get(kind);
     if (!parts) {
       parts = Array.from(
         { length: PARTITIONS },
-        (_, p) => new Partition(join(this.spillDir, `${prefix}-${p}`), this.spillBuffer),
+        (_, p) => new Partition(join(this.spillDir, `${kind}-${p}`), this.spillBuffer),
       );
-      this.partitions.set(prefix, parts);
+      this.partitions.set(kind, parts);
     }
     for (const { hash, record } of writes) {
       if (hash.length !== 32) throw new RangeError(`a record's hash has ${hash.length} bytes`);
@@ -175,17 +175,19 @@ export class BulkWriter {
   }
 
   /**
-   * Writes every record taken to LevelDB, in key order, and removes the spill files. `onWritten`
-   * hears how many records have been handed to LevelDB so far, after each write batch.
+   * Writes every record taken to LevelDB under `gen` (the id of the batch the load stands for,
+   * known to a reference import only once its archive is read), in key order, and removes the spill
+   * files. `onWritten` hears how many records have been handed to LevelDB so far, after each write
+   * batch.
    */
-  async finish(onWritten?: (written: number) => void): Promise<void> {
-    const key = new Uint8Array(33);
+  async finish(gen: number, onWritten?: (written: number) => void): Promise<void> {
+    const key = new Uint8Array(TREE_KEY_LENGTH);
     let inFlight: Promise<void> | undefined;
     let written = 0;
     try {
-      for (const prefix of [...this.partitions.keys()].sort((a, b) => a - b)) {
-        key[0] = prefix;
-        for (const part of this.partitions.get(prefix)!) {
+      for (const kind of [...this.partitions.keys()].sort((a, b) => a - b)) {
+        setTreeKeyHead(key, gen, kind);
+        for (const part of this.partitions.get(kind)!) {
           await part.close();
           if (part.count === 0) continue;
           // The batch copies keys and values at put, so the read buffer is free again for the

@@ -5,21 +5,74 @@
  * and writes through LevelStore's methods.
  *
  * Key kinds (key → value):
- * - node:  0x01 ‖ 32-byte node hash → the node's record (trees/node-record.ts: binary 64 bytes,
- *          Patricia edge 65, Merkle edge 65 + 32 per checkpoint), content-addressed and shared
- *          between batches;
- * - leaf:  0x02 ‖ 32-byte leaf hash → the leaf's record (trees/leaves.ts: the vault, order or
- *          position fields the hash was computed from);
+ * - tree:  0x00 ‖ u32 gen ‖ kind ‖ 32-byte hash, where gen is the id of the batch that wrote the
+ *          record (big-endian, so a batch's records sort above every older batch's) and kind
+ *          TreeKind's:
+ *          - node → the node's record (trees/node-record.ts: binary 72 bytes, Patricia edge 69,
+ *            Merkle edge 69 + 32 per checkpoint), content-addressed: a record names each child by
+ *            its hash and gen;
+ *          - leaf → the leaf's record (trees/leaves.ts: the vault, order or position fields the
+ *            hash was computed from);
+ *          - retire (no hash) → never holds a value: deleted after the batch's write to retire
+ *            LevelDB's memtable (level-store.ts);
  * - batch: 0x03 ‖ u64 batch id, big-endian (so keys sort by id) → the batch record, JSON
  *          (batch-record.ts);
  * - meta:  0x04 ‖ utf8 name → JSON; the names are Meta's.
+ *
+ * Tree records lead with their batch because LevelDB merges a flushed table with every older
+ * table whose key range it overlaps: under hash-led keys each batch's records spanned the whole
+ * range and compaction rewrote the store's records again and again; led by the batch, a flushed
+ * table overlaps none (docs/performance.md). The retire key sits in the batch's range for the
+ * same reason.
  */
 export const Prefix = {
-  node: 0x01,
-  leaf: 0x02,
+  tree: 0x00,
   batch: 0x03,
   meta: 0x04,
 } as const;
+
+/** The kind byte of a tree key, after the gen. */
+export const TreeKind = {
+  node: 0x01,
+  leaf: 0x02,
+  retire: 0xff,
+} as const;
+
+/** A tree record's key: prefix, gen, kind, hash. */
+export const TREE_KEY_LENGTH = 38;
+/** Where the hash starts in a tree record's key. */
+export const TREE_KEY_HASH_AT = 6;
+
+/** Writes `0x00 ‖ gen ‖ kind` at the start of `key` (TREE_KEY_LENGTH bytes); the hash is the caller's. */
+export function setTreeKeyHead(key: Uint8Array, gen: number, kind: number): void {
+  key[0] = Prefix.tree;
+  key[1] = gen >>> 24;
+  key[2] = (gen >>> 16) & 0xff;
+  key[3] = (gen >>> 8) & 0xff;
+  key[4] = gen & 0xff;
+  key[5] = kind;
+}
+
+/** The key of a tree record: the 32 bytes at `hashAt` of `hash`, written by batch `gen`. */
+export function treeKey(gen: number, kind: number, hash: Uint8Array, hashAt = 0): Uint8Array {
+  const key = new Uint8Array(TREE_KEY_LENGTH);
+  setTreeKeyHead(key, gen, kind);
+  key.set(hash.subarray(hashAt, hashAt + 32), TREE_KEY_HASH_AT);
+  return key;
+}
+
+/** The key a batch's memtable retire deletes: in the batch's range (see above). */
+export function retireKey(gen: number): Uint8Array {
+  const key = new Uint8Array(6);
+  setTreeKeyHead(key, gen, TreeKind.retire);
+  return key;
+}
+
+/** A tree record's key read back: its gen, kind and hash (a view of the key). */
+export function treeKeyParts(key: Uint8Array): { gen: number; kind: number; hash: Uint8Array } {
+  const gen = ((key[1]! << 24) | (key[2]! << 16) | (key[3]! << 8) | key[4]!) >>> 0;
+  return { gen, kind: key[5]!, hash: key.subarray(TREE_KEY_HASH_AT, TREE_KEY_HASH_AT + 32) };
+}
 
 /** The meta records (0x04 ‖ name → JSON value). */
 export const Meta = {
@@ -37,8 +90,6 @@ export const Meta = {
   prune: "prune",
   /** → ImportedFrom: the store was imported from the reference member's archive (escape/reference-store.ts). */
   importedFrom: "imported_from",
-  /** Never holds a value: deleted after each batch's write to retire LevelDB's memtable (level-store.ts). */
-  memtable: "memtable",
 } as const;
 
 export type MetaName = (typeof Meta)[keyof typeof Meta];
@@ -80,6 +131,33 @@ export function metaKey(name: MetaName): Uint8Array {
 export function keyOrder(hashes: readonly Uint8Array[] | Uint8Array): Uint32Array {
   const prefixes = prefixesOf(hashes);
   return prefixes.length < RADIX_MIN ? sortOrder(prefixes) : radixOrder(prefixes);
+}
+
+/**
+ * The order of tree records' keys, near enough (keyOrder's within a gen): by gen, then by the
+ * hashes' first 24 bits, ties in the given order. A stable counting pass by gen over keyOrder's
+ * order: a batch's lookups span a few hundred gens at most.
+ */
+export function treeKeyOrder(
+  hashes: readonly Uint8Array[] | Uint8Array,
+  gens: ArrayLike<number>,
+): Uint32Array {
+  const byHash = keyOrder(hashes);
+  const n = byHash.length;
+  let oneGen = true;
+  for (let i = 1; i < n && oneGen; i++) oneGen = gens[i] === gens[0];
+  if (oneGen) return byHash;
+  const distinct = [...new Set(Array.from(gens))].sort((a, b) => a - b);
+  const rank = new Map(distinct.map((g, r) => [g, r]));
+  const starts = new Uint32Array(distinct.length + 1);
+  for (let i = 0; i < n; i++) starts[rank.get(gens[i]!)! + 1]!++;
+  for (let r = 0; r < distinct.length; r++) starts[r + 1]! += starts[r]!;
+  const order = new Uint32Array(n);
+  for (let k = 0; k < n; k++) {
+    const i = byHash[k]!;
+    order[starts[rank.get(gens[i]!)!]!++] = i;
+  }
+  return order;
 }
 
 /** keyOrder by sorting the prefixes as numbers at any count (bench/key-order.ts compares the two). */

@@ -10,12 +10,18 @@ import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import {
   batchIdFromKey,
   batchKey,
-  keyOrder,
   Meta,
   metaKey,
   type MetaName,
   Prefix,
-  prefixed,
+  retireKey,
+  setTreeKeyHead,
+  TREE_KEY_HASH_AT,
+  TREE_KEY_LENGTH,
+  treeKey,
+  treeKeyOrder,
+  treeKeyParts,
+  TreeKind,
 } from "./keys.js";
 import { BULK_SPILL_DIR, BulkWriter, type BulkWriterOptions } from "./bulk-writer.js";
 import { type Db, LEVEL_DB } from "./level-db.js";
@@ -56,16 +62,17 @@ export interface BatchEntry {
   readonly record: BatchRecord | undefined;
 }
 
-/** A tree record's key: a node's (`node`) or a leaf's, by its 32-byte hash. */
+/** A tree record's key: a node's (`node`) or a leaf's, by the batch that wrote it and its 32-byte hash. */
 export interface TreeRecordKey {
   readonly node: boolean;
+  readonly gen: number;
   readonly hash: Uint8Array;
 }
 
 /** The key range of the batch records. */
 const BATCH_RANGE = { gte: Uint8Array.of(Prefix.batch), lt: Uint8Array.of(Prefix.batch + 1) };
-/** The key range of the tree records: nodes and leaves (their prefixes are adjacent). */
-const TREE_RANGE = { gte: Uint8Array.of(Prefix.node), lt: Uint8Array.of(Prefix.leaf + 1) };
+/** The key range of the tree records: nodes and leaves of every batch. */
+const TREE_RANGE = { gte: Uint8Array.of(Prefix.tree), lt: Uint8Array.of(Prefix.tree + 1) };
 
 /**
  * dacd's LevelDB store: content-addressed tree nodes and leaves, one record per verified batch,
@@ -191,20 +198,41 @@ export class LevelStore implements NodeSource {
   }
 
   /**
-   * One getMany runs its lookups one after another on one libuv thread; a large one is split so that
-   * two threads look up at once.
+   * The records of nodes: `hashes[i]` written by batch `gens[i]`. One getMany runs its lookups one
+   * after another on one libuv thread; a large one is split so that two threads look up at once.
    */
-  async getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+  async getNodes(
+    hashes: readonly Uint8Array[],
+    gens: ArrayLike<number>,
+  ): Promise<(Uint8Array | undefined)[]> {
+    return this.getTreeRecords(TreeKind.node, hashes, gens);
+  }
+
+  /** The records of leaves: `hashes[i]` written by batch `gens[i]`. */
+  async getLeafRecords(
+    hashes: readonly Uint8Array[],
+    gens: ArrayLike<number>,
+  ): Promise<(Uint8Array | undefined)[]> {
+    return this.getTreeRecords(TreeKind.leaf, hashes, gens);
+  }
+
+  private async getTreeRecords(
+    kind: number,
+    hashes: readonly Uint8Array[],
+    gens: ArrayLike<number>,
+  ): Promise<(Uint8Array | undefined)[]> {
     if (hashes.length === 0) return [];
-    // Looked up in key order (keyOrder). The keys are views of one buffer (classic-level copies
-    // each key when called), not an ArrayBuffer each.
-    const order = keyOrder(hashes);
-    const keyBytes = new Uint8Array(order.length * 33);
+    if (gens.length !== hashes.length) throw new RangeError("a gen for every hash is needed");
+    // Looked up in key order (treeKeyOrder). The keys are views of one buffer (classic-level
+    // copies each key when called), not an ArrayBuffer each.
+    const order = treeKeyOrder(hashes, gens);
+    const keyBytes = new Uint8Array(order.length * TREE_KEY_LENGTH);
     const keys = new Array<Uint8Array>(order.length);
     for (let k = 0; k < order.length; k++) {
-      const key = (keys[k] = keyBytes.subarray(k * 33, k * 33 + 33));
-      key[0] = Prefix.node;
-      key.set(hashes[order[k]!]!, 1);
+      const i = order[k]!;
+      const key = (keys[k] = keyBytes.subarray(k * TREE_KEY_LENGTH, (k + 1) * TREE_KEY_LENGTH));
+      setTreeKeyHead(key, gens[i]!, kind);
+      key.set(hashes[i]!, TREE_KEY_HASH_AT);
     }
     let found: (Uint8Array | undefined)[];
     if (keys.length < PARALLEL_READ_MIN) found = await this.db.getMany(keys, this.reads);
@@ -230,14 +258,6 @@ export class LevelStore implements NodeSource {
       out[order[k]!] = records.subarray(at, (at += record.length));
     }
     return out;
-  }
-
-  async getLeafRecords(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
-    if (hashes.length === 0) return [];
-    return this.db.getMany(
-      hashes.map((h) => prefixed(Prefix.leaf, h)),
-      this.reads,
-    );
   }
 
   async getBatch(batchId: number): Promise<BatchRecord | undefined> {
@@ -308,11 +328,11 @@ export class LevelStore implements NodeSource {
    * A commit to fill while a batch is verified (PendingCommit); nothing reaches the store until
    * commitBatch writes it.
    */
-  beginCommit(): PendingCommit {
+  beginCommit(gen: number): PendingCommit {
     this.writable();
     // A chained batch: about 3x faster than an array of operations for 100k nodes (bench/).
     this.openCommits++;
-    return new PendingCommit(this.db.batch(), () => {
+    return new PendingCommit(this.db.batch(), gen, () => {
       if (--this.openCommits > 0) return;
       for (const wake of this.commitWaiters.splice(0)) wake();
     });
@@ -326,7 +346,7 @@ export class LevelStore implements NodeSource {
     record: BatchRecord,
     nodes: NodeWrites,
     leaves: NodeWrites,
-    pending = this.beginCommit(),
+    pending = this.beginCommit(record.batch_id),
   ): Promise<void> {
     try {
       pending.putNew(nodes, leaves);
@@ -335,7 +355,7 @@ export class LevelStore implements NodeSource {
       await this.withWriteLock(async () => {
         for (const listener of this.commitListeners) listener(record, nodes, leaves);
         await pending.batch.write({ sync: true });
-        await this.retireMemtable();
+        await this.retireMemtable(record.batch_id);
       });
     } finally {
       pending.abandon();
@@ -352,8 +372,8 @@ export class LevelStore implements NodeSource {
    * fails the next write that matters). In the daemon, the cursor's write after the gateway's
    * answer (markAccepted) has the same effect, but only once the claim is accepted.
    */
-  private async retireMemtable(): Promise<void> {
-    await this.db.del(metaKey(Meta.memtable)).catch(() => undefined);
+  private async retireMemtable(gen: number): Promise<void> {
+    await this.db.del(retireKey(gen)).catch(() => undefined);
   }
 
   /** Runs `fn` while no commitBatch (and no other locked section) is writing; calls are serialised. */
@@ -537,12 +557,15 @@ export class LevelStore implements NodeSource {
   }
 
   /**
-   * Which tree records the store holds (nodes, then leaves, each in hash order), for the prune's
+   * Which tree records the store holds (by gen, then nodes and leaves in hash order), for the prune's
    * sweep, which deletes those that no kept batch reaches with deleteTreeRecords. `hash` is a copy.
    */
   async *treeRecords(): AsyncGenerator<TreeRecordKey> {
-    for await (const k of this.db.keys({ ...TREE_RANGE, ...this.reads }))
-      yield { node: k[0] === Prefix.node, hash: k.slice(1) };
+    for await (const k of this.db.keys({ ...TREE_RANGE, ...this.reads })) {
+      if (k.length !== TREE_KEY_LENGTH) continue; // a retire key
+      const { gen, kind, hash } = treeKeyParts(k);
+      yield { node: kind === TreeKind.node, gen, hash: hash.slice() };
+    }
   }
 
   /**
@@ -555,7 +578,7 @@ export class LevelStore implements NodeSource {
     await this.db.batch(
       records.map((r) => ({
         type: "del" as const,
-        key: prefixed(r.node ? Prefix.node : Prefix.leaf, r.hash),
+        key: treeKey(r.gen, r.node ? TreeKind.node : TreeKind.leaf, r.hash),
       })),
     );
   }
@@ -585,8 +608,10 @@ export class PendingCommit {
   /** The runs handed over so far, one after the other. */
   private runs: Promise<void> = Promise.resolve();
 
+  /** `gen`: the id of the batch whose records these are (their keys lead with it). */
   constructor(
     readonly batch: ReturnType<Db["batch"]>,
+    private readonly gen: number,
     private readonly onDone: () => void = () => undefined,
   ) {
     this.put = rawPut(batch);
@@ -601,8 +626,8 @@ export class PendingCommit {
     this.leavesPut = leavesTo;
     const stopped = () => this.done;
     this.runs = this.runs.then(async () => {
-      await putSorted(this.put, Prefix.node, nodes, nodesFrom, nodesTo, stopped);
-      await putSorted(this.put, Prefix.leaf, leaves, leavesFrom, leavesTo, stopped);
+      await putSorted(this.put, this.gen, TreeKind.node, nodes, nodesFrom, nodesTo, stopped);
+      await putSorted(this.put, this.gen, TreeKind.leaf, leaves, leavesFrom, leavesTo, stopped);
     });
     // Observed by allPut; a commit abandoned meanwhile never asks.
     this.runs.catch(() => undefined);

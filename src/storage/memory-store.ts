@@ -2,12 +2,14 @@ import type { NodeSource, NodeWrite } from "../trees/node-source.js";
 
 /**
  * Nodes kept in memory: for tests (a cross-check of the LevelDB store) and the devnet operator.
- * Keys are hex strings because Map compares Uint8Array keys by identity.
+ * Keys are hex strings because Map compares Uint8Array keys by identity. Nothing is ever deleted,
+ * so a node is found by its hash alone: every copy of it (one per batch that wrote it) describes
+ * the same subtree, and every child any copy names is here too.
  */
 export class MemoryNodeStore implements NodeSource {
   private readonly nodes = new Map<string, Uint8Array>();
 
-  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+  getNodes(hashes: readonly Uint8Array[], _gens?: ArrayLike<number>): Promise<(Uint8Array | undefined)[]> {
     return Promise.resolve(hashes.map((h) => this.nodes.get(Buffer.from(h).toString("hex"))));
   }
 

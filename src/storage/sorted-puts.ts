@@ -3,7 +3,7 @@ import { copy32 } from "../util/bytes.js";
 import type { PackedRecords } from "../trees/node-source.js";
 import type { NodeWrites } from "../trees/node-writes.js";
 import { yieldToEventLoop } from "../util/yield.js";
-import { keyOrder } from "./keys.js";
+import { keyOrder, setTreeKeyHead, TREE_KEY_HASH_AT, TREE_KEY_LENGTH } from "./keys.js";
 
 type ChainedBatch = ReturnType<ClassicLevel<Uint8Array, Uint8Array>["batch"]>;
 
@@ -31,9 +31,9 @@ export function rawPut(batch: ChainedBatch): (key: Uint8Array, value: Uint8Array
 }
 
 /**
- * Puts records `order[k]`, `order[k + 1]`, … under `key[0] ‖ hash` until `order[end]` or until
- * `maxBytes` of keys and values have been put; returns where it stopped. The batch copies key and
- * value at put(), so one key buffer serves every put.
+ * Puts records `order[k]`, `order[k + 1]`, … under the head of `key` (a tree key's: keys.ts) and
+ * their hash until `order[end]` or until `maxBytes` of keys and values have been put; returns where
+ * it stopped. The batch copies key and value at put(), so one key buffer serves every put.
  */
 export function putInOrder(
   put: (key: Uint8Array, value: Uint8Array) => void,
@@ -47,9 +47,9 @@ export function putInOrder(
   const { hashes, records, from, to } = packed;
   for (let bytes = 0; k < end && bytes < maxBytes; k++) {
     const i = order[k]!;
-    copy32(key, 1, hashes, i * 32);
+    copy32(key, TREE_KEY_HASH_AT, hashes, i * 32);
     const record = records.subarray(from[i]!, to[i]!);
-    bytes += 33 + record.length;
+    bytes += TREE_KEY_LENGTH + record.length;
     put(key, record);
   }
   return k;
@@ -59,7 +59,8 @@ export function putInOrder(
 export const PUT_SLICE_BYTES = 1 << 20;
 
 /**
- * Puts records `from` to `to` of `writes` under `prefix ‖ hash`, in key order (keyOrder): LevelDB
+ * Puts records `from` to `to` of `writes` under their tree keys (batch `gen`, `kind`, hash), in key
+ * order (keyOrder: one gen, so the hashes decide): LevelDB
  * inserts each write into its memtable, a skip list, and in key order each insert starts next to
  * the one before. Visiting 170k records in key order in their packed buffers jumps around far less
  * than visiting as many objects on the heap would (several cache misses per put). The puts run a
@@ -68,7 +69,8 @@ export const PUT_SLICE_BYTES = 1 << 20;
  */
 export async function putSorted(
   put: (key: Uint8Array, value: Uint8Array) => void,
-  prefix: number,
+  gen: number,
+  kind: number,
   writes: NodeWrites,
   from: number,
   to: number,
@@ -84,8 +86,8 @@ export async function putSorted(
     from: all.from.subarray(from, to),
     to: all.to.subarray(from, to),
   };
-  const key = new Uint8Array(33);
-  key[0] = prefix;
+  const key = new Uint8Array(TREE_KEY_LENGTH);
+  setTreeKeyHead(key, gen, kind);
   const order = keyOrder(packed.hashes);
   for (let k = 0; k < order.length;) {
     if (k > 0) await yieldToEventLoop();

@@ -2,10 +2,12 @@ import { DacdError } from "../errors.js";
 import { addSmall, bitLength, bytesEqual, copy32, writeBigint32, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "../hash/engine.js";
 import {
+  checkpointCount,
   checkpointOffset,
   climbEdgeChains,
   merkleEdgeLength,
   newMerkleEdges,
+  setEdgeLeafGen,
   setEdgePath,
 } from "./merkle-edge.js";
 import {
@@ -47,6 +49,11 @@ export interface BulkOptions {
   readonly engineChunk?: number;
   /** Reports the tree's nodes at one height (checking stated subtree roots); no record is written for it. */
   readonly probe?: NodeProbe;
+  /**
+   * The gen the records are written under (the batch the load stands for), which every record
+   * names its non-empty children by (node-record.ts); default 0.
+   */
+  readonly gen?: number;
 }
 
 /**
@@ -144,6 +151,7 @@ export async function buildMerkle(
   checkSorted(leaves, 1n << BigInt(height), what);
   const out = new SinkBuffer(sink, opts.sinkChunk ?? 16384, opts.sinkBytes ?? 8 << 20);
   const engineChunk = opts.engineChunk ?? 65536;
+  const gen = opts.gen ?? 0;
 
   // Drop empty leaves.
   const ids: bigint[] = [];
@@ -170,7 +178,7 @@ export async function buildMerkle(
   }
   if (n > 1) topH[n - 1] = below - 1;
 
-  await writeLeafEdges(engine, empty, ids, topH, tops, out, engineChunk);
+  await writeLeafEdges(engine, empty, ids, topH, tops, out, engineChunk, gen);
 
   // Leaves by the height of their subtree's top (stable, so in id order within a height).
   const starts = new Int32Array(height + 2);
@@ -250,7 +258,11 @@ export async function buildMerkle(
     for (let i = 0; i < pn; i++) {
       const hash = up.subarray(i * 32, i * 32 + 32);
       if (bytesEqual(hash, eUp)) continue;
-      writeBinaryRecord(records, i * B, ls, i * 32, rs, i * 32);
+      // An empty child (E[h]) is named with gen 0, as the walks name it.
+      const eHere = empty[h]!;
+      const lGen = equalAt(ls, i * 32, eHere) ? 0 : gen;
+      const rGen = equalAt(rs, i * 32, eHere) ? 0 : gen;
+      writeBinaryRecord(records, i * B, ls, i * 32, lGen, rs, i * 32, rGen);
       await out.push({ hash, record: records.subarray(i * B, i * B + B) });
     }
     curIds = parents;
@@ -307,12 +319,13 @@ async function writeLeafEdges(
   tops: Uint8Array,
   out: SinkBuffer,
   engineChunk: number,
+  gen: number,
 ): Promise<void> {
   const height = empty.length - 1;
   const n = ids.length;
   // A chunk's climb (starts, paths, heights, tops: 98 bytes a chain, and its checkpoints) stays
   // within the pool's reusable buffers (8 MiB), rather than a fresh 32 MiB one per chunk.
-  const climbBytes = 98 + (merkleEdgeLength(height) - 65);
+  const climbBytes = 98 + 32 * checkpointCount(height);
   const leafChunk = Math.max(
     1,
     Math.min(
@@ -337,6 +350,7 @@ async function writeLeafEdges(
       writeBigint32(ids[i]!, id32, 0);
       setEdgePath(rec, id32, 0);
       copy32(rec, 0, tops, i * 32);
+      setEdgeLeafGen(rec, gen);
     });
     await climbEdgeChains(engine, empty, recs, (r, k, hash) => {
       const rec = recs[r]!;
@@ -369,6 +383,7 @@ export async function buildPatricia(
   checkSorted(leaves, 1n << BigInt(height), what);
   const out = new SinkBuffer(sink, opts.sinkChunk ?? 16384);
   const engineChunk = opts.engineChunk ?? 65536;
+  const gen = opts.gen ?? 0;
 
   const ids: bigint[] = [];
   const tops = new Uint8Array(leaves.hashes.length);
@@ -411,7 +426,7 @@ export async function buildPatricia(
     const records = new Uint8Array(lengths.length * E);
     for (let k = 0; k < lengths.length; k++) {
       res.set(addSmall(raw.subarray(k * 32, k * 32 + 32), lengths[k]!), k * 32);
-      writeEdgeRecord(records, k * E, bottoms, k * 32, lengths[k]!, paths, k * 32);
+      writeEdgeRecord(records, k * E, bottoms, k * 32, gen, lengths[k]!, paths, k * 32);
       await out.push({
         hash: res.subarray(k * 32, k * 32 + 32),
         record: records.subarray(k * E, k * E + E),
@@ -505,7 +520,7 @@ export async function buildPatricia(
       const left = startOfEnd[i]!;
       const rightEnd = endOfStart[i + 1]!;
       const hash = parents.subarray(j * 32, j * 32 + 32);
-      writeBinaryRecord(records, j * B, ls, j * 32, rs, j * 32);
+      writeBinaryRecord(records, j * B, ls, j * 32, gen, rs, j * 32, gen);
       await out.push({ hash, record: records.subarray(j * B, j * B + B) });
       tops.set(hash, left * 32);
       topH[left] = m;
@@ -517,4 +532,10 @@ export async function buildPatricia(
   const root = await raise([{ start: 0, to: height }]);
   await out.flush();
   return root;
+}
+
+/** Whether the 32 bytes at `at` of `buf` are `hash`. */
+function equalAt(buf: Uint8Array, at: number, hash: Uint8Array): boolean {
+  for (let i = 0; i < 32; i++) if (buf[at + i] !== hash[i]) return false;
+  return true;
 }

@@ -10,9 +10,18 @@ import type { LeafKind, TreeName, TreeSpec } from "../model/profile.js";
 import { countingSource, countingWrites, type TreeStats } from "./tree-stats.js";
 
 export type Roots = Partial<Record<TreeName, Uint8Array>>;
+/** Per tree, the gen of its root's record (node-record.ts); 0 for an empty tree (no record). */
+export type RootGens = Partial<Record<TreeName, number>>;
+
+/** The state a batch starts from: its trees' roots and their records' gens. */
+export interface TreeState {
+  readonly roots: Roots;
+  readonly gens: RootGens;
+}
 
 export interface ComputedRoots {
   readonly roots: Roots;
+  readonly rootGens: RootGens;
   /** Inner nodes created by this update, to be stored under their hashes. */
   readonly newNodes: NodeWrites;
   /** Leaf records (vaults, positions) to be stored under their leaf hashes. */
@@ -43,16 +52,18 @@ export async function emptyRoot(engine: HashEngine, spec: TreeSpec): Promise<Uin
 }
 
 /**
- * Applies changed leaves to each tree, starting from `prevRoots` (null: the empty state), and
- * returns the new roots with everything that must be stored to reach them again. All trees proceed
- * concurrently, so their store reads and engine calls interleave.
+ * Applies changed leaves to each tree, starting from `prev` (null: the empty state), and returns
+ * the new roots with everything that must be stored to reach them again, the records to be written
+ * under `batchGen` (the batch's id). All trees proceed concurrently, so their store reads and
+ * engine calls interleave.
  */
 export async function computeRoots(
   engine: HashEngine,
   nodes: NodeSource,
   trees: readonly TreeSpec[],
-  prevRoots: Roots | null,
+  prev: TreeState | null,
   changes: Partial<Record<TreeName, LeafChanges>>,
+  batchGen: number,
   /** Called as each tree is done, with the lists so far (the commit puts their records early). */
   onTreeDone?: (written: Written) => void,
   walk: TreeWalk = defaultTreeWalk(),
@@ -67,7 +78,8 @@ export async function computeRoots(
   const results = await Promise.all(
     trees.map(async (spec) => {
       const began = performance.now();
-      const start = prevRoots?.[spec.name] ?? (await emptyRoot(engine, spec));
+      const start = prev?.roots[spec.name] ?? (await emptyRoot(engine, spec));
+      const startGen = prev?.gens[spec.name] ?? 0;
       const leaves = changes[spec.name] ?? new Map<bigint, Leaf>();
       const s: TreeStats = (stats[spec.name] = {
         leaves: leaves.size,
@@ -76,17 +88,30 @@ export async function computeRoots(
         ms: 0,
       });
       const mine = { newNodes: countingWrites(out.newNodes, s), newLeaves: out.newLeaves };
-      const root = await updateTree(engine, countingSource(nodes, s), spec, start, leaves, mine, walk);
+      const { root, rootGen } = await updateTree(
+        engine,
+        countingSource(nodes, s),
+        spec,
+        { root: start, gen: startGen },
+        batchGen,
+        leaves,
+        mine,
+        walk,
+      );
       s.ms = Math.round((performance.now() - began) * 10) / 10;
       onTreeDone?.(out);
-      return { spec, root };
+      return { spec, root, rootGen };
     }),
   );
   const roots: Roots = {};
-  for (const r of results) roots[r.spec.name] = r.root;
+  const rootGens: RootGens = {};
+  for (const r of results) {
+    roots[r.spec.name] = r.root;
+    rootGens[r.spec.name] = r.rootGen;
+  }
   lastSizes.newNodes = withMargin(out.newNodes);
   lastSizes.newLeaves = withMargin(out.newLeaves);
-  return { roots, ...out, trees: stats };
+  return { roots, rootGens, ...out, trees: stats };
 }
 
 /** The last batch's list sizes (records, bytes), for the next batch's first allocation. */
@@ -109,11 +134,12 @@ async function updateTree(
   engine: HashEngine,
   nodes: NodeSource,
   spec: TreeSpec,
-  oldRoot: Uint8Array,
+  old: { root: Uint8Array; gen: number },
+  batchGen: number,
   changes: LeafChanges,
   out: Written,
   walk: TreeWalk,
-): Promise<Uint8Array> {
+): Promise<{ root: Uint8Array; rootGen: number }> {
   const ids = [...changes.keys()];
   const values = ids.map((id) => changes.get(id)!);
   // The leaves' hashes, their records added to the batch's list as soon as they are known.
@@ -131,23 +157,32 @@ async function updateTree(
     // unhandled.
     const empty = await emptyRoots(engine, spec.leaf, spec.height);
     const hashing = hashAndRecord();
-    return (
-      await updateMerkleWhileHashing(
-        engine,
-        nodes,
-        empty,
-        oldRoot,
-        ids,
-        hashing,
-        spec.name,
-        out.newNodes,
-        walk,
-      )
-    ).root;
+    return updateMerkleWhileHashing(
+      engine,
+      nodes,
+      empty,
+      old.root,
+      old.gen,
+      batchGen,
+      ids,
+      hashing,
+      spec.name,
+      out.newNodes,
+      walk,
+    );
   }
   const hashes = await hashAndRecord();
   const leafHashes = new Map(ids.map((id, i) => [id, hashes[i]!]));
-  return (
-    await updatePatricia(engine, nodes, spec.height, oldRoot, leafHashes, spec.name, out.newNodes, walk)
-  ).root;
+  return updatePatricia(
+    engine,
+    nodes,
+    spec.height,
+    old.root,
+    old.gen,
+    batchGen,
+    leafHashes,
+    spec.name,
+    out.newNodes,
+    walk,
+  );
 }

@@ -1,7 +1,7 @@
 import { bigintToBytes32, bitAt, bytesEqual, bytesToBigint, copyLowBits } from "../util/bytes.js";
 import { ByteChunks } from "../util/byte-chunks.js";
 import { climbChains, type HashEngine } from "../hash/engine.js";
-import { EDGE_RECORD_LENGTH } from "./node-record.js";
+import { BINARY_RECORD_LENGTH, EDGE_HEAD_LENGTH, GEN_BYTES, readGen, writeGen } from "./node-record.js";
 
 /**
  * A Merkle subtree that holds exactly one non-empty leaf is stored as one "edge" record instead of
@@ -12,9 +12,11 @@ import { EDGE_RECORD_LENGTH } from "./node-record.js";
  * Record, under the subtree's hash (its height h ≥ 1):
  *
  *   leaf hash (32) ‖ leaf path within the subtree (32, big-endian, < 2^h) ‖ h (1) ‖ checkpoints
+ *   ‖ leaf gen (4)
  *
  * where the checkpoints are the leaf's ancestors at the heights 8, 16, 24, … below h, bottom-up
- * (32 bytes each), so the record is 65 + 32·⌊(h − 1)/8⌋ bytes: never 64, so it is told apart from
+ * (32 bytes each), and the leaf gen the number of the batch that wrote the leaf's record
+ * (node-record.ts), so the record is 69 + 32·⌊(h − 1)/8⌋ bytes: never 72, so it is told apart from
  * a binary node by its length. When a new leaf lands in the subtree, the old leaf's ancestor at the
  * split is climbed from the checkpoint below it: at most 7 hashes, 3.5 on average, batched over all
  * splits of a batch (ancestorsAt). Storing every ancestor instead would spare those hashes but made
@@ -38,11 +40,20 @@ export function isCheckpoint(k: number): boolean {
 
 /** Where the ancestor at height k (a checkpoint, k > 0) starts in an edge record. */
 export function checkpointOffset(k: number): number {
-  return EDGE_RECORD_LENGTH + 32 * (k / CHECKPOINT_STEP - 1);
+  return EDGE_HEAD_LENGTH + 32 * (k / CHECKPOINT_STEP - 1);
 }
 
 export function merkleEdgeLength(height: number): number {
-  return EDGE_RECORD_LENGTH + 32 * checkpointCount(height);
+  return EDGE_HEAD_LENGTH + 32 * checkpointCount(height) + GEN_BYTES;
+}
+
+/** The gen of an edge record's leaf (its last bytes). */
+export function edgeLeafGen(rec: Uint8Array): number {
+  return readGen(rec, rec.length - GEN_BYTES);
+}
+
+export function setEdgeLeafGen(rec: Uint8Array, gen: number): void {
+  writeGen(rec, rec.length - GEN_BYTES, gen);
 }
 
 /** True when `rec` is a well-formed edge record for a subtree of this height. */
@@ -99,13 +110,15 @@ export function setEdgePath(rec: Uint8Array, src: Uint8Array, offset: number): v
 
 /**
  * Encodes the edge record of a subtree of height `chain.length − 1`: `chain[k]` is the leaf's
- * ancestor at height k (chain[0] the leaf hash; the last entry, the subtree's own hash, is the key
- * and is not repeated in the record). Only the checkpoints of the chain are kept.
+ * ancestor at height k (chain[0] the leaf hash, whose record batch `leafGen` wrote; the last entry,
+ * the subtree's own hash, is the key and is not repeated in the record). Only the checkpoints of
+ * the chain are kept.
  */
-export function encodeMerkleEdge(chain: readonly Uint8Array[], path: bigint): Uint8Array {
+export function encodeMerkleEdge(chain: readonly Uint8Array[], path: bigint, leafGen: number): Uint8Array {
   const height = chain.length - 1;
   const rec = newMerkleEdge(height, path);
   rec.set(chain[0]!, 0);
+  setEdgeLeafGen(rec, leafGen);
   for (let k = CHECKPOINT_STEP; k < height; k += CHECKPOINT_STEP) rec.set(chain[k]!, checkpointOffset(k));
   return rec;
 }
@@ -208,7 +221,7 @@ export async function recomputeMerkleEdges(
   recs: readonly Uint8Array[],
 ): Promise<MerkleEdgeCheck[]> {
   recs.forEach((rec, i) => {
-    const h = rec.length > 64 ? rec[64]! : 0;
+    const h = rec.length > EDGE_HEAD_LENGTH && rec.length !== BINARY_RECORD_LENGTH ? rec[64]! : 0;
     if (!isMerkleEdge(rec, h) || h >= empty.length)
       throw new RangeError(`record ${i} (${rec.length} bytes) is not a Merkle edge of this tree`);
   });

@@ -2,7 +2,13 @@ import { climbChains, type HashEngine } from "../hash/engine.js";
 import { CHECKPOINT_STEP, packedEmpties } from "./merkle-edge.js";
 import type { NodeSource } from "./node-source.js";
 import type { NodeWrites } from "./node-writes.js";
-import { asStoreError, readRecords, takeResult, type NativeResult } from "./native-bridge.js";
+import {
+  asStoreError,
+  readRecords,
+  takeResult,
+  type NativeNeeds,
+  type NativeResult,
+} from "./native-bridge.js";
 
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
@@ -14,6 +20,9 @@ export interface NativeMerkle {
     remembered: number,
     ids: Uint8Array,
     oldRoot: Uint8Array,
+    /** The gen of the old root's record, and the gen the new records are written under. */
+    oldRootGen: number,
+    batchGen: number,
     empty: Uint8Array,
     /** The addon's node cache to consult (NodeSource.nativeCache), and the tree's id there. */
     cache?: object,
@@ -21,9 +30,9 @@ export interface NativeMerkle {
   ): Handle;
   /**
    * null when the old paths are read; else the records it needs (with a cache, those it does not
-   * hold): hashes, and (depth, index) each.
+   * hold): hashes, (depth, index) each, and gens.
    */
-  merkleStep(h: Handle): [Uint8Array, Int32Array] | null;
+  merkleStep(h: Handle): NativeNeeds | null;
   /** Those records back to back, with their lengths (MISSING_RECORD: not in the store). */
   merkleSupply(h: Handle, records: Uint8Array, lengths: Uint32Array): void;
   /** The new paths' shape from the leaf hashes: null, or the chains to climb (starts, paths, from, to, slots). */
@@ -35,7 +44,7 @@ export interface NativeMerkle {
   /** null when every level is hashed; else the next level's binary nodes' pairs. */
   merkleNextLevel(h: Handle): [Uint8Array, Uint8Array] | null;
   merkleLevelHashes(h: Handle, hashes: Uint8Array): void;
-  /** The root, and the new nodes: hashes, records back to back, lengths, (depth, index) each. */
+  /** The root and its gen, and the new nodes: hashes, records back to back, lengths, (depth, index) each. */
   merkleResult(h: Handle): NativeResult;
   merkleFree(h: Handle): void;
 }
@@ -57,11 +66,13 @@ export async function updateMerkleNative(
   empty: readonly Uint8Array[],
   remembered: number,
   oldRoot: Uint8Array,
+  oldRootGen: number,
+  batchGen: number,
   ids: Uint8Array,
   leafHashes: () => Promise<Uint8Array>,
   treeName: string,
   out: NodeWrites,
-): Promise<Uint8Array> {
+): Promise<{ root: Uint8Array; rootGen: number; newNodes: NodeWrites }> {
   const packedEmpty = packedEmpties(empty);
   const link = nodes.nativeCache;
   const handle = native.merkleCreate(
@@ -69,6 +80,8 @@ export async function updateMerkleNative(
     remembered,
     ids,
     oldRoot,
+    oldRootGen,
+    batchGen,
     packedEmpty,
     link?.handle,
     link?.treeId(treeName),
@@ -87,7 +100,7 @@ export async function updateMerkleNative(
     }
     for (let level = native.merkleNextLevel(handle); level; level = native.merkleNextLevel(handle))
       native.merkleLevelHashes(handle, await engine.hashMany(level[0], level[1]));
-    return takeResult(native.merkleResult(handle), out, nodes, treeName, remembered);
+    return takeResult(native.merkleResult(handle), out, nodes, treeName, remembered, batchGen);
   } finally {
     native.merkleFree(handle);
   }

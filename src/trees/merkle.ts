@@ -11,12 +11,14 @@ import {
   isMerkleEdge,
   merkleEdgeLength,
   newMerkleEdge,
+  edgeLeafGen,
   newMerkleEdges,
   packedEmpties,
+  setEdgeLeafGen,
   setEdgePath,
 } from "./merkle-edge.js";
 import { NATIVE_MERKLE_MAX_REMEMBERED, updateMerkleNative } from "./merkle-native.js";
-import { isBinaryRecord } from "./node-record.js";
+import { childGen, EDGE_HEAD_LENGTH, isBinaryRecord, BINARY_RECORD_LENGTH, writeGen } from "./node-record.js";
 import type { NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
@@ -40,6 +42,8 @@ export async function emptySubtreeRoots(
 
 export interface MerkleUpdate {
   readonly root: Uint8Array;
+  /** The gen of the new root's record: `batchGen` unless the root is unchanged (or empty: 0). */
+  readonly rootGen: number;
   /** The list the update added its new records to (`out`; other trees' may be there too). */
   readonly newNodes: NodeWrites;
 }
@@ -91,9 +95,16 @@ interface Paths {
   readonly height: number;
   /** Levels below the root that `remember` keeps. */
   readonly remembered: number;
+  /** The gen the update's new records are written under. */
+  readonly batchGen: number;
 }
 
-function changedPaths(sortedIds: readonly bigint[], height: number, remembered: number): Paths {
+function changedPaths(
+  sortedIds: readonly bigint[],
+  height: number,
+  remembered: number,
+  batchGen: number,
+): Paths {
   const ids = new PackedIds(sortedIds);
   const n = sortedIds.length;
   // Leaf i starts a node at every height below the one where it meets leaf i − 1.
@@ -113,7 +124,7 @@ function changedPaths(sortedIds: readonly bigint[], height: number, remembered: 
     for (let c = 1, j = 1; c < below.length; c++) if (meet[below[c]!]! > h) level[j++] = below[c]!;
     starts.push(level);
   }
-  return { ids, starts, height, remembered };
+  return { ids, starts, height, remembered, batchGen };
 }
 
 /** The index among the nodes of its height of the path node at height h whose first leaf is `leaf`. */
@@ -149,6 +160,8 @@ export async function updateMerkle(
   nodes: NodeSource,
   empty: readonly Uint8Array[],
   oldRoot: Uint8Array,
+  oldRootGen: number,
+  batchGen: number,
   leaves: ReadonlyMap<bigint, Uint8Array>,
   treeName: string,
   out = new NodeWrites(),
@@ -160,6 +173,8 @@ export async function updateMerkle(
     nodes,
     empty,
     oldRoot,
+    oldRootGen,
+    batchGen,
     ids,
     ids.map((id) => leaves.get(id)!),
     treeName,
@@ -171,13 +186,16 @@ export async function updateMerkle(
 /**
  * updateMerkle for leaves whose hashes may still be on their way: `hashes[i]` is the hash of leaf
  * `ids[i]`. The old paths are read (and old edges split) while the leaves are hashed, since only
- * the new paths need their hashes: the leaf hashing no longer delays the tree's first read.
+ * the new paths need their hashes: the leaf hashing no longer delays the tree's first read. The
+ * old root's record was written by batch `oldRootGen`; the new records go under `batchGen`.
  */
 export async function updateMerkleWhileHashing(
   engine: HashEngine,
   nodes: NodeSource,
   empty: readonly Uint8Array[],
   oldRoot: Uint8Array,
+  oldRootGen: number,
+  batchGen: number,
   ids: readonly bigint[],
   hashes: readonly Uint8Array[] | Promise<readonly Uint8Array[]>,
   treeName: string,
@@ -187,7 +205,7 @@ export async function updateMerkleWhileHashing(
   // Handled now, awaited after the reads: a failed hashing must not go unhandled meanwhile.
   if (hashes instanceof Promise) void hashes.catch(() => undefined);
   const height = empty.length - 1;
-  if (ids.length === 0) return { root: oldRoot, newNodes: out };
+  if (ids.length === 0) return { root: oldRoot, rootGen: oldRootGen, newNodes: out };
   const order = Array.from(ids, (_, i) => i).sort((a, b) => byIndex(ids[a]!, ids[b]!));
   const remembered = nodes.remember ? Math.min(nodes.rememberedLevels ?? 0, height + 1) : 0;
   const sortedIds = order.map((i) => ids[i]!);
@@ -202,23 +220,24 @@ export async function updateMerkleWhileHashing(
     if (sortedIds[0]! < 0n || sortedIds[sortedIds.length - 1]! >> BigInt(height) !== 0n)
       throw new RangeError(`a leaf id does not fit a tree of height ${height}`);
     const packed = new PackedIds(sortedIds).bytes;
-    const root = await updateMerkleNative(
+    return updateMerkleNative(
       native,
       engine,
       nodes,
       empty,
       remembered,
       oldRoot,
+      oldRootGen,
+      batchGen,
       packed,
       sortedHashes,
       treeName,
       out,
     );
-    return { root, newNodes: out };
   }
-  const paths = changedPaths(sortedIds, height, remembered);
+  const paths = changedPaths(sortedIds, height, remembered, batchGen);
 
-  const { old, splits } = await readOldPaths(nodes, empty, oldRoot, paths, treeName);
+  const { old, splits } = await readOldPaths(nodes, empty, oldRoot, oldRootGen, paths, treeName);
   await climbToSplits(engine, empty, splits);
 
   return buildNewPaths(engine, nodes, empty, await sortedHashes(), paths, old, treeName, out);
@@ -231,6 +250,8 @@ export async function updateMerkleWhileHashing(
 interface Derived {
   /** The old edge record holding the chain below, or undefined for a bare leaf. */
   readonly rec: Uint8Array | undefined;
+  /** The gen of the leaf's record (from the old edge, or from the old parent's record). */
+  readonly leafGen: number;
   /** Where the leaf's hash is (in `rec`, or in its old parent's record). */
   readonly buf: Uint8Array;
   readonly off: number;
@@ -245,6 +266,8 @@ interface ChildSlot {
   /** The child's hash: 32 bytes of `buf` from `off`. */
   buf: Uint8Array;
   off: number;
+  /** The gen of the child's record: the batch's for a path child, the old record's for a sibling. */
+  gen: number;
   /** A path child's index in its level; −1 for a child off the paths. */
   path: number;
   derived: Derived | undefined;
@@ -281,7 +304,7 @@ async function buildNewPaths(
   const { hashesAt, kindAt, chainAt, binaryAt, chains } = b;
 
   // Pass 1: structure.
-  const L: ChildSlot = { kind: New.Empty, buf: empty[0]!, off: 0, path: -1, derived: undefined };
+  const L: ChildSlot = { kind: New.Empty, buf: empty[0]!, off: 0, gen: 0, path: -1, derived: undefined };
   const R: ChildSlot = { ...L };
   for (let h = 1; h <= height; h++) {
     b.enter(h);
@@ -311,7 +334,7 @@ async function buildNewPaths(
       const only = L.kind === New.Empty ? R : R.kind === New.Empty ? L : undefined;
       if (only === undefined || only.kind === New.Stored) {
         kind[j] = New.Stored;
-        binary.add(j, L.buf, L.off, R.buf, R.off);
+        binary.add(j, L.buf, L.off, L.gen, R.buf, R.off, R.gen);
         b.endChain(L, j, 0);
         b.endChain(R, j, 1);
       } else if (only.kind === New.Single) {
@@ -322,6 +345,7 @@ async function buildNewPaths(
         if (d) chain[j] = chains.start(only.buf, only.off, h - 1, d.pathBuf, d.pathOff, -1, d);
         else if (h - 1 === 0)
           chain[j] = chains.start(leafHashes, only.path * 32, 0, ids.bytes, only.path * 32, only.path);
+        // A chain's edge record names its leaf's record: a changed leaf's is the batch's.
         else chain[j] = belowChain[only.path]!;
       } else {
         kind[j] = New.Empty;
@@ -352,6 +376,7 @@ async function buildNewPaths(
       else {
         copy32(rec, 0, leafHashes, chains.leaf[i]! * 32);
         setEdgePath(rec, ids.bytes, chains.leaf[i]! * 32);
+        setEdgeLeafGen(rec, paths.batchGen);
       }
       for (let k = from + CHECKPOINT_STEP - (from % CHECKPOINT_STEP); k < top; k += CHECKPOINT_STEP)
         copy32(rec, checkpointOffset(k), marks, (i * job.slots + k / CHECKPOINT_STEP - 1) * 32);
@@ -371,19 +396,22 @@ async function buildNewPaths(
     for (let k = 0; k < binary.count; k++) {
       const j = binary.nodes[k]!;
       copy32(hashes, j * 32, up, k * 32);
-      b.write(h, parents[j]!, -1, hashes, j * 32, records, k * 64, 64);
+      b.write(h, parents[j]!, -1, hashes, j * 32, records, k * BINARY_RECORD_LENGTH, BINARY_RECORD_LENGTH);
     }
   }
-  return { root: hashesAt[height]!.subarray(0, 32), newNodes };
+  // Every path node is written anew, the root too, unless the tree is now empty.
+  const rootGen = kindAt[height]![0] === New.Empty ? 0 : paths.batchGen;
+  return { root: hashesAt[height]!.subarray(0, 32), rootGen, newNodes };
 }
 
-/** Fills an edge record's leaf hash, path and checkpoints below height k from a derived start. */
+/** Fills an edge record's leaf hash and gen, path and checkpoints below height k from a derived start. */
 function fillDerived(rec: Uint8Array, d: Derived, k: number): void {
   // An old edge's record has the same layout: leaf hash, then the checkpoints from height 8 up
-  // (the old edge reaches at least height k, so it holds every checkpoint below k).
+  // (the old edge reaches at least height k, so it holds every checkpoint below k), then its gen.
   copy32(rec, 0, d.buf, d.off);
-  if (d.rec) rec.set(d.rec.subarray(65, merkleEdgeLength(k)), 65);
+  if (d.rec) rec.set(d.rec.subarray(EDGE_HEAD_LENGTH, merkleEdgeLength(k) - 4), EDGE_HEAD_LENGTH);
   setEdgePath(rec, d.pathBuf, d.pathOff);
+  setEdgeLeafGen(rec, d.leafGen);
 }
 
 /**
@@ -455,11 +483,18 @@ class PathLevels {
     recLength = rec.length,
   ): void {
     this.newNodes.add(hashBuf, hashOff, rec, recOff, recLength);
-    const { height, remembered } = this.paths;
+    const { height, remembered, batchGen } = this.paths;
     if (height - h >= remembered) return;
     const index = side < 0 ? indexAt(this.paths, first, h) : indexAt(this.paths, first, h + 1) * 2 + side;
     const hash = hashBuf.subarray(hashOff, hashOff + 32);
-    this.nodes.remember!(this.treeName, height - h, index, hash, rec.subarray(recOff, recOff + recLength));
+    this.nodes.remember!(
+      this.treeName,
+      height - h,
+      index,
+      hash,
+      batchGen,
+      rec.subarray(recOff, recOff + recLength),
+    );
   }
 
   /** Fills `slot` with path child c (its new state). */
@@ -468,6 +503,8 @@ class PathLevels {
     slot.kind = this.belowKind[c]!;
     slot.buf = this.belowHashes;
     slot.off = c * 32;
+    // Written by this batch, unless now empty (E[h] has no record: gen 0).
+    slot.gen = slot.kind === New.Empty ? 0 : this.paths.batchGen;
     slot.path = c;
   }
 
@@ -482,13 +519,21 @@ class PathLevels {
     if (wasKind === Old.Binary) {
       slot.buf = rec!;
       slot.off = side * 32;
+      slot.gen = childGen(rec!, side as 0 | 1);
       if (equal32(rec!, slot.off, eBelow)) slot.kind = New.Empty;
       else if (h === 1) {
         // A leaf: a chain of its own. Its id is the parent's first leaf's with bit 0 = side.
         slot.kind = New.Single;
         const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
         id[31] = (id[31]! & 0xfe) | side;
-        slot.derived = { rec: undefined, buf: rec!, off: slot.off, pathBuf: id, pathOff: 0 };
+        slot.derived = {
+          rec: undefined,
+          leafGen: slot.gen,
+          buf: rec!,
+          off: slot.off,
+          pathBuf: id,
+          pathOff: 0,
+        };
       } else slot.kind = New.Stored;
       return;
     }
@@ -497,16 +542,19 @@ class PathLevels {
       slot.kind = New.Single;
       slot.buf = this.was.split.get(j)!;
       slot.off = 0;
+      // Its record is written by this batch, where the chain ends; at h = 1 it is the old leaf.
+      slot.gen = h === 1 ? edgeLeafGen(rec!) : this.paths.batchGen;
       // The chain may climb above the old edge (a deleted neighbour), so its path is the leaf's
       // whole id: the parent's bits above h, the edge's path below.
       const id = ids.bytes.slice(parents[j]! * 32, parents[j]! * 32 + 32);
       copyLowBits(id, 0, rec!, 32, h);
-      slot.derived = { rec, buf: rec!, off: 0, pathBuf: id, pathOff: 0 };
+      slot.derived = { rec, leafGen: edgeLeafGen(rec!), buf: rec!, off: 0, pathBuf: id, pathOff: 0 };
       return;
     }
     slot.kind = New.Empty;
     slot.buf = eBelow;
     slot.off = 0;
+    slot.gen = 0;
   }
 
   /** A child of a binary node that is a lone chain (above a leaf) ends there as an edge record. */
@@ -530,14 +578,17 @@ async function readOldPaths(
   nodes: NodeSource,
   empty: readonly Uint8Array[],
   oldRoot: Uint8Array,
+  oldRootGen: number,
   paths: Paths,
   treeName: string,
 ): Promise<{ old: OldLevel[]; splits: Splits }> {
   const { ids, starts, height, remembered } = paths;
   const old: OldLevel[] = new Array<OldLevel>(height + 1);
   const splits: Splits = { recs: [], heights: [], at: [] };
-  // The old hashes of this level's path nodes; undefined where an edge above already decided.
+  // The old hashes of this level's path nodes and their records' gens; undefined where an edge
+  // above already decided.
   let hashes: (Uint8Array | undefined)[] = [oldRoot];
+  let gens: number[] = [oldRootGen];
   let level: OldLevel = { kind: new Uint8Array(1), rec: [undefined], split: new Map() };
   for (let h = height; h >= 1; h--) {
     const firsts = starts[h]!;
@@ -549,8 +600,12 @@ async function readOldPaths(
       else toRead.push(j);
     }
     const wanted = new Array<Uint8Array>(toRead.length);
-    for (let k = 0; k < toRead.length; k++) wanted[k] = hashes[toRead[k]!]!;
-    const found = await nodes.getNodes(wanted);
+    const wantedGens = new Uint32Array(toRead.length);
+    for (let k = 0; k < toRead.length; k++) {
+      wanted[k] = hashes[toRead[k]!]!;
+      wantedGens[k] = gens[toRead[k]!]!;
+    }
+    const found = await nodes.getNodes(wanted, wantedGens);
     for (let k = 0; k < toRead.length; k++) {
       const j = toRead[k]!;
       const rec = found[k];
@@ -565,7 +620,7 @@ async function readOldPaths(
       }
       level.rec[j] = rec;
       if (height - h < remembered)
-        nodes.remember!(treeName, height - h, indexAt(paths, firsts[j]!, h), hashes[j]!, rec);
+        nodes.remember!(treeName, height - h, indexAt(paths, firsts[j]!, h), hashes[j]!, gens[j]!, rec);
     }
     old[h] = level;
 
@@ -573,6 +628,7 @@ async function readOldPaths(
     // leaf tells its side (bit h − 1), and its parent is the last one starting at or before it.
     const below = starts[h - 1]!;
     const next: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(below.length);
+    const nextGens = new Array<number>(below.length);
     const nextLevel: OldLevel = {
       kind: new Uint8Array(below.length),
       rec: new Array<Uint8Array | undefined>(below.length),
@@ -588,6 +644,7 @@ async function readOldPaths(
           break;
         case Old.Binary:
           next[c] = rec!.subarray(side * 32, side * 32 + 32);
+          nextGens[c] = childGen(rec!, side as 0 | 1);
           break;
         case Old.Edge:
           // Still inside the edge's subtree while the child is on its leaf's side.
@@ -610,6 +667,7 @@ async function readOldPaths(
       }
     }
     hashes = next;
+    gens = nextGens;
     level = nextLevel;
   }
   return { old, splits };
@@ -638,18 +696,30 @@ class BinaryPairs {
   readonly nodes: Int32Array;
   private readonly bufs: Uint8Array[] = [];
   private readonly offs: Int32Array;
+  private readonly gens: Uint32Array;
 
   constructor(capacity: number) {
     this.nodes = new Int32Array(capacity);
     this.offs = new Int32Array(capacity * 2);
+    this.gens = new Uint32Array(capacity * 2);
   }
 
-  add(node: number, l: Uint8Array, lOff: number, r: Uint8Array, rOff: number): void {
+  add(
+    node: number,
+    l: Uint8Array,
+    lOff: number,
+    lGen: number,
+    r: Uint8Array,
+    rOff: number,
+    rGen: number,
+  ): void {
     const at = this.count++;
     this.nodes[at] = node;
     this.bufs.push(l, r);
     this.offs[2 * at] = lOff;
     this.offs[2 * at + 1] = rOff;
+    this.gens[2 * at] = lGen;
+    this.gens[2 * at + 1] = rGen;
   }
 
   /** The children's hashes, packed for the engine (they must all be known by now). */
@@ -663,12 +733,15 @@ class BinaryPairs {
     return { xs, ys };
   }
 
-  /** Binary records, left ‖ right, from the packed inputs. */
+  /** Binary records, left ‖ right ‖ their gens, from the packed inputs. */
   records(xs: Uint8Array, ys: Uint8Array): Uint8Array {
-    const out = new Uint8Array(this.count * 64);
+    const B = BINARY_RECORD_LENGTH;
+    const out = new Uint8Array(this.count * B);
     for (let b = 0; b < this.count; b++) {
-      copy32(out, b * 64, xs, b * 32);
-      copy32(out, b * 64 + 32, ys, b * 32);
+      copy32(out, b * B, xs, b * 32);
+      copy32(out, b * B + 32, ys, b * 32);
+      writeGen(out, b * B + 64, this.gens[2 * b]!);
+      writeGen(out, b * B + 68, this.gens[2 * b + 1]!);
     }
     return out;
   }

@@ -7,20 +7,22 @@ type Handle = object;
 /** The addon's node cache (native/trees/node_cache_napi.c, in the Pedersen addon). */
 export interface NativeNodeCacheAddon {
   nodeCacheCreate(levels: number): Handle;
-  /** A copy of the record of the node with this hash, or null. */
-  nodeCacheGet(h: Handle, hash: Uint8Array): Uint8Array | null;
+  /** A copy of the record of the node with this hash and gen, or null. */
+  nodeCacheGet(h: Handle, hash: Uint8Array, gen: number): Uint8Array | null;
   nodeCacheRemember(
     h: Handle,
     tree: number,
     depth: number,
     index: number,
     hash: Uint8Array,
+    gen: number,
     record: Uint8Array,
   ): void;
   nodeCacheRememberPacked(
     h: Handle,
     tree: number,
     hashes: Uint8Array,
+    gens: Uint32Array,
     records: Uint8Array,
     lengths: Uint32Array,
     positions: Int32Array,
@@ -39,7 +41,7 @@ export function nativeNodeCacheAddon(env: NodeJS.ProcessEnv = process.env): Nati
 }
 
 /** The longest record the cache keeps (a slot's record bytes; node-cache.ts). */
-const MAX_RECORD = 65;
+const MAX_RECORD = 72;
 
 /**
  * TopNodeCache's storage when the addon is loaded: the same cache in native code (node_cache.c),
@@ -62,24 +64,40 @@ export class NativeNodeStore {
     return this.addon.nodeCacheSize(this.handle);
   }
 
-  get(hash: Uint8Array): Uint8Array | undefined {
-    return this.addon.nodeCacheGet(this.handle, hash) ?? undefined;
+  get(hash: Uint8Array, gen: number): Uint8Array | undefined {
+    return this.addon.nodeCacheGet(this.handle, hash, gen) ?? undefined;
   }
 
-  remember(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void {
+  remember(
+    tree: string,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    gen: number,
+    record: Uint8Array,
+  ): void {
     // Checked here too, so that the nodes the cache would ignore cost no call into the addon.
     if (depth >= this.levels || index < 0 || record.length > MAX_RECORD) return;
-    this.addon.nodeCacheRemember(this.handle, this.treeId(tree), depth, index, hash, record);
+    this.addon.nodeCacheRemember(this.handle, this.treeId(tree), depth, index, hash, gen, record);
   }
 
   rememberPacked(
     tree: string,
     hashes: Uint8Array,
+    gens: Uint32Array,
     records: Uint8Array,
     lengths: Uint32Array,
     positions: Int32Array,
   ): void {
-    this.addon.nodeCacheRememberPacked(this.handle, this.treeId(tree), hashes, records, lengths, positions);
+    this.addon.nodeCacheRememberPacked(
+      this.handle,
+      this.treeId(tree),
+      hashes,
+      gens,
+      records,
+      lengths,
+      positions,
+    );
   }
 
   /** What the native walks are handed to consult this cache, reading the rest from `source`. */
@@ -87,7 +105,7 @@ export class NativeNodeStore {
     return {
       handle: this.handle,
       treeId: (tree) => this.treeId(tree),
-      readStore: (hashes) => source.getNodes(hashes),
+      readStore: (hashes, gens) => source.getNodes(hashes, gens),
     };
   }
 

@@ -1,20 +1,24 @@
 import { ByteChunks } from "../util/byte-chunks.js";
+import { readGen, writeGen } from "./node-record.js";
 import { MISSING_RECORD, type NodeSource, type PackedNodes } from "./node-source.js";
 import { NativeNodeStore, nativeNodeCacheAddon, type NativeNodeCacheAddon } from "./native-node-cache.js";
 
 /**
- * 19 levels: up to 2^19 positions per tree, at most ~55 MiB per tree (about 100 bytes a node).
+ * 19 levels: up to 2^19 positions per tree, at most ~60 MiB per tree (about 110 bytes a node).
  * The trees read while they hash (compute-roots.ts) and the reads hold up the main thread, so a
  * level more than the reads alone would justify is worth its memory (docs/performance.md).
  */
 export const DEFAULT_CACHE_LEVELS = 19;
 
 /**
- * A slot: hash (32) ‖ record length (1) ‖ record (up to 65: binary nodes, Patricia edges, and Merkle
- * edges up to height 8).
+ * A slot: hash (32) ‖ gen (4) ‖ record length (1) ‖ record (up to 72: binary nodes, Patricia
+ * edges, and Merkle edges up to height 8).
  */
-const SLOT = 98;
-const MAX_RECORD = SLOT - 33;
+const SLOT = 109;
+/** Where a slot's record length and record start. */
+const LENGTH_AT = 36;
+const RECORD_AT = 37;
+const MAX_RECORD = SLOT - RECORD_AT;
 
 /**
  * The top levels of each tree, kept in memory from one batch to the next. Every batch changes
@@ -24,11 +28,12 @@ const MAX_RECORD = SLOT - 33;
  * It holds one node per position (tree, depth, index) for depths below `levels`: a node written at
  * a position replaces the one there before, so old versions leave on their own and the size is
  * bounded by the trees' shape (at most 2^levels positions per tree), not by the number of batches.
- * Lookups are by hash, like the store's: nodes are content-addressed, so a record found here is
- * the stored record, and a node that is not here is simply read from the store. The native walks,
- * which know where each node they read sits, look up by position first (getPacked). Merkle edge records
- * above height 8 (longer than a slot's 65 bytes; one per leaf path's end) are not kept: they are
- * read about once each.
+ * Lookups are by hash and gen, like the store's: a record found here is the stored record, and a
+ * node that is not here is simply read from the store. The gen must match too: two batches may
+ * write the same node, their records naming the children each wrote, and a prune may have taken
+ * one copy's children away. The native walks, which know where each node they read sits, look up
+ * by position first (getPacked). Merkle edge records above height 8 (longer than a slot's 72 bytes;
+ * one per leaf path's end) are not kept: they are read about once each.
  *
  * Everything lives in flat typed arrays, so a million cached nodes are a few large buffers rather
  * than millions of objects for the garbage collector to trace, and a lookup touches a few cache
@@ -79,52 +84,67 @@ export class TopNodeCache {
     return this.native ? this.native.size : this.used;
   }
 
-  /** The record of a node, if cached. */
-  get(hash: Uint8Array): Uint8Array | undefined {
-    if (this.native) return this.native.get(hash);
-    const slot = this.find(hash, 0);
+  /** The record of a node of this gen, if cached. */
+  get(hash: Uint8Array, gen: number): Uint8Array | undefined {
+    if (this.native) return this.native.get(hash, gen);
+    const slot = this.find(hash, 0, gen);
     if (slot < 0) return undefined;
     const at = slot * SLOT;
     // A copy: the slot may be overwritten by a newer node at its position, and the slab regrown.
-    return this.copyOut(at + 33, this.slab[at + 32]!);
+    return this.copyOut(at + RECORD_AT, this.slab[at + LENGTH_AT]!);
   }
 
-  /** The slot of the node whose hash is at `hash[off]`, or −1. */
-  private find(hash: Uint8Array, off: number): number {
+  /** The slot of the node whose hash is at `hash[off]`, of this gen, or −1. */
+  private find(hash: Uint8Array, off: number, gen: number): number {
     const mask = this.table.length - 1;
     const key = hashKey(hash, off);
     for (let cell = key & mask; ; cell = (cell + 1) & mask) {
       const entry = this.table[cell]!;
       if (entry === 0) return -1;
-      if (this.keys[cell] === key && this.holdsAt(entry - 1, hash, off)) return entry - 1;
+      if (this.keys[cell] === key && this.holdsAt(entry - 1, hash, off, gen)) return entry - 1;
     }
   }
 
   /**
    * Notes the node at `depth` below the root of `tree` (depth = tree height − node height), at
-   * `index` among the nodes of its height. Ignored below the cached levels and for long records.
+   * `index` among the nodes of its height, and its record's gen. Ignored below the cached levels
+   * and for long records.
    */
-  remember(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void {
-    if (this.native) return this.native.remember(tree, depth, index, hash, record);
+  remember(
+    tree: string,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    gen: number,
+    record: Uint8Array,
+  ): void {
+    if (this.native) return this.native.remember(tree, depth, index, hash, gen, record);
     if (depth >= this.levels || record.length > MAX_RECORD) return;
-    const slot = this.slotFor(tree, depth, index, hash, 0);
+    const slot = this.slotFor(tree, depth, index, hash, 0, gen);
     if (slot < 0) return;
     const base = slot * SLOT;
-    this.slab[base + 32] = record.length;
-    this.slab.set(record, base + 33);
+    this.slab[base + LENGTH_AT] = record.length;
+    this.slab.set(record, base + RECORD_AT);
   }
 
   /**
-   * The slot for the node whose hash is at `hash[off]`, at a position: filed under that hash, its
-   * record left for the caller to write. −1 when the position holds that node already.
+   * The slot for the node whose hash is at `hash[off]`, of this gen, at a position: filed under
+   * that hash, its record left for the caller to write. −1 when the position holds that node already.
    */
-  private slotFor(tree: string, depth: number, index: number, hash: Uint8Array, off: number): number {
+  private slotFor(
+    tree: string,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    off: number,
+    gen: number,
+  ): number {
     let levels = this.byPosition.get(tree);
     if (!levels) this.byPosition.set(tree, (levels = []));
     const level = (levels[depth] ??= new Int32Array(2 ** depth));
     let slot = level[index]! - 1;
     if (slot >= 0) {
-      if (this.holdsAt(slot, hash, off)) return -1;
+      if (this.holdsAt(slot, hash, off, gen)) return -1;
       // The slot now holds the newer node; the old one's table cell goes stale.
     } else {
       slot = this.allocate();
@@ -132,6 +152,7 @@ export class TopNodeCache {
     }
     const base = slot * SLOT;
     for (let i = 0; i < 32; i++) this.slab[base + i] = hash[off + i]!;
+    writeGen(this.slab, base + 32, gen);
     this.insert(slot);
     return slot;
   }
@@ -151,47 +172,50 @@ export class TopNodeCache {
   private makeView(source: NodeSource): NodeSource {
     if (this.native)
       return {
-        getNodes: (hashes) => this.getNodes(source, hashes),
-        getCached: (hash) => this.get(hash),
+        getNodes: (hashes, gens) => this.getNodes(source, hashes, gens),
+        getCached: (hash, gen) => this.get(hash, gen),
         rememberedLevels: this.levels,
-        remember: (tree, depth, index, hash, record) => this.remember(tree, depth, index, hash, record),
-        rememberPacked: (tree, hashes, records, lengths, positions) =>
-          this.rememberPacked(tree, hashes, records, lengths, positions),
+        remember: (tree, depth, index, hash, gen, record) =>
+          this.remember(tree, depth, index, hash, gen, record),
+        rememberPacked: (tree, hashes, gens, records, lengths, positions) =>
+          this.rememberPacked(tree, hashes, gens, records, lengths, positions),
         nativeCache: this.native.link(source),
       };
     return {
-      getNodes: (hashes) => this.getNodes(source, hashes),
-      getCached: (hash) => this.get(hash),
+      getNodes: (hashes, gens) => this.getNodes(source, hashes, gens),
+      getCached: (hash, gen) => this.get(hash, gen),
       rememberedLevels: this.levels,
-      remember: (tree, depth, index, hash, record) => this.remember(tree, depth, index, hash, record),
-      getPacked: (tree, hashes, positions) => this.getPacked(source, tree, hashes, positions),
-      rememberPacked: (tree, hashes, records, lengths, positions) =>
-        this.rememberPacked(tree, hashes, records, lengths, positions),
+      remember: (tree, depth, index, hash, gen, record) =>
+        this.remember(tree, depth, index, hash, gen, record),
+      getPacked: (tree, hashes, positions, gens) => this.getPacked(source, tree, hashes, positions, gens),
+      rememberPacked: (tree, hashes, gens, records, lengths, positions) =>
+        this.rememberPacked(tree, hashes, gens, records, lengths, positions),
     };
   }
 
   /**
-   * Notes many nodes (remember), packed: hash i at 32i of `hashes`, the records back to back. The
-   * native walks hand over their new nodes so, without a view per node.
+   * Notes many nodes (remember), packed: hash i at 32i of `hashes`, gen i in `gens`, the records
+   * back to back. The native walks hand over their new nodes so, without a view per node.
    */
   rememberPacked(
     tree: string,
     hashes: Uint8Array,
+    gens: Uint32Array,
     records: Uint8Array,
     lengths: Uint32Array,
     positions: Int32Array,
   ): void {
-    if (this.native) return this.native.rememberPacked(tree, hashes, records, lengths, positions);
+    if (this.native) return this.native.rememberPacked(tree, hashes, gens, records, lengths, positions);
     for (let i = 0, at = 0; i < lengths.length; at += lengths[i]!, i++) {
       const depth = positions[2 * i]!;
       const index = positions[2 * i + 1]!;
       const length = lengths[i]!;
       if (index < 0 || depth >= this.levels || length > MAX_RECORD) continue;
-      const slot = this.slotFor(tree, depth, index, hashes, i * 32);
+      const slot = this.slotFor(tree, depth, index, hashes, i * 32, gens[i]!);
       if (slot < 0) continue;
       const base = slot * SLOT;
-      this.slab[base + 32] = length;
-      for (let k = 0; k < length; k++) this.slab[base + 33 + k] = records[at + k]!;
+      this.slab[base + LENGTH_AT] = length;
+      for (let k = 0; k < length; k++) this.slab[base + RECORD_AT + k] = records[at + k]!;
     }
   }
 
@@ -206,6 +230,7 @@ export class TopNodeCache {
     tree: string,
     hashes: Uint8Array,
     positions: Int32Array,
+    gens: Uint32Array,
   ): Promise<PackedNodes> {
     const n = hashes.length >>> 5;
     const lengths = new Uint32Array(n);
@@ -220,8 +245,8 @@ export class TopNodeCache {
       let slot = -1;
       if (index >= 0 && depth < this.levels) {
         const atPosition = (levels?.[depth]?.[index] ?? 0) - 1;
-        if (atPosition >= 0 && this.holdsAt(atPosition, hashes, i * 32)) slot = atPosition;
-        else if ((slot = this.find(hashes, i * 32)) >= 0) unplaced.push(i); // kept under another position
+        if (atPosition >= 0 && this.holdsAt(atPosition, hashes, i * 32, gens[i]!)) slot = atPosition;
+        else if ((slot = this.find(hashes, i * 32, gens[i]!)) >= 0) unplaced.push(i); // kept under another position
       }
       if (slot < 0) {
         missing.push(i);
@@ -229,21 +254,24 @@ export class TopNodeCache {
         continue;
       }
       hitSlots[i] = slot + 1;
-      hitBytes += lengths[i] = this.slab[slot * SLOT + 32]!;
+      hitBytes += lengths[i] = this.slab[slot * SLOT + LENGTH_AT]!;
     }
     // The hits are copied now: while the store is read, another tree's update may reuse their slots.
     const hits = new Uint8Array(hitBytes);
     for (let i = 0, at = 0; i < n; i++) {
       if (hitSlots[i] === 0) continue;
-      const from = (hitSlots[i]! - 1) * SLOT + 33;
+      const from = (hitSlots[i]! - 1) * SLOT + RECORD_AT;
       for (let k = 0; k < lengths[i]!; k++) hits[at + k] = this.slab[from + k]!;
       at += lengths[i]!;
     }
     if (missing.length === 0) return { records: hits, lengths, unplaced };
     const wanted = new Array<Uint8Array>(missing.length);
-    for (let k = 0; k < missing.length; k++)
+    const wantedGens = new Uint32Array(missing.length);
+    for (let k = 0; k < missing.length; k++) {
       wanted[k] = hashes.subarray(missing[k]! * 32, missing[k]! * 32 + 32);
-    const found = await source.getNodes(wanted);
+      wantedGens[k] = gens[missing[k]!]!;
+    }
+    const found = await source.getNodes(wanted, wantedGens);
     let bytes = hitBytes;
     for (let k = 0; k < missing.length; k++) {
       const rec = found[k];
@@ -273,15 +301,20 @@ export class TopNodeCache {
   private async getNodes(
     source: NodeSource,
     hashes: readonly Uint8Array[],
+    gens: ArrayLike<number>,
   ): Promise<(Uint8Array | undefined)[]> {
     const n = hashes.length;
     const out = new Array<Uint8Array | undefined>(n);
     const missing: number[] = [];
-    for (let i = 0; i < n; i++) if ((out[i] = this.get(hashes[i]!)) === undefined) missing.push(i);
+    for (let i = 0; i < n; i++) if ((out[i] = this.get(hashes[i]!, gens[i]!)) === undefined) missing.push(i);
     if (missing.length === 0) return out;
     const wanted = new Array<Uint8Array>(missing.length);
-    for (let k = 0; k < missing.length; k++) wanted[k] = hashes[missing[k]!]!;
-    const found = await source.getNodes(wanted);
+    const wantedGens = new Uint32Array(missing.length);
+    for (let k = 0; k < missing.length; k++) {
+      wanted[k] = hashes[missing[k]!]!;
+      wantedGens[k] = gens[missing[k]!]!;
+    }
+    const found = await source.getNodes(wanted, wantedGens);
     for (let k = 0; k < missing.length; k++) out[missing[k]!] = found[k];
     return out;
   }
@@ -297,11 +330,11 @@ export class TopNodeCache {
     return out;
   }
 
-  /** Whether the slot holds the node whose hash is at `hash[off]`. */
-  private holdsAt(slot: number, hash: Uint8Array, off: number): boolean {
+  /** Whether the slot holds the node whose hash is at `hash[off]`, of this gen. */
+  private holdsAt(slot: number, hash: Uint8Array, off: number, gen: number): boolean {
     const base = slot * SLOT;
     for (let i = 0; i < 32; i++) if (this.slab[base + i] !== hash[off + i]) return false;
-    return true;
+    return readGen(this.slab, base + 32) === gen;
   }
 
   /**

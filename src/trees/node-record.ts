@@ -1,28 +1,46 @@
 import { bytesToBigint, copy32, writeBigint32 } from "../util/bytes.js";
 
 /**
- * The records of tree nodes, stored under each node's 32-byte hash (storage/keys.ts) and read back
- * by every walk. The kind of a record is told by its length, never by a tag byte:
+ * The records of tree nodes, stored under the number of the batch that wrote them and their 32-byte
+ * hash (storage/keys.ts), and read back by every walk. A record refers to each child it names by
+ * the child's hash and the number of the batch that wrote the child's record (its "gen", a u32,
+ * big-endian, after everything else), so that a walk can make the child's key. The kind of a record
+ * is told by its length, never by a tag byte:
  *
- * - binary, 64 bytes: `left ‖ right`, the two children's hashes; the node's hash is H(left, right).
- *   Merkle and Patricia trees alike.
- * - edge, 65 bytes: `bottom ‖ path ‖ length`: the hash of the node `length` levels below, the
+ * - binary, 72 bytes: `left ‖ right ‖ left gen ‖ right gen`, the two children; the node's hash is
+ *   H(left, right). Merkle and Patricia trees alike.
+ * - edge, 69 bytes: `bottom ‖ path ‖ length ‖ bottom gen`: the node `length` levels below, the
  *   32-byte big-endian path down to it (below 2^length) and `length` (1 ≤ length ≤ the height);
  *   the node's hash is H(bottom, path) + length. Patricia trees.
- * - Merkle edge, 65 + 32·⌊(h − 1)/8⌋ bytes (never 64): a Merkle subtree of height h that holds one
- *   leaf; its first 65 bytes are laid out like an edge's, then come checkpoints (merkle-edge.ts).
+ * - Merkle edge, 69 + 32·⌊(h − 1)/8⌋ bytes (never 72): a Merkle subtree of height h that holds one
+ *   leaf; its first 65 bytes are laid out like an edge's, then come checkpoints (merkle-edge.ts),
+ *   then the leaf record's gen.
+ *
+ * An empty child (E[h], or a Patricia tree's 0) has gen 0 and is never looked up.
  *
  * NODE_FORMAT numbers this layout; a store records it and one of another format is refused.
  */
 
-/** 2: Merkle edges keep checkpoints every 8 heights rather than every ancestor (merkle-edge.ts). */
-export const NODE_FORMAT = 2;
+/**
+ * 3: every child reference carries its gen, and tree records are keyed by gen first.
+ * 2: Merkle edges keep checkpoints every 8 heights rather than every ancestor (merkle-edge.ts).
+ */
+export const NODE_FORMAT = 3;
 
-/** A binary node's record: left ‖ right. */
-export const BINARY_RECORD_LENGTH = 64;
+/** Bytes of a gen: the u32 number of the batch that wrote a record. */
+export const GEN_BYTES = 4;
 
-/** A Patricia edge's record, and the head of a Merkle edge's: bottom ‖ path ‖ length. */
-export const EDGE_RECORD_LENGTH = 65;
+/** The largest gen: batch ids above it cannot be stored. */
+export const MAX_GEN = 0xffff_ffff;
+
+/** A binary node's record: left ‖ right ‖ left gen ‖ right gen. */
+export const BINARY_RECORD_LENGTH = 72;
+
+/** An edge's head, shared by Patricia and Merkle edges: bottom ‖ path ‖ length. */
+export const EDGE_HEAD_LENGTH = 65;
+
+/** A Patricia edge's record: the head, then the bottom's gen. */
+export const EDGE_RECORD_LENGTH = EDGE_HEAD_LENGTH + GEN_BYTES;
 
 /** Where an edge record keeps its length (after bottom and path). */
 const LENGTH_AT = 64;
@@ -46,6 +64,26 @@ export function secondHash(rec: Uint8Array): Uint8Array {
   return rec.subarray(32, 64);
 }
 
+/**
+ * The gen of a child: a binary record's left (side 0) or right (side 1), an edge's bottom (side 0),
+ * a Merkle edge's leaf (side 0). The gens close every record, in the order of the children.
+ */
+export function childGen(rec: Uint8Array, side: 0 | 1): number {
+  const at = rec.length === BINARY_RECORD_LENGTH ? 64 + 4 * side : rec.length - GEN_BYTES;
+  return readGen(rec, at);
+}
+
+export function readGen(buf: Uint8Array, at: number): number {
+  return ((buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!) >>> 0;
+}
+
+export function writeGen(buf: Uint8Array, at: number, gen: number): void {
+  buf[at] = gen >>> 24;
+  buf[at + 1] = (gen >>> 16) & 0xff;
+  buf[at + 2] = (gen >>> 8) & 0xff;
+  buf[at + 3] = gen & 0xff;
+}
+
 /** An edge record's length (any edge: Patricia's or Merkle's). */
 export function edgeLength(rec: Uint8Array): number {
   return rec[LENGTH_AT]!;
@@ -56,28 +94,36 @@ export function edgePath(rec: Uint8Array): bigint {
   return bytesToBigint(rec, 32);
 }
 
-/** Writes a binary record at `at` of `out`: the 32 bytes at `leftAt` of `left`, then those at `rightAt` of `right`. */
+/**
+ * Writes a binary record at `at` of `out`: the 32 bytes at `leftAt` of `left`, then those at
+ * `rightAt` of `right`, then their gens.
+ */
 export function writeBinaryRecord(
   out: Uint8Array,
   at: number,
   left: Uint8Array,
   leftAt: number,
+  leftGen: number,
   right: Uint8Array,
   rightAt: number,
+  rightGen: number,
 ): void {
   copy32(out, at, left, leftAt);
   copy32(out, at + 32, right, rightAt);
+  writeGen(out, at + 64, leftGen);
+  writeGen(out, at + 68, rightGen);
 }
 
 /**
  * Writes an edge record at `at` of `out`: the bottom's 32 bytes at `bottomAt` of `bottom`, the path
- * (a number, or 32 big-endian bytes at `pathAt` of `path`), and the length.
+ * (a number, or 32 big-endian bytes at `pathAt` of `path`), the length and the bottom's gen.
  */
 export function writeEdgeRecord(
   out: Uint8Array,
   at: number,
   bottom: Uint8Array,
   bottomAt: number,
+  bottomGen: number,
   length: number,
   path: bigint | Uint8Array,
   pathAt = 0,
@@ -86,4 +132,5 @@ export function writeEdgeRecord(
   if (typeof path === "bigint") writeBigint32(path, out, at + 32);
   else copy32(out, at + 32, path, pathAt);
   out[at + LENGTH_AT] = length;
+  writeGen(out, at + EDGE_HEAD_LENGTH, bottomGen);
 }

@@ -1,30 +1,48 @@
 /**
- * How trees read the nodes they did not compute in this batch. Nodes are content-addressed: the key
- * is the node's 32-byte hash, the record its children (node-record.ts).
+ * How trees read the nodes they did not compute in this batch. Nodes are content-addressed: a node
+ * is named by its 32-byte hash and the gen of its record (the id of the batch that wrote it, which
+ * leads the store's key), the record its children (node-record.ts).
  */
 export interface NodeSource {
-  /** Looks up many nodes in one round trip; `undefined` where a node is unknown. */
-  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
+  /** Looks up many nodes (`hashes[i]` of gen `gens[i]`) in one round trip; `undefined` where a node is unknown. */
+  getNodes(hashes: readonly Uint8Array[], gens: ArrayLike<number>): Promise<(Uint8Array | undefined)[]>;
   /** A node's record if it is at hand in memory (a cache), without waiting; undefined otherwise. */
-  getCached?(hash: Uint8Array): Uint8Array | undefined;
+  getCached?(hash: Uint8Array, gen: number): Uint8Array | undefined;
   /** How many levels below each root `remember` keeps (0 or absent: it keeps nothing). */
   readonly rememberedLevels?: number;
   /**
    * Told where a node read or written by a tree update sits (depth below the root of `tree`, index
-   * among the nodes of its height), so that a cache of the top levels can keep it (node-cache.ts).
-   * Tree updates call it only for depths below `rememberedLevels`, so the index is a small number.
+   * among the nodes of its height) and its record's gen, so that a cache of the top levels can keep
+   * it (node-cache.ts). Tree updates call it only for depths below `rememberedLevels`, so the index
+   * is a small number.
    */
-  remember?(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void;
+  remember?(
+    tree: string,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    gen: number,
+    record: Uint8Array,
+  ): void;
   /**
    * getNodes for nodes of `tree` whose positions are known (the native walks'): `hashes` n × 32
-   * bytes, `positions` (depth, index) each (index −1: below the remembered levels). Optional; a
-   * cache answers from its positions without a view per record.
+   * bytes, `positions` (depth, index) each (index −1: below the remembered levels), `gens` one
+   * each. Optional; a cache answers from its positions without a view per record.
    */
-  getPacked?(tree: string, hashes: Uint8Array, positions: Int32Array): Promise<PackedNodes>;
-  /** remember for many nodes, packed as PackedNodes with hashes n × 32 bytes; index −1 is skipped. */
+  getPacked?(
+    tree: string,
+    hashes: Uint8Array,
+    positions: Int32Array,
+    gens: Uint32Array,
+  ): Promise<PackedNodes>;
+  /**
+   * remember for many nodes, packed as PackedNodes with hashes n × 32 bytes and one gen each;
+   * index −1 is skipped.
+   */
   rememberPacked?(
     tree: string,
     hashes: Uint8Array,
+    gens: Uint32Array,
     records: Uint8Array,
     lengths: Uint32Array,
     positions: Int32Array,
@@ -44,7 +62,7 @@ export interface NativeCacheLink {
   /** The small id the cache keeps a tree's positions under. */
   treeId(tree: string): number;
   /** Reads records from the store behind the cache: the ones the cache does not hold. */
-  readStore(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]>;
+  readStore(hashes: readonly Uint8Array[], gens: ArrayLike<number>): Promise<(Uint8Array | undefined)[]>;
   /** Told how many of a walk's reads the cache answered (for statistics). */
   noteHits?(count: number): void;
 }

@@ -1,7 +1,13 @@
 import type { HashEngine } from "../hash/engine.js";
 import type { NodeSource } from "./node-source.js";
 import type { NodeWrites } from "./node-writes.js";
-import { asStoreError, readRecords, takeResult, type NativeResult } from "./native-bridge.js";
+import {
+  asStoreError,
+  readRecords,
+  takeResult,
+  type NativeNeeds,
+  type NativeResult,
+} from "./native-bridge.js";
 
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
@@ -14,21 +20,24 @@ export interface NativePatricia {
     ids: Uint8Array,
     leafHashes: Uint8Array,
     oldRoot: Uint8Array,
+    /** The gen of the old root's record, and the gen the new records are written under. */
+    oldRootGen: number,
+    batchGen: number,
     /** The addon's node cache to consult (NodeSource.nativeCache), and the tree's id there. */
     cache?: object,
     tree?: number,
   ): Handle;
   /**
    * null when the new tree is built; else the records it needs (with a cache, those it does not
-   * hold): hashes, and (depth, index) each.
+   * hold): hashes, (depth, index) each, and gens.
    */
-  patriciaStep(h: Handle): [Uint8Array, Int32Array] | null;
+  patriciaStep(h: Handle): NativeNeeds | null;
   /** Those records back to back, with their lengths (MISSING_RECORD: not in the store). */
   patriciaSupply(h: Handle, records: Uint8Array, lengths: Uint32Array): void;
   patriciaRanks(h: Handle): number;
   patriciaRankInputs(h: Handle, rank: number): [Uint8Array, Uint8Array];
   patriciaRankHashes(h: Handle, rank: number, hashes: Uint8Array): void;
-  /** The root, and the new nodes: hashes, records back to back, lengths, (depth, index) each. */
+  /** The root and its gen, and the new nodes: hashes, records back to back, lengths, (depth, index) each. */
   patriciaResult(h: Handle): NativeResult;
   patriciaFree(h: Handle): void;
 }
@@ -46,11 +55,13 @@ export async function updatePatriciaNative(
   height: number,
   remembered: number,
   oldRoot: Uint8Array,
+  oldRootGen: number,
+  batchGen: number,
   ids: Uint8Array,
   leafHashes: Uint8Array,
   treeName: string,
   out: NodeWrites,
-): Promise<Uint8Array> {
+): Promise<{ root: Uint8Array; rootGen: number; newNodes: NodeWrites }> {
   const link = nodes.nativeCache;
   const handle = native.patriciaCreate(
     height,
@@ -58,6 +69,8 @@ export async function updatePatriciaNative(
     ids,
     leafHashes,
     oldRoot,
+    oldRootGen,
+    batchGen,
     link?.handle,
     link?.treeId(treeName),
   );
@@ -71,7 +84,7 @@ export async function updatePatriciaNative(
       const [xs, ys] = native.patriciaRankInputs(handle, r);
       native.patriciaRankHashes(handle, r, await engine.hashMany(xs, ys));
     }
-    return takeResult(native.patriciaResult(handle), out, nodes, treeName, remembered);
+    return takeResult(native.patriciaResult(handle), out, nodes, treeName, remembered, batchGen);
   } finally {
     native.patriciaFree(handle);
   }

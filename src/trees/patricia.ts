@@ -3,6 +3,7 @@ import { addSmall, bitLength, copy32, ZERO32 } from "../util/bytes.js";
 import type { HashEngine } from "../hash/engine.js";
 import {
   BINARY_RECORD_LENGTH,
+  childGen,
   EDGE_RECORD_LENGTH,
   edgeLength,
   edgePath,
@@ -30,12 +31,20 @@ import { defaultTreeWalk, type TreeWalk } from "./tree-walk.js";
  * call — an edge is never hashed at the intermediate lengths it passes through while being built.
  */
 
+// Every node but the empty one carries the gen of its record (node-record.ts): the batch that
+// wrote it, or NEW for a node this update makes (its record is written under the update's gen).
 type PNode =
   | { readonly t: "empty" }
-  | { readonly t: "leaf"; readonly hash: Uint8Array }
+  | { readonly t: "leaf"; readonly hash: Uint8Array; readonly gen: number }
   // A non-empty subtree of height > 0 known only by its hash (loaded when the walk enters it).
-  | { readonly t: "stored"; readonly hash: Uint8Array }
-  | { readonly t: "binary"; readonly left: PNode; readonly right: PNode; hash: Uint8Array | undefined }
+  | { readonly t: "stored"; readonly hash: Uint8Array; readonly gen: number }
+  | {
+      readonly t: "binary";
+      readonly left: PNode;
+      readonly right: PNode;
+      hash: Uint8Array | undefined;
+      readonly gen: number;
+    }
   | Edge;
 
 interface Edge {
@@ -44,18 +53,23 @@ interface Edge {
   readonly length: number;
   readonly bottom: PNode;
   hash: Uint8Array | undefined;
+  readonly gen: number;
 }
 
 const EMPTY: PNode = { t: "empty" };
 
+/** The gen of a node this update makes. */
+const NEW = -1;
+
 // Binary nodes and edges are made only by these two, new ones with `hash: undefined` (set once
-// hashed), so that every node of a kind has the same properties in the same order: one object shape
-// per kind keeps V8's property lookups on `t`, `hash` and the children fast across the walk.
-function binaryNode(left: PNode, right: PNode, hash?: Uint8Array): PNode {
-  return { t: "binary", left, right, hash };
+// hashed) and gen NEW, so that every node of a kind has the same properties in the same order: one
+// object shape per kind keeps V8's property lookups on `t`, `hash` and the children fast across
+// the walk.
+function binaryNode(left: PNode, right: PNode, hash?: Uint8Array, gen = NEW): PNode {
+  return { t: "binary", left, right, hash, gen };
 }
-function edgeNode(path: bigint, length: number, bottom: PNode, hash?: Uint8Array): Edge {
-  return { t: "edge", path, length, bottom, hash };
+function edgeNode(path: bigint, length: number, bottom: PNode, hash?: Uint8Array, gen = NEW): Edge {
+  return { t: "edge", path, length, bottom, hash, gen };
 }
 
 /** What an edge leads to below its top k levels: the rest of the edge, or its bottom. */
@@ -92,16 +106,17 @@ function isZero(h: Uint8Array): boolean {
   return true;
 }
 
-/** A node known by hash at height h: a leaf at height 0, empty when the hash is 0. */
-function fromHash(hash: Uint8Array, height: number): PNode {
+/** A node known by hash and gen at height h: a leaf at height 0, empty when the hash is 0. */
+function fromHash(hash: Uint8Array, gen: number, height: number): PNode {
   if (isZero(hash)) return EMPTY;
-  return height === 0 ? { t: "leaf", hash } : { t: "stored", hash };
+  return height === 0 ? { t: "leaf", hash, gen } : { t: "stored", hash, gen };
 }
 
 /** Coalesces the lookups issued while the walk's promises settle into one getNodes call. */
 class BatchedReader {
   private pending: {
     hash: Uint8Array;
+    gen: number;
     resolve: (r: Uint8Array | undefined) => void;
     reject: (e: unknown) => void;
   }[] = [];
@@ -109,9 +124,9 @@ class BatchedReader {
 
   constructor(private readonly source: NodeSource) {}
 
-  get(hash: Uint8Array): Promise<Uint8Array | undefined> {
+  get(hash: Uint8Array, gen: number): Promise<Uint8Array | undefined> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ hash, resolve, reject });
+      this.pending.push({ hash, gen, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -123,15 +138,22 @@ class BatchedReader {
     const batch = this.pending;
     this.pending = [];
     this.scheduled = false;
-    this.source.getNodes(batch.map((p) => p.hash)).then(
-      (records) => batch.forEach((p, i) => p.resolve(records[i])),
-      (err: unknown) => batch.forEach((p) => p.reject(err)),
-    );
+    this.source
+      .getNodes(
+        batch.map((p) => p.hash),
+        batch.map((p) => p.gen),
+      )
+      .then(
+        (records) => batch.forEach((p, i) => p.resolve(records[i])),
+        (err: unknown) => batch.forEach((p) => p.reject(err)),
+      );
   }
 }
 
 export interface PatriciaUpdate {
   readonly root: Uint8Array;
+  /** The gen of the new root's record: `batchGen` unless the root is unchanged (or empty: 0). */
+  readonly rootGen: number;
   /** The list the update added its new records to (`out`; other trees' may be there too). */
   readonly newNodes: NodeWrites;
 }
@@ -144,17 +166,23 @@ function then<T, U>(v: Maybe<T>, f: (t: T) => Maybe<U>): Maybe<U> {
   return v instanceof Promise ? v.then(f) : f(v);
 }
 
+/**
+ * Applies `leaves` to the tree of `height` whose root is `oldRoot` (its record written by batch
+ * `oldRootGen`); the new records, added to `out`, are written under `batchGen`.
+ */
 export async function updatePatricia(
   engine: HashEngine,
   nodes: NodeSource,
   height: number,
   oldRoot: Uint8Array,
+  oldRootGen: number,
+  batchGen: number,
   leaves: ReadonlyMap<bigint, Uint8Array>,
   treeName: string,
   out = new NodeWrites(),
   walk: TreeWalk = defaultTreeWalk(),
 ): Promise<PatriciaUpdate> {
-  if (leaves.size === 0) return { root: oldRoot, newNodes: out };
+  if (leaves.size === 0) return { root: oldRoot, rootGen: oldRootGen, newNodes: out };
   const remembered = nodes.remember ? (nodes.rememberedLevels ?? 0) : 0;
   const sorted: Change[] = [...leaves.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const last = sorted[sorted.length - 1]![0];
@@ -165,30 +193,31 @@ export async function updatePatricia(
     const ids = new PackedIds(sorted.map(([id]) => id));
     const leafHashes = new Uint8Array(sorted.length * 32);
     for (let i = 0; i < sorted.length; i++) copy32(leafHashes, i * 32, sorted[i]![1], 0);
-    const root = await updatePatriciaNative(
+    return updatePatriciaNative(
       native,
       engine,
       nodes,
       height,
       remembered,
       oldRoot,
+      oldRootGen,
+      batchGen,
       ids.bytes,
       leafHashes,
       treeName,
       out,
     );
-    return { root, newNodes: out };
   }
   const walker = new PatriciaWalk(nodes, height, remembered, treeName, sorted);
   const root = await walker.walk(
-    fromHash(oldRoot, height),
+    fromHash(oldRoot, oldRootGen, height),
     height,
     remembered > 0 ? 0 : NONE,
     0,
     sorted.length,
   );
-  const newNodes = await hashNewNodes(engine, root, height, remembered, out, nodes, treeName);
-  return { root: hashOf(root), newNodes };
+  const newNodes = await hashNewNodes(engine, root, height, remembered, out, nodes, treeName, batchGen);
+  return { root: hashOf(root), rootGen: genOf(root, batchGen), newNodes };
 }
 
 type Change = readonly [bigint, Uint8Array];
@@ -235,22 +264,42 @@ class PatriciaWalk {
    * other lookups of this round. The walk stays synchronous (no promise per step) while the cache
    * answers, which is most of the way down.
    */
-  private load(node: { hash: Uint8Array }, h: number, index: number): Maybe<PNode> {
-    const cached = this.nodes.getCached?.(node.hash);
-    if (cached) return this.decode(node.hash, cached, h, index);
-    return this.reader.get(node.hash).then((rec) => this.decode(node.hash, rec, h, index));
+  private load(node: { hash: Uint8Array; gen: number }, h: number, index: number): Maybe<PNode> {
+    const cached = this.nodes.getCached?.(node.hash, node.gen);
+    if (cached) return this.decode(node.hash, node.gen, cached, h, index);
+    return this.reader
+      .get(node.hash, node.gen)
+      .then((rec) => this.decode(node.hash, node.gen, rec, h, index));
   }
 
-  private decode(hash: Uint8Array, rec: Uint8Array | undefined, h: number, index: number): PNode {
+  private decode(
+    hash: Uint8Array,
+    gen: number,
+    rec: Uint8Array | undefined,
+    h: number,
+    index: number,
+  ): PNode {
     if (rec === undefined) throw this.corrupt(hash, h, "missing");
     const binary = isBinaryRecord(rec);
     if ((binary || isEdgeRecord(rec)) && index !== NONE)
-      this.nodes.remember!(this.treeName, this.height - h, index, hash, rec);
-    if (binary) return binaryNode(fromHash(firstHash(rec), h - 1), fromHash(secondHash(rec), h - 1), hash);
+      this.nodes.remember!(this.treeName, this.height - h, index, hash, gen, rec);
+    if (binary)
+      return binaryNode(
+        fromHash(firstHash(rec), childGen(rec, 0), h - 1),
+        fromHash(secondHash(rec), childGen(rec, 1), h - 1),
+        hash,
+        gen,
+      );
     if (isEdgeRecord(rec)) {
       const length = edgeLength(rec);
       if (length < 1 || length > h) throw this.corrupt(hash, h, `edge length ${length}`);
-      return edgeNode(edgePath(rec), length, fromHash(firstHash(rec), h - length), hash);
+      return edgeNode(
+        edgePath(rec),
+        length,
+        fromHash(firstHash(rec), childGen(rec, 0), h - length),
+        hash,
+        gen,
+      );
     }
     throw this.corrupt(hash, h, `record of ${rec.length} bytes`);
   }
@@ -291,7 +340,7 @@ class PatriciaWalk {
    */
   walk(node: PNode, h: number, index: number, lo: number, hi: number): Maybe<PNode> {
     if (lo === hi) return node;
-    if (h === 0) return fromHash(this.sorted[hi - 1]![1], 0);
+    if (h === 0) return fromHash(this.sorted[hi - 1]![1], NEW, 0);
     if (node.t === "stored")
       return then(this.load(node, h, index), (n) => this.walkLoaded(n, h, index, lo, hi));
     return this.walkLoaded(node, h, index, lo, hi);
@@ -366,6 +415,12 @@ function extend(path: bigint, length: number, child: PNode): PNode {
     : edgeNode(path, length, child);
 }
 
+/** The gen a parent's record names for `node`: NEW means the update's own. */
+function genOf(node: PNode, batchGen: number): number {
+  if (node.t === "empty") return 0;
+  return node.gen === NEW ? batchGen : node.gen;
+}
+
 function hashOf(node: PNode): Uint8Array {
   switch (node.t) {
     case "empty":
@@ -394,13 +449,14 @@ async function hashNewNodes(
   // again in every batch (PatriciaWalk).
   nodes: NodeSource,
   treeName: string,
+  batchGen: number,
 ): Promise<NodeWrites> {
   const byRank: Ranked[][] = [];
   rankNewNodes(byRank, height, remembered, root, height, remembered > 0 ? 0 : NONE);
   for (const group of byRank) {
     if (!group) continue;
-    // A rank's records side by side in one buffer (binary: left ‖ right; edge: bottom ‖ path ‖
-    // length), and its pairs packed for one engine call.
+    // A rank's records side by side in one buffer (binary: left ‖ right ‖ gens; edge: bottom ‖
+    // path ‖ length ‖ gen), and its pairs packed for one engine call.
     const at = new Int32Array(group.length + 1);
     for (let i = 0; i < group.length; i++)
       at[i + 1] = at[i]! + (group[i]!.node.t === "binary" ? BINARY_RECORD_LENGTH : EDGE_RECORD_LENGTH);
@@ -410,8 +466,18 @@ async function hashNewNodes(
     for (let i = 0; i < group.length; i++) {
       const n = group[i]!.node;
       const o = at[i]!;
-      if (n.t === "binary") writeBinaryRecord(records, o, hashOf(n.left), 0, hashOf(n.right), 0);
-      else writeEdgeRecord(records, o, hashOf(n.bottom), 0, n.length, n.path);
+      if (n.t === "binary")
+        writeBinaryRecord(
+          records,
+          o,
+          hashOf(n.left),
+          0,
+          genOf(n.left, batchGen),
+          hashOf(n.right),
+          0,
+          genOf(n.right, batchGen),
+        );
+      else writeEdgeRecord(records, o, hashOf(n.bottom), 0, genOf(n.bottom, batchGen), n.length, n.path);
       copy32(xs, i * 32, records, o);
       copy32(ys, i * 32, records, o + 32);
     }
@@ -422,7 +488,7 @@ async function hashNewNodes(
       n.hash = n.t === "binary" ? hash : addSmall(hash, n.length);
       writes.add(n.hash, 0, records, at[i]!, at[i + 1]! - at[i]!);
       if (index !== NONE)
-        nodes.remember!(treeName, height - h, index, n.hash, records.subarray(at[i]!, at[i + 1]!));
+        nodes.remember!(treeName, height - h, index, n.hash, batchGen, records.subarray(at[i]!, at[i + 1]!));
     }
   }
   return writes;

@@ -2,8 +2,8 @@ import { DacdError } from "../errors.js";
 import { bytesEqual } from "../util/bytes.js";
 import { emptyRoots } from "./compute-roots.js";
 import type { HashEngine } from "../hash/engine.js";
-import { ancestorsAt, edgeLeafIndex, isMerkleEdge } from "./merkle-edge.js";
-import { edgeLength, edgePath, firstHash, isBinaryRecord, secondHash } from "./node-record.js";
+import { ancestorsAt, edgeLeafGen, edgeLeafIndex, isMerkleEdge } from "./merkle-edge.js";
+import { childGen, edgeLength, edgePath, firstHash, isBinaryRecord, secondHash } from "./node-record.js";
 import type { NodeSource } from "./node-source.js";
 import type { TreeSpec } from "../model/profile.js";
 
@@ -26,6 +26,8 @@ export type PatriciaStep =
 export interface LeafLookup {
   /** The leaf's value at the bottom of the tree (its hash; the amount itself for orders). */
   readonly leafHash: Uint8Array;
+  /** The gen of the leaf's record (node-record.ts; 0 for an empty leaf). */
+  readonly leafGen: number;
   /** True when the leaf is empty (never set, or set back to empty). */
   readonly empty: boolean;
   /** Merkle: sibling hashes bottom-up. */
@@ -34,12 +36,16 @@ export interface LeafLookup {
   readonly steps?: PatriciaStep[];
 }
 
-/** Finds a leaf under `root` by walking the stored nodes; also returns its authentication path. */
+/**
+ * Finds a leaf under `root` (its record's gen `rootGen`) by walking the stored nodes; also returns
+ * its authentication path.
+ */
 export async function readLeaf(
   engine: HashEngine,
   nodes: NodeSource,
   spec: TreeSpec,
   root: Uint8Array,
+  rootGen: number,
   index: bigint,
 ): Promise<LeafLookup> {
   if (index < 0n || index >= 1n << BigInt(spec.height)) {
@@ -49,12 +55,17 @@ export async function readLeaf(
     );
   }
   return spec.kind === "merkle"
-    ? readMerkleLeaf(engine, nodes, spec, root, index)
-    : readPatriciaLeaf(nodes, spec, root, index);
+    ? readMerkleLeaf(engine, nodes, spec, root, rootGen, index)
+    : readPatriciaLeaf(nodes, spec, root, rootGen, index);
 }
 
-async function fetchNode(nodes: NodeSource, hash: Uint8Array, what: string): Promise<Uint8Array> {
-  const [rec] = await nodes.getNodes([hash]);
+async function fetchNode(
+  nodes: NodeSource,
+  hash: Uint8Array,
+  gen: number,
+  what: string,
+): Promise<Uint8Array> {
+  const [rec] = await nodes.getNodes([hash], [gen]);
   if (!rec)
     throw new DacdError("STORE", `${what}: node ${Buffer.from(hash).toString("hex")} is not in the store`);
   return rec;
@@ -65,19 +76,22 @@ async function readMerkleLeaf(
   nodes: NodeSource,
   spec: TreeSpec,
   root: Uint8Array,
+  rootGen: number,
   index: bigint,
 ): Promise<LeafLookup> {
   const empty = await emptyRoots(engine, spec.leaf, spec.height);
   const siblingsTopDown: Uint8Array[] = [];
   let hash = root;
+  let gen = rootGen;
   for (let h = spec.height; h >= 1; h--) {
     const right = ((index >> BigInt(h - 1)) & 1n) === 1n;
     if (bytesEqual(hash, empty[h]!)) {
       siblingsTopDown.push(empty[h - 1]!);
       hash = empty[h - 1]!;
+      gen = 0;
       continue;
     }
-    const rec = await fetchNode(nodes, hash, `${spec.name} tree at height ${h}`);
+    const rec = await fetchNode(nodes, hash, gen, `${spec.name} tree at height ${h}`);
     if (isMerkleEdge(rec, h)) {
       // One leaf below: every sibling further down is empty, except where the paths part, where it
       // is the lone leaf's ancestor (climbed from the edge's checkpoint below it).
@@ -92,6 +106,7 @@ async function readMerkleLeaf(
       );
       for (let k = h - 1; k >= 0; k--) siblingsTopDown.push(k === parting[0] ? ancestor! : empty[k]!);
       hash = lone === index ? firstHash(rec) : empty[0]!;
+      gen = lone === index ? edgeLeafGen(rec) : 0;
       break;
     }
     if (!isBinaryRecord(rec)) {
@@ -99,28 +114,34 @@ async function readMerkleLeaf(
     }
     siblingsTopDown.push(right ? firstHash(rec) : secondHash(rec));
     hash = right ? secondHash(rec) : firstHash(rec);
+    gen = childGen(rec, right ? 1 : 0);
   }
-  return { leafHash: hash, empty: bytesEqual(hash, empty[0]!), siblings: siblingsTopDown.reverse() };
+  const isEmpty = bytesEqual(hash, empty[0]!);
+  return { leafHash: hash, leafGen: isEmpty ? 0 : gen, empty: isEmpty, siblings: siblingsTopDown.reverse() };
 }
 
 async function readPatriciaLeaf(
   nodes: NodeSource,
   spec: TreeSpec,
   root: Uint8Array,
+  rootGen: number,
   index: bigint,
 ): Promise<LeafLookup> {
   const steps: PatriciaStep[] = [];
   const zero = new Uint8Array(32);
   let hash = root;
+  let gen = rootGen;
   let h = spec.height;
   while (h > 0) {
-    if (bytesEqual(hash, zero)) return { leafHash: zero, empty: true, steps };
-    const rec = await fetchNode(nodes, hash, `${spec.name} tree at height ${h}`);
+    if (bytesEqual(hash, zero)) return { leafHash: zero, leafGen: 0, empty: true, steps };
+    const rec = await fetchNode(nodes, hash, gen, `${spec.name} tree at height ${h}`);
     if (isBinaryRecord(rec)) {
       const left = firstHash(rec);
       const right = secondHash(rec);
       steps.push({ kind: "binary", height: h, left, right });
-      hash = ((index >> BigInt(h - 1)) & 1n) === 1n ? right : left;
+      const side = ((index >> BigInt(h - 1)) & 1n) === 1n ? 1 : 0;
+      hash = side === 1 ? right : left;
+      gen = childGen(rec, side);
       h -= 1;
     } else {
       const bottom = firstHash(rec);
@@ -128,10 +149,12 @@ async function readPatriciaLeaf(
       const length = edgeLength(rec);
       steps.push({ kind: "edge", height: h, bottom, path, length });
       const bits = (index >> BigInt(h - length)) & ((1n << BigInt(length)) - 1n);
-      if (bits !== path) return { leafHash: zero, empty: true, steps };
+      if (bits !== path) return { leafHash: zero, leafGen: 0, empty: true, steps };
       hash = bottom;
+      gen = childGen(rec, 0);
       h -= length;
     }
   }
-  return { leafHash: hash, empty: bytesEqual(hash, zero), steps };
+  const isEmpty = bytesEqual(hash, zero);
+  return { leafHash: hash, leafGen: isEmpty ? 0 : gen, empty: isEmpty, steps };
 }

@@ -20,16 +20,16 @@ export interface TreeStats {
 export function countingSource(nodes: NodeSource, stats: TreeStats): NodeSource {
   const view: NodeSource = {
     rememberedLevels: nodes.rememberedLevels,
-    getNodes: (hashes) => {
+    getNodes: (hashes, gens) => {
       stats.nodes_read += hashes.length;
-      return nodes.getNodes(hashes);
+      return nodes.getNodes(hashes, gens);
     },
     ...(nodes.nativeCache && { nativeCache: countingLink(nodes.nativeCache, stats) }),
   };
   if (nodes.getCached) {
     const getCached = nodes.getCached.bind(nodes);
-    view.getCached = (hash) => {
-      const hit = getCached(hash);
+    view.getCached = (hash, gen) => {
+      const hit = getCached(hash, gen);
       if (hit) stats.nodes_read++;
       return hit;
     };
@@ -38,9 +38,9 @@ export function countingSource(nodes: NodeSource, stats: TreeStats): NodeSource 
   if (nodes.rememberPacked) view.rememberPacked = nodes.rememberPacked.bind(nodes);
   if (nodes.getPacked) {
     const getPacked = nodes.getPacked.bind(nodes);
-    view.getPacked = (tree, hashes, positions): Promise<PackedNodes> => {
+    view.getPacked = (tree, hashes, positions, gens): Promise<PackedNodes> => {
       stats.nodes_read += hashes.length / 32;
-      return getPacked(tree, hashes, positions);
+      return getPacked(tree, hashes, positions, gens);
     };
   }
   return view;
@@ -51,9 +51,9 @@ function countingLink(link: NativeCacheLink, stats: TreeStats): NativeCacheLink 
   return {
     handle: link.handle,
     treeId: (tree) => link.treeId(tree),
-    readStore: (hashes) => {
+    readStore: (hashes, gens) => {
       stats.nodes_read += hashes.length;
-      return link.readStore(hashes);
+      return link.readStore(hashes, gens);
     },
     noteHits: (count) => {
       stats.nodes_read += count;

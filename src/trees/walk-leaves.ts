@@ -3,7 +3,15 @@ import { bytesEqual, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "./compute-roots.js";
 import type { HashEngine } from "../hash/engine.js";
 import { isMerkleEdge } from "./merkle-edge.js";
-import { edgeLength, edgePath, firstHash, isBinaryRecord, isEdgeRecord, secondHash } from "./node-record.js";
+import {
+  childGen,
+  edgeLength,
+  edgePath,
+  firstHash,
+  isBinaryRecord,
+  isEdgeRecord,
+  secondHash,
+} from "./node-record.js";
 import type { TreeSpec } from "../model/profile.js";
 
 /**
@@ -16,6 +24,8 @@ import type { TreeSpec } from "../model/profile.js";
 
 export interface WalkTask {
   readonly hash: Uint8Array;
+  /** The gen of the subtree's record (of the leaf's record at height 0: node-record.ts). */
+  readonly gen: number;
   /** Height of the subtree (0: a leaf). */
   readonly height: number;
   /** Index of the subtree among those of its height (a leaf's id at height 0). */
@@ -39,7 +49,10 @@ export interface WalkOptions {
   /** Subtrees read per getMany (default 4096). */
   readonly chunk?: number;
   /** Node lookup (default: the store's); a snapshot reader for pruning. */
-  readonly getNodes: (hashes: readonly Uint8Array[]) => Promise<(Uint8Array | undefined)[]>;
+  readonly getNodes: (
+    hashes: readonly Uint8Array[],
+    gens: ArrayLike<number>,
+  ) => Promise<(Uint8Array | undefined)[]>;
   /** Return false to skip a non-empty subtree (its leaves are then not yielded either). */
   readonly enter?: (task: WalkTask) => boolean;
   /** Sees every chunk of inner nodes read, before their children are walked (deep check). */
@@ -48,11 +61,12 @@ export interface WalkOptions {
   readonly onProblem?: (p: WalkProblem) => void;
 }
 
-/** Yields the non-empty leaves of the tree under `root`, in id order, in arrays. */
+/** Yields the non-empty leaves of the tree under `root` (its record's gen `rootGen`), in id order, in arrays. */
 export async function* walkLeaves(
   engine: HashEngine,
   spec: TreeSpec,
   root: Uint8Array,
+  rootGen: number,
   opts: WalkOptions,
 ): AsyncGenerator<WalkTask[]> {
   const chunk = opts.chunk ?? 4096;
@@ -79,7 +93,7 @@ export async function* walkLeaves(
 
   // The walk's frontier: lists in index order; every entry of a higher list precedes the lists below.
   const stack: { tasks: WalkTask[]; pos: number }[] = [];
-  const start: WalkTask = { hash: root, height: spec.height, index: 0n };
+  const start: WalkTask = { hash: root, gen: rootGen, height: spec.height, index: 0n };
   if (!isEmpty(root, spec.height) && (opts.enter?.(start) ?? true)) stack.push({ tasks: [start], pos: 0 });
 
   while (stack.length > 0) {
@@ -99,7 +113,10 @@ export async function* walkLeaves(
     const taken = top.tasks.slice(top.pos, top.pos + chunk);
     top.pos += taken.length;
     const inner = taken.filter((t) => t.height > 0);
-    const records = await opts.getNodes(inner.map((t) => t.hash));
+    const records = await opts.getNodes(
+      inner.map((t) => t.hash),
+      inner.map((t) => t.gen),
+    );
     const read: WalkNode[] = [];
     const byHash = new Map<WalkTask, Uint8Array>();
     inner.forEach((t, i) => {
@@ -130,8 +147,13 @@ export async function* walkLeaves(
       const rec = byHash.get(t);
       if (!rec) continue;
       if (isBinaryRecord(rec)) {
-        push({ hash: firstHash(rec), height: t.height - 1, index: t.index * 2n });
-        push({ hash: secondHash(rec), height: t.height - 1, index: t.index * 2n + 1n });
+        push({ hash: firstHash(rec), gen: childGen(rec, 0), height: t.height - 1, index: t.index * 2n });
+        push({
+          hash: secondHash(rec),
+          gen: childGen(rec, 1),
+          height: t.height - 1,
+          index: t.index * 2n + 1n,
+        });
       } else {
         const length = edgeLength(rec);
         const path = edgePath(rec);
@@ -141,6 +163,7 @@ export async function* walkLeaves(
         }
         push({
           hash: firstHash(rec),
+          gen: childGen(rec, 0),
           height: t.height - length,
           index: (t.index << BigInt(length)) | path,
         });

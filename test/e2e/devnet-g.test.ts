@@ -4,7 +4,7 @@ import { get, post, approvalBody } from "../../src/devnet/client.js";
 import type { Batch } from "../../src/devnet/batcher.js";
 import { EthSigner } from "../../src/signer/eth-signer.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
-import { computeRoots, type Roots } from "../../src/trees/compute-roots.js";
+import { computeRoots, type RootGens, type Roots } from "../../src/trees/compute-roots.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { WasmEngine } from "../../src/hash/wasm-engine.js";
 import { keptTrees } from "../../src/model/profile.js";
@@ -67,10 +67,10 @@ const add = async (tx: unknown): Promise<{ status: number; json: unknown }> => {
 const lastBatch = (): Batch => dn.chain.batch(dn.chain.lastBatchId()) as Batch;
 
 /** A member's-eye check: every batch, fetched over HTTP and parsed by dacd's parser, reproduces its roots. */
-async function verifyAll(): Promise<Map<number, { roots: Roots; seq: number }>> {
+async function verifyAll(): Promise<Map<number, { roots: Roots; gens: RootGens; seq: number }>> {
   const engine = new WasmEngine();
   const store = new MemoryNodeStore();
-  const done = new Map<number, { roots: Roots; seq: number }>();
+  const done = new Map<number, { roots: Roots; gens: RootGens; seq: number }>();
   for (let id = 0; id <= dn.chain.lastBatchId(); id++) {
     const r = await get(
       `${dn.urls.availability}/availability_gateway/get_batch_data?batch_id=${id}&validate_rollup=True`,
@@ -80,12 +80,13 @@ async function verifyAll(): Promise<Map<number, { roots: Roots; seq: number }>> 
       validateRollup: true,
     });
     const prev = upd.prevBatchId < 0 ? null : done.get(upd.prevBatchId)!;
-    const { roots, newNodes } = await computeRoots(
+    const { roots, rootGens, newNodes } = await computeRoots(
       engine,
       store,
       keptTrees(dn.profile, true),
-      prev?.roots ?? null,
+      prev ? { roots: prev.roots, gens: prev.gens } : null,
       upd.changes,
+      id,
     );
     store.putNodes(newNodes);
     const batch = dn.chain.batch(id) as Batch;
@@ -95,7 +96,7 @@ async function verifyAll(): Promise<Map<number, { roots: Roots; seq: number }>> 
       const corrupted = batch.stated[t.name] !== toHex64(batch.roots[t.name]!);
       expect(bytesEqual(roots[t.name]!, upd.statedRoots[t.name]!)).toBe(!corrupted);
     }
-    done.set(id, { roots, seq: prev ? prev.seq + 1 : 0 });
+    done.set(id, { roots, gens: rootGens, seq: prev ? prev.seq + 1 : 0 });
   }
   return done;
 }

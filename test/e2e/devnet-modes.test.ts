@@ -5,7 +5,7 @@ import { startDevnet, type Devnet } from "../../src/devnet/main.js";
 import { registerDevnetCommand } from "../../src/devnet/cli.js";
 import { get, post } from "../../src/devnet/client.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
-import { computeRoots, type Roots } from "../../src/trees/compute-roots.js";
+import { computeRoots, type TreeState } from "../../src/trees/compute-roots.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { WasmEngine } from "../../src/hash/wasm-engine.js";
 import { keptTrees } from "../../src/model/profile.js";
@@ -123,7 +123,7 @@ describe("devnet traffic generator", () => {
       expect(stats.accepted).toBeGreaterThan(0);
       const engine = new WasmEngine();
       const store = new MemoryNodeStore();
-      const roots = new Map<number, Roots>();
+      const states = new Map<number, TreeState>();
       let replaced = 0;
       for (let id = 0; id <= 3; id++) {
         const r = await get(
@@ -132,12 +132,12 @@ describe("devnet traffic generator", () => {
         const upd = parseStateUpdate((r.json as { update: unknown }).update, dn.profile, id, {
           validateRollup: true,
         });
-        const prev = upd.prevBatchId < 0 ? null : roots.get(upd.prevBatchId)!;
-        const out = await computeRoots(engine, store, keptTrees(dn.profile, true), prev, upd.changes);
+        const prev = upd.prevBatchId < 0 ? null : states.get(upd.prevBatchId)!;
+        const out = await computeRoots(engine, store, keptTrees(dn.profile, true), prev, upd.changes, id);
         store.putNodes(out.newNodes);
         for (const t of keptTrees(dn.profile, true))
           expect(toHex64(out.roots[t.name]!)).toBe(dn.chain.batch(id)!.stated[t.name]);
-        roots.set(id, out.roots);
+        states.set(id, { roots: out.roots, gens: out.rootGens });
         replaced += dn.chain.batch(id)!.txs.filter((t) => t.wasReplaced).length;
       }
       expect(dn.chain.batch(3)!.txs.length).toBeGreaterThan(0);
@@ -216,6 +216,7 @@ describe("devnet spot-v4.0 profile", () => {
       keptTrees(dn.profile, false),
       null,
       upd.changes,
+      0,
     );
     expect(toHex64(out.roots.vault!)).toBe(update.vault_root);
     const full = (await get(`${dn.urls.feeder}/feeder_gateway/get_batch_info?batch_id=0`)).json as {

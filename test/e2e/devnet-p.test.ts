@@ -4,7 +4,7 @@ import { approvalBody, get, post } from "../../src/devnet/client.js";
 import type { Batch } from "../../src/devnet/batcher.js";
 import { EthSigner } from "../../src/signer/eth-signer.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
-import { computeRoots, type Roots } from "../../src/trees/compute-roots.js";
+import { computeRoots, type TreeState } from "../../src/trees/compute-roots.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { WasmEngine } from "../../src/hash/wasm-engine.js";
 import { keptTrees } from "../../src/model/profile.js";
@@ -330,17 +330,18 @@ describe("devnet variant P: state, feeder and availability", () => {
   it("serves batches a member verifies and accepts its signature", async () => {
     const engine = new WasmEngine();
     const store = new MemoryNodeStore();
-    let prev: Roots | null = null;
+    let prev: TreeState | null = null;
     for (let id = 0; id <= 1; id++) {
       const r = await get(`${dn.urls.availability}/availability_gateway/get_batch_data?batch_id=${id}`);
       expect(r.contentType).toBe("application/json");
       const upd = parseStateUpdate((r.json as { update: unknown }).update, dn.profile, id);
-      const { roots, newNodes } = await computeRoots(
+      const { roots, rootGens, newNodes } = await computeRoots(
         engine,
         store,
         keptTrees(dn.profile, false),
         prev,
         upd.changes,
+        id,
       );
       store.putNodes(newNodes);
       expect(toHex64(roots.position!)).toBe(dn.chain.batch(id)!.stated.position);
@@ -351,7 +352,7 @@ describe("devnet variant P: state, feeder and availability", () => {
       );
       expect(a.status).toBe(200);
       expect(a.text).toBe("signature accepted");
-      prev = roots;
+      prev = { roots, gens: rootGens };
     }
     // Without a configured committee any correctly recovered signer counts; quorum defaults to 1.
     expect((await dn.waitForQuorum(1, 1000)).reached).toBe(true);

@@ -8,6 +8,7 @@ import { makeProfile, type Profile } from "../../src/model/profile.js";
 import { verifyAndStoreBatch, type VerifyContext } from "../../src/pipeline/verify-batch.js";
 import { loadChain, privateKeyBytes, type ChainName, type Expected } from "./vectors.js";
 import { levelDb } from "../../src/storage/level-db.js";
+import { Prefix, TREE_KEY_LENGTH, treeKeyParts, TreeKind } from "../../src/storage/keys.js";
 import { tempDir } from "./temp-dir.js";
 
 /** Shared set-up of the escape tests: stores holding a vector chain (in temp-dir.ts directories). */
@@ -67,6 +68,21 @@ export async function countKeys(store: LevelStore, prefix: number): Promise<numb
   for await (const _ of levelDb(store).keys({ gte: Uint8Array.of(prefix), lt: Uint8Array.of(prefix + 1) }))
     n++;
   return n;
+}
+
+/** How many node and leaf records the store holds, of every gen (keys.ts: 0x00 ‖ gen ‖ kind ‖ hash). */
+export async function countTreeRecords(store: LevelStore): Promise<{ nodes: number; leaves: number }> {
+  const counts = { nodes: 0, leaves: 0 };
+  for await (const k of levelDb(store).keys({
+    gte: Uint8Array.of(Prefix.tree),
+    lt: Uint8Array.of(Prefix.tree + 1),
+  })) {
+    if (k.length !== TREE_KEY_LENGTH) continue; // a retire key (never kept, but not a record)
+    const { kind } = treeKeyParts(k);
+    if (kind === TreeKind.node) counts.nodes++;
+    else if (kind === TreeKind.leaf) counts.leaves++;
+  }
+  return counts;
 }
 
 /** Bytes of LevelDB table files (after a compaction the write-ahead log holds no data). */

@@ -9,11 +9,18 @@ export class RecordingStore implements NodeSource {
   readonly rememberedLevels = 9;
   remembered: string[] = [];
 
-  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
-    return this.memory.getNodes(hashes);
+  getNodes(hashes: readonly Uint8Array[], gens: ArrayLike<number>): Promise<(Uint8Array | undefined)[]> {
+    return this.memory.getNodes(hashes, gens);
   }
 
-  remember(tree: string, depth: number, index: number, hash: Uint8Array, record: Uint8Array): void {
-    this.remembered.push(`${tree} ${depth} ${index} ${hex(hash)} ${hex(record)}`);
+  remember(
+    tree: string,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    gen: number,
+    record: Uint8Array,
+  ): void {
+    this.remembered.push(`${tree} ${depth} ${index} ${hex(hash)} ${gen} ${hex(record)}`);
   }
 }

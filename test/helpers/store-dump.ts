@@ -3,8 +3,8 @@ import { Prefix } from "../../src/storage/keys.js";
 import { levelDb } from "../../src/storage/level-db.js";
 
 /**
- * The state of a store as comparable text: every node and leaf record, and every batch record
- * without its wall-clock fields. Two members that verified the same batches must be equal here.
+ * The state of a store as comparable text: every node and leaf record (keyed by gen, kind and
+ * hash), and every batch record without its wall-clock fields. Two members that verified the same batches must be equal here.
  */
 export async function comparableState(dir: string): Promise<string[]> {
   const store = await LevelStore.open(dir);
@@ -19,7 +19,7 @@ export async function comparableState(dir: string): Promise<string[]> {
           ...rest
         } = JSON.parse(Buffer.from(v).toString("utf8")) as Record<string, unknown>;
         out.push(`${key}=${JSON.stringify(rest)}`);
-      } else if (k[0] === Prefix.node || k[0] === Prefix.leaf) {
+      } else if (k[0] === Prefix.tree) {
         out.push(`${key}=${Buffer.from(v).toString("hex")}`);
       }
     }

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { BULK_SPILL_DIR, BulkWriter, spillPartition } from "../../src/storage/bulk-writer.js";
-import { Prefix, prefixed } from "../../src/storage/keys.js";
+import { treeKey, TreeKind } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import type { NodeWrite } from "../../src/trees/node-source.js";
 import { levelDb } from "../../src/storage/level-db.js";
@@ -23,7 +23,7 @@ async function freshStore(): Promise<LevelStore> {
 
 function randomWrites(n: number): NodeWrite[] {
   // Records of the lengths the trees write: binary nodes, Patricia edges, Merkle edges, leaves.
-  const lengths = [64, 65, 161, 96, 1];
+  const lengths = [72, 69, 165, 96, 1];
   return Array.from({ length: n }, (_, i) => ({
     hash: new Uint8Array(randomBytes(32)),
     record: new Uint8Array(randomBytes(lengths[i % lengths.length]!)),
@@ -56,7 +56,7 @@ describe("BulkWriter", () => {
     expect(spillPartition(Uint8Array.of(0x00, 0x40, ...new Uint8Array(30)))).toBe(1);
   });
 
-  it("stores every record under prefix ‖ hash, in several LevelDB writes, and removes its spill files", async () => {
+  it("stores every record under gen ‖ kind ‖ hash, in several LevelDB writes, and removes its spill files", async () => {
     const store = await freshStore();
     try {
       const spill = join(store.dir, BULK_SPILL_DIR);
@@ -69,14 +69,14 @@ describe("BulkWriter", () => {
       });
       const nodes = randomWrites(3000);
       const leaves = randomWrites(700);
-      for (let i = 0; i < nodes.length; i += 256) await writer.put(Prefix.node, nodes.slice(i, i + 256));
-      await writer.put(Prefix.leaf, leaves);
+      for (let i = 0; i < nodes.length; i += 256) await writer.put(TreeKind.node, nodes.slice(i, i + 256));
+      await writer.put(TreeKind.leaf, leaves);
       expect(writer.taken).toBe(3700);
       expect((await readdir(spill)).length).toBeGreaterThan(0);
       // Nothing reaches LevelDB before finish.
       expect(await store.isEmpty()).toBe(true);
       const heard: number[] = [];
-      await writer.finish((written) => heard.push(written));
+      await writer.finish(0x01020304, (written) => heard.push(written));
       expect(existsSync(spill)).toBe(false);
       // Told after every write batch: rising, ending at every record; 97 per batch at most.
       expect(heard.at(-1)).toBe(3700);
@@ -86,11 +86,11 @@ describe("BulkWriter", () => {
       const stored = new Map<string, string>();
       for await (const [k, v] of levelDb(store).iterator()) stored.set(hex(k), hex(v));
       expect(stored.size).toBe(3700);
-      for (const [prefix, list] of [
-        [Prefix.node, nodes],
-        [Prefix.leaf, leaves],
+      for (const [kind, list] of [
+        [TreeKind.node, nodes],
+        [TreeKind.leaf, leaves],
       ] as const) {
-        for (const w of list) expect(stored.get(hex(prefixed(prefix, w.hash)))).toBe(hex(w.record));
+        for (const w of list) expect(stored.get(hex(treeKey(0x01020304, kind, w.hash)))).toBe(hex(w.record));
       }
     } finally {
       await store.close();
@@ -102,21 +102,21 @@ describe("BulkWriter", () => {
     try {
       const spill = join(store.dir, BULK_SPILL_DIR);
       const first = new BulkWriter(levelDb(store), spill, { spillBuffer: 1024 });
-      await first.put(Prefix.node, randomWrites(500));
+      await first.put(TreeKind.node, randomWrites(500));
       await first.abandon();
       expect(existsSync(spill)).toBe(false);
       expect(await store.isEmpty()).toBe(true);
 
       // A killed load's files must not be appended to by the next one.
       const killed = new BulkWriter(levelDb(store), spill, { spillBuffer: 1024 });
-      await killed.put(Prefix.node, randomWrites(300));
+      await killed.put(TreeKind.node, randomWrites(300));
       const next = new BulkWriter(levelDb(store), spill);
       const writes = randomWrites(10);
-      await next.put(Prefix.node, writes);
-      await next.finish();
+      await next.put(TreeKind.node, writes);
+      await next.finish(9);
       await killed.abandon(); // closes its files (the directory is already gone)
       const keys = await levelDb(store).keys().all();
-      expect(keys.map(hex).sort()).toEqual(writes.map((w) => hex(prefixed(Prefix.node, w.hash))).sort());
+      expect(keys.map(hex).sort()).toEqual(writes.map((w) => hex(treeKey(9, TreeKind.node, w.hash))).sort());
     } finally {
       await store.close();
     }
@@ -126,7 +126,7 @@ describe("BulkWriter", () => {
     const store = await freshStore();
     const spill = join(store.dir, BULK_SPILL_DIR);
     const killed = new BulkWriter(levelDb(store), spill, { spillBuffer: 1024 });
-    await killed.put(Prefix.node, randomWrites(300));
+    await killed.put(TreeKind.node, randomWrites(300));
     expect((await readdir(spill)).length).toBeGreaterThan(0);
     await store.close(); // as if the process died: the writer never finishes
     const reopened = await LevelStore.open(store.dir);
@@ -142,10 +142,10 @@ describe("BulkWriter", () => {
     const store = await freshStore();
     try {
       expect(store.compactionWrittenMb()).toBe(0);
-      // 3 MiB of random 64-byte records: below the 4 MiB memtable, so nothing reaches a level
+      // 3 MiB of random records (about 120 bytes with their keys): below the 4 MiB memtable, so nothing reaches a level
       // until compact() flushes it (and merges it one level down).
       const batch = levelDb(store).batch();
-      for (const { hash, record } of randomWrites(24_000)) batch.put(prefixed(Prefix.node, hash), record);
+      for (const { hash, record } of randomWrites(24_000)) batch.put(treeKey(1, TreeKind.node, hash), record);
       await batch.write();
       expect(store.compactionWrittenMb()).toBe(0);
       await store.compact();

@@ -16,15 +16,29 @@ function pack(entries: [bigint, bigint][]): { ids: bigint[]; hashes: Uint8Array 
   return { ids: sorted.map(([id]) => id), hashes };
 }
 
+/** The gen the bulk builds write under (a load's batch), and the next batch's. */
+const LOAD_GEN = 4;
+const NEXT_GEN = 5;
+
+/** Node records under their gen and hash, as the store keys them. */
 class MemNodes implements NodeSource {
+  /** hash → record, of the records written under LOAD_GEN. */
   readonly map = new Map<string, Uint8Array>();
-  add = (nodes: NodeWrite[]): void => {
-    for (const n of nodes) this.map.set(toHex64(n.hash), n.record);
+  private readonly all = new Map<string, Uint8Array>();
+  add = (nodes: Iterable<NodeWrite>, gen = LOAD_GEN): void => {
+    for (const n of nodes) {
+      if (gen === LOAD_GEN) this.map.set(toHex64(n.hash), n.record.slice());
+      this.all.set(`${gen}/${toHex64(n.hash)}`, n.record.slice());
+    }
   };
-  getNodes(hashes: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
-    return Promise.resolve(hashes.map((h) => this.map.get(toHex64(h))));
+  getNodes(hashes: readonly Uint8Array[], gens: ArrayLike<number>): Promise<(Uint8Array | undefined)[]> {
+    return Promise.resolve(hashes.map((h, i) => this.all.get(`${gens[i]}/${toHex64(h)}`)));
   }
 }
+
+/** Records as text, by hash. */
+const recordsOf = (m: ReadonlyMap<string, Uint8Array>): Map<string, string> =>
+  new Map([...m].map(([k, v]) => [k, Buffer.from(v).toString("hex")]));
 
 const leafSets: [string, number, number][] = [
   ["none", 0, 0],
@@ -46,23 +60,31 @@ describe("bulk Merkle build", () => {
     const root = await buildMerkle(engine, empty, pack([...leaves]), nodes.add, {
       sinkChunk: 3,
       engineChunk: 5,
+      gen: LOAD_GEN,
     });
     expect(bytesToBigint(root)).toBe(naiveMerkleRoot(height, leaves, 0n));
-    // Incremental update from the empty tree gives the same root and the same records.
+    // Incremental update from the empty tree, under the same gen, gives the same root and the same
+    // records, byte for byte (the children's gens included).
     const inc = await updateMerkle(
       engine,
       new MemNodes(),
       empty,
       empty[height]!,
+      0,
+      LOAD_GEN,
       new Map([...leaves].map(([k, v]) => [k, bigintToBytes32(v)])),
       "t",
     );
     expect(toHex64(inc.root)).toBe(toHex64(root));
-    expect(new Set([...inc.newNodes].map((w) => toHex64(w.hash)))).toEqual(new Set(nodes.map.keys()));
+    expect(inc.rootGen).toBe(n > 0 ? LOAD_GEN : 0);
+    expect(recordsOf(new Map([...inc.newNodes].map((w) => [toHex64(w.hash), w.record])))).toEqual(
+      recordsOf(nodes.map),
+    );
     // The stored nodes carry further incremental updates.
     if (n > 0) {
       const change = new Map([[[...leaves.keys()][0]!, bigintToBytes32(77n)]]);
-      const next = await updateMerkle(engine, nodes, empty, root, change, "t");
+      const next = await updateMerkle(engine, nodes, empty, root, LOAD_GEN, NEXT_GEN, change, "t");
+      expect(next.rootGen).toBe(NEXT_GEN);
       const want = new Map(leaves).set([...leaves.keys()][0]!, 77n);
       expect(bytesToBigint(next.root)).toBe(naiveMerkleRoot(height, want, 0n));
     }
@@ -86,25 +108,34 @@ describe("bulk Patricia build", () => {
         leaves.set((1n << 251n) - 1n, 4n);
       }
       const nodes = new MemNodes();
-      const root = await buildPatricia(engine, height, pack([...leaves]), nodes.add, { sinkChunk: 2 });
+      const root = await buildPatricia(engine, height, pack([...leaves]), nodes.add, {
+        sinkChunk: 2,
+        gen: LOAD_GEN,
+      });
       expect(bytesToBigint(root)).toBe(naivePatriciaRoot(height, leaves));
       const inc = await updatePatricia(
         engine,
         new MemNodes(),
         height,
         new Uint8Array(32),
+        0,
+        LOAD_GEN,
         new Map([...leaves].map(([k, v]) => [k, bigintToBytes32(v)])),
         "t",
       );
       expect(toHex64(inc.root)).toBe(toHex64(root));
-      expect(new Set([...inc.newNodes].map((w) => toHex64(w.hash)))).toEqual(new Set(nodes.map.keys()));
+      expect(inc.rootGen).toBe(n > 0 ? LOAD_GEN : 0);
+      expect(recordsOf(new Map([...inc.newNodes].map((w) => [toHex64(w.hash), w.record])))).toEqual(
+        recordsOf(nodes.map),
+      );
       if (n > 0) {
         const [first] = [...leaves.keys()];
         const change = new Map([
           [first!, bigintToBytes32(0n)],
           [12345n, bigintToBytes32(9n)],
         ]);
-        const next = await updatePatricia(engine, nodes, height, root, change, "t");
+        const next = await updatePatricia(engine, nodes, height, root, LOAD_GEN, NEXT_GEN, change, "t");
+        expect(next.rootGen).toBe(NEXT_GEN);
         const want = new Map(leaves).set(12345n, 9n);
         want.delete(first!);
         expect(bytesToBigint(next.root)).toBe(naivePatriciaRoot(height, want));

@@ -6,9 +6,10 @@ import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import type { Manifest } from "../../src/escape/formats.js";
 import { loadDump } from "../../src/escape/load.js";
-import { batchKey, Prefix } from "../../src/storage/keys.js";
+import { batchKey, Prefix, treeKey, TreeKind } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { hexToBytes32 } from "../../src/util/bytes.js";
+import { childGen } from "../../src/trees/node-record.js";
 import { readLeaf } from "../../src/trees/read-leaf.js";
 import { chainStore, countKeys, engine, type ChainStore } from "../helpers/chain-store.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
@@ -110,12 +111,15 @@ describe("check", () => {
     try {
       const record = (await s.store.getBatch(3))!;
       const root = hexToBytes32(record.roots.vault!)!;
-      const [rootRec] = await s.store.getNodes([root]);
+      const rootGen = record.root_gens.vault!;
+      const [rootRec] = await s.store.getNodes([root], [rootGen]);
+      expect(rootRec).toBeDefined();
       const vaults = (s.responses[3]!.update as { vaults: Record<string, { balance: string }> }).vaults;
       const vaultId = Object.keys(vaults).find((id) => vaults[id]!.balance !== "0")!;
-      const found = await readLeaf(engine, s.store, s.profile.main, root, BigInt(vaultId));
-      // Alter one leaf record of the vault tree.
-      const leafKey = Uint8Array.of(Prefix.leaf, ...found.leafHash);
+      const found = await readLeaf(engine, s.store, s.profile.main, root, rootGen, BigInt(vaultId));
+      // Alter one leaf record of the vault tree (batch 3 changed the leaf: its record is batch 3's).
+      expect(found.leafGen).toBe(3);
+      const leafKey = treeKey(found.leafGen, TreeKind.leaf, found.leafHash);
       const leafRec = (await levelDb(s.store).get(leafKey))!.slice();
       leafRec[95] = leafRec[95]! ^ 1;
       await levelDb(s.store).put(leafKey, leafRec);
@@ -132,12 +136,14 @@ describe("check", () => {
       // Delete the root's left child, alter the right child's record.
       const left = rootRec!.subarray(0, 32);
       const right = rootRec!.subarray(32, 64);
-      const key = (h: Uint8Array): Uint8Array => Uint8Array.of(Prefix.node, ...h);
-      const [rightRec] = await s.store.getNodes([right]);
-      await levelDb(s.store).del(key(left));
+      const leftKey = treeKey(childGen(rootRec!, 0), TreeKind.node, left);
+      const rightKey = treeKey(childGen(rootRec!, 1), TreeKind.node, right);
+      const [rightRec] = await s.store.getNodes([right], [childGen(rootRec!, 1)]);
+      expect(await levelDb(s.store).get(leftKey)).toBeDefined();
+      await levelDb(s.store).del(leftKey);
       const altered = rightRec!.slice();
       altered[40] = altered[40]! ^ 1;
-      await levelDb(s.store).put(key(right), altered);
+      await levelDb(s.store).put(rightKey, altered);
       expect((await checkStore(s.store, engine)).ok).toBe(true); // shallow: records are fine
       const r = await checkStore(s.store, engine, { deep: true, deepBatches: [0, 1, 2, 3] });
       expect(r.ok).toBe(false);

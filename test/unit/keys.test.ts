@@ -1,6 +1,16 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { exactKeyOrder, keyOrder } from "../../src/storage/keys.js";
+import {
+  exactKeyOrder,
+  keyOrder,
+  Prefix,
+  retireKey,
+  TREE_KEY_LENGTH,
+  treeKey,
+  treeKeyOrder,
+  treeKeyParts,
+  TreeKind,
+} from "../../src/storage/keys.js";
 
 describe("keyOrder", () => {
   it("orders hashes by their first 24 bits, ties in the given order", () => {
@@ -79,5 +89,61 @@ describe("exactKeyOrder", () => {
   it("handles no hashes and one", () => {
     expect(exactKeyOrder(new Uint8Array(0)).length).toBe(0);
     expect([...exactKeyOrder(new Uint8Array(32))]).toEqual([0]);
+  });
+});
+
+describe("tree keys (format 3: 0x00 ‖ u32 gen ‖ kind ‖ hash)", () => {
+  it("lay out prefix, big-endian gen, kind and hash, and read back", () => {
+    const hash = new Uint8Array(randomBytes(32));
+    const key = treeKey(0x01020304, TreeKind.leaf, hash);
+    expect(key.length).toBe(TREE_KEY_LENGTH);
+    expect([...key.subarray(0, 6)]).toEqual([Prefix.tree, 1, 2, 3, 4, TreeKind.leaf]);
+    expect(key.subarray(6)).toEqual(hash);
+    expect(treeKeyParts(key)).toEqual({ gen: 0x01020304, kind: TreeKind.leaf, hash });
+    expect(treeKeyParts(treeKey(0xffff_ffff, TreeKind.node, hash)).gen).toBe(0xffff_ffff);
+    // The hash may be taken from within a larger buffer.
+    const packed = new Uint8Array(96);
+    packed.set(hash, 32);
+    expect(treeKey(7, TreeKind.node, packed, 32)).toEqual(treeKey(7, TreeKind.node, hash));
+  });
+
+  it("sort by gen first (a later batch's records above an earlier one's), then kind, then hash", () => {
+    const low = new Uint8Array(32);
+    const high = new Uint8Array(32).fill(0xff);
+    const keys = [
+      treeKey(256, TreeKind.node, low),
+      treeKey(255, TreeKind.leaf, low),
+      treeKey(255, TreeKind.node, high),
+      treeKey(1, TreeKind.leaf, high),
+      retireKey(255),
+      treeKey(255, TreeKind.node, low),
+    ];
+    const sorted = [...keys].sort((a, b) => Buffer.compare(a, b));
+    expect(sorted.map((k) => keys.indexOf(k))).toEqual([3, 5, 2, 1, 4, 0]);
+    // The retire key sits in its batch's range, after its records, and is no tree record's length.
+    expect([...retireKey(255)]).toEqual([Prefix.tree, 0, 0, 0, 255, TreeKind.retire]);
+    expect(retireKey(255).length).not.toBe(TREE_KEY_LENGTH);
+  });
+
+  it("treeKeyOrder orders by gen, then as keyOrder within a gen, ties in the given order", () => {
+    const n = 3000;
+    const hashes = Array.from({ length: n }, () => new Uint8Array(randomBytes(32)));
+    hashes[7] = hashes[3]!.slice(); // equal hashes of one gen keep their order
+    const gens = Array.from({ length: n }, (_, i) => [9, 2, 300, 2][i % 4]!);
+    gens[7] = gens[3]!;
+    const order = treeKeyOrder(hashes, gens);
+    expect(new Set(order).size).toBe(n);
+    const prefix = (h: Uint8Array): number => (h[0]! << 16) | (h[1]! << 8) | h[2]!;
+    for (let k = 1; k < n; k++) {
+      const [a, b] = [order[k - 1]!, order[k]!];
+      const before =
+        gens[a]! < gens[b]! ||
+        (gens[a] === gens[b] &&
+          (prefix(hashes[a]!) < prefix(hashes[b]!) || (prefix(hashes[a]!) === prefix(hashes[b]!) && a < b)));
+      expect(before, `positions ${k - 1} and ${k}`).toBe(true);
+    }
+    // One gen: keyOrder's order.
+    expect([...treeKeyOrder(hashes, new Array<number>(n).fill(5))]).toEqual([...keyOrder(hashes)]);
+    expect(treeKeyOrder([], []).length).toBe(0);
   });
 });

@@ -5,13 +5,14 @@ import { prng } from "../../src/util/prng.js";
 import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { loadDump } from "../../src/escape/load.js";
-import { metaKey, Prefix } from "../../src/storage/keys.js";
+import { metaKey, Prefix, treeKeyParts, TreeKind } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { bigintToBytes32, bytesEqual, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
 import { buildMerkle } from "../../src/trees/bulk-build.js";
 import { emptyRoots } from "../../src/trees/compute-roots.js";
 import {
   ancestorsAt,
+  edgeLeafGen,
   encodeMerkleEdge,
   isMerkleEdge,
   merkleEdgeLength,
@@ -22,7 +23,13 @@ import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import { chainStore, engine, randomBig } from "../helpers/chain-store.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 import { levelDb } from "../../src/storage/level-db.js";
-import { edgeLength, isBinaryRecord } from "../../src/trees/node-record.js";
+import {
+  BINARY_RECORD_LENGTH,
+  childGen,
+  edgeLength,
+  isBinaryRecord,
+  NODE_FORMAT,
+} from "../../src/trees/node-record.js";
 
 afterAll(removeTempDirs);
 
@@ -37,13 +44,15 @@ function pack(leaves: Map<bigint, bigint>): { ids: bigint[]; hashes: Uint8Array 
  * Checks the records of a built tree against its leaves: every record hashes to its key (binary
  * nodes directly, edges by recomputeMerkleEdges, every chain entry included), walking them from
  * the root finds exactly the non-empty leaves, the tree is canonical (binary nodes above two or
- * more leaves, edges for the maximal single-leaf subtrees) and no record is unreachable.
+ * more leaves, edges for the maximal single-leaf subtrees) and no record is unreachable. Every
+ * record names its non-empty children (an edge its leaf) by `gen`, the build's, and empty ones by 0.
  */
 async function verifyRecords(
   empty: readonly Uint8Array[],
   root: Uint8Array,
   records: Map<string, Uint8Array>,
   leaves: Map<bigint, bigint>,
+  gen: number,
 ): Promise<void> {
   const height = empty.length - 1;
   const e0 = bytesToBigint(empty[0]!);
@@ -82,12 +91,17 @@ async function verifyRecords(
     expect(rec, `record of node (${h}, ${index})`).toBeDefined();
     used.add(key);
     if (isBinaryRecord(rec!)) {
+      for (const side of [0, 1] as const) {
+        const childEmpty = bytesEqual(rec!.subarray(side * 32, side * 32 + 32), empty[h - 1]!);
+        expect(childGen(rec!, side), `gen of child ${side} of (${h}, ${index})`).toBe(childEmpty ? 0 : gen);
+      }
       const n =
         walk(rec!.subarray(0, 32), h - 1, index * 2n) + walk(rec!.subarray(32, 64), h - 1, index * 2n + 1n);
       expect(n, `binary node (${h}, ${index}) above ${n} leaves`).toBeGreaterThanOrEqual(2);
       return n;
     }
     expect(rec![64]).toBe(h);
+    expect(edgeLeafGen(rec!), `gen of the leaf of edge (${h}, ${index})`).toBe(gen);
     const leaf = (index << BigInt(h)) | bytesToBigint(rec!, 32);
     found.set(leaf, bytesToBigint(rec!, 0, 32));
     return 1;
@@ -97,14 +111,15 @@ async function verifyRecords(
   expect(found).toEqual(want);
   expect(used.size).toBe(records.size);
   // A lone leaf is an edge up to the root.
-  if (want.size === 1 && height > 0) expect(records.get(toHex64(root))!.length).not.toBe(64);
+  if (want.size === 1 && height > 0)
+    expect(records.get(toHex64(root))!.length).not.toBe(BINARY_RECORD_LENGTH);
 }
 
 async function buildAndVerify(
   height: number,
   leaves: Map<bigint, bigint>,
   leafKind: "order" | "vault" = "order",
-  opts: { sinkChunk?: number; engineChunk?: number } = {},
+  opts: { sinkChunk?: number; engineChunk?: number; gen?: number } = {},
 ): Promise<Map<string, Uint8Array>> {
   const empty = await emptyRoots(engine, leafKind, height);
   const records = new Map<string, Uint8Array>();
@@ -119,7 +134,7 @@ async function buildAndVerify(
   const root = await buildMerkle(engine, empty, pack(leaves), sink, opts);
   expect(bytesToBigint(root)).toBe(naiveMerkleRoot(height, leaves, bytesToBigint(empty[0]!)));
   expect(writes).toBe(records.size); // no record twice
-  await verifyRecords(empty, root, records, leaves);
+  await verifyRecords(empty, root, records, leaves, opts.gen ?? 0);
   return records;
 }
 
@@ -150,7 +165,7 @@ describe("buildMerkle writes the canonical form with edges", () => {
     const r = prng(ids.length + height);
     const leaves = new Map(ids.map((id) => [id, randomBig(r, 240) + 1n]));
     await buildAndVerify(height, leaves);
-    await buildAndVerify(height, leaves, "order", { sinkChunk: 2, engineChunk: 3 });
+    await buildAndVerify(height, leaves, "order", { sinkChunk: 2, engineChunk: 3, gen: 0x8000_0001 });
   });
 
   it.each([4, 10, 31, 64])("random sparse and clustered leaf sets (H=%i)", async (height) => {
@@ -163,7 +178,7 @@ describe("buildMerkle writes the canonical form with edges", () => {
         const id = r() < 0.3 ? BigInt(Math.floor(r() * 8)) : randomBig(r, height);
         leaves.set(id, randomBig(r, 240) + 1n);
       }
-      const opts = seed % 2 === 0 ? { sinkChunk: 5, engineChunk: 7 } : {};
+      const opts = seed % 2 === 0 ? { sinkChunk: 5, engineChunk: 7, gen: seed } : {};
       await buildAndVerify(height, leaves, "order", opts);
     }
   });
@@ -179,7 +194,7 @@ describe("buildMerkle writes the canonical form with edges", () => {
       [200n, e0],
       [201n, 13n],
     ]);
-    const records = await buildAndVerify(height, leaves, "vault");
+    const records = await buildAndVerify(height, leaves, "vault", { gen: 12 });
     // Leaf 201 is alone once 200 is dropped: one edge of height 7 (201 and 3, 5 first meet at 8).
     const edge201 = [...records.values()].find(
       (rec) => !isBinaryRecord(rec) && bytesToBigint(rec, 0) === 13n,
@@ -223,19 +238,28 @@ describe("recomputeMerkleEdges", () => {
     const id = 0x9a5c3n;
     const empty = await emptyRoots(engine, "order", height);
     const records = new Map<string, Uint8Array>();
-    await buildMerkle(engine, empty, pack(new Map([[id, 5n]])), (ns) => {
-      for (const n of ns) records.set(toHex64(n.hash), n.record);
-    });
+    await buildMerkle(
+      engine,
+      empty,
+      pack(new Map([[id, 5n]])),
+      (ns) => {
+        for (const n of ns) records.set(toHex64(n.hash), n.record);
+      },
+      { gen: 0x01020304 },
+    );
     expect(records.size).toBe(1);
     const [[key, rec]] = [...records] as [[string, Uint8Array]];
     expect(rec[64]).toBe(height);
-    expect(rec.length).toBe(65 + 2 * 32); // checkpoints at heights 8 and 16
+    expect(rec.length).toBe(65 + 2 * 32 + 4); // checkpoints at heights 8 and 16, then the leaf's gen
+    expect(rec.length).toBe(merkleEdgeLength(height));
     // The record is what encodeMerkleEdge makes of the whole chain, whose top is the key.
     const chain = await naiveChain(empty, bigintToBytes32(5n), id);
     expect(toHex64(chain[height]!)).toBe(key);
-    expect(encodeMerkleEdge(chain, id)).toEqual(rec);
+    expect(encodeMerkleEdge(chain, id, 0x01020304)).toEqual(rec);
     expect(rec.subarray(65, 97)).toEqual(chain[8]);
     expect(rec.subarray(97, 129)).toEqual(chain[16]);
+    expect([...rec.subarray(129)]).toEqual([1, 2, 3, 4]);
+    expect(edgeLeafGen(rec)).toBe(0x01020304);
 
     const badChain = rec.slice();
     badChain[65 + 32 + 31]! ^= 1; // the checkpoint at height 16
@@ -249,6 +273,10 @@ describe("recomputeMerkleEdges", () => {
     expect(toHex64(l!.top)).not.toBe(key);
     expect(l!.badChainAt).toBe(8);
     await expect(recomputeMerkleEdges(engine, empty, [new Uint8Array(64)])).rejects.toThrow(RangeError);
+    // A binary record is never taken for an edge, whatever its byte 64 says.
+    const binary = new Uint8Array(BINARY_RECORD_LENGTH);
+    binary[64] = 1;
+    await expect(recomputeMerkleEdges(engine, empty, [binary])).rejects.toThrow(RangeError);
     await expect(recomputeMerkleEdges(engine, empty.slice(0, 4), [rec])).rejects.toThrow(RangeError);
     expect(await recomputeMerkleEdges(engine, empty, [])).toEqual([]);
   });
@@ -266,8 +294,9 @@ describe("ancestorsAt", () => {
       const id = randomBig(next, h);
       const leaf = bigintToBytes32(randomBig(next, 240) + 1n);
       const chain = await naiveChain(empty.slice(0, h + 1), leaf, id);
-      const rec = encodeMerkleEdge(chain, id);
+      const rec = encodeMerkleEdge(chain, id, h);
       expect(isMerkleEdge(rec, h)).toBe(true);
+      expect(edgeLeafGen(rec)).toBe(h);
       for (let k = 0; k < h; k++) {
         recs.push(rec);
         heights.push(k);
@@ -299,23 +328,25 @@ describe("deep check of a store loaded from a dump (edges from buildMerkle)", ()
       expect(clean.problems).toEqual([]);
 
       // Two edges of height ≥ 9 (a checkpoint to alter).
-      const found: { key: Uint8Array; rec: Uint8Array }[] = [];
+      const found: { key: Uint8Array; storeKey: Uint8Array; rec: Uint8Array }[] = [];
       for await (const [k, v] of levelDb(store).iterator({
-        gte: Uint8Array.of(Prefix.node),
-        lt: Uint8Array.of(Prefix.node + 1),
+        gte: Uint8Array.of(Prefix.tree),
+        lt: Uint8Array.of(Prefix.tree + 1),
       })) {
-        if (!isBinaryRecord(v) && edgeLength(v) >= 9) found.push({ key: k.slice(1), rec: v.slice() });
+        const { kind, hash } = treeKeyParts(k);
+        if (kind !== TreeKind.node) continue;
+        if (!isBinaryRecord(v) && edgeLength(v) >= 9)
+          found.push({ key: hash.slice(), storeKey: k.slice(), rec: v.slice() });
         if (found.length === 2) break;
       }
       expect(found.length).toBe(2);
-      const put = (key: Uint8Array, rec: Uint8Array): Promise<void> =>
-        levelDb(store).put(Uint8Array.of(Prefix.node, ...key), rec);
+      const put = (storeKey: Uint8Array, rec: Uint8Array): Promise<void> => levelDb(store).put(storeKey, rec);
       const chain = found[0]!.rec.slice();
       chain[65 + 31]! ^= 1; // the checkpoint at height 8
-      await put(found[0]!.key, chain);
+      await put(found[0]!.storeKey, chain);
       const leaf = found[1]!.rec.slice();
       leaf[31]! ^= 1;
-      await put(found[1]!.key, leaf);
+      await put(found[1]!.storeKey, leaf);
 
       const r = await checkStore(store, engine, { deep: true });
       expect(r.ok).toBe(false);
@@ -361,12 +392,28 @@ describe("the store's node format", () => {
     await old.close();
     await expect(LevelStore.open(dir)).rejects.toMatchObject({
       code: "CONFIG",
-      message: expect.stringMatching(/format 1, this dacd reads format 2/) as unknown,
+      message: expect.stringMatching(
+        new RegExp(`format 1, this dacd reads format ${NODE_FORMAT}`),
+      ) as unknown,
     });
     // Refused without keeping LevelDB's lock: the same directory opens again once it is marked.
-    const raw = new ClassicLevel<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
-    await raw.put(metaKey("format"), new TextEncoder().encode("2"));
-    await raw.close();
+    // A store of format 2 (tree records keyed by hash alone, no child gens) is refused too.
+    const mark = async (format: number): Promise<void> => {
+      const raw = new ClassicLevel<Uint8Array, Uint8Array>(dir, {
+        keyEncoding: "view",
+        valueEncoding: "view",
+      });
+      await raw.put(metaKey("format"), new TextEncoder().encode(String(format)));
+      await raw.close();
+    };
+    await mark(2);
+    await expect(LevelStore.open(dir)).rejects.toMatchObject({
+      code: "CONFIG",
+      message: expect.stringMatching(
+        new RegExp(`format 2, this dacd reads format ${NODE_FORMAT}`),
+      ) as unknown,
+    });
+    await mark(NODE_FORMAT);
     const reopened = await LevelStore.open(dir);
     await reopened.ensureIdentity(identity);
     await reopened.close();

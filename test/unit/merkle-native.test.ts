@@ -7,6 +7,7 @@ import { TopNodeCache } from "../../src/trees/node-cache.js";
 import { createEngine } from "../../src/hash/select.js";
 import { emptySubtreeRoots, updateMerkle } from "../../src/trees/merkle.js";
 import { packedEmpties } from "../../src/trees/merkle-edge.js";
+import { BINARY_RECORD_LENGTH } from "../../src/trees/node-record.js";
 import { defaultTreeWalk } from "../../src/trees/tree-walk.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import {
@@ -28,8 +29,8 @@ const empties = (height: number) => emptySubtreeRoots(engine, new Uint8Array(32)
 /** The Merkle update of the tree whose empty subtrees are `empty`, with the walk given. */
 const merkle =
   (empty: readonly Uint8Array[]): TreeUpdate =>
-  (store, root, leaves, walk) =>
-    updateMerkle(engine, store, empty, root, leaves, "vault", undefined, walk);
+  (store, root, rootGen, batchGen, leaves, walk) =>
+    updateMerkle(engine, store, empty, root, rootGen, batchGen, leaves, "vault", undefined, walk);
 
 /** One update with the given walk, everything it wrote and remembered. */
 const update = (
@@ -37,8 +38,10 @@ const update = (
   store: RecordingStore,
   empty: readonly Uint8Array[],
   root: Uint8Array,
+  rootGen: number,
+  batchGen: number,
   changes: Map<bigint, bigint>,
-) => updateWith(walk, merkle(empty), store, root, changes);
+) => updateWith(walk, merkle(empty), store, root, rootGen, batchGen, changes);
 
 /** Both walks over the same batches (compareWalks); the last root against the naive one. */
 async function compareOnBatches(
@@ -91,7 +94,7 @@ describe.skipIf(!native)("the native Merkle walk", () => {
     const walks = (["js", "native"] as const).map((walk) => {
       const memory = new MemoryNodeStore();
       const cache = new TopNodeCache(12, null); // the JavaScript cache: its packed calls
-      return { walk, memory, cache, view: cache.over(memory), root: empty[height]! };
+      return { walk, memory, cache, view: cache.over(memory), root: empty[height]!, rootGen: 0 };
     });
     const batch = randomIds(94, 300, 31);
     const state = new Map<bigint, bigint>();
@@ -100,12 +103,15 @@ describe.skipIf(!native)("the native Merkle walk", () => {
       for (const [id, v] of changes) state.set(id, v);
       const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
       const written: string[][] = [];
+      const batchGen = step + 1;
       for (const w of walks) {
         const r = await updateMerkle(
           engine,
           w.view,
           empty,
           w.root,
+          w.rootGen,
+          batchGen,
           leaves,
           "vault",
           undefined,
@@ -114,15 +120,18 @@ describe.skipIf(!native)("the native Merkle walk", () => {
         written.push([...r.newNodes].map((n) => `${hex(n.hash)} ${hex(n.record)}`).sort());
         w.memory.putNodes(r.newNodes);
         w.root = r.root;
+        w.rootGen = r.rootGen;
       }
       expect(hex(walks[1]!.root), `step ${step}`).toBe(hex(walks[0]!.root));
+      expect(walks[1]!.rootGen, `step ${step}: root gen`).toBe(walks[0]!.rootGen);
       expect(written[1], `step ${step}: new records`).toEqual(written[0]);
       expect(walks[1]!.cache.size, `step ${step}: cached nodes`).toBe(walks[0]!.cache.size);
-      // Every node of the new tree's top levels is in both caches, with the same record.
+      // Every node of the new tree's top levels is in both caches, with the same record, under the
+      // batch's gen.
       for (const line of written[0]!) {
         const hash = Buffer.from(line.slice(0, 64), "hex");
-        expect(hex(walks[1]!.cache.get(hash) ?? new Uint8Array())).toBe(
-          hex(walks[0]!.cache.get(hash) ?? new Uint8Array()),
+        expect(hex(walks[1]!.cache.get(hash, batchGen) ?? new Uint8Array())).toBe(
+          hex(walks[0]!.cache.get(hash, batchGen) ?? new Uint8Array()),
         );
       }
     }
@@ -137,6 +146,8 @@ describe.skipIf(!native)("the native Merkle walk", () => {
       store,
       empty,
       empty[height]!,
+      0,
+      1,
       new Map([
         [3n, 1n],
         [9n, 2n],
@@ -145,7 +156,7 @@ describe.skipIf(!native)("the native Merkle walk", () => {
     );
     const again = new Map([[4n, 8n]]);
     // The root's record missing, then cut to 40 bytes, then an edge record of the wrong height.
-    const edge = built.out.record([...built.out].findIndex((w) => w.record.length > 64));
+    const edge = built.out.record([...built.out].findIndex((w) => w.record.length !== BINARY_RECORD_LENGTH));
     const wrongHeight = edge.slice();
     wrongHeight[64] = 7;
     for (const corrupt of [undefined, new Uint8Array(40), wrongHeight]) {
@@ -153,10 +164,11 @@ describe.skipIf(!native)("the native Merkle walk", () => {
       broken.memory.putNodes(built.out);
       broken.memory.putNodes([{ hash: built.rootBytes, record: corrupt ?? new Uint8Array(0) }]);
       const lookup = broken.getNodes.bind(broken);
-      if (!corrupt) broken.getNodes = async (h) => (await lookup(h)).map((r) => (r?.length ? r : undefined));
+      if (!corrupt)
+        broken.getNodes = async (h, g) => (await lookup(h, g)).map((r) => (r?.length ? r : undefined));
       const errors: string[] = [];
       for (const walk of ["js", "native"] as const) {
-        const err = await update(walk, broken, empty, built.rootBytes, again).then(
+        const err = await update(walk, broken, empty, built.rootBytes, built.rootGen, 2, again).then(
           () => undefined,
           (e: unknown) => e,
         );
@@ -182,7 +194,7 @@ describe.skipIf(!native)("the native Merkle walk", () => {
     };
     const root = empty.subarray(height * 32);
     const create = (idBytes: Uint8Array, h = height, e = empty) =>
-      native!.merkleCreate(h, 0, idBytes, root, e);
+      native!.merkleCreate(h, 0, idBytes, root, 0, 1, e);
     expect(() => create(ids(5n, 3n))).toThrow(/not strictly ascending/);
     expect(() => create(ids(5n, 5n))).toThrow(/not strictly ascending/);
     expect(() => create(ids(256n))).toThrow(/does not fit a tree of height 8/);
@@ -203,7 +215,15 @@ describe.skipIf(!native)("the native Merkle walk", () => {
     native!.merkleFree(h);
     expect(() => native!.merkleStep(h)).toThrow(/not a live Merkle update/);
     // Another walk's handle is refused, not read as this one's.
-    const other = native!.patriciaCreate(height, 0, ids(1n), new Uint8Array(32).fill(1), new Uint8Array(32));
+    const other = native!.patriciaCreate(
+      height,
+      0,
+      ids(1n),
+      new Uint8Array(32).fill(1),
+      new Uint8Array(32),
+      0,
+      1,
+    );
     expect(() => native!.merkleStep(other)).toThrow(/not a live Merkle update/);
     expect(() => native!.patriciaStep(h)).toThrow(/not a live Patricia update/);
     native!.patriciaFree(other);

@@ -14,9 +14,9 @@ const HEIGHT = 20;
 function countingStore(inner: MemoryNodeStore): NodeSource & { lookups: number } {
   const store = {
     lookups: 0,
-    getNodes: (hashes: readonly Uint8Array[]) => {
+    getNodes: (hashes: readonly Uint8Array[], gens: ArrayLike<number>) => {
       store.lookups += hashes.length;
-      return inner.getNodes(hashes);
+      return inner.getNodes(hashes, gens);
     },
   };
   return store;
@@ -45,7 +45,8 @@ describe("updateMerkleWhileHashing", () => {
       leaves.set(id, v);
       first.set(id, bigintToBytes32(v));
     }
-    const base = await updateMerkle(engine, memory, empty, empty[HEIGHT]!, first, "t");
+    const base = await updateMerkle(engine, memory, empty, empty[HEIGHT]!, 0, 1, first, "t");
+    expect(base.rootGen).toBe(1);
     memory.putNodes(base.newNodes);
 
     // Overwrites, deletions and new leaves (some splitting old edges), in no particular order.
@@ -62,13 +63,24 @@ describe("updateMerkleWhileHashing", () => {
     }
     const store = countingStore(memory);
     const hashes = later<Uint8Array[]>();
-    const update = updateMerkleWhileHashing(engine, store, empty, base.root, ids, hashes.promise, "t");
+    const update = updateMerkleWhileHashing(
+      engine,
+      store,
+      empty,
+      base.root,
+      base.rootGen,
+      2,
+      ids,
+      hashes.promise,
+      "t",
+    );
     // Let the update run as far as it can without the hashes: it reads every old path.
     await new Promise((r) => setTimeout(r, 50));
     expect(store.lookups).toBeGreaterThan(ids.length);
     hashes.resolve(values.map((v) => bigintToBytes32(v)));
-    const { root } = await update;
+    const { root, rootGen, newNodes } = await update;
     expect(toHex64(root)).not.toBe(toHex64(base.root));
+    expect(rootGen).toBe(2);
 
     // The same leaves with their hashes given up front (updateMerkle) give the same root; the
     // trees' differential tests (trees.test.ts) check that path against a naive recomputation.
@@ -77,10 +89,17 @@ describe("updateMerkleWhileHashing", () => {
       memory,
       empty,
       base.root,
+      base.rootGen,
+      2,
       new Map(ids.map((id, i) => [id, bigintToBytes32(values[i]!)])),
       "t",
     );
     expect(toHex64(direct.root)).toBe(toHex64(root));
+    expect(direct.rootGen).toBe(rootGen);
+    // The same records, children's gens included.
+    const written = (w: Iterable<{ hash: Uint8Array; record: Uint8Array }>) =>
+      [...w].map((n) => `${toHex64(n.hash)} ${Buffer.from(n.record).toString("hex")}`).sort();
+    expect(written(direct.newNodes)).toEqual(written(newNodes));
   });
 
   it("fails with the hashing's error, even when the hashing fails while the paths are read", async () => {
@@ -91,14 +110,16 @@ describe("updateMerkleWhileHashing", () => {
       memory,
       empty,
       empty[HEIGHT]!,
+      0,
+      1,
       new Map([[5n, bigintToBytes32(9n)]]),
       "t",
     );
     memory.putNodes(base.newNodes);
     const slowStore: NodeSource = {
-      getNodes: async (hashes) => {
+      getNodes: async (hashes, gens) => {
         await new Promise((r) => setTimeout(r, 30));
-        return memory.getNodes(hashes);
+        return memory.getNodes(hashes, gens);
       },
     };
     const hashes = later<Uint8Array[]>();
@@ -107,6 +128,8 @@ describe("updateMerkleWhileHashing", () => {
       slowStore,
       empty,
       base.root,
+      base.rootGen,
+      2,
       [5n, 6n],
       hashes.promise,
       "t",

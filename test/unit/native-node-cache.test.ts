@@ -28,28 +28,36 @@ describe.skipIf(!addon)("the node cache in the native addon", () => {
     expect(new TopNodeCache(0).isNative).toBe(false);
   });
 
-  it("answers by hash, keeps one node per position and ignores levels below its depth", () => {
+  it("answers by hash and gen, keeps one node per position and ignores levels below its depth", () => {
     const cache = new TopNodeCache(2, addon);
-    cache.remember("vault", 0, 0, h(1), h(11));
-    cache.remember("vault", 1, 1, h(2), h(12));
-    cache.remember("vault", 2, 0, h(3), h(13)); // depth 2: not kept
-    cache.remember("vault", 1, 0, h(6), new Uint8Array(66)); // longer than a slot: not kept
-    expect(cache.get(h(1))).toEqual(h(11));
-    expect(cache.get(h(2))).toEqual(h(12));
-    expect(cache.get(h(3))).toBeUndefined();
-    expect(cache.get(h(6))).toBeUndefined();
+    cache.remember("vault", 0, 0, h(1), 1, h(11));
+    cache.remember("vault", 1, 1, h(2), 1, h(12));
+    cache.remember("vault", 2, 0, h(3), 1, h(13)); // depth 2: not kept
+    cache.remember("vault", 1, 0, h(6), 1, new Uint8Array(73)); // longer than a slot: not kept
+    expect(cache.get(h(1), 1)).toEqual(h(11));
+    expect(cache.get(h(2), 1)).toEqual(h(12));
+    expect(cache.get(h(3), 1)).toBeUndefined();
+    expect(cache.get(h(6), 1)).toBeUndefined();
+    // Never under another gen.
+    expect(cache.get(h(1), 2)).toBeUndefined();
+    expect(cache.get(h(2), 0)).toBeUndefined();
     // A new root replaces the old one (its table cell goes stale); the other tree's positions are its own.
-    cache.remember("vault", 0, 0, h(4), h(14));
-    cache.remember("order", 0, 0, h(5), h(15));
-    expect(cache.get(h(1))).toBeUndefined();
-    expect(cache.get(h(4))).toEqual(h(14));
-    expect(cache.get(h(5))).toEqual(h(15));
+    cache.remember("vault", 0, 0, h(4), 2, h(14));
+    cache.remember("order", 0, 0, h(5), 2, h(15));
+    expect(cache.get(h(1), 1)).toBeUndefined();
+    expect(cache.get(h(4), 2)).toEqual(h(14));
+    expect(cache.get(h(5), 2)).toEqual(h(15));
     expect(cache.size).toBe(3);
     // The same node again at its position changes nothing; a hit is a copy.
-    cache.remember("vault", 0, 0, h(4), h(14));
+    cache.remember("vault", 0, 0, h(4), 2, h(14));
     expect(cache.size).toBe(3);
-    cache.get(h(4))![0] = 0;
-    expect(cache.get(h(4))).toEqual(h(14));
+    cache.get(h(4), 2)![0] = 0;
+    expect(cache.get(h(4), 2)).toEqual(h(14));
+    // The same hash written by a later batch replaces the older copy at its position.
+    cache.remember("vault", 0, 0, h(4), 3, h(24));
+    expect(cache.size).toBe(3);
+    expect(cache.get(h(4), 2)).toBeUndefined();
+    expect(cache.get(h(4), 3)).toEqual(h(24));
   });
 
   it("never answers for a hash that only shares its lookup key, nor for one whose slot was reused", () => {
@@ -57,47 +65,52 @@ describe.skipIf(!addon)("the node cache in the native addon", () => {
     const a = h(1);
     const b = h(1);
     b[0] = 2; // the same 31 bits at the end: the same table key
-    cache.remember("t", 3, 5, a, h(21));
-    expect(cache.get(b)).toBeUndefined();
-    cache.remember("t", 3, 6, b, h(22));
-    expect(cache.get(a)).toEqual(h(21));
-    expect(cache.get(b)).toEqual(h(22));
+    cache.remember("t", 3, 5, a, 1, h(21));
+    expect(cache.get(b, 1)).toBeUndefined();
+    cache.remember("t", 3, 6, b, 1, h(22));
+    expect(cache.get(a, 1)).toEqual(h(21));
+    expect(cache.get(b, 1)).toEqual(h(22));
     // a's slot goes to c: a's cell is stale, and b's, behind it in the probe sequence, still found.
-    cache.remember("t", 3, 5, h(3), h(23));
-    expect(cache.get(a)).toBeUndefined();
-    expect(cache.get(b)).toEqual(h(22));
-    expect(cache.get(h(3))).toEqual(h(23));
+    cache.remember("t", 3, 5, h(3), 1, h(23));
+    expect(cache.get(a, 1)).toBeUndefined();
+    expect(cache.get(b, 1)).toEqual(h(22));
+    expect(cache.get(h(3), 1)).toEqual(h(23));
   });
 
   it("agrees with the JavaScript cache over many random replacements (stale cells, table rebuilds)", () => {
     const rand = prng(11);
     const caches = [new TopNodeCache(14, null), new TopNodeCache(14, addon)];
-    const hashes: Uint8Array[] = [];
+    const hashes: [Uint8Array, number][] = [];
     const bytes = (n: number): Uint8Array => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
     for (let i = 0; i < 100_000; i++) {
       const depth = Math.floor(rand() * 16); // depths 14, 15: not kept
       const index = Math.floor(rand() * Math.min(2 ** depth, 3000));
       // Some hashes come back (the same node again, or at another position).
-      const hash =
-        hashes.length > 0 && rand() < 0.1 ? hashes[Math.floor(rand() * hashes.length)]! : bytes(32);
-      hashes.push(hash);
-      const record = bytes([64, 65, 33, 66][Math.floor(rand() * 4)]!);
+      // Some hashes come back, under their gen or another.
+      const again =
+        hashes.length > 0 && rand() < 0.1 ? hashes[Math.floor(rand() * hashes.length)]! : undefined;
+      const hash = again?.[0] ?? bytes(32);
+      const gen = again && rand() < 0.7 ? again[1] : Math.floor(rand() * 4);
+      hashes.push([hash, gen]);
+      const record = bytes([72, 69, 33, 73][Math.floor(rand() * 4)]!);
       const tree = rand() < 0.5 ? "vault" : "order";
-      if (rand() < 0.5) for (const c of caches) c.remember(tree, depth, index, hash, record);
+      if (rand() < 0.5) for (const c of caches) c.remember(tree, depth, index, hash, gen, record);
       else {
         // The packed form, as a walk's new nodes come.
         const positions = Int32Array.from([depth, depth < 14 ? index : -1]);
         const lengths = Uint32Array.of(record.length);
-        for (const c of caches) c.rememberPacked(tree, hash, record, lengths, positions);
+        for (const c of caches) c.rememberPacked(tree, hash, Uint32Array.of(gen), record, lengths, positions);
       }
     }
     expect(caches[1]!.size).toBe(caches[0]!.size);
     expect(caches[0]!.size).toBeGreaterThan(10_000);
     let found = 0;
-    for (const hash of hashes) {
-      const [js, native] = caches.map((c) => c.get(hash));
-      expect(toHex(native)).toBe(toHex(js));
-      if (js) found++;
+    for (const [hash, gen] of hashes) {
+      for (const g of [gen, gen + 1]) {
+        const [js, native] = caches.map((c) => c.get(hash, g));
+        expect(toHex(native)).toBe(toHex(js));
+        if (js && g === gen) found++;
+      }
     }
     expect(found).toBeGreaterThan(10_000);
   });
@@ -113,9 +126,15 @@ const SETUPS = [
 type Update = (
   nodes: NodeSource,
   root: Uint8Array,
+  rootGen: number,
+  batchGen: number,
   leaves: Map<bigint, Uint8Array>,
   walk: Walk,
-) => Promise<{ root: Uint8Array; newNodes: Iterable<{ hash: Uint8Array; record: Uint8Array }> }>;
+) => Promise<{
+  root: Uint8Array;
+  rootGen: number;
+  newNodes: Iterable<{ hash: Uint8Array; record: Uint8Array }>;
+}>;
 
 /** Runs random batches through every setup, each on its own store and cache; checks they agree. */
 async function compareSetups(
@@ -136,34 +155,45 @@ async function compareSetups(
   const runs = SETUPS.map((s) => {
     const memory = new MemoryNodeStore();
     const cache = new TopNodeCache(levels, s.native ? addon : null);
-    return { ...s, memory, cache, view: cache.over(memory), root: emptyRoot };
+    return { ...s, memory, cache, view: cache.over(memory), root: emptyRoot, rootGen: 0 };
   });
   const state = new Map<bigint, bigint>();
   for (let step = 0; step < steps; step++) {
     const changes = nextBatch(step, state);
     for (const [id, v] of changes) state.set(id, v);
     const leaves = new Map([...changes].map(([id, v]) => [id, bigintToBytes32(v)]));
-    const outcomes: { root: string; written: string[]; read: number }[] = [];
+    const outcomes: { root: string; rootGen: number; written: string[]; read: number }[] = [];
+    const batchGen = step + 1;
     for (const run of runs) {
       const stats: TreeStats = { leaves: 0, nodes_read: 0, nodes_written: 0, ms: 0 };
-      const r = await update(countingSource(run.view, stats), run.root, leaves, run.walk);
+      const r = await update(
+        countingSource(run.view, stats),
+        run.root,
+        run.rootGen,
+        batchGen,
+        leaves,
+        run.walk,
+      );
       const written = [...r.newNodes].map((n) => `${hex(n.hash)} ${hex(n.record)}`).sort();
-      outcomes.push({ root: hex(r.root), written, read: stats.nodes_read });
+      outcomes.push({ root: hex(r.root), rootGen: r.rootGen, written, read: stats.nodes_read });
       run.memory.putNodes(r.newNodes);
       run.root = r.root;
+      run.rootGen = r.rootGen;
     }
     for (let k = 1; k < runs.length; k++) {
       expect(outcomes[k]!.root, `step ${step}, ${runs[k]!.name}`).toBe(outcomes[0]!.root);
+      expect(outcomes[k]!.rootGen, `step ${step}, ${runs[k]!.name}: root gen`).toBe(outcomes[0]!.rootGen);
       expect(outcomes[k]!.written, `step ${step}, ${runs[k]!.name}`).toEqual(outcomes[0]!.written);
       expect(runs[k]!.cache.size, `step ${step}, ${runs[k]!.name}: cached nodes`).toBe(runs[0]!.cache.size);
     }
     // Both native walks read the same records, from the cache or the store.
     expect(outcomes[2]!.read, `step ${step}: records read`).toBe(outcomes[1]!.read);
-    // Every node written, old or new, is cached alike in all three (or in none).
+    // Every node written, old or new, is cached alike in all three (or in none), under the batch's
+    // gen.
     for (const line of outcomes[0]!.written) {
       const hash = Buffer.from(line.slice(0, 64), "hex");
-      const want = toHex(runs[0]!.cache.get(hash));
-      for (const run of runs.slice(1)) expect(toHex(run.cache.get(hash)), run.name).toBe(want);
+      const want = toHex(runs[0]!.cache.get(hash, batchGen));
+      for (const run of runs.slice(1)) expect(toHex(run.cache.get(hash, batchGen)), run.name).toBe(want);
     }
   }
   expect(runs[2]!.cache.size).toBeGreaterThan(100);
@@ -173,14 +203,14 @@ async function compareSetups(
 describe.skipIf(!addon || !walkOf("native"))("the native walks with the native cache", () => {
   it("write, read and cache exactly what the other setups do, batch after batch (Merkle, height 40)", async () => {
     const empty = await emptySubtreeRoots(engine, new Uint8Array(32), 40);
-    const update: Update = (nodes, root, leaves, walk) =>
-      updateMerkle(engine, nodes, empty, root, leaves, "vault", undefined, walkOf(walk));
+    const update: Update = (nodes, root, rootGen, batchGen, leaves, walk) =>
+      updateMerkle(engine, nodes, empty, root, rootGen, batchGen, leaves, "vault", undefined, walkOf(walk));
     await compareSetups(40, update, empty[40]!, 12, 5, 8);
   });
 
   it("write, read and cache exactly what the other setups do, batch after batch (Patricia, height 251)", async () => {
-    const update: Update = (nodes, root, leaves, walk) =>
-      updatePatricia(engine, nodes, 251, root, leaves, "order", undefined, walkOf(walk));
+    const update: Update = (nodes, root, rootGen, batchGen, leaves, walk) =>
+      updatePatricia(engine, nodes, 251, root, rootGen, batchGen, leaves, "order", undefined, walkOf(walk));
     await compareSetups(251, update, new Uint8Array(32), 10, 6, 8);
   });
 
@@ -191,13 +221,13 @@ describe.skipIf(!addon || !walkOf("native"))("the native walks with the native c
     const cache = new TopNodeCache(height + 1, addon);
     let storeReads = 0;
     const source: NodeSource = {
-      getNodes: (hashes) => {
+      getNodes: (hashes, gens) => {
         storeReads += hashes.length;
-        return new MemoryNodeStore().getNodes(hashes);
+        return new MemoryNodeStore().getNodes(hashes, gens);
       },
     };
     const zero = new Uint8Array(32);
-    const built = await updatePatricia(engine, cache.over(source), height, zero, leaves, "other");
+    const built = await updatePatricia(engine, cache.over(source), height, zero, 0, 1, leaves, "other");
     const sizeBefore = cache.size;
     expect(sizeBefore).toBeGreaterThan(5);
     const again = new Map([
@@ -206,13 +236,13 @@ describe.skipIf(!addon || !walkOf("native"))("the native walks with the native c
     ]);
     const stats: TreeStats = { leaves: 0, nodes_read: 0, nodes_written: 0, ms: 0 };
     const view = countingSource(cache.over(source), stats);
-    const viaCache = await updatePatricia(engine, view, height, built.root, again, "order");
+    const viaCache = await updatePatricia(engine, view, height, built.root, built.rootGen, 2, again, "order");
     expect(storeReads).toBe(0);
     expect(stats.nodes_read).toBeGreaterThan(2);
     // The same as from a store that holds the tree.
     const plain = new MemoryNodeStore();
     plain.putNodes(built.newNodes);
-    const direct = await updatePatricia(engine, plain, height, built.root, again, "order");
+    const direct = await updatePatricia(engine, plain, height, built.root, built.rootGen, 2, again, "order");
     expect(hex(viaCache.root)).toBe(hex(direct.root));
     // What it read under "other" is now also kept at its own positions in "order".
     expect(cache.size).toBeGreaterThanOrEqual(sizeBefore + stats.nodes_read);
@@ -238,37 +268,39 @@ describe.skipIf(!addon || !walkOf("native"))("the native walks with the native c
       cache.over(store),
       height,
       new Uint8Array(32),
+      0,
+      1,
       leaves,
       "order",
     );
     store.putNodes(built.newNodes);
     // The node at (2, 0) is no longer cached: a step asks for it and for cached nodes at once.
-    cache.remember("order", 2, 0, h(99), h(98));
+    cache.remember("order", 2, 0, h(99), 1, h(98));
     let storeReads = 0;
     const source: NodeSource = {
-      getNodes: (hashes) => {
+      getNodes: (hashes, gens) => {
         storeReads += hashes.length;
         // Another update rewrites every cached position of this tree while the walk reads the store.
         for (let d = 0; d < 3; d++)
-          for (let i = 0; i < 2 ** d; i++) cache.remember("order", d, i, h(100 + d * 8 + i), h(200));
-        return store.getNodes(hashes);
+          for (let i = 0; i < 2 ** d; i++) cache.remember("order", d, i, h(100 + d * 8 + i), 1, h(200));
+        return store.getNodes(hashes, gens);
       },
     };
     const again = new Map(ids.map((id) => [id, bigintToBytes32(id + 8n)]));
     const stats: TreeStats = { leaves: 0, nodes_read: 0, nodes_written: 0, ms: 0 };
     const view = countingSource(cache.over(source), stats);
-    const viaCache = await updatePatricia(engine, view, height, built.root, again, "order");
+    const viaCache = await updatePatricia(engine, view, height, built.root, built.rootGen, 2, again, "order");
     // Some records came from the cache, some from the store.
     expect(storeReads).toBeGreaterThan(0);
     expect(stats.nodes_read).toBeGreaterThan(storeReads);
-    const direct = await updatePatricia(engine, store, height, built.root, again, "order");
+    const direct = await updatePatricia(engine, store, height, built.root, built.rootGen, 2, again, "order");
     expect(hex(viaCache.root)).toBe(hex(direct.root));
   });
 
   it("report a missing or corrupt record as a STORE error naming the tree, and do not cache it", async () => {
     const empty = await emptySubtreeRoots(engine, new Uint8Array(32), 31);
     const leaves = new Map([3n, 9n, 1n << 30n].map((id) => [id, bigintToBytes32(id + 1n)]));
-    const built = await updateMerkle(engine, new MemoryNodeStore(), empty, empty[31]!, leaves, "vault");
+    const built = await updateMerkle(engine, new MemoryNodeStore(), empty, empty[31]!, 0, 1, leaves, "vault");
     const again = new Map([[4n, bigintToBytes32(8n)]]);
     for (const corrupt of [undefined, new Uint8Array(40)]) {
       const errors: string[] = [];
@@ -276,18 +308,29 @@ describe.skipIf(!addon || !walkOf("native"))("the native walks with the native c
         const store = new MemoryNodeStore();
         store.putNodes(built.newNodes);
         const source: NodeSource = {
-          getNodes: async (hashes) =>
-            (await store.getNodes(hashes)).map((r, i) => (hex(hashes[i]!) === hex(built.root) ? corrupt : r)),
+          getNodes: async (hashes, gens) =>
+            (await store.getNodes(hashes, gens)).map((r, i) =>
+              hex(hashes[i]!) === hex(built.root) ? corrupt : r,
+            ),
         };
         const cache = new TopNodeCache(8, native ? addon : null);
-        const err = await updateMerkle(engine, cache.over(source), empty, built.root, again, "vault").then(
+        const err = await updateMerkle(
+          engine,
+          cache.over(source),
+          empty,
+          built.root,
+          built.rootGen,
+          2,
+          again,
+          "vault",
+        ).then(
           () => undefined,
           (e: unknown) => e,
         );
         expect(err, `native cache: ${native}`).toBeInstanceOf(DacdError);
         expect((err as DacdError).code).toBe("STORE");
         errors.push((err as Error).message);
-        expect(cache.get(built.root)).toBeUndefined();
+        expect(cache.get(built.root, built.rootGen)).toBeUndefined();
       }
       expect(errors[1]).toBe(errors[0]);
       expect(errors[0]).toMatch(

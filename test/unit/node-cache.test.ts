@@ -6,7 +6,7 @@ import { LevelStore } from "../../src/storage/level-store.js";
 import { toHex64 } from "../../src/util/bytes.js";
 import { warmTopNodes } from "../../src/pipeline/warm-cache.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { computeRoots, type Roots } from "../../src/trees/compute-roots.js";
+import { computeRoots, type TreeState } from "../../src/trees/compute-roots.js";
 import { createEngine } from "../../src/hash/select.js";
 import { TopNodeCache } from "../../src/trees/node-cache.js";
 import { MISSING_RECORD, type NodeSource } from "../../src/trees/node-source.js";
@@ -21,34 +21,63 @@ const h = (n: number): Uint8Array => new Uint8Array(32).fill(n);
 const concat = (parts: Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat(parts));
 
 describe("TopNodeCache", () => {
-  it("answers by hash, keeps one node per position and ignores levels below its depth", () => {
+  it("answers by hash and gen, keeps one node per position and ignores levels below its depth", () => {
     const cache = new TopNodeCache(2);
-    cache.remember("vault", 0, 0, h(1), h(11));
-    cache.remember("vault", 1, 1, h(2), h(12));
-    cache.remember("vault", 2, 0, h(3), h(13)); // depth 2: not kept
-    expect(cache.get(h(1))).toEqual(h(11));
-    expect(cache.get(h(2))).toEqual(h(12));
-    expect(cache.get(h(3))).toBeUndefined();
+    cache.remember("vault", 0, 0, h(1), 3, h(11));
+    cache.remember("vault", 1, 1, h(2), 2, h(12));
+    cache.remember("vault", 2, 0, h(3), 3, h(13)); // depth 2: not kept
+    expect(cache.get(h(1), 3)).toEqual(h(11));
+    expect(cache.get(h(2), 2)).toEqual(h(12));
+    expect(cache.get(h(3), 3)).toBeUndefined();
     // A new root replaces the old one; the other tree's positions are its own.
-    cache.remember("vault", 0, 0, h(4), h(14));
-    cache.remember("order", 0, 0, h(5), h(15));
-    expect(cache.get(h(1))).toBeUndefined();
-    expect(cache.get(h(4))).toEqual(h(14));
-    expect(cache.get(h(5))).toEqual(h(15));
+    cache.remember("vault", 0, 0, h(4), 4, h(14));
+    cache.remember("order", 0, 0, h(5), 4, h(15));
+    expect(cache.get(h(1), 3)).toBeUndefined();
+    expect(cache.get(h(4), 4)).toEqual(h(14));
+    expect(cache.get(h(5), 4)).toEqual(h(15));
     expect(cache.size).toBe(3);
+  });
+
+  it("never answers for a node remembered under another gen: the JavaScript cache", async () => {
+    const cache = new TopNodeCache(4, null);
+    cache.remember("vault", 1, 0, h(1), 5, h(11));
+    expect(cache.get(h(1), 5)).toEqual(h(11));
+    expect(cache.get(h(1), 6)).toBeUndefined();
+    expect(cache.get(h(1), 0)).toBeUndefined();
+    // Through a view: asked under another gen, the store is read (under that gen), by hash as by
+    // position.
+    const asked: string[] = [];
+    const source: NodeSource = {
+      getNodes: (hashes, gens) => {
+        hashes.forEach((hash, i) => asked.push(`${toHex(hash.subarray(0, 1))}@${gens[i]}`));
+        return Promise.resolve(hashes.map(() => h(99)));
+      },
+    };
+    const view = cache.over(source);
+    expect(await view.getNodes([h(1), h(1)], [5, 6])).toEqual([h(11), h(99)]);
+    expect(view.getCached!(h(1), 6)).toBeUndefined();
+    expect(view.getCached!(h(1), 5)).toEqual(h(11));
+    const packed = await view.getPacked!("vault", h(1), Int32Array.from([1, 0]), Uint32Array.of(7));
+    expect(toHex(packed.records)).toBe(toHex(h(99)));
+    expect(asked).toEqual(["01@6", "01@7"]);
+    // The same hash written again at its position by a later batch replaces the older copy.
+    cache.remember("vault", 1, 0, h(1), 8, h(18));
+    expect(cache.get(h(1), 5)).toBeUndefined();
+    expect(cache.get(h(1), 8)).toEqual(h(18));
+    expect(cache.size).toBe(1);
   });
 
   it("hands out copies that keep their bytes when the slot is reused and the slab regrows", () => {
     const cache = new TopNodeCache(12);
-    cache.remember("vault", 1, 0, h(1), h(11));
-    const first = cache.get(h(1))!;
-    const firstAgain = cache.get(h(1))!;
+    cache.remember("vault", 1, 0, h(1), 1, h(11));
+    const first = cache.get(h(1), 1)!;
+    const firstAgain = cache.get(h(1), 1)!;
     // The same position gets a newer node (its slot is rewritten), then thousands more grow the slab.
-    cache.remember("vault", 1, 0, h(2), h(12));
-    for (let i = 0; i < 3000; i++) cache.remember("vault", 11, i, h(100 + (i % 100)), h(i % 250));
+    cache.remember("vault", 1, 0, h(2), 2, h(12));
+    for (let i = 0; i < 3000; i++) cache.remember("vault", 11, i, h(100 + (i % 100)), 2, h(i % 250));
     expect(first).toEqual(h(11));
     expect(firstAgain).toEqual(h(11));
-    expect(cache.get(h(2))).toEqual(h(12));
+    expect(cache.get(h(2), 2)).toEqual(h(12));
     // Two hits are two copies: writing into one does not change the other or the cache.
     first[0] = 0;
     expect(firstAgain).toEqual(h(11));
@@ -57,25 +86,29 @@ describe("TopNodeCache", () => {
   it("agrees with a plain map of positions over many replacements (stale cells, table rebuilds)", () => {
     const cache = new TopNodeCache(14);
     const rand = prng(3);
-    const at = new Map<string, Uint8Array>(); // position → hash currently there
-    const records = new Map<string, Uint8Array>(); // hash hex → record
+    const at = new Map<string, string>(); // position → hash hex and gen currently there
+    const records = new Map<string, Uint8Array>(); // hash hex and gen → record
     const randomBytes = (n: number): Uint8Array =>
       Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
     for (let i = 0; i < 60_000; i++) {
       const depth = Math.floor(rand() * 14);
       const index = Math.floor(rand() * Math.min(2 ** depth, 300));
       const hash = randomBytes(32);
-      const record = randomBytes(rand() < 0.5 ? 64 : 65);
-      cache.remember("t", depth, index, hash, record);
-      at.set(`${depth}/${index}`, hash);
-      records.set(toHex(hash), record);
+      const gen = Math.floor(rand() * 3);
+      const record = randomBytes(rand() < 0.5 ? 72 : 69);
+      cache.remember("t", depth, index, hash, gen, record);
+      at.set(`${depth}/${index}`, `${toHex(hash)}/${gen}`);
+      records.set(`${toHex(hash)}/${gen}`, record);
     }
-    const current = new Set([...at.values()].map(toHex));
+    const current = new Set(at.values());
     expect(cache.size).toBe(at.size);
-    for (const [hex, record] of records) {
-      const found = cache.get(Buffer.from(hex, "hex"));
-      if (current.has(hex)) expect(toHex(found)).toBe(toHex(record));
+    for (const [key, record] of records) {
+      const [hex, gen] = key.split("/");
+      const found = cache.get(Buffer.from(hex!, "hex"), Number(gen));
+      if (current.has(key)) expect(toHex(found)).toBe(toHex(record));
       else expect(found).toBeUndefined();
+      // Never under another gen (the hashes are random: no other gen's copy is kept).
+      expect(cache.get(Buffer.from(hex!, "hex"), Number(gen) + 1)).toBeUndefined();
     }
   });
 
@@ -84,53 +117,63 @@ describe("TopNodeCache", () => {
     const source = new MemoryNodeStore();
     source.putNodes([
       { hash: h(7), record: h(17) },
-      { hash: h(8), record: new Uint8Array(161).fill(18) },
+      { hash: h(8), record: new Uint8Array(165).fill(18) },
     ]);
-    const lookups: number[] = [];
+    const lookups: string[][] = [];
     const counted: NodeSource = {
-      getNodes: (hashes) => (lookups.push(hashes.length), source.getNodes(hashes)),
+      getNodes: (hashes, gens) => (
+        lookups.push(hashes.map((hash, i) => `${toHex(hash.subarray(0, 1))}@${gens[i]}`)),
+        source.getNodes(hashes, gens)
+      ),
     };
-    cache.remember("vault", 1, 0, h(1), h(11));
-    cache.remember("vault", 3, 5, h(2), new Uint8Array(65).fill(12));
-    cache.remember("order", 2, 1, h(3), h(13));
+    cache.remember("vault", 1, 0, h(1), 1, h(11));
+    cache.remember("vault", 3, 5, h(2), 2, new Uint8Array(69).fill(12));
+    cache.remember("order", 2, 1, h(3), 3, h(13));
     const view = cache.over(counted);
     // At its position; asked at another position (found by hash); in the other tree (by hash);
     // below the cached levels (the source, though the cache has it); from the source; nowhere.
-    const asked: [Uint8Array, number, number][] = [
-      [h(1), 1, 0],
-      [h(2), 3, 6],
-      [h(3), 2, 1],
-      [h(1), 4, -1],
-      [h(8), 3, 2],
-      [h(9), 0, 0],
+    const asked: [Uint8Array, number, number, number][] = [
+      [h(1), 1, 0, 1],
+      [h(2), 3, 6, 2],
+      [h(3), 2, 1, 3],
+      [h(1), 4, -1, 1],
+      [h(8), 3, 2, 4],
+      [h(9), 0, 0, 5],
     ];
     const hashes = new Uint8Array(asked.length * 32);
     const positions = new Int32Array(asked.length * 2);
-    asked.forEach(([hash, depth, index], i) => {
+    const gens = new Uint32Array(asked.length);
+    asked.forEach(([hash, depth, index, gen], i) => {
       hashes.set(hash, i * 32);
       positions.set([depth, index], 2 * i);
+      gens[i] = gen;
     });
-    const packed = await view.getPacked!("vault", hashes, positions);
-    expect([...packed.lengths]).toEqual([32, 65, 32, MISSING_RECORD, 161, MISSING_RECORD]);
+    const packed = await view.getPacked!("vault", hashes, positions, gens);
+    expect([...packed.lengths]).toEqual([32, 69, 32, MISSING_RECORD, 165, MISSING_RECORD]);
     expect(toHex(packed.records)).toBe(
-      toHex(concat([h(11), new Uint8Array(65).fill(12), h(13), new Uint8Array(161).fill(18)])),
+      toHex(concat([h(11), new Uint8Array(69).fill(12), h(13), new Uint8Array(165).fill(18)])),
     );
     expect(packed.unplaced).toEqual([1, 2, 3, 4, 5]);
-    expect(lookups).toEqual([3]);
+    expect(lookups).toEqual([["01@1", "08@4", "09@5"]]);
   });
 
   it("copies packed hits before reading the source, which may replace their slots meanwhile", async () => {
     const cache = new TopNodeCache(4, null);
-    cache.remember("vault", 2, 1, h(1), h(11));
+    cache.remember("vault", 2, 1, h(1), 1, h(11));
     const source: NodeSource = {
       getNodes: async (hashes) => {
-        cache.remember("vault", 2, 1, h(2), h(12)); // another tree's update, during the read
-        for (let i = 0; i < 3000; i++) cache.remember("order", 3, i % 8, h(i % 200), h(i % 250));
+        cache.remember("vault", 2, 1, h(2), 2, h(12)); // another tree's update, during the read
+        for (let i = 0; i < 3000; i++) cache.remember("order", 3, i % 8, h(i % 200), 2, h(i % 250));
         return hashes.map(() => undefined);
       },
     };
     const hashes = concat([h(1), h(5)]);
-    const packed = await cache.over(source).getPacked!("vault", hashes, Int32Array.from([2, 1, 0, 0]));
+    const packed = await cache.over(source).getPacked!(
+      "vault",
+      hashes,
+      Int32Array.from([2, 1, 0, 0]),
+      Uint32Array.of(1, 1),
+    );
     expect(toHex(packed.records)).toBe(toHex(h(11)));
   });
 
@@ -143,22 +186,27 @@ describe("TopNodeCache", () => {
       const hashes = new Uint8Array(n * 32);
       const positions = new Int32Array(n * 2);
       const lengths = new Uint32Array(n);
+      const gens = new Uint32Array(n);
       const parts: Uint8Array[] = [];
       for (let i = 0; i < n; i++) {
         const depth = Math.floor(rand() * 8); // some below the cached levels
         const index = depth < 6 && rand() < 0.9 ? Math.floor(rand() * 2 ** depth) : -1;
         const hash = h(Math.floor(rand() * 250));
+        const gen = (gens[i] = 1 + Math.floor(rand() * 3));
         hashes.set(hash, i * 32);
         positions.set([depth, index], 2 * i);
-        const record = new Uint8Array([64, 65, 97, 161][Math.floor(rand() * 4)]!).fill(i % 256);
+        const record = new Uint8Array([72, 69, 101, 165][Math.floor(rand() * 4)]!).fill(i % 256);
         lengths[i] = record.length;
         parts.push(record);
-        if (index >= 0) one.remember("vault", depth, index, hash, record);
+        if (index >= 0) one.remember("vault", depth, index, hash, gen, record);
       }
-      many.rememberPacked("vault", hashes, concat(parts), lengths, positions);
+      many.rememberPacked("vault", hashes, gens, concat(parts), lengths, positions);
       expect(many.size).toBe(one.size);
       for (let b = 0; b < 250; b++)
-        expect(toHex(many.get(h(b))), `round ${round} hash ${b}`).toBe(toHex(one.get(h(b))));
+        for (let gen = 0; gen <= 4; gen++)
+          expect(toHex(many.get(h(b), gen)), `round ${round} hash ${b} gen ${gen}`).toBe(
+            toHex(one.get(h(b), gen)),
+          );
     }
   });
 
@@ -167,8 +215,9 @@ describe("TopNodeCache", () => {
     const a = h(7);
     const b = h(7);
     b[0] = 8; // same last 6 bytes (the map key), different hash
-    cache.remember("vault", 0, 0, a, h(9));
-    expect(cache.get(b)).toBeUndefined();
+    cache.remember("vault", 0, 0, a, 1, h(9));
+    expect(cache.get(a, 1)).toEqual(h(9));
+    expect(cache.get(b, 1)).toBeUndefined();
   });
 
   it.each([
@@ -182,14 +231,14 @@ describe("TopNodeCache", () => {
       const cache = new TopNodeCache(12);
       const reads = { plain: 0, cached: 0 };
       const counting = (store: MemoryNodeStore, which: keyof typeof reads): NodeSource => ({
-        getNodes: (hs) => {
+        getNodes: (hs, gens) => {
           reads[which] += hs.length;
-          return store.getNodes(hs);
+          return store.getNodes(hs, gens);
         },
       });
       const rand = prng(5);
-      let plainRoots: Roots | null = null;
-      let cachedRoots: Roots | null = null;
+      let plainRoots: TreeState | null = null;
+      let cachedRoots: TreeState | null = null;
       for (let batch = 0; batch < 6; batch++) {
         const changes: LeafChanges = new Map();
         while (changes.size < 300)
@@ -198,23 +247,29 @@ describe("TopNodeCache", () => {
             BigInt(Math.floor(rand() * 3)),
           );
         reads.plain = reads.cached = 0;
-        const a = await computeRoots(engine, counting(plain, "plain"), [spec], plainRoots, {
-          vault: changes,
-        });
+        const a = await computeRoots(
+          engine,
+          counting(plain, "plain"),
+          [spec],
+          plainRoots,
+          { vault: changes },
+          batch,
+        );
         plain.putNodes(a.newNodes);
         const b = await computeRoots(
           engine,
           cache.over(counting(cachedStore, "cached")),
           [spec],
           cachedRoots,
-          {
-            vault: changes,
-          },
+          { vault: changes },
+          batch,
         );
         cachedStore.putNodes(b.newNodes);
         expect(b.roots.vault).toEqual(a.roots.vault);
-        plainRoots = a.roots;
-        cachedRoots = b.roots;
+        expect(b.rootGens.vault).toBe(batch);
+        expect(a.rootGens.vault).toBe(batch);
+        plainRoots = { roots: a.roots, gens: a.rootGens };
+        cachedRoots = { roots: b.roots, gens: b.rootGens };
       }
       // The last batch found the top 12 levels in memory: far fewer store reads than without the cache.
       expect(cache.size).toBeGreaterThan(500);
@@ -242,13 +297,15 @@ describe("TopNodeCache", () => {
       };
       // The cache of a daemon that verified batch 0 itself.
       const daemon = new TopNodeCache(12);
-      const first = await computeRoots(engine, daemon.over(store), trees, null, changesOf());
+      const first = await computeRoots(engine, daemon.over(store), trees, null, changesOf(), 3);
+      expect(first.rootGens).toEqual({ vault: 3, order: 3 });
       await store.commitBatch(
         {
-          batch_id: 0,
-          prev_batch_id: -1,
-          sequence_number: 0,
+          batch_id: 3,
+          prev_batch_id: 2,
+          sequence_number: 3,
           roots: { vault: toHex64(first.roots.vault!), order: toHex64(first.roots.order!) },
+          root_gens: { vault: first.rootGens.vault!, order: first.rootGens.order! },
           heights: { vault: 31, order: 251 },
           claim_hash: "",
           signature: "",
@@ -262,21 +319,25 @@ describe("TopNodeCache", () => {
       const readsWith = async (cache: TopNodeCache): Promise<number> => {
         let reads = 0;
         const counted: NodeSource = {
-          getNodes: (hs) => {
+          getNodes: (hs, gens) => {
             reads += hs.length;
-            return store.getNodes(hs);
+            return store.getNodes(hs, gens);
           },
         };
-        const r = await computeRoots(engine, cache.over(counted), trees, first.roots, next);
-        const plain = await computeRoots(engine, store, trees, first.roots, next);
+        const prev = { roots: first.roots, gens: first.rootGens };
+        const r = await computeRoots(engine, cache.over(counted), trees, prev, next, 4);
+        const plain = await computeRoots(engine, store, trees, prev, next, 4);
         expect(r.roots).toEqual(plain.roots);
+        expect(r.rootGens).toEqual(plain.rootGens);
         return reads;
       };
       const warm = new TopNodeCache(12);
       const cached = await warmTopNodes(warm, store, engine, trees);
       expect(cached).toBe(warm.size);
-      const [storedRoot] = await store.getNodes([first.roots.vault!]);
-      expect(toHex(warm.get(first.roots.vault!))).toBe(toHex(storedRoot));
+      const [storedRoot] = await store.getNodes([first.roots.vault!], [3]);
+      expect(storedRoot).toBeDefined();
+      expect(toHex(warm.get(first.roots.vault!, 3))).toBe(toHex(storedRoot));
+      expect(warm.get(first.roots.vault!, 0)).toBeUndefined();
       const cold = await readsWith(new TopNodeCache(12));
       const warmed = await readsWith(warm);
       const daemonReads = await readsWith(daemon);

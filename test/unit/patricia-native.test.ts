@@ -20,12 +20,21 @@ const HEIGHT = 251;
 /** The Patricia update at `height`, with the walk given. */
 const patricia =
   (height = HEIGHT): TreeUpdate =>
-  (store, root, leaves, walk) =>
-    updatePatricia(engine, store, height, root, leaves, "order", undefined, walk);
+  (store, root, rootGen, batchGen, leaves, walk) =>
+    updatePatricia(engine, store, height, root, rootGen, batchGen, leaves, "order", undefined, walk);
 
-/** One update with the given walk at height 251, everything it wrote and remembered. */
-const update = (walk: Walk, store: RecordingStore, root: Uint8Array, changes: Map<bigint, bigint>) =>
-  updateWith(walk, patricia(), store, root, changes);
+/**
+ * One update with the given walk at height 251, from `root` of gen `rootGen`, its records of gen
+ * `batchGen`: everything it wrote and remembered.
+ */
+const update = (
+  walk: Walk,
+  store: RecordingStore,
+  root: Uint8Array,
+  rootGen: number,
+  batchGen: number,
+  changes: Map<bigint, bigint>,
+) => updateWith(walk, patricia(), store, root, rootGen, batchGen, changes);
 
 /**
  * Both walks over the same random batches (compareWalks); the last root against the naive one.
@@ -71,14 +80,17 @@ describe.skipIf(!native)("the native Patricia walk", () => {
       [(1n << 200n) + 1n, 7n],
     ]);
     for (const walk of ["js", "native"] as const) {
-      const built = await update(walk, store, new Uint8Array(32), first);
+      const built = await update(walk, store, new Uint8Array(32), 0, 1, first);
+      expect(built.rootGen, walk).toBe(1);
       store.memory.putNodes(built.out);
-      const after = await update(walk, store, built.rootBytes, new Map([[0n, 0n]]));
+      const after = await update(walk, store, built.rootBytes, built.rootGen, 2, new Map([[0n, 0n]]));
       const want = naivePatriciaRoot(HEIGHT, new Map([...first, [0n, 0n]]));
       expect(after.root, walk).toBe(toHex64(bigintToBytes32(want)));
       // The new root is one edge from the top down to the binary node.
       expect(after.written, walk).toHaveLength(1);
-      expect(after.written[0]!.endsWith((HEIGHT - 1).toString(16)), walk).toBe(true);
+      // Its record: bottom ‖ path ‖ length ‖ the bottom's gen (the untouched binary node, batch 1's).
+      expect(after.written[0]!.endsWith((HEIGHT - 1).toString(16) + "00000001"), walk).toBe(true);
+      expect(after.rootGen, walk).toBe(2);
     }
   });
 
@@ -88,6 +100,8 @@ describe.skipIf(!native)("the native Patricia walk", () => {
       "js",
       store,
       new Uint8Array(32),
+      0,
+      1,
       new Map([
         [3n, 1n],
         [9n, 2n],
@@ -101,10 +115,11 @@ describe.skipIf(!native)("the native Patricia walk", () => {
       broken.memory.putNodes(built.out);
       broken.memory.putNodes([{ hash: built.rootBytes, record: corrupt ?? new Uint8Array(0) }]);
       const lookup = broken.getNodes.bind(broken);
-      if (!corrupt) broken.getNodes = async (h) => (await lookup(h)).map((r) => (r?.length ? r : undefined));
+      if (!corrupt)
+        broken.getNodes = async (h, g) => (await lookup(h, g)).map((r) => (r?.length ? r : undefined));
       const errors: string[] = [];
       for (const walk of ["js", "native"] as const) {
-        const err = await update(walk, broken, built.rootBytes, again).then(
+        const err = await update(walk, broken, built.rootBytes, built.rootGen, 2, again).then(
           () => undefined,
           (e: unknown) => e,
         );
@@ -125,7 +140,7 @@ describe.skipIf(!native)("the native Patricia walk", () => {
     const leaves = (n: number) => new Uint8Array(n * 32).fill(1);
     const root = new Uint8Array(32);
     const create = (idBytes: Uint8Array, leafBytes: Uint8Array, height = 8) =>
-      native!.patriciaCreate(height, 0, idBytes, leafBytes, root);
+      native!.patriciaCreate(height, 0, idBytes, leafBytes, root, 0, 1);
     expect(() => create(ids(5n, 3n), leaves(2))).toThrow(/not in ascending order/);
     expect(() => create(ids(5n, 5n), leaves(2))).toThrow(/are equal/);
     expect(() => create(ids(256n), leaves(1))).toThrow(/does not fit a tree of height 8/);
@@ -134,7 +149,7 @@ describe.skipIf(!native)("the native Patricia walk", () => {
     expect(() => create(ids(), leaves(0))).toThrow(/bad tree update/);
     const h = create(ids(1n, 2n), leaves(2));
     // Records for a step that asked for none, a rank that does not exist, a freed handle.
-    expect(() => native!.patriciaSupply(h, new Uint8Array(65), new Uint32Array(1))).toThrow(/one record per/);
+    expect(() => native!.patriciaSupply(h, new Uint8Array(69), new Uint32Array(1))).toThrow(/one record per/);
     expect(() => native!.patriciaRankInputs(h, 7)).toThrow(/no such rank/);
     native!.patriciaFree(h);
     expect(() => native!.patriciaStep(h)).toThrow(/not a live Patricia update/);

@@ -7,7 +7,7 @@ import { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
 import { levelDb } from "../../src/storage/level-db.js";
 
-/** n records with distinct pseudo-random hashes; record i is 64 bytes of (seed + i). */
+/** n records with distinct pseudo-random hashes; record i is 72 bytes (a binary record's) of (seed + i). */
 function addRecords(list: NodeWrites, seed: number, n: number): void {
   for (let i = 0; i < n; i++) {
     const hash = new Uint8Array(32);
@@ -16,7 +16,7 @@ function addRecords(list: NodeWrites, seed: number, n: number): void {
       x = (Math.imul(x, 1103515245) + 12345) >>> 0;
       hash[b] = x >>> 24;
     }
-    const record = new Uint8Array(64).fill((seed + i) & 0xff);
+    const record = new Uint8Array(72).fill((seed + i) & 0xff);
     list.add(hash, 0, record, 0, record.length);
   }
 }
@@ -26,6 +26,7 @@ const record = (batchId: number): BatchRecord => ({
   prev_batch_id: batchId - 1,
   sequence_number: batchId,
   roots: {},
+  root_gens: {},
   heights: {},
   claim_hash: "0x" + "00".repeat(32),
   signature: "0x",
@@ -48,7 +49,7 @@ describe("PendingCommit: records put while a batch is verified", () => {
   it("stores records put in several runs, and those added after the last run, in one commit", async () => {
     const nodes = new NodeWrites();
     const leaves = new NodeWrites();
-    const pending = store.beginCommit();
+    const pending = store.beginCommit(7);
     addRecords(nodes, 1, 500);
     addRecords(leaves, 2, 40);
     pending.putNew(nodes, leaves);
@@ -57,17 +58,27 @@ describe("PendingCommit: records put while a batch is verified", () => {
     addRecords(nodes, 4, 300);
     addRecords(leaves, 5, 60);
     // Nothing is in the store before the commit writes.
-    expect(await store.getNodes([nodes.hash(0), nodes.hash(1499)])).toEqual([undefined, undefined]);
+    expect(await store.getNodes([nodes.hash(0), nodes.hash(1499)], [7, 7])).toEqual([undefined, undefined]);
     await store.commitBatch(record(7), nodes, leaves, pending);
 
-    const stored = await store.getNodes([...nodes].map((w) => w.hash));
+    const gens = (n: number, gen: number) => new Array<number>(n).fill(gen);
+    const stored = await store.getNodes(
+      [...nodes].map((w) => w.hash),
+      gens(nodes.length, 7),
+    );
     expect(stored.map((r) => r && Buffer.from(r).toString("hex"))).toEqual(
       [...nodes].map((w) => Buffer.from(w.record).toString("hex")),
     );
-    const storedLeaves = await store.getLeafRecords([...leaves].map((w) => w.hash));
+    const storedLeaves = await store.getLeafRecords(
+      [...leaves].map((w) => w.hash),
+      gens(leaves.length, 7),
+    );
     expect(storedLeaves.map((r) => r && Buffer.from(r).toString("hex"))).toEqual(
       [...leaves].map((w) => Buffer.from(w.record).toString("hex")),
     );
+    // Stored under the batch's gen, and only there.
+    expect(await store.getNodes([nodes.hash(0), nodes.hash(1499)], [6, 8])).toEqual([undefined, undefined]);
+    expect(await store.getLeafRecords([leaves.hash(0)], [0])).toEqual([undefined]);
     expect((await store.getBatch(7))?.batch_id).toBe(7);
     expect(() => pending.putNew(nodes, leaves)).toThrow(/written or abandoned/);
   });
@@ -75,7 +86,7 @@ describe("PendingCommit: records put while a batch is verified", () => {
   it("puts a large run a slice per turn of the event loop, and stops putting once abandoned", async () => {
     const nodes = new NodeWrites();
     addRecords(nodes, 13, 60_000); // ~6 MiB of keys and values: several slices
-    const pending = store.beginCommit();
+    const pending = store.beginCommit(1);
     let turns = 0;
     const ticking = setInterval(() => turns++, 0);
     const began = turns;
@@ -89,7 +100,7 @@ describe("PendingCommit: records put while a batch is verified", () => {
     // Abandoned after its first slice: the rest is never put, and nothing fails.
     const more = new NodeWrites();
     addRecords(more, 14, 60_000);
-    const second = store.beginCommit();
+    const second = store.beginCommit(2);
     const put = vi.spyOn(second.batch as unknown as { _put: () => void }, "_put");
     second.putNew(more, new NodeWrites());
     await new Promise((r) => setImmediate(r));
@@ -103,7 +114,7 @@ describe("PendingCommit: records put while a batch is verified", () => {
   it("writes nothing of an abandoned commit", async () => {
     const nodes = new NodeWrites();
     const leaves = new NodeWrites();
-    const pending = store.beginCommit();
+    const pending = store.beginCommit(8);
     addRecords(nodes, 9, 800);
     addRecords(leaves, 10, 30);
     pending.putNew(nodes, leaves);
@@ -116,12 +127,13 @@ describe("PendingCommit: records put while a batch is verified", () => {
     const keys: string[] = [];
     for await (const k of levelDb(store).keys()) keys.push(Buffer.from(k).toString("hex"));
     expect(keys).toHaveLength(5 + 1);
-    expect(await store.getNodes([nodes.hash(0), nodes.hash(799)])).toEqual([undefined, undefined]);
-    expect(await store.getLeafRecords([leaves.hash(0)])).toEqual([undefined]);
+    expect(await store.getNodes([nodes.hash(0), nodes.hash(799)], [8, 8])).toEqual([undefined, undefined]);
+    expect(await store.getLeafRecords([leaves.hash(0)], [8])).toEqual([undefined]);
+    expect(await store.getNodes([other.hash(0)], [8])).toEqual([other.record(0)]);
   });
 
   it("has LevelDB flush a batch larger than its memtable to a table after the commit", async () => {
-    // 60,000 records of 64 bytes (~6 MiB with keys) go into the 4 MiB memtable whole. Left there,
+    // 60,000 records of 72 bytes (~6 MiB with keys) go into the 4 MiB memtable whole. Left there,
     // they would stay in memory until the next write; the commit's follow-up write makes LevelDB
     // flush them to a level-0 table in the background, which its statistics count as written.
     const nodes = new NodeWrites();
@@ -132,7 +144,7 @@ describe("PendingCommit: records put while a batch is verified", () => {
     while (store.compactionWrittenMb() === 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
     expect(store.compactionWrittenMb()).toBeGreaterThanOrEqual(5);
-    expect(await store.getNodes([nodes.hash(0), nodes.hash(59_999)])).toEqual([
+    expect(await store.getNodes([nodes.hash(0), nodes.hash(59_999)], [9, 9])).toEqual([
       nodes.record(0),
       nodes.record(59_999),
     ]);

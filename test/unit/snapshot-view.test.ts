@@ -47,7 +47,7 @@ describe("LevelStore.snapshot", () => {
       await expect(view.setCursor({ next_batch_id: 9, last_accepted_batch_id: 8 })).rejects.toThrow(
         /read-only/,
       );
-      expect(() => view.beginCommit()).toThrow(/read-only/);
+      expect(() => view.beginCommit(2)).toThrow(/read-only/);
       expect(() => levelDb(view)).toThrow(/read-only/);
       await view.close();
       expect((await store.getBatch(1))?.batch_id).toBe(1);
@@ -66,14 +66,14 @@ describe("LevelStore.snapshot", () => {
     try {
       let resolved = false;
       await store.whenNoCommit(10_000); // none open: at once
-      const pending = store.beginCommit();
+      const pending = store.beginCommit(1);
       const waiting = store.whenNoCommit(10_000).then(() => (resolved = true));
       await new Promise((r) => setTimeout(r, 50));
       expect(resolved).toBe(false);
       pending.abandon();
       await waiting;
       expect(resolved).toBe(true);
-      const other = store.beginCommit();
+      const other = store.beginCommit(2);
       const t = performance.now();
       await store.whenNoCommit(100);
       expect(performance.now() - t).toBeGreaterThanOrEqual(90);

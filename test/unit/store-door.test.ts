@@ -3,6 +3,7 @@ import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { batchKey, Meta } from "../../src/storage/keys.js";
 import { levelDb } from "../../src/storage/level-db.js";
 import { LevelStore, type TreeRecordKey } from "../../src/storage/level-store.js";
+import { NODE_FORMAT } from "../../src/trees/node-record.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
@@ -48,7 +49,8 @@ describe("LevelStore's door: what escape, prune, check, backup and load use inst
       );
       expect(await store.isEmpty()).toBe(false);
       expect(await store.getIdentity()).toEqual(identity);
-      expect(await store.getMeta(Meta.format)).toBe(2);
+      expect(await store.getMeta(Meta.format)).toBe(NODE_FORMAT);
+      expect(NODE_FORMAT).toBe(3);
       expect(await store.getMeta(Meta.importedFrom)).toEqual({ batch_id: 7 });
       expect((await store.getBatch(7))?.claim_hash).toBe(record(7).claim_hash);
       expect(await store.getCursor()).toEqual({ next_batch_id: 8, last_accepted_batch_id: 7 });
@@ -79,28 +81,38 @@ describe("LevelStore's door: what escape, prune, check, backup and load use inst
     }
   });
 
-  it("treeRecords lists nodes then leaves; deleteTreeRecords deletes only those named", async () => {
+  it("treeRecords lists by gen, nodes then leaves; deleteTreeRecords deletes only those named", async () => {
     const store = await openStore();
     try {
-      await store.commitBatch(record(0), writes(0xaa, 3, 64), writes(0x11, 2, 96));
+      await store.commitBatch(record(4), writes(0xaa, 3, 72), writes(0x11, 2, 96));
+      // A later batch's records come after the earlier batch's, whatever their hashes; its retire
+      // key (deleted at once) is never listed.
+      await store.commitBatch(record(300), writes(0x05, 1, 69), writes(0x06, 1, 96));
       const all: TreeRecordKey[] = [];
       for await (const r of store.treeRecords()) all.push(r);
-      expect(all.map((r) => `${r.node ? "node" : "leaf"} ${hex(r.hash.subarray(0, 2))}`)).toEqual([
-        "node aa00",
-        "node aa01",
-        "node aa02",
-        "leaf 1100",
-        "leaf 1101",
+      expect(all.map((r) => `${r.gen} ${r.node ? "node" : "leaf"} ${hex(r.hash.subarray(0, 2))}`)).toEqual([
+        "4 node aa00",
+        "4 node aa01",
+        "4 node aa02",
+        "4 leaf 1100",
+        "4 leaf 1101",
+        "300 node 0500",
+        "300 leaf 0600",
       ]);
       expect(all.every((r) => r.hash.length === 32)).toBe(true);
-      await store.deleteTreeRecords([all[1]!, all[4]!]);
-      const [n0, n1] = await store.getNodes([all[0]!.hash, all[1]!.hash]);
-      expect(n0).toEqual(new Uint8Array(64).fill(1));
+      await store.deleteTreeRecords([all[1]!, all[4]!, all[5]!]);
+      const [n0, n1, n5] = await store.getNodes([all[0]!.hash, all[1]!.hash, all[5]!.hash], [4, 4, 300]);
+      expect(n0).toEqual(new Uint8Array(72).fill(1));
       expect(n1).toBeUndefined();
-      const [l0, l1] = await store.getLeafRecords([all[3]!.hash, all[4]!.hash]);
+      expect(n5).toBeUndefined();
+      const [l0, l1, l6] = await store.getLeafRecords(
+        [all[3]!.hash, all[4]!.hash, all[6]!.hash],
+        [4, 4, 300],
+      );
       expect(new Uint8Array(l0!)).toEqual(new Uint8Array(96).fill(1));
       expect(l1).toBeUndefined();
-      expect(await store.getBatch(0)).toBeDefined(); // the batch record is not a tree record
+      expect(new Uint8Array(l6!)).toEqual(new Uint8Array(96).fill(1));
+      expect(await store.getBatch(4)).toBeDefined(); // the batch record is not a tree record
     } finally {
       await store.close();
     }

@@ -23,10 +23,14 @@ describe("per-tree detail of a batch (dacd run --debug)", () => {
       const a: TreeSpec = { name: "order", kind, height: kind === "merkle" ? 16 : 251, leaf: "order" };
       const b: TreeSpec = { ...a, name: "rollup_vault" as TreeName };
       const store = new MemoryNodeStore();
-      const first = await computeRoots(engine, store, [a, b], null, {
-        order: randomChanges(1, 40, 16),
-        rollup_vault: randomChanges(2, 7, 16),
-      });
+      const first = await computeRoots(
+        engine,
+        store,
+        [a, b],
+        null,
+        { order: randomChanges(1, 40, 16), rollup_vault: randomChanges(2, 7, 16) },
+        1,
+      );
       store.putNodes(first.newNodes);
       expect(first.trees.order).toMatchObject({ leaves: 40 });
       expect(first.trees.rollup_vault).toMatchObject({ leaves: 7 });
@@ -36,10 +40,16 @@ describe("per-tree detail of a batch (dacd run --debug)", () => {
       expect(first.trees.order!.nodes_written).toBeGreaterThan(first.trees.rollup_vault!.nodes_written);
 
       // The next batch reads the paths of the first.
-      const second = await computeRoots(engine, store, [a, b], first.roots, {
-        order: randomChanges(3, 5, 16),
-        rollup_vault: new Map(),
-      });
+      const second = await computeRoots(
+        engine,
+        store,
+        [a, b],
+        { roots: first.roots, gens: first.rootGens },
+        { order: randomChanges(3, 5, 16), rollup_vault: new Map() },
+        2,
+      );
+      // The unchanged tree keeps its root, written by the first batch.
+      expect(second.rootGens).toEqual({ order: 2, rollup_vault: 1 });
       expect(second.trees.order!.leaves).toBe(5);
       expect(second.trees.order!.nodes_read).toBeGreaterThan(0);
       expect(second.trees.order!.nodes_written).toBe(second.newNodes.length);
