@@ -38,7 +38,10 @@ export interface CatchupResult {
   /** JSON parse (json_parse_s) and the typed parse of the leaves together. */
   parse_s: number;
   json_parse_s: number;
+  /** Verification and signature, up to the batch's write being queued. */
   verify_s: number;
+  /** The write's tail until it was durable, overlapping the next batch's verification. */
+  store_s: number;
   post_s: number;
   /** Time the member waited for a batch that was not fetched and parsed yet when its turn came. */
   wait_s: number;
@@ -46,7 +49,14 @@ export interface CatchupResult {
   event_loop_max_ms: number;
   event_loop_p99_ms: number;
   /** Event-loop turns longer than 50 ms: how many, and in which of the member's stages they fell. */
-  stalls_over_50ms: { count: number; verify: number; post: number; other: number; longest_stage: string };
+  stalls_over_50ms: {
+    count: number;
+    verify: number;
+    store: number;
+    post: number;
+    other: number;
+    longest_stage: string;
+  };
   /** Bytes of one batch's get_batch_data answer (the largest). */
   body_mb: number;
   bulk_load_s: number;
@@ -79,7 +89,7 @@ const STALL_MS = 50;
 
 /**
  * Records the event loop's turns longer than STALL_MS (a 5 ms timer that came late), to say in
- * which of the member's stages (from onBatchTimes: verify, post, or neither) they fell.
+ * which of the member's stages (from onBatchTimes: verify, store, post, or none) they fell.
  */
 function stallRecorder(): { stop(): [number, number][] } {
   const stalls: [number, number][] = [];
@@ -279,8 +289,10 @@ export async function runCatchup(opts: {
     let warmed: () => void = () => undefined;
     const warm = new Promise<void>((resolve) => (warmed = resolve));
     const times = new Map<number, BatchTimes>();
-    // Each batch's verify and post intervals (performance.now()), reconstructed when it is reported.
-    const stages: { stage: "verify" | "post"; from: number; to: number }[] = [];
+    // Each batch's verify, store and post intervals (performance.now()), reconstructed when it is
+    // reported; a batch's store and post overlap the next batch's verification, which is listed
+    // first so that a stall is put down to it.
+    const stages: { stage: "verify" | "store" | "post"; from: number; to: number }[] = [];
     const lines = {
       write(line: string): void {
         if (line.includes('"node cache warmed"')) warmed();
@@ -294,8 +306,10 @@ export async function runCatchup(opts: {
         onBatchTimes: (id, t) => {
           times.set(id, t);
           const end = performance.now();
+          const verified = end - t.postMs - t.storeMs;
+          stages.unshift({ stage: "verify", from: verified - t.verifyMs, to: verified });
+          stages.push({ stage: "store", from: verified, to: end - t.postMs });
           stages.push({ stage: "post", from: end - t.postMs, to: end });
-          stages.push({ stage: "verify", from: end - t.postMs - t.verifyMs, to: end - t.postMs });
         },
       },
     });
@@ -346,6 +360,7 @@ export async function runCatchup(opts: {
       parse_s: sum((t) => t.jsonParseMs + t.parseMs),
       json_parse_s: sum((t) => t.jsonParseMs),
       verify_s: sum((t) => t.verifyMs),
+      store_s: sum((t) => t.storeMs),
       post_s: sum((t) => t.postMs),
       wait_s: sum((t) => t.waitMs),
       event_loop_max_ms: delay.max / 1e6,
@@ -353,6 +368,7 @@ export async function runCatchup(opts: {
       stalls_over_50ms: {
         count: stalls.length,
         verify: stallStages.filter((s) => s === "verify").length,
+        store: stallStages.filter((s) => s === "store").length,
         post: stallStages.filter((s) => s === "post").length,
         other: stallStages.filter((s) => s === "other").length,
         longest_stage: longest.i >= 0 ? stallStages[longest.i]! : "none",
@@ -371,7 +387,7 @@ export async function runCatchup(opts: {
       .sort((a, b) => a[0] - b[0])
       .map(
         ([id, t]) =>
-          `${id}: wait ${t.waitMs.toFixed(0)} verify ${t.verifyMs.toFixed(0)} post ${t.postMs.toFixed(0)} (fetch ${t.fetchMs.toFixed(0)} json ${t.jsonParseMs.toFixed(0)} parse ${t.parseMs.toFixed(0)})`,
+          `${id}: wait ${t.waitMs.toFixed(0)} verify ${t.verifyMs.toFixed(0)} store ${t.storeMs.toFixed(0)} post ${t.postMs.toFixed(0)} (fetch ${t.fetchMs.toFixed(0)} json ${t.jsonParseMs.toFixed(0)} parse ${t.parseMs.toFixed(0)})`,
       );
     log(`catchup: per batch (ms): ${each.join("; ")}`);
     return out;
@@ -388,24 +404,24 @@ export function printCatchup(r: CatchupResult, quick: boolean): void {
     `\nCatch-up through the wire${quick ? " (--quick: a tenth of the state and of each batch)" : ""}: dacd's member against a local HTTP gateway, ${r.batches} W-spot batches of ${r.body_mb.toFixed(1)} MB JSON`,
   );
   console.log(
-    "| batches/s | steady batches/s | wall s | fetch s | parse s (JSON) | verify s | post s | waiting s | event loop max ms (p99) | load avg before/after |",
+    "| batches/s | steady batches/s | wall s | fetch s | parse s (JSON) | verify s | store s | post s | waiting s | event loop max ms (p99) | load avg before/after |",
   );
-  console.log("|---|---|---|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|");
   console.log(
-    `| ${r.batches_per_s.toFixed(2)} | ${r.steady_batches_per_s.toFixed(2)} | ${r.wall_s.toFixed(1)} | ${r.fetch_s.toFixed(1)} | ${r.parse_s.toFixed(1)} (${r.json_parse_s.toFixed(1)}) | ${r.verify_s.toFixed(1)} | ${r.post_s.toFixed(1)} | ${r.wait_s.toFixed(1)} | ${r.event_loop_max_ms.toFixed(0)} (${r.event_loop_p99_ms.toFixed(0)}) | ${r.load_avg.map((l) => l.toFixed(2)).join(" / ")} |`,
+    `| ${r.batches_per_s.toFixed(2)} | ${r.steady_batches_per_s.toFixed(2)} | ${r.wall_s.toFixed(1)} | ${r.fetch_s.toFixed(1)} | ${r.parse_s.toFixed(1)} (${r.json_parse_s.toFixed(1)}) | ${r.verify_s.toFixed(1)} | ${r.store_s.toFixed(1)} | ${r.post_s.toFixed(1)} | ${r.wait_s.toFixed(1)} | ${r.event_loop_max_ms.toFixed(0)} (${r.event_loop_p99_ms.toFixed(0)}) | ${r.load_avg.map((l) => l.toFixed(2)).join(" / ")} |`,
   );
   console.log(
     `CPU per batch: ${r.cpu_s_per_batch.toFixed(2)} s in all (the member's main thread busy ${r.main_thread_s_per_batch.toFixed(2)} s; the gateway's process not counted)`,
   );
   const st = r.stalls_over_50ms;
   console.log(
-    `event-loop turns over 50 ms: ${st.count} (during a verification ${st.verify}, a post ${st.post}, neither ${st.other}; the longest during ${st.longest_stage})`,
+    `event-loop turns over 50 ms: ${st.count} (during a verification ${st.verify}, a write's tail ${st.store}, a post ${st.post}, neither ${st.other}; the longest during ${st.longest_stage})`,
   );
   if (r.prepare_verify_s !== undefined)
     console.log(
       `the same batches verified by the bench alone (verifyParsedAndStore, no HTTP, no JSON, no daemon) when they were prepared: ${r.prepare_verify_s.toFixed(1)} s, ${(r.prepare_verify_s / r.batches).toFixed(2)} s a batch`,
     );
   console.log(
-    "(fetch and parse are sums over the batches and overlap the verification of earlier ones; waiting is the time the member waited for a batch not yet fetched and parsed)",
+    "(fetch and parse are sums over the batches and overlap the verification of earlier ones; store (a batch's write until durable) and post overlap the verification of the next; waiting is the time the member waited for a batch not yet fetched and parsed)",
   );
 }

@@ -112,10 +112,38 @@ export async function verifyParsedAndStore(
   update: StateUpdate,
   started = performance.now(),
 ): Promise<{ record: BatchRecord; detail: VerifyDetail }> {
+  const { record, detail, stored } = await verifyParsedAndStartStore(ctx, batchId, update, started);
+  await stored;
+  return { record, detail: detail.reused ? detail : { ...detail, durationMs: performance.now() - started } };
+}
+
+/** A batch verified and signed whose durable write may still be under way. */
+export interface VerifiedBatch {
+  readonly record: BatchRecord;
+  /** durationMs: up to the write being queued. */
+  readonly detail: VerifyDetail;
+  /**
+   * Settles with the batch's write (at once for a batch stored before). Nothing of the batch (its
+   * signature) may leave the process before it resolves; if it rejects, the batch is not stored.
+   */
+  readonly stored: Promise<void>;
+}
+
+/**
+ * verifyParsedAndStore up to the write: returns once the batch's write is queued (LevelStore.
+ * startCommit). The next batch may then be verified on top of this one while it is written.
+ */
+export async function verifyParsedAndStartStore(
+  ctx: VerifyContext,
+  batchId: number,
+  update: StateUpdate,
+  started = performance.now(),
+): Promise<VerifiedBatch> {
   // Checked here too so that no caller can sign a stored batch id a second time.
-  const existing = await ctx.store.getBatch(batchId);
-  if (existing) return { record: existing, detail: REUSED };
-  const prev = update.prevBatchId === -1 ? undefined : await ctx.store.getBatch(update.prevBatchId);
+  const existing = await storedOrInFlight(ctx.store, batchId);
+  if (existing) return { record: existing.record, detail: REUSED, stored: existing.durable };
+  const prev =
+    update.prevBatchId === -1 ? undefined : (await storedOrInFlight(ctx.store, update.prevBatchId))?.record;
   if (update.prevBatchId !== -1 && !prev) {
     throw new DacdError(
       "UNKNOWN_PREV_BATCH",
@@ -154,14 +182,26 @@ export async function verifyParsedAndStore(
       (out) => pending.putNew(out.newNodes, out.newLeaves),
       ctx.treeWalk,
     );
-    return await signAndStore(ctx, batchId, update, prev, computed, pending, started);
-  } finally {
+    return await signAndStartStore(ctx, batchId, update, prev, computed, pending, started);
+  } catch (err) {
     pending.abandon();
+    throw err;
   }
 }
 
-/** Checks the recomputed roots, signs the claim and stores the batch (one atomic, fsynced write). */
-async function signAndStore(
+/** A batch stored, or verified and being written: its record, and when it is (or was) durable. */
+async function storedOrInFlight(
+  store: LevelStore,
+  batchId: number,
+): Promise<{ record: BatchRecord; durable: Promise<void> } | undefined> {
+  const inFlight = store.batchInFlight(batchId);
+  if (inFlight) return inFlight;
+  const record = await store.getBatch(batchId);
+  return record && { record, durable: Promise.resolve() };
+}
+
+/** Checks the recomputed roots, signs the claim and queues the batch's one atomic, fsynced write. */
+async function signAndStartStore(
   ctx: VerifyContext,
   batchId: number,
   update: StateUpdate,
@@ -169,7 +209,7 @@ async function signAndStore(
   computed: ComputedRoots,
   pending: PendingCommit,
   started: number,
-): Promise<{ record: BatchRecord; detail: VerifyDetail }> {
+): Promise<VerifiedBatch> {
   const roots = checkRoots(ctx, batchId, update, computed.roots);
 
   const sequenceNumber = prev ? prev.sequence_number + 1 : 0;
@@ -187,10 +227,11 @@ async function signAndStore(
     member_key: ctx.signer.memberKey,
     verified_at: new Date().toISOString(),
   };
-  await ctx.store.commitBatch(record, computed.newNodes, computed.newLeaves, pending);
+  const { durable } = ctx.store.startCommit(record, computed.newNodes, computed.newLeaves, pending);
   const leaves = Object.fromEntries(Object.entries(update.changes).map(([k, v]) => [k, v.size]));
   return {
     record,
+    stored: durable,
     detail: {
       reused: false,
       leaves,

@@ -4,7 +4,8 @@ import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import {
   REUSED,
-  verifyParsedAndStore,
+  verifyParsedAndStartStore,
+  type VerifiedBatch,
   type VerifyContext,
   type VerifyDetail,
 } from "../pipeline/verify-batch.js";
@@ -76,6 +77,8 @@ export class Member {
   private readonly prefetch: BatchPrefetcher;
   /** Reads the answers in worker threads (null: on this thread). */
   private readonly parser: BatchParser | null;
+  /** The batch verified last, while it is written and posted (step). */
+  private finishing: { batchId: number; done: Promise<void> } | null = null;
 
   constructor(
     private readonly ctx: VerifyContext,
@@ -111,6 +114,8 @@ export class Member {
     try {
       await this.loop(signal);
     } finally {
+      // Its write settles before the store can close (a stop leaves it unposted, like any batch).
+      await this.drain().catch(() => undefined);
       this.parser?.close();
     }
     this.state.phase = "stopped";
@@ -147,68 +152,136 @@ export class Member {
     }
   }
 
-  /** Handles the next batch; returns true when the cursor advanced. */
+  /**
+   * Handles the next batch; returns true when the cursor advanced or will (a batch is finishing).
+   * A freshly verified batch is finished (written, posted, the cursor moved) while the next one is
+   * verified on top of it: at most one batch finishes at a time, and posts keep the ids' order.
+   */
   private async step(signal: AbortSignal): Promise<boolean> {
-    const batchId = this.state.nextBatchId;
+    try {
+      return await this.stepAhead(signal);
+    } catch (err) {
+      // The batch before comes first: if it failed too, its failure is the one to report.
+      await this.drain();
+      throw err;
+    }
+  }
+
+  private async stepAhead(signal: AbortSignal): Promise<boolean> {
+    const behind = this.finishing;
+    const batchId = behind ? behind.batchId + 1 : this.state.nextBatchId;
     if (this.feeder) {
       const last = await this.feeder.getLastBatchId();
       this.state.feederLastBatchId = last;
       this.events.onFeeder?.(last);
-      if (batchId > last) return false;
+      if (batchId > last) return this.settled(behind);
       this.state.phase = "catching_up";
     }
 
-    let record = await this.store.getBatch(batchId);
-    if (record?.shadowed_at && !record.accepted_at) {
+    if (await this.store.getBatch(batchId)) {
+      // Stored by an earlier run: handled once every batch before it is finished.
+      await this.drain();
+      return this.stepStored(batchId);
+    }
+    // Fetched ahead, or now; batches up to the feeder's last one are fetched ahead meanwhile.
+    const taken = await this.prefetch.take(batchId, this.feeder ? this.state.feederLastBatchId : undefined);
+    const fetched = taken.batch;
+    if (fetched === null) return this.settled(behind); // not ready yet
+    let verified: VerifiedBatch;
+    try {
+      // The checks against the store (previous batch, stored claim) are made here, in turn.
+      verified = await verifyParsedAndStartStore(this.ctx, batchId, fetched.update());
+    } catch (err) {
+      // A retry fetches afresh: the batches fetched ahead may be what the operator replaces.
+      this.prefetch.drop();
+      await this.drain(); // before the refusal is handled: the batch before may fail yet
+      if (isDacdError(err) && isRefusal(err.code)) {
+        this.events.onRefused?.(batchId, err);
+        if (await this.abandonedByOperator(batchId)) return true;
+      }
+      throw err;
+    }
+    const verifiedAt = performance.now();
+    const done = (async () => {
+      await behind?.done;
+      await this.finish(verified, signal, { batch: fetched, waitMs: taken.waitMs, verifiedAt });
+    })();
+    done.catch(() => undefined); // observed by the next step or drain
+    this.finishing = { batchId, done };
+    if (behind) {
+      try {
+        await behind.done;
+      } catch (err) {
+        // This batch is not posted: the retry takes both from the store (or verifies it again).
+        await verified.stored.catch(() => undefined);
+        this.finishing = null;
+        throw err;
+      }
+    }
+    return true;
+  }
+
+  /** A batch stored by an earlier run, once every batch before it is finished. */
+  private async stepStored(batchId: number): Promise<boolean> {
+    const record = (await this.store.getBatch(batchId))!;
+    if (record.shadowed_at && !record.accepted_at) {
       // Passed in shadow mode before a crash that came before the cursor write: never posted.
       await markShadowed(this.store, record, new Date(record.shadowed_at));
       this.state.nextBatchId = batchId + 1;
       return true;
     }
-    if (record?.accepted_at) {
+    if (record.accepted_at) {
       // Accepted before a crash that came before the cursor write: move on.
       await this.store.markAccepted(record, new Date(record.accepted_at));
       this.state.nextBatchId = batchId + 1;
       return true;
     }
-    let detail: VerifyDetail = REUSED;
-    let fetched: { batch: FetchedBatch; waitMs: number } | undefined;
-    if (!record) {
-      // Fetched ahead, or now; batches up to the feeder's last one are fetched ahead meanwhile.
-      const taken = await this.prefetch.take(batchId, this.feeder ? this.state.feederLastBatchId : undefined);
-      if (taken.batch === null) return false; // not ready yet
-      fetched = { batch: taken.batch, waitMs: taken.waitMs };
-      try {
-        // The checks against the store (previous batch, stored claim) are made here, in turn.
-        ({ record, detail } = await verifyParsedAndStore(this.ctx, batchId, taken.batch.update()));
-      } catch (err) {
-        // A retry fetches afresh: the batches fetched ahead may be what the operator replaces.
-        this.prefetch.drop();
-        if (isDacdError(err) && isRefusal(err.code)) {
-          this.events.onRefused?.(batchId, err);
-          if (await this.abandonedByOperator(batchId)) return true;
-        }
-        throw err;
-      }
-    } else {
-      this.log.info({ batch_id: batchId }, "re-posting the stored signature of a verified batch");
-    }
-    if (signal.aborted) return false;
+    this.log.info({ batch_id: batchId }, "re-posting the stored signature of a verified batch");
+    if (postsClaims(this.state.mode)) await this.post(record, REUSED);
+    else await this.shadow(record, REUSED);
+    return true;
+  }
+
+  /** Once a verified batch is durably written: posts it (or logs it in shadow mode), in turn. */
+  private async finish(
+    verified: VerifiedBatch,
+    signal: AbortSignal,
+    fetched: { batch: FetchedBatch; waitMs: number; verifiedAt: number },
+  ): Promise<void> {
+    let storedAt = 0;
+    await verified.stored.then(() => (storedAt = performance.now()));
+    if (signal.aborted) return;
+    const { record, detail } = verified;
     const posting = performance.now();
     if (postsClaims(this.state.mode)) await this.post(record, detail);
     else await this.shadow(record, detail);
-    if (fetched) {
-      const { batch, waitMs } = fetched;
-      this.events.onBatchTimes?.(batchId, {
-        fetchMs: batch.fetchMs,
-        jsonParseMs: batch.jsonParseMs,
-        parseMs: batch.parseMs,
-        waitMs,
-        verifyMs: detail.durationMs,
-        postMs: performance.now() - posting,
-      });
+    const { batch, waitMs, verifiedAt } = fetched;
+    this.events.onBatchTimes?.(record.batch_id, {
+      fetchMs: batch.fetchMs,
+      jsonParseMs: batch.jsonParseMs,
+      parseMs: batch.parseMs,
+      waitMs,
+      verifyMs: detail.durationMs,
+      storeMs: Math.max(0, storedAt - verifiedAt),
+      postMs: performance.now() - posting,
+    });
+  }
+
+  /** Waits for the batch finishing, if any (throwing its failure); afterwards none is. */
+  private async drain(): Promise<void> {
+    const finishing = this.finishing;
+    if (!finishing) return;
+    try {
+      await finishing.done;
+    } finally {
+      if (this.finishing === finishing) this.finishing = null;
     }
-    return true;
+  }
+
+  /** No batch to verify now: true if one was still finishing (the cursor moved), once it is done. */
+  private async settled(behind: { done: Promise<void> } | null): Promise<boolean> {
+    await this.drain();
+    return behind !== null;
   }
 
   /** Shadow mode: the batch is verified, stored and signed; its signature is logged, never posted. */

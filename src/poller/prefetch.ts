@@ -26,8 +26,10 @@ export interface BatchTimes {
   readonly parseMs: number;
   /** How long the member waited for the batch when its turn came (0 when it was ready). */
   readonly waitMs: number;
-  /** Verification, signature and the durable write of the batch. */
+  /** Verification and signature, until the batch's write was queued. */
   readonly verifyMs: number;
+  /** From then until the write was durable (the next batch is verified meanwhile). */
+  readonly storeMs: number;
   /** approve_new_roots and the cursor write (shadow mode: the cursor write). */
   readonly postMs: number;
 }

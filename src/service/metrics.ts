@@ -169,7 +169,7 @@ export class DacdMetrics {
     });
     this.verifySeconds = new Histogram({
       name: `${PREFIX}batch_verify_seconds`,
-      help: 'Time to verify and store one batch; tree="all" is the whole batch (trees run concurrently)',
+      help: 'Time to verify and sign one batch, up to its write being queued; tree="all" is the whole batch (trees run concurrently)',
       labelNames: ["tree"],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
       registers,

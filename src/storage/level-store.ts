@@ -26,6 +26,7 @@ import {
 import { BULK_SPILL_DIR, BulkWriter, type BulkWriterOptions } from "./bulk-writer.js";
 import { type Db, LEVEL_DB } from "./level-db.js";
 import { tableFilesWithinLimit } from "./open-files.js";
+import { UnwrittenBatch } from "./unwritten-batch.js";
 import type { PruneInfo } from "./prune-info.js";
 import { putSorted, rawPut } from "./sorted-puts.js";
 import { asStoreError } from "./store-errors.js";
@@ -84,6 +85,10 @@ export class LevelStore implements NodeSource {
   private writeLock: Promise<unknown> = Promise.resolve();
   /** Verifications under way: from beginCommit until their commit is written or abandoned. */
   private openCommits = 0;
+  /** Batches whose write startCommit queued and which LevelDB does not hold yet, by id (gen). */
+  private readonly unwritten = new Map<number, UnwrittenBatch>();
+  /** Batches whose write failed, so that no batch built on one of them is written. */
+  private readonly failedWrites = new Set<number>();
   private commitWaiters: (() => void)[] = [];
 
   private constructor(
@@ -221,8 +226,41 @@ export class LevelStore implements NodeSource {
     hashes: readonly Uint8Array[],
     gens: ArrayLike<number>,
   ): Promise<(Uint8Array | undefined)[]> {
-    if (hashes.length === 0) return [];
     if (gens.length !== hashes.length) throw new RangeError("a gen for every hash is needed");
+    if (this.unwritten.size > 0) return this.getTreeRecordsBesideUnwritten(kind, hashes, gens);
+    return this.readTreeRecords(kind, hashes, gens);
+  }
+
+  /** getTreeRecords while batches are being written: their gens' records come from memory. */
+  private async getTreeRecordsBesideUnwritten(
+    kind: number,
+    hashes: readonly Uint8Array[],
+    gens: ArrayLike<number>,
+  ): Promise<(Uint8Array | undefined)[]> {
+    const out = new Array<Uint8Array | undefined>(hashes.length);
+    const stored: number[] = [];
+    for (let i = 0; i < hashes.length; i++) {
+      const batch = this.unwritten.get(gens[i]!);
+      if (batch) out[i] = batch.find(kind, hashes[i]!);
+      else stored.push(i);
+    }
+    if (stored.length === hashes.length) return this.readTreeRecords(kind, hashes, gens);
+    const found = await this.readTreeRecords(
+      kind,
+      stored.map((i) => hashes[i]!),
+      stored.map((i) => gens[i]!),
+    );
+    for (let k = 0; k < stored.length; k++) out[stored[k]!] = found[k];
+    return out;
+  }
+
+  /** Tree records from LevelDB. */
+  private async readTreeRecords(
+    kind: number,
+    hashes: readonly Uint8Array[],
+    gens: ArrayLike<number>,
+  ): Promise<(Uint8Array | undefined)[]> {
+    if (hashes.length === 0) return [];
     // Looked up in key order (treeKeyOrder). The keys are views of one buffer (classic-level
     // copies each key when called), not an ArrayBuffer each.
     const order = treeKeyOrder(hashes, gens);
@@ -348,18 +386,61 @@ export class LevelStore implements NodeSource {
     leaves: NodeWrites,
     pending = this.beginCommit(record.batch_id),
   ): Promise<void> {
-    try {
-      pending.putNew(nodes, leaves);
-      await pending.allPut();
-      pending.batch.put(batchKey(record.batch_id), json(record));
-      await this.withWriteLock(async () => {
+    await this.startCommit(record, nodes, leaves, pending).durable;
+  }
+
+  /**
+   * commitBatch without waiting for the write: queues it and returns `durable`, which settles when
+   * the write does. Until then the batch is readable here as if written (its records by gen, its
+   * record by batchInFlight), so the next batch can be verified on top of it while it is put,
+   * written and fsynced. Writes keep the order of the calls, and a batch built on one whose write
+   * failed (or was refused) is refused.
+   */
+  startCommit(
+    record: BatchRecord,
+    nodes: NodeWrites,
+    leaves: NodeWrites,
+    pending = this.beginCommit(record.batch_id),
+  ): { durable: Promise<void> } {
+    const gen = record.batch_id;
+    pending.putNew(nodes, leaves);
+    // The lock is taken now, so writes keep the order of these calls; the records still being put
+    // are put in its turn, on this thread, between the next batch's steps.
+    const durable = this.withWriteLock(async () => {
+      try {
+        const prev = record.prev_batch_id;
+        if (this.failedWrites.has(prev))
+          throw new DacdError("STORE", `batch ${gen} builds on batch ${prev}, whose write failed`, {
+            batchId: gen,
+            field: "prev_batch_id",
+          });
+        await pending.allPut();
+        pending.batch.put(batchKey(gen), json(record));
         for (const listener of this.commitListeners) listener(record, nodes, leaves);
         await pending.batch.write({ sync: true });
-        await this.retireMemtable(record.batch_id);
-      });
-    } finally {
+      } catch (err) {
+        this.failedWrites.add(gen);
+        throw err;
+      }
+      this.failedWrites.delete(gen);
+      await this.retireMemtable(gen);
+    }).finally(() => {
+      if (this.unwritten.get(gen) === unwritten) this.unwritten.delete(gen);
       pending.abandon();
-    }
+    });
+    const unwritten = new UnwrittenBatch(record, nodes, leaves, durable);
+    this.unwritten.set(gen, unwritten);
+    // Whoever holds `durable` sees a failure; this only keeps an unobserved one from being fatal.
+    durable.catch(() => undefined);
+    return { durable };
+  }
+
+  /**
+   * A batch verified and handed to startCommit whose write has not finished: its record and a
+   * promise that settles with the write. Undefined once the write is done (then getBatch has it).
+   */
+  batchInFlight(batchId: number): { record: BatchRecord; durable: Promise<void> } | undefined {
+    return this.unwritten.get(batchId);
   }
 
   /**

@@ -146,6 +146,45 @@ describe("catching up with fetches running ahead", () => {
     expect(gw.conflictingClaims()).toEqual([]);
   }, 90_000);
 
+  it("a post refused while the next batch is verified on top of it: posts stay in order, one claim each", async () => {
+    // A verified batch is written and posted while the next one is verified (member.ts): batch 3
+    // is verified and stored while batch 2's post is refused, and posted only after batch 2's.
+    const { gw, expected, setup } = await spotChainMember(cleanups);
+    const n = expected.batches.length;
+    const seen = record(gw);
+    const served = gw.interceptor!;
+    let refusals = 0;
+    gw.interceptor = async (req, res, url, body) => {
+      const post = url.pathname.endsWith("/approve_new_roots");
+      if (post && (JSON.parse(body) as { batch_id: number }).batch_id === 2 && refusals < 2) {
+        refusals++;
+        seen.push({ kind: "post", batchId: 2 });
+        res.writeHead(200, { "content-type": "application/str" }).end("not now");
+        return true;
+      }
+      return served(req, res, url, body);
+    };
+    const daemon = await startQuietDaemon(setup.config);
+    cleanups.push(() => daemon.stop());
+    // The cursor moves once the acceptance is stored, after the gateway's answer.
+    await waitFor(() => daemon.member.state.nextBatchId === n, 60_000, "every batch accepted");
+    await daemon.stop();
+
+    expect(seen.filter((s) => s.kind === "post").map((s) => s.batchId)).toEqual([0, 1, 2, 2, 2, 3, 4, 5]);
+    expect(gw.acceptedIds()).toEqual(expected.batches.map((b) => b.batch_id));
+    expect(gw.conflictingClaims()).toEqual([]);
+    for (const p of gw.posts) expect(p.claim_hash).toBe(expected.batches[p.batch_id]!.claim_hash);
+    const store = await LevelStore.open(setup.config.dataDir);
+    try {
+      const [two, three] = [(await store.getBatch(2))!, (await store.getBatch(3))!];
+      expect(Date.parse(three.verified_at)).toBeLessThan(Date.parse(two.accepted_at!));
+      expect(Date.parse(three.accepted_at!)).toBeGreaterThanOrEqual(Date.parse(two.accepted_at!));
+      expect((await store.getCursor())?.next_batch_id).toBe(n);
+    } finally {
+      await store.close();
+    }
+  }, 90_000);
+
   it("SIGKILL while fetches run ahead: each restart resumes at the stored cursor, nothing signed twice or skipped", async () => {
     const { gw, expected, setup } = await spotChainMember(cleanups);
     const n = expected.batches.length;

@@ -150,3 +150,98 @@ describe("PendingCommit: records put while a batch is verified", () => {
     ]);
   });
 });
+
+describe("startCommit: a batch readable while its write is under way", () => {
+  let dir: string;
+  let store: LevelStore;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "dacd-inflight-"));
+    store = await LevelStore.open(dir);
+  });
+  afterEach(async () => {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Holds the store's writes back until the returned function is called. */
+  function holdWrites(): () => void {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    void store.withWriteLock(() => gate);
+    return release;
+  }
+
+  const hex = (r: Uint8Array | undefined) => r && Buffer.from(r).toString("hex");
+
+  it("serves the batch's records by its gen from memory until LevelDB has them, then from LevelDB", async () => {
+    const stored = new NodeWrites();
+    addRecords(stored, 20, 50);
+    await store.commitBatch(record(4), stored, new NodeWrites());
+
+    const nodes = new NodeWrites();
+    const leaves = new NodeWrites();
+    addRecords(nodes, 21, 3000);
+    addRecords(leaves, 22, 40);
+    // A hash twice in one batch (two equal subtrees): either copy answers.
+    nodes.add(nodes.hash(7), 0, nodes.record(7), 0, 72);
+    const release = holdWrites();
+    const { durable } = store.startCommit(record(5), nodes, leaves);
+    expect(store.batchInFlight(5)?.record.batch_id).toBe(5);
+    // LevelDB holds none of it yet (a snapshot view reads LevelDB alone)...
+    const view = store.snapshot();
+    expect(await view.getNodes([nodes.hash(0)], [5])).toEqual([undefined]);
+    expect(await view.getBatch(5)).toBeUndefined();
+    await view.close();
+    // ...while reads of the store get every record, mixed with stored ones, each in its place.
+    const picks = [0, 7, 2999, 1234, 3000];
+    const asked = [stored.hash(3), ...picks.map((i) => nodes.hash(i)), stored.hash(49)];
+    const gens = [4, 5, 5, 5, 5, 5, 4];
+    expect((await store.getNodes(asked, gens)).map(hex)).toEqual(
+      [stored.record(3), ...picks.map((i) => nodes.record(i)), stored.record(49)].map(hex),
+    );
+    // Only under its own gen and kind; an unknown hash of that gen is not found.
+    expect(await store.getNodes([nodes.hash(0)], [6])).toEqual([undefined]);
+    expect(await store.getNodes([leaves.hash(0)], [5])).toEqual([undefined]);
+    expect(await store.getNodes([stored.hash(0)], [5])).toEqual([undefined]);
+    expect((await store.getLeafRecords([leaves.hash(39)], [5])).map(hex)).toEqual([hex(leaves.record(39))]);
+
+    release();
+    await durable;
+    expect(store.batchInFlight(5)).toBeUndefined();
+    expect((await store.getBatch(5))?.batch_id).toBe(5);
+    const view2 = store.snapshot();
+    expect((await view2.getNodes([nodes.hash(2999)], [5])).map(hex)).toEqual([hex(nodes.record(2999))]);
+    await view2.close();
+  });
+
+  it("keeps the writes in order and refuses a batch built on one whose write failed", async () => {
+    const release = holdWrites();
+    const first = new NodeWrites();
+    addRecords(first, 30, 100);
+    const pending = store.beginCommit(6);
+    vi.spyOn(pending.batch, "write").mockRejectedValueOnce(new Error("No space left on device"));
+    const a = store.startCommit(record(6), first, new NodeWrites(), pending);
+    const second = new NodeWrites();
+    addRecords(second, 31, 100);
+    const b = store.startCommit(record(7), second, new NodeWrites());
+    // Batch 7 read batch 6's records while both were in flight.
+    expect((await store.getNodes([first.hash(5)], [6])).map(hex)).toEqual([hex(first.record(5))]);
+    const third = new NodeWrites();
+    addRecords(third, 32, 10);
+    const c = store.startCommit(record(8), third, new NodeWrites());
+    release();
+    await expect(a.durable).rejects.toThrow(/No space left/);
+    await expect(b.durable).rejects.toThrow(/batch 7 builds on batch 6, whose write failed/);
+    await expect(c.durable).rejects.toThrow(/batch 8 builds on batch 7, whose write failed/);
+    expect(await store.getBatch(6)).toBeUndefined();
+    expect(await store.getBatch(7)).toBeUndefined();
+    expect(await store.getNodes([first.hash(5), second.hash(5)], [6, 7])).toEqual([undefined, undefined]);
+    expect(store.batchInFlight(6)).toBeUndefined();
+
+    // Batch 6 written again (its retry) lets batch 7 through, and batch 8 after it.
+    await store.commitBatch(record(6), first, new NodeWrites());
+    await store.commitBatch(record(7), second, new NodeWrites());
+    await store.commitBatch(record(8), third, new NodeWrites());
+    expect((await store.getBatch(8))?.batch_id).toBe(8);
+  });
+});
