@@ -489,12 +489,25 @@ export async function runWorkload(
             return readClock.time(() => target.getNodes(hashes, gens));
           };
         }
-        if (prop === "commitBatch") {
-          // The commit clock times what is left when the batch is signed (the records not yet put,
-          // the write and its fsync); records put as each tree finished overlap its hashing.
+        // The commit clock times what is left when the batch is signed (the records not yet put,
+        // the write and its fsync); records put as each tree finished overlap its hashing. This
+        // build's verifier calls startCommit; an --alt-build of an older one may call commitBatch.
+        const countWrites = (nodes: NodeWrites, leaves: NodeWrites): void => {
+          writes += nodes.length + leaves.length + 1;
+          for (const list of [nodes, leaves]) writtenBytes += 33 * list.length + list.recordBytes;
+        };
+        if (prop === "startCommit") {
           return (record: never, nodes: NodeWrites, leaves: NodeWrites, pending?: PendingCommit) => {
-            writes += nodes.length + leaves.length + 1;
-            for (const list of [nodes, leaves]) writtenBytes += 33 * list.length + list.recordBytes;
+            countWrites(nodes, leaves);
+            const durable = commitClock.time(
+              () => target.startCommit(record, nodes, leaves, pending).durable,
+            );
+            return { durable };
+          };
+        }
+        if (prop === "commitBatch") {
+          return (record: never, nodes: NodeWrites, leaves: NodeWrites, pending?: PendingCommit) => {
+            countWrites(nodes, leaves);
             return commitClock.time(() => target.commitBatch(record, nodes, leaves, pending));
           };
         }
