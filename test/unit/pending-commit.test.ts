@@ -34,18 +34,19 @@ const record = (batchId: number): BatchRecord => ({
   verified_at: new Date(0).toISOString(),
 });
 
-describe("PendingCommit: records put while a batch is verified", () => {
-  let dir: string;
-  let store: LevelStore;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "dacd-pending-"));
-    store = await LevelStore.open(dir);
-  });
-  afterEach(async () => {
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+// Each test has a store of its own, in a fresh directory.
+let dir: string;
+let store: LevelStore;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "dacd-pending-"));
+  store = await LevelStore.open(dir);
+});
+afterEach(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
 
+describe("PendingCommit: records put while a batch is verified", () => {
   it("stores records put in several runs, and those added after the last run, in one commit", async () => {
     const nodes = new NodeWrites();
     const leaves = new NodeWrites();
@@ -152,17 +153,6 @@ describe("PendingCommit: records put while a batch is verified", () => {
 });
 
 describe("startCommit: a batch readable while its write is under way", () => {
-  let dir: string;
-  let store: LevelStore;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), "dacd-inflight-"));
-    store = await LevelStore.open(dir);
-  });
-  afterEach(async () => {
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-
   /** Holds the store's writes back until the returned function is called. */
   function holdWrites(): () => void {
     let release!: () => void;
