@@ -12,6 +12,7 @@
         "pedersen/kernel_ifma.c",
         "pedersen/safegcd.c",
         "napi_util.c",
+        "sd_notify.c",
         "trees/merkle.c",
         "trees/merkle_napi.c",
         "trees/patricia.c",

@@ -28,6 +28,7 @@
 
 #include "core.h"
 #include "../napi_call.h"
+#include "../sd_notify.h"
 #include "../trees/merkle_napi.h"
 #include "../trees/node_cache_napi.h"
 #include "../trees/patricia_napi.h"
@@ -289,7 +290,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       napi_create_string_utf8(env, find_kernel(NULL)->name, NAPI_AUTO_LENGTH, &v) != napi_ok ||
       napi_set_named_property(env, exports, "bestKernel", v) != napi_ok ||
       napi_create_uint32(env, PED_W, &v) != napi_ok || napi_set_named_property(env, exports, "windowBits", v) != napi_ok ||
-      !pt_register(env, exports) || !mt_register(env, exports) || !nc_register(env, exports))
+      !pt_register(env, exports) || !mt_register(env, exports) || !nc_register(env, exports) ||
+      !sd_register(env, exports))
     return NULL;
   return exports;
 }

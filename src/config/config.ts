@@ -58,6 +58,7 @@ export const OTHER_ENV: ReadonlySet<string> = new Set([
   "DACD_HASH_KERNEL",
   "DACD_TREE_WALK",
   "DACD_NODE_CACHE",
+  "DACD_SYSTEMD_NOTIFY",
   "DACD_NATIVE_ADDON",
   "DACD_SKIP_NATIVE",
   "DACD_NATIVE_REBUILD",

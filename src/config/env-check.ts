@@ -34,6 +34,8 @@ const SWITCHES: Readonly<Record<string, (value: string) => string | undefined>> 
   DACD_TREE_WALK: oneOf(TREE_WALKS),
   // Read where the node cache is made (src/trees/native-node-cache.ts).
   DACD_NODE_CACHE: oneOf(["auto", "js"]),
+  // Read where the systemd notifier is made (src/service/systemd.ts).
+  DACD_SYSTEMD_NOTIFY: oneOf(["auto", "exec"]),
   // Also the hash_engine key, but read by every command, with or without a configuration.
   DACD_HASH_ENGINE: oneOf(HASH_ENGINES),
   // The kernel's availability is checked when the native engine loads; here only its form.

@@ -40,7 +40,12 @@ async function slowNotifyEnv(dir: string): Promise<NodeJS.ProcessEnv> {
   const script = join(bin, "systemd-notify");
   await writeFile(script, '#!/bin/sh\ncase "$*" in *STOPPING=1*) sleep 3;; esac\nexit 0\n');
   await chmod(script, 0o755);
-  return { NOTIFY_SOCKET: join(dir, "notify.sock"), PATH: `${bin}:${process.env.PATH ?? ""}` };
+  // exec: the stand-in, not the addon's own sender, delivers the notifications.
+  return {
+    NOTIFY_SOCKET: join(dir, "notify.sock"),
+    PATH: `${bin}:${process.env.PATH ?? ""}`,
+    DACD_SYSTEMD_NOTIFY: "exec",
+  };
 }
 
 function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {

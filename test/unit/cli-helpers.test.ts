@@ -61,6 +61,10 @@ describe("command-line helpers", () => {
     expect(environmentProblems({ DACD_NODE_CACHE: "c" })).toEqual([
       'environment variable DACD_NODE_CACHE="c" must be one of auto, js',
     ]);
+    expect(environmentProblems({ DACD_SYSTEMD_NOTIFY: "exec" })).toEqual([]);
+    expect(environmentProblems({ DACD_SYSTEMD_NOTIFY: "spawn" })).toEqual([
+      'environment variable DACD_SYSTEMD_NOTIFY="spawn" must be one of auto, exec',
+    ]);
     const problems = environmentProblems({
       DACD_TREE_WALK: "fast",
       DACD_HASH_ENGINE: "gpu",

@@ -1,14 +1,18 @@
 import { chmod, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
+import { waitFor } from "../helpers/daemon.js";
 import { createLogger } from "../../src/logging.js";
 import { backupStore, listBackups } from "../../src/service/backup.js";
 import { scanBatchRecords } from "../../src/maintenance/records-check.js";
 import { JobRunner } from "../../src/service/jobs.js";
 import { DacdMetrics } from "../../src/service/metrics.js";
 import { createSystemdNotifier } from "../../src/service/systemd.js";
+import { loadNativeAddon } from "../../src/hash/native-engine.js";
 import { createSigner } from "../../src/signer/create-signer.js";
 import { batchKey } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
@@ -192,7 +196,7 @@ describe("systemd notifications", () => {
     expect(n.enabled).toBe(false);
   });
 
-  it("send READY and watchdog pings through systemd-notify when systemd asks for them", async () => {
+  it("send READY and watchdog pings through systemd-notify when told to (DACD_SYSTEMD_NOTIFY=exec)", async () => {
     const dir = await tempDir("dacd-notify-");
     const record = join(dir, "calls");
     const fake = join(dir, "systemd-notify");
@@ -201,7 +205,12 @@ describe("systemd notifications", () => {
     let healthy = true;
     const n = await createSystemdNotifier({
       log: createLogger({ level: "silent" }),
-      env: { PATH: dir, NOTIFY_SOCKET: "/run/systemd/notify", WATCHDOG_USEC: "1000000" },
+      env: {
+        PATH: dir,
+        NOTIFY_SOCKET: "/run/systemd/notify",
+        WATCHDOG_USEC: "1000000",
+        DACD_SYSTEMD_NOTIFY: "exec",
+      },
       healthy: async () => healthy,
     });
     expect(n.enabled).toBe(true);
@@ -216,4 +225,70 @@ describe("systemd notifications", () => {
     expect(before.filter((c) => c === `--pid=${process.pid} WATCHDOG=1`).length).toBeGreaterThanOrEqual(1);
     expect(calls.length).toBe(before.length); // no ping while unhealthy
   });
+
+  for (const kind of ["a path", "an abstract name"] as const) {
+    it.skipIf(!loadNativeAddon())(
+      `send READY and watchdog pings from dacd's own process to NOTIFY_SOCKET as ${kind}`,
+      async () => {
+        const dir = await tempDir("dacd-notify-");
+        const socket =
+          kind === "a path" ? join(dir, "notify.sock") : `@dacd-test-${process.pid}-${Date.now()}`;
+        const received = await datagramReceiver(socket);
+        let healthy = true;
+        const n = await createSystemdNotifier({
+          log: createLogger({ level: "silent" }),
+          // No systemd-notify on PATH: the addon sends, from this process.
+          env: { PATH: "/nonexistent", NOTIFY_SOCKET: socket, WATCHDOG_USEC: "1000000" },
+          healthy: async () => healthy,
+        });
+        expect(n.enabled).toBe(true);
+        await n.ready("signing");
+        await waitFor(() => received.messages.length >= 2, 5000, "a watchdog ping");
+        healthy = false;
+        const before = received.messages.length;
+        await sleep(1100);
+        await n.stopping();
+        await waitFor(() => received.messages.at(-1) === "STOPPING=1", 5000, "STOPPING=1");
+        n.close();
+        received.close();
+        expect(received.messages[0]).toBe("READY=1\nSTATUS=signing");
+        expect(received.messages.slice(1, before)).toEqual(new Array(before - 1).fill("WATCHDOG=1"));
+        expect(received.messages.length).toBe(before + 1); // no ping while unhealthy
+      },
+    );
+  }
+
+  it.skipIf(!loadNativeAddon())("log a socket that is not there, and keep running", async () => {
+    const lines: string[] = [];
+    const log = createLogger({
+      level: "warn",
+      destination: { write: (l: string) => void lines.push(l) },
+    });
+    const n = await createSystemdNotifier({ log, env: { NOTIFY_SOCKET: "/nonexistent/notify.sock" } });
+    await n.ready();
+    const warned = JSON.parse(lines.join("")) as { msg: string; error: string };
+    expect(warned.msg).toBe("sd_notify READY=1 failed");
+    expect(warned.error).toMatch(/No such file or directory/);
+  });
 });
+
+/** A Unix datagram socket bound at `socket` (python3, which node-gyp needs anyway), and what it got. */
+async function datagramReceiver(socket: string): Promise<{ messages: string[]; close(): void }> {
+  const script = [
+    "import socket, sys",
+    "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)",
+    "n = sys.argv[1]",
+    "s.bind('\\0' + n[1:] if n.startswith('@') else n)",
+    "print('bound', flush=True)",
+    "while True: print(s.recv(4096).decode().encode('unicode_escape').decode(), flush=True)",
+  ].join("\n");
+  const child = spawn("python3", ["-c", script, socket], { stdio: ["ignore", "pipe", "inherit"] });
+  const messages: string[] = [];
+  let bound = false;
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    if (!bound && line === "bound") bound = true;
+    else messages.push(line.replaceAll("\\n", "\n"));
+  });
+  await waitFor(() => bound, 10_000, "the receiver to bind");
+  return { messages, close: () => child.kill() };
+}
