@@ -25,6 +25,8 @@
  * table overlaps none (docs/performance.md). The retire key sits in the batch's range for the
  * same reason.
  */
+import { readGen, writeGen } from "../trees/node-record.js";
+
 export const Prefix = {
   tree: 0x00,
   batch: 0x03,
@@ -46,10 +48,7 @@ export const TREE_KEY_HASH_AT = 6;
 /** Writes `0x00 ‖ gen ‖ kind` at the start of `key` (TREE_KEY_LENGTH bytes); the hash is the caller's. */
 export function setTreeKeyHead(key: Uint8Array, gen: number, kind: number): void {
   key[0] = Prefix.tree;
-  key[1] = gen >>> 24;
-  key[2] = (gen >>> 16) & 0xff;
-  key[3] = (gen >>> 8) & 0xff;
-  key[4] = gen & 0xff;
+  writeGen(key, 1, gen);
   key[5] = kind;
 }
 
@@ -70,8 +69,7 @@ export function retireKey(gen: number): Uint8Array {
 
 /** A tree record's key read back: its gen, kind and hash (a view of the key). */
 export function treeKeyParts(key: Uint8Array): { gen: number; kind: number; hash: Uint8Array } {
-  const gen = ((key[1]! << 24) | (key[2]! << 16) | (key[3]! << 8) | key[4]!) >>> 0;
-  return { gen, kind: key[5]!, hash: key.subarray(TREE_KEY_HASH_AT, TREE_KEY_HASH_AT + 32) };
+  return { gen: readGen(key, 1), kind: key[5]!, hash: key.subarray(TREE_KEY_HASH_AT, TREE_KEY_HASH_AT + 32) };
 }
 
 /** The meta records (0x04 ‖ name → JSON value). */

@@ -31,23 +31,22 @@ export class UnwrittenBatch {
 
 /** Open addressing over a NodeWrites' hashes, keyed by a hash's last four bytes. */
 class HashIndex {
-  /** Slot → record index + 1 (0: empty); built on the first get. */
-  private slots: Int32Array | undefined;
-  private mask = 0;
+  /** Slot → record index + 1 (0: empty), and the hashes it indexes; built on the first get. */
+  private built: { slots: Int32Array; mask: number; hashes: Uint8Array } | undefined;
 
   constructor(private readonly writes: NodeWrites) {}
 
   get(hash: Uint8Array): Uint8Array | undefined {
-    const slots = this.slots ?? this.build();
-    const hashes = this.writes.packed().hashes;
-    for (let s = slotOf(hash, 0) & this.mask; ; s = (s + 1) & this.mask) {
+    const { slots, mask, hashes } = this.built ?? (this.built = this.build());
+    for (let s = slotOf(hash, 0) & mask; ; s = (s + 1) & mask) {
       const entry = slots[s]!;
       if (entry === 0) return undefined;
-      if (sameHash(hashes, (entry - 1) * 32, hash)) return this.writes.record(entry - 1);
+      if (sameHash(hashes, (entry - 1) * 32, hash, 0)) return this.writes.record(entry - 1);
     }
   }
 
-  private build(): Int32Array {
+  /** The lists are complete by then: a batch's write is queued once its trees are done. */
+  private build(): { slots: Int32Array; mask: number; hashes: Uint8Array } {
     const n = this.writes.length;
     let size = 16;
     while (size < n * 2) size *= 2;
@@ -57,14 +56,10 @@ class HashIndex {
     for (let i = 0; i < n; i++) {
       let s = slotOf(hashes, i * 32) & mask;
       // A hash written twice in one batch has the same record both times: the first one answers.
-      while (slots[s] !== 0) {
-        if (sameHash(hashes, (slots[s]! - 1) * 32, hashes.subarray(i * 32, i * 32 + 32))) break;
-        s = (s + 1) & mask;
-      }
+      while (slots[s] !== 0 && !sameHash(hashes, (slots[s]! - 1) * 32, hashes, i * 32)) s = (s + 1) & mask;
       if (slots[s] === 0) slots[s] = i + 1;
     }
-    this.mask = mask;
-    return (this.slots = slots);
+    return { slots, mask, hashes };
   }
 }
 
@@ -73,7 +68,7 @@ function slotOf(bytes: Uint8Array, at: number): number {
   return ((bytes[at + 28]! << 24) | (bytes[at + 29]! << 16) | (bytes[at + 30]! << 8) | bytes[at + 31]!) >>> 0;
 }
 
-function sameHash(hashes: Uint8Array, at: number, hash: Uint8Array): boolean {
-  for (let b = 31; b >= 0; b--) if (hashes[at + b] !== hash[b]) return false;
+function sameHash(a: Uint8Array, aAt: number, b: Uint8Array, bAt: number): boolean {
+  for (let k = 31; k >= 0; k--) if (a[aAt + k] !== b[bAt + k]) return false;
   return true;
 }
