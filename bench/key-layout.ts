@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClassicLevel } from "classic-level";
+import { ClassicLevel } from "../src/storage/classic-level.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
 
 /**

@@ -1,4 +1,6 @@
+import { createRequire } from "node:module";
 import { readFile } from "node:fs/promises";
+import { loadNativeAddon } from "../src/hash/native-engine.js";
 
 /**
  * `node dist/bench/profile-summary.js FILE [N]`: the N functions (default 30) that cost the most in
@@ -6,6 +8,9 @@ import { readFile } from "node:fs/promises";
  * - A .cpuprofile: self time and its share of the profiled time. Garbage collection shows as
  *   "(garbage collector)", waiting for I/O or workers as "(idle)".
  * - A .heapprofile: bytes allocated (sampled, freed or not) by the function itself, then by stack.
+ * - Calls into a native addon (dacd's, classic-level's) are named after the JavaScript function
+ *   that made them: V8 names every Node-API function's samples after whichever such function was
+ *   registered last (they share one entry point), so the name it records says nothing.
  * - With FILE.stalls.json beside it (`--catchup --cpu-profile`: the event-loop turns over 50 ms),
  *   also what ran during those turns: self time, and the stacks (innermost first) it was spent in.
  */
@@ -58,9 +63,20 @@ if ("head" in data) {
   for (const [k, b] of largest(byStack)) console.log(`${mib(b)} MiB  ${k}`);
 } else {
   const byId = new Map(data.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of data.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const addonFunctions = nodeApiFunctionNames();
+  /** A sample's node by name; a call into an addon by its caller's. */
+  const label = (id: number): string => {
+    const frame = byId.get(id)!.callFrame;
+    const caller = parent.get(id);
+    if (frame.url !== "" || !addonFunctions.has(frame.functionName) || caller === undefined)
+      return name(frame);
+    return `(native addon call) from ${name(byId.get(caller)!.callFrame)}`;
+  };
   const selfUs = new Map<string, number>();
   // Each sample's time is the delta to the next sample.
-  data.samples.forEach((id, i) => add(selfUs, name(byId.get(id)!.callFrame), data.timeDeltas[i + 1] ?? 0));
+  data.samples.forEach((id, i) => add(selfUs, label(id), data.timeDeltas[i + 1] ?? 0));
   const total = data.endTime - data.startTime;
   console.log(`profiled ${(total / 1000).toFixed(0)} ms`);
   for (const [k, us] of largest(selfUs)) {
@@ -72,17 +88,25 @@ if ("head" in data) {
     (t) => JSON.parse(t) as [number, number][],
     () => undefined,
   );
-  if (stalls) summariseStalls(data, byId, stalls);
+  if (stalls) summariseStalls(data, byId, parent, label, stalls);
+}
+
+/** The functions the Node-API addons a dacd process loads register (dacd's own, classic-level's). */
+function nodeApiFunctionNames(): Set<string> {
+  const names = new Set(Object.keys(loadNativeAddon() ?? {}));
+  const level = createRequire(import.meta.url)("classic-level/binding.js") as object;
+  for (const key of Object.keys(level)) names.add(key);
+  return names;
 }
 
 /** Self time and stacks of the samples taken inside the stall windows. */
 function summariseStalls(
   data: CpuProfile,
   byId: Map<number, CpuProfile["nodes"][number]>,
+  parent: Map<number, number>,
+  label: (id: number) => string,
   stalls: [number, number][],
 ): void {
-  const parent = new Map<number, number>();
-  for (const n of data.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const inStall = new Map<string, number>();
   const byStack = new Map<string, number>();
   let t = data.startTime;
@@ -95,10 +119,10 @@ function summariseStalls(
     if (w >= sorted.length || t < sorted[w]![0]) return;
     const dt = data.timeDeltas[i + 1] ?? 0;
     spent += dt;
-    add(inStall, name(byId.get(id)!.callFrame), dt);
+    add(inStall, label(id), dt);
     const stack: string[] = [];
     for (let at: number | undefined = id; at !== undefined && stack.length < 4; at = parent.get(at))
-      stack.push(name(byId.get(at)!.callFrame));
+      stack.push(at === id ? label(at) : name(byId.get(at)!.callFrame));
     add(byStack, stack.join(" < "), dt);
   });
   const ms = (us: number): string => (us / 1000).toFixed(0).padStart(6);

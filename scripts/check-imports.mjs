@@ -28,6 +28,12 @@ const LAYERS = [
   ["cli"],
 ];
 
+/**
+ * The one file that may import classic-level at run time (type imports aside): it loads dacd's
+ * build of the binding first (src/storage/level-binding.ts), which an earlier import would miss.
+ */
+const CLASSIC_LEVEL_DOOR = path.join("storage", "classic-level.ts");
+const CLASSIC_LEVEL_IMPORT = /(?:^|\n)\s*(?:import|export)\s+(?!type\b)[^'"]*?from\s*["']classic-level["']/;
 /** Files only their own folder may import: LevelDB itself stays behind LevelStore's methods. */
 const PRIVATE = new Set([path.join("storage", "level-db.ts")]);
 
@@ -53,7 +59,12 @@ const edges = new Map(files.map((f) => [f, []]));
 const problems = [];
 
 for (const file of files) {
-  for (const m of readFileSync(file, "utf8").matchAll(IMPORT)) {
+  const text = readFileSync(file, "utf8");
+  if (CLASSIC_LEVEL_IMPORT.test(text) && path.relative(src, file) !== CLASSIC_LEVEL_DOOR)
+    problems.push(
+      `${path.relative(src, file)} imports classic-level: import it from src/${CLASSIC_LEVEL_DOOR}`,
+    );
+  for (const m of text.matchAll(IMPORT)) {
     const target = path.resolve(path.dirname(file), m[1] ?? m[2]).replace(/\.js$/, ".ts");
     if (!known.has(target)) continue;
     edges.get(file).push(target);

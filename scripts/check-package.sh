@@ -23,7 +23,8 @@ echo "check-package: $(basename "$tarball"), $(wc -l <"$tmp/files") files, $(du 
 # What it carries: the compiled CLI, the addon's sources and install script; no tests, benchmarks,
 # CI files, TypeScript sources or source maps.
 for f in bin/dacd.js dist/src/cli/main.js native/binding.gyp native/pedersen-worker.mjs \
-  native/pedersen/addon.c scripts/build-native.mjs scripts/native-toolchain.mjs scripts/window-bits.mjs; do
+  native/pedersen/addon.c native/level/batch_put_records.cc scripts/build-native.mjs scripts/build-level.mjs \
+  scripts/native-toolchain.mjs scripts/window-bits.mjs; do
   grep -qx "package/$f" "$tmp/files" || fail "the tarball lacks $f"
 done
 if grep -E '^package/(test|bench|\.ci|src|dist/bench|dist/test|native/build)/|\.map$|\.ts$' "$tmp/files"; then
@@ -76,4 +77,10 @@ check_install() {
 }
 
 check_install with-scripts "${allow[@]}"
+# With a C++ compiler the install script builds LevelDB's binding (scripts/build-level.mjs), which
+# the replay above then wrote its store with; without the script, classic-level's own binding.
+if command -v c++ >/dev/null 2>&1; then
+  [ -f "$tmp/with-scripts/lib/node_modules/dacd/native/build/level/build/Release/classic_level.node" ] ||
+    { cat "$tmp/with-scripts.install" >&2; fail "with-scripts: the LevelDB binding was not built"; }
+fi
 check_install ignore-scripts --ignore-scripts

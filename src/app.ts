@@ -24,6 +24,7 @@ import { createSigner } from "./signer/create-signer.js";
 import { loadPrivateKey } from "./signer/key-file.js";
 import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
+import { levelBindingName } from "./storage/level-binding.js";
 import { ensureLocalDir } from "./storage/local-dir.js";
 import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
@@ -261,6 +262,7 @@ async function startDaemonWith(
         chain: signer.chainKind,
         engine: engine.name,
         tree_walk: treeWalkName(treeWalk),
+        leveldb_binding: levelBindingName,
         data_dir: config.dataDir,
         mode: config.mode,
       },

@@ -36,6 +36,8 @@ const SWITCHES: Readonly<Record<string, (value: string) => string | undefined>> 
   DACD_NODE_CACHE: oneOf(["auto", "js"]),
   // Read where the systemd notifier is made (src/service/systemd.ts).
   DACD_SYSTEMD_NOTIFY: oneOf(["auto", "exec"]),
+  // Read when classic-level loads (src/storage/level-binding.ts).
+  DACD_LEVEL_BINDING: oneOf(["auto", "stock"]),
   // Also the hash_engine key, but read by every command, with or without a configuration.
   DACD_HASH_ENGINE: oneOf(HASH_ENGINES),
   // The kernel's availability is checked when the native engine loads; here only its form.

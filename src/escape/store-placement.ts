@@ -1,6 +1,6 @@
 import { open, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import { ClassicLevel } from "classic-level";
+import { ClassicLevel } from "../storage/classic-level.js";
 import { DacdError } from "../errors.js";
 
 /**

@@ -5,7 +5,7 @@ import type { NodeWrite } from "../trees/node-source.js";
 import { copy32 } from "../util/bytes.js";
 import { exactKeyOrder, setTreeKeyHead, TREE_KEY_LENGTH, TreeKind } from "./keys.js";
 import type { PackedRecords } from "../trees/node-source.js";
-import { putInOrder, rawPut } from "./sorted-puts.js";
+import { batchPuts, putInOrder } from "./sorted-puts.js";
 
 type Db = ClassicLevel<Uint8Array, Uint8Array>;
 
@@ -200,7 +200,7 @@ export class BulkWriter {
             const batch = this.db.batch();
             const first = k;
             k = putInOrder(
-              rawPut(batch),
+              batchPuts(batch),
               key,
               packed,
               order,

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { ClassicLevel } from "classic-level";
+import { ClassicLevel } from "./classic-level.js";
 import { DacdError } from "../errors.js";
 import { NODE_FORMAT } from "../trees/node-record.js";
 import type { NodeSource } from "../trees/node-source.js";
@@ -28,7 +28,7 @@ import { type Db, LEVEL_DB } from "./level-db.js";
 import { tableFilesWithinLimit } from "./open-files.js";
 import { UnwrittenBatch } from "./unwritten-batch.js";
 import type { PruneInfo } from "./prune-info.js";
-import { putSorted, rawPut } from "./sorted-puts.js";
+import { batchPuts, putSorted, type BatchPuts } from "./sorted-puts.js";
 import { asStoreError } from "./store-errors.js";
 
 type Snapshot = ReturnType<Db["snapshot"]>;
@@ -681,7 +681,7 @@ export class LevelStore implements NodeSource {
  * every run is put (`allPut`); `abandon` drops it.
  */
 export class PendingCommit {
-  private readonly put: (key: Uint8Array, value: Uint8Array) => void;
+  private readonly puts: BatchPuts;
   /** How many records of the lists were handed to the runs so far. */
   private nodesPut = 0;
   private leavesPut = 0;
@@ -695,7 +695,7 @@ export class PendingCommit {
     private readonly gen: number,
     private readonly onDone: () => void = () => undefined,
   ) {
-    this.put = rawPut(batch);
+    this.puts = batchPuts(batch);
   }
 
   /** Puts the records added to the lists since the last call (in the background: see allPut). */
@@ -707,8 +707,8 @@ export class PendingCommit {
     this.leavesPut = leavesTo;
     const stopped = () => this.done;
     this.runs = this.runs.then(async () => {
-      await putSorted(this.put, this.gen, TreeKind.node, nodes, nodesFrom, nodesTo, stopped);
-      await putSorted(this.put, this.gen, TreeKind.leaf, leaves, leavesFrom, leavesTo, stopped);
+      await putSorted(this.puts, this.gen, TreeKind.node, nodes, nodesFrom, nodesTo, stopped);
+      await putSorted(this.puts, this.gen, TreeKind.leaf, leaves, leavesFrom, leavesTo, stopped);
     });
     // Observed by allPut; a commit abandoned meanwhile never asks.
     this.runs.catch(() => undefined);

@@ -1,4 +1,4 @@
-import { ClassicLevel } from "classic-level";
+import { ClassicLevel } from "./classic-level.js";
 import { yieldToEventLoop } from "../util/yield.js";
 import type { LevelStore } from "./level-store.js";
 import { levelDb } from "./level-db.js";

@@ -65,6 +65,10 @@ describe("command-line helpers", () => {
     expect(environmentProblems({ DACD_SYSTEMD_NOTIFY: "spawn" })).toEqual([
       'environment variable DACD_SYSTEMD_NOTIFY="spawn" must be one of auto, exec',
     ]);
+    expect(environmentProblems({ DACD_LEVEL_BINDING: "stock" })).toEqual([]);
+    expect(environmentProblems({ DACD_LEVEL_BINDING: "patched" })).toEqual([
+      'environment variable DACD_LEVEL_BINDING="patched" must be one of auto, stock',
+    ]);
     const problems = environmentProblems({
       DACD_TREE_WALK: "fast",
       DACD_HASH_ENGINE: "gpu",

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { ClassicLevel } from "classic-level";
+import { ClassicLevel } from "../../src/storage/classic-level.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { prng } from "../../src/util/prng.js";
 import { checkStore } from "../../src/maintenance/integrity-check.js";
