@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /* global process, console */
-// Builds classic-level's binding from the sources its package carries, with one function added
-// (native/level/batch_put_records.cc: a chained batch's puts in one call), into native/build/level.
+// Builds classic-level's binding from the sources its package carries, with two functions added
+// (native/level/dacd_level.cc: a chained batch's puts in one call, and a read of many keys answered
+// in one buffer), into native/build/level.
 // dacd then loads that binding instead of classic-level's prebuilt one (src/storage/level-binding.ts).
 // Run by `npm install`/`npm ci` after build-native.mjs. It never fails the install: without a
 // compiler, node-gyp or classic-level's sources, dacd keeps classic-level's own binding (the same
@@ -16,7 +17,9 @@ import { fileURLToPath } from "node:url";
 import { findNodeGyp, nodeDirArgs } from "./native-toolchain.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const addition = path.join(root, "native", "level", "batch_put_records.cc");
+const addition = path.join(root, "native", "level", "dacd_level.cc");
+/** The functions dacd_level.cc adds, exported beside classic-level's. */
+const ADDED = ["batch_put_records", "db_get_packed"];
 const workDir = path.join(root, "native", "build", "level");
 const binding = path.join(workDir, "build", "Release", "classic_level.node");
 const stampFile = path.join(workDir, "sources.sha256");
@@ -34,7 +37,7 @@ function stock(reason) {
 const INIT = "NAPI_INIT() {";
 const EXPORT_AFTER = "NAPI_EXPORT_FUNCTION(batch_put);";
 
-/** classic-level's binding.cc with the addition before NAPI_INIT and its export after batch_put's. */
+/** classic-level's binding.cc with the additions before NAPI_INIT and their exports after batch_put's. */
 export function patchedBinding(original, extra) {
   const init = original.indexOf(INIT);
   const exportAt = original.indexOf(EXPORT_AFTER);
@@ -44,7 +47,7 @@ export function patchedBinding(original, extra) {
     original.slice(0, init) +
     extra +
     original.slice(init, afterExport) +
-    "\n  NAPI_EXPORT_FUNCTION(batch_put_records);" +
+    ADDED.map((name) => `\n  NAPI_EXPORT_FUNCTION(${name});`).join("") +
     original.slice(afterExport)
   );
 }
@@ -62,13 +65,10 @@ export function patchedGyp(original, levelDir, napiMacrosDir) {
     : null;
 }
 
-/** Loads the built binding in a child and checks the addition is there: true when it is. */
+/** Loads the built binding in a child and checks the additions are there: true when they are. */
 function loads(file) {
-  const child = spawnSync(
-    process.execPath,
-    ["-e", `process.exit(typeof require(${JSON.stringify(file)}).batch_put_records === "function" ? 0 : 1)`],
-    { encoding: "utf8", timeout: 60_000 },
-  );
+  const check = `const b = require(${JSON.stringify(file)}); process.exit(${JSON.stringify(ADDED)}.every((f) => typeof b[f] === "function") ? 0 : 1)`;
+  const child = spawnSync(process.execPath, ["-e", check], { encoding: "utf8", timeout: 60_000 });
   return child.status === 0;
 }
 
@@ -129,7 +129,7 @@ function main() {
     stock(build.error ? build.error.message : `node-gyp exited with ${build.status ?? build.signal}`);
   if (!loads(binding)) stock("the built binding does not load");
   writeFileSync(stampFile, `${digest}\n`);
-  console.log("dacd: LevelDB binding built (classic-level's, with batched puts)");
+  console.log("dacd: LevelDB binding built (classic-level's, with batched puts and reads)");
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();

@@ -23,7 +23,7 @@ echo "check-package: $(basename "$tarball"), $(wc -l <"$tmp/files") files, $(du 
 # What it carries: the compiled CLI, the addon's sources and install script; no tests, benchmarks,
 # CI files, TypeScript sources or source maps.
 for f in bin/dacd.js dist/src/cli/main.js native/binding.gyp native/pedersen-worker.mjs \
-  native/pedersen/addon.c native/level/batch_put_records.cc scripts/build-native.mjs scripts/build-level.mjs \
+  native/pedersen/addon.c native/level/dacd_level.cc scripts/build-native.mjs scripts/build-level.mjs \
   scripts/native-toolchain.mjs scripts/window-bits.mjs; do
   grep -qx "package/$f" "$tmp/files" || fail "the tarball lacks $f"
 done

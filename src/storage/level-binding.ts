@@ -6,9 +6,10 @@ import type { PackedRecords } from "../trees/node-source.js";
 
 /**
  * Which binding classic-level loads: dacd's build of it (scripts/build-level.mjs: classic-level's
- * own sources with batch_put_records added, in native/build/level) where the install built one,
- * else classic-level's prebuilt binding. Both hold the same LevelDB; dacd's puts a batch's records
- * in one call instead of one call per record. `DACD_LEVEL_BINDING=stock` keeps classic-level's.
+ * own sources with batch_put_records and db_get_packed added, in native/build/level) where the
+ * install built one, else classic-level's prebuilt binding. Both hold the same LevelDB; dacd's puts
+ * a batch's records in one call instead of one call per record, and answers a read of many keys in
+ * one buffer instead of a Buffer per record. `DACD_LEVEL_BINDING=stock` keeps classic-level's.
  *
  * classic-level finds its binding with node-gyp-build when it is first imported, and node-gyp-build
  * looks in `$CLASSIC_LEVEL_PREBUILD` first when that is set. So this module sets it while it loads
@@ -32,7 +33,7 @@ function dacdBuildDir(): string | undefined {
   return undefined;
 }
 
-/** The binding's batch_put_records (native/level/batch_put_records.cc). */
+/** The binding's batch_put_records (native/level/dacd_level.cc). */
 type BatchPutRecords = (
   batch: unknown,
   head: Uint8Array,
@@ -48,7 +49,7 @@ type BatchPutRecords = (
 /**
  * Puts records `order[from]` … `order[to - 1]` of `packed` into a chained batch under `head` ‖ hash
  * in one call, or undefined where the binding loaded has no such call (classic-level's own).
- * `context` is classic-level's native handle of the chained batch (chainedBatchContext).
+ * `context` is classic-level's native handle of the chained batch (nativeContext).
  */
 export type PutRecordsInto = (
   context: unknown,
@@ -59,15 +60,33 @@ export type PutRecordsInto = (
   to: number,
 ) => void;
 
-function loadPutRecords(): PutRecordsInto | undefined {
+/** The binding's db_get_packed (native/level/dacd_level.cc). */
+type DbGetPacked = (
+  db: unknown,
+  keys: Uint8Array,
+  keyLength: number,
+  fillCache: boolean,
+  snapshot: unknown,
+) => Promise<[Buffer, Uint32Array]>;
+
+interface Additions {
+  batch_put_records?: BatchPutRecords;
+  db_get_packed?: DbGetPacked;
+}
+
+function loadBinding(): Additions {
   const chosen = process.env[ENV] === undefined ? dacdBuildDir() : undefined;
   if (chosen) process.env[ENV] = chosen;
-  let binding: { batch_put_records?: BatchPutRecords };
   try {
-    binding = createRequire(import.meta.url)("classic-level/binding.js") as typeof binding;
+    return createRequire(import.meta.url)("classic-level/binding.js") as Additions;
   } finally {
     if (chosen) delete process.env[ENV];
   }
+}
+
+const binding = loadBinding();
+
+function loadPutRecords(): PutRecordsInto | undefined {
   const put = binding.batch_put_records;
   if (typeof put !== "function") return undefined;
   return (context, head, packed, order, from, to) =>
@@ -77,15 +96,79 @@ function loadPutRecords(): PutRecordsInto | undefined {
 /** batch_put_records where dacd's build of the binding is loaded; undefined with classic-level's own. */
 export const putRecordsInto: PutRecordsInto | undefined = loadPutRecords();
 
+/** A value of getPacked's `ends` for a key not found. */
+export const NOT_FOUND = 0xffffffff;
+
+/** The read options the store passes to getMany; a snapshot is abstract-level's. */
+export interface PackedReads {
+  readonly snapshot?: { ref(): void; unref(): void };
+  readonly fillCache?: boolean;
+}
+
+/**
+ * Looks up `keys`, packed one after the other `keyLength` bytes each, in `db` (open) with `reads`:
+ * the values found one after the other in `values`, and for key i the end of its value there
+ * (`NOT_FOUND` where it is missing), in the keys' order.
+ */
+export type GetPacked = (
+  db: object,
+  keys: Uint8Array,
+  keyLength: number,
+  reads: PackedReads,
+) => Promise<{ values: Uint8Array; ends: Uint32Array }>;
+
+function loadGetPacked(): GetPacked | undefined {
+  const get = binding.db_get_packed;
+  if (typeof get !== "function") return undefined;
+  return async (db, keys, keyLength, reads) => {
+    const { snapshot } = reads;
+    // As abstract-level does around a read: refused on a closed snapshot, and the snapshot is not
+    // released while the read runs.
+    snapshot?.ref();
+    try {
+      const snapshotContext = snapshot && nativeContext(snapshot);
+      if (snapshot && snapshotContext === undefined) throw new Error("a snapshot without its native handle");
+      const [values, ends] = await get(
+        nativeContext(db),
+        keys,
+        keyLength,
+        reads.fillCache ?? true,
+        snapshotContext,
+      );
+      // A plain view: a Buffer's subarray would construct a Buffer per record.
+      return { values: new Uint8Array(values.buffer, values.byteOffset, values.length), ends };
+    } finally {
+      snapshot?.unref();
+    }
+  };
+}
+
+/** db_get_packed where dacd's build of the binding is loaded; undefined with classic-level's own. */
+export const getPacked: GetPacked | undefined = loadGetPacked();
+
+/**
+ * True when getPacked can serve a read of `db` with `reads`: dacd's binding is loaded, `db` is open
+ * (abstract-level's methods check that; a call straight into the binding must do it itself) and
+ * classic-level's native handles of it and of the snapshot are where nativeContext finds them.
+ */
+export function canGetPacked(db: { readonly status: string }, reads: PackedReads): boolean {
+  return (
+    getPacked !== undefined &&
+    db.status === "open" &&
+    nativeContext(db) !== undefined &&
+    (reads.snapshot === undefined || nativeContext(reads.snapshot) !== undefined)
+  );
+}
+
 /** Which binding is in use, for the start-up log. */
 export const levelBindingName: "dacd" | "classic-level" = putRecordsInto ? "dacd" : "classic-level";
 
 /**
- * classic-level's native handle of a chained batch (what its own put passes to the binding), or
- * undefined if this classic-level keeps it elsewhere.
+ * classic-level's native handle of a database, chained batch or snapshot (what its own methods
+ * pass to the binding), or undefined if this classic-level keeps it elsewhere.
  */
-export function chainedBatchContext(batch: object): unknown {
-  const holder = batch as Record<symbol, unknown>;
-  const key = Object.getOwnPropertySymbols(holder).find((s) => s.description === "context");
-  return key === undefined ? undefined : holder[key];
+export function nativeContext(holder: object): unknown {
+  const fields = holder as Record<symbol, unknown>;
+  const key = Object.getOwnPropertySymbols(fields).find((s) => s.description === "context");
+  return key === undefined ? undefined : fields[key];
 }

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ClassicLevel } from "./classic-level.js";
+import { canGetPacked, getPacked, NOT_FOUND } from "./level-binding.js";
 import { DacdError } from "../errors.js";
 import { NODE_FORMAT } from "../trees/node-record.js";
 import type { NodeSource } from "../trees/node-source.js";
@@ -261,41 +262,69 @@ export class LevelStore implements NodeSource {
     gens: ArrayLike<number>,
   ): Promise<(Uint8Array | undefined)[]> {
     if (hashes.length === 0) return [];
-    // Looked up in key order (treeKeyOrder). The keys are views of one buffer (classic-level
-    // copies each key when called), not an ArrayBuffer each.
+    // Looked up in key order (treeKeyOrder), the keys packed in one buffer.
     const order = treeKeyOrder(hashes, gens);
     const keyBytes = new Uint8Array(order.length * TREE_KEY_LENGTH);
-    const keys = new Array<Uint8Array>(order.length);
     for (let k = 0; k < order.length; k++) {
       const i = order[k]!;
-      const key = (keys[k] = keyBytes.subarray(k * TREE_KEY_LENGTH, (k + 1) * TREE_KEY_LENGTH));
-      setTreeKeyHead(key, gens[i]!, kind);
-      key.set(hashes[i]!, TREE_KEY_HASH_AT);
+      const at = k * TREE_KEY_LENGTH;
+      setTreeKeyHead(keyBytes.subarray(at, at + TREE_KEY_LENGTH), gens[i]!, kind);
+      keyBytes.set(hashes[i]!, at + TREE_KEY_HASH_AT);
     }
-    let found: (Uint8Array | undefined)[];
-    if (keys.length < PARALLEL_READ_MIN) found = await this.db.getMany(keys, this.reads);
-    else {
-      const half = keys.length >> 1;
-      const [a, b] = await Promise.all([
-        this.db.getMany(keys.slice(0, half), this.reads),
-        this.db.getMany(keys.slice(half), this.reads),
-      ]);
-      found = a.concat(b);
-    }
-    // The records are put back in the caller's order, copied into one buffer, one view each:
-    // classic-level makes a Buffer with an ArrayBuffer of its own per record, which the trees
-    // would keep until their update ends, for the young generation to copy again and again.
     const out = new Array<Uint8Array | undefined>(hashes.length);
-    let bytes = 0;
-    for (const record of found) if (record) bytes += record.length;
-    const records = new Uint8Array(bytes);
-    for (let k = 0, at = 0; k < order.length; k++) {
-      const record = found[k];
-      if (!record) continue;
-      records.set(record, at);
-      out[order[k]!] = records.subarray(at, (at += record.length));
+    const parts = await this.lookUpPacked(keyBytes);
+    for (let part = 0, k = 0; part < parts.length; part++) {
+      const { values, ends } = parts[part]!;
+      for (let j = 0, at = 0; j < ends.length; j++, k++) {
+        const end = ends[j]!;
+        if (end === NOT_FOUND) continue;
+        out[order[k]!] = values.subarray(at, end);
+        at = end;
+      }
     }
     return out;
+  }
+
+  /**
+   * Looks up the keys packed in `keyBytes` (TREE_KEY_LENGTH bytes each): the values found one after
+   * the other, and where each key's ends (getPacked's answer), in one part, or two when the keys are
+   * many, looked up side by side. Through dacd's binding where it is loaded (level-binding.ts);
+   * else through getMany, whose records, a Buffer each, are copied into one buffer: the trees keep
+   * them until their update ends, and the young generation would copy so many objects again and
+   * again.
+   */
+  private async lookUpPacked(keyBytes: Uint8Array): Promise<{ values: Uint8Array; ends: Uint32Array }[]> {
+    const count = keyBytes.length / TREE_KEY_LENGTH;
+    const cut = count < PARALLEL_READ_MIN ? [count] : [count >> 1, count];
+    const halves = cut.map((end, j) =>
+      keyBytes.subarray((j === 0 ? 0 : cut[0]!) * TREE_KEY_LENGTH, end * TREE_KEY_LENGTH),
+    );
+    if (getPacked && canGetPacked(this.db, this.reads)) {
+      const get = getPacked;
+      return Promise.all(halves.map((keys) => get(this.db, keys, TREE_KEY_LENGTH, this.reads)));
+    }
+    return Promise.all(
+      halves.map(async (packedKeys) => {
+        // The keys are views of one buffer (classic-level copies each key when called).
+        const keys = Array.from({ length: packedKeys.length / TREE_KEY_LENGTH }, (_, k) =>
+          packedKeys.subarray(k * TREE_KEY_LENGTH, (k + 1) * TREE_KEY_LENGTH),
+        );
+        const found = await this.db.getMany(keys, this.reads);
+        let bytes = 0;
+        for (const record of found) if (record) bytes += record.length;
+        const values = new Uint8Array(bytes);
+        const ends = new Uint32Array(found.length);
+        for (let k = 0, at = 0; k < found.length; k++) {
+          const record = found[k];
+          if (!record) ends[k] = NOT_FOUND;
+          else {
+            values.set(record, at);
+            ends[k] = at += record.length;
+          }
+        }
+        return { values, ends };
+      }),
+    );
   }
 
   async getBatch(batchId: number): Promise<BatchRecord | undefined> {

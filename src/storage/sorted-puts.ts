@@ -4,7 +4,7 @@ import type { PackedRecords } from "../trees/node-source.js";
 import type { NodeWrites } from "../trees/node-writes.js";
 import { yieldToEventLoop } from "../util/yield.js";
 import { keyOrder, setTreeKeyHead, TREE_KEY_HASH_AT, TREE_KEY_LENGTH } from "./keys.js";
-import { chainedBatchContext, putRecordsInto } from "./level-binding.js";
+import { nativeContext, putRecordsInto } from "./level-binding.js";
 
 type ChainedBatch = ReturnType<ClassicLevel<Uint8Array, Uint8Array>["batch"]>;
 
@@ -38,7 +38,7 @@ export function batchPuts(batch: ChainedBatch): BatchPuts {
     }
   };
   const putInto = putRecordsInto;
-  const context = putInto && chainedBatchContext(batch);
+  const context = putInto && nativeContext(batch);
   if (!putInto || context === undefined) return { put };
   return {
     put,

@@ -5,7 +5,13 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ClassicLevel } from "../../src/storage/classic-level.js";
 import { exactKeyOrder, setTreeKeyHead, TREE_KEY_LENGTH, TreeKind } from "../../src/storage/keys.js";
-import { chainedBatchContext, levelBindingName, putRecordsInto } from "../../src/storage/level-binding.js";
+import {
+  getPacked,
+  levelBindingName,
+  nativeContext,
+  NOT_FOUND,
+  putRecordsInto,
+} from "../../src/storage/level-binding.js";
 import { batchPuts, putInOrder, type BatchPuts } from "../../src/storage/sorted-puts.js";
 import type { PackedRecords } from "../../src/trees/node-source.js";
 
@@ -54,14 +60,14 @@ async function openDb(name: string): Promise<Db> {
 
 // Where the install could not build dacd's binding (no compiler), classic-level's own is loaded and
 // every put goes one at a time: these tests then have nothing to test.
-describe.skipIf(!putRecordsInto)("dacd's build of classic-level's binding", () => {
+describe.skipIf(!putRecordsInto || !getPacked)("dacd's build of classic-level's binding", () => {
   it("is the one loaded, and classic-level's chained batches use it", async () => {
     expect(levelBindingName).toBe("dacd");
     // Set only while the binding loaded: processes dacd starts choose for themselves.
     expect(process.env.CLASSIC_LEVEL_PREBUILD).toBeUndefined();
     const db = await openDb("loaded");
     const batch = db.batch();
-    expect(chainedBatchContext(batch)).toBeDefined();
+    expect(nativeContext(batch)).toBeDefined();
     expect(batchPuts(batch).putRecords).toBeTypeOf("function");
     await batch.close();
   });
@@ -104,7 +110,7 @@ describe.skipIf(!putRecordsInto)("dacd's build of classic-level's binding", () =
   it("refuses a record outside the buffers, a bad range or a long head, and puts nothing of that call", async () => {
     const db = await openDb("refused");
     const batch = db.batch();
-    const context = chainedBatchContext(batch);
+    const context = nativeContext(batch);
     const packed = randomRecords(10);
     const order = Uint32Array.from({ length: 10 }, (_, i) => i);
     const head = new Uint8Array(6);
@@ -121,5 +127,64 @@ describe.skipIf(!putRecordsInto)("dacd's build of classic-level's binding", () =
     expect(() => putRecordsInto!(context, head, wrongType, order, 0, 10)).toThrow(TypeError);
     await batch.write();
     expect(await entries(db)).toEqual([["09", "09"]]);
+  });
+
+  it("reads keys packed in one buffer as getMany reads them, with or without a snapshot", async () => {
+    const db = await openDb("reads");
+    const packed = randomRecords(3000);
+    const key = (i: number): Uint8Array => {
+      const k = new Uint8Array(TREE_KEY_LENGTH);
+      setTreeKeyHead(k, 7, TreeKind.leaf);
+      k.set(packed.hashes.subarray(i * 32, i * 32 + 32), 6);
+      return k;
+    };
+    // Records 0 … 1999 are stored; 2000 … 2999 are not.
+    const batch = db.batch();
+    for (let i = 0; i < 2000; i++) batch.put(key(i), packed.records.subarray(packed.from[i]!, packed.to[i]!));
+    await batch.write();
+    const asked = [5, 2500, 5, 0, 1999, 2999, 1234, 17];
+    const keys = new Uint8Array(asked.length * TREE_KEY_LENGTH);
+    asked.forEach((i, k) => keys.set(key(i), k * TREE_KEY_LENGTH));
+
+    const unpack = ({ values, ends }: { values: Uint8Array; ends: Uint32Array }): (string | undefined)[] => {
+      let at = 0;
+      return [...ends].map((end) => {
+        if (end === NOT_FOUND) return undefined;
+        const value = Buffer.from(values.subarray(at, end)).toString("hex");
+        at = end;
+        return value;
+      });
+    };
+    const viaGetMany = async (options: object): Promise<(string | undefined)[]> =>
+      (await db.getMany(asked.map(key), options)).map((v) =>
+        v ? Buffer.from(v).toString("hex") : undefined,
+      );
+
+    const got = unpack(await getPacked!(db, keys, TREE_KEY_LENGTH, {}));
+    expect(got).toEqual(await viaGetMany({}));
+    expect(got.map((v) => v === undefined)).toEqual(asked.map((i) => i >= 2000));
+    // Record 0 is empty (randomRecords' lengths start at 0): found, with no bytes.
+    expect(got[3]).toBe("");
+
+    const snapshot = db.snapshot();
+    try {
+      await db.put(key(5), new Uint8Array([1, 2, 3]));
+      await db.put(key(2500), new Uint8Array([4]));
+      const before = unpack(await getPacked!(db, keys, TREE_KEY_LENGTH, { snapshot, fillCache: false }));
+      expect(before).toEqual(got);
+      expect(before).toEqual(await viaGetMany({ snapshot }));
+      const after = unpack(await getPacked!(db, keys, TREE_KEY_LENGTH, {}));
+      expect([after[0], after[1], after[2]]).toEqual(["010203", "04", "010203"]);
+    } finally {
+      await snapshot.close();
+    }
+    // As abstract-level's own reads: a closed snapshot is refused, not read through.
+    await expect(getPacked!(db, keys, TREE_KEY_LENGTH, { snapshot })).rejects.toThrow(/not open/);
+    expect(await getPacked!(db, new Uint8Array(0), TREE_KEY_LENGTH, {})).toEqual({
+      values: new Uint8Array(0),
+      ends: new Uint32Array(0),
+    });
+    await expect(getPacked!(db, keys.subarray(1), TREE_KEY_LENGTH, {})).rejects.toThrow(RangeError);
+    await expect(getPacked!(db, keys, 0, {})).rejects.toThrow(RangeError);
   });
 });

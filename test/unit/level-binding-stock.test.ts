@@ -1,0 +1,72 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { BatchRecord } from "../../src/storage/batch-record.js";
+import type { LevelStore } from "../../src/storage/level-store.js";
+import { NodeWrites } from "../../src/trees/node-writes.js";
+
+// Each test file runs in a process of its own (vitest's forks pool), so this one loads classic-level
+// with its own binding, as dacd does where the install could not build dacd's.
+process.env.DACD_LEVEL_BINDING = "stock";
+const binding = await import("../../src/storage/level-binding.js");
+const { LevelStore: Store } = await import("../../src/storage/level-store.js");
+
+const record: BatchRecord = {
+  batch_id: 3,
+  prev_batch_id: 2,
+  sequence_number: 3,
+  roots: {},
+  root_gens: {},
+  heights: {},
+  claim_hash: "0x" + "00".repeat(32),
+  signature: "0x",
+  member_key: "0x",
+  verified_at: new Date(0).toISOString(),
+};
+
+let dir: string;
+let store: LevelStore;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "dacd-level-stock-"));
+  store = await Store.open(dir);
+});
+afterAll(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("classic-level's own binding (DACD_LEVEL_BINDING=stock)", () => {
+  it("is the one loaded, without dacd's calls", () => {
+    expect(binding.levelBindingName).toBe("classic-level");
+    expect(binding.putRecordsInto).toBeUndefined();
+    expect(binding.getPacked).toBeUndefined();
+  });
+
+  it("stores a batch one put per record and reads it back through getMany, missing records too", async () => {
+    const nodes = new NodeWrites();
+    const hashes: Uint8Array[] = [];
+    const values: Uint8Array[] = [];
+    // More than one getMany takes (the store splits large reads in two).
+    for (let i = 0; i < 5000; i++) {
+      const hash = new Uint8Array(randomBytes(32));
+      const value = new Uint8Array(randomBytes(1 + (i % 90)));
+      hashes.push(hash);
+      values.push(value);
+      nodes.add(hash, 0, value, 0, value.length);
+    }
+    await store.commitBatch(record, nodes, new NodeWrites());
+    const absent = Array.from({ length: 100 }, () => new Uint8Array(randomBytes(32)));
+    const asked = [...absent.slice(0, 50), ...hashes, ...absent.slice(50)];
+    const got = await store.getNodes(
+      asked,
+      asked.map(() => 3),
+    );
+    expect(got.slice(0, 50).every((v) => v === undefined)).toBe(true);
+    expect(got.slice(5050).every((v) => v === undefined)).toBe(true);
+    got.slice(50, 5050).forEach((v, i) => expect(v).toEqual(values[i]));
+    // Written by batch 3: asked under another gen, none is found.
+    expect((await store.getNodes(hashes.slice(0, 10), new Array(10).fill(2))).every((v) => !v)).toBe(true);
+  });
+});
