@@ -2,8 +2,8 @@
 /* global process, console */
 // Builds classic-level's binding from the sources its package carries, with two functions added
 // (native/level/dacd_level.cc: a chained batch's puts in one call, and a read of many keys answered
-// in one buffer), into native/build/level.
-// dacd then loads that binding instead of classic-level's prebuilt one (src/storage/level-binding.ts).
+// in one buffer), into native/build/level. dacd then loads that binding instead of classic-level's
+// prebuilt one (src/storage/level-binding.ts).
 // Run by `npm install`/`npm ci` after build-native.mjs. It never fails the install: without a
 // compiler, node-gyp or classic-level's sources, dacd keeps classic-level's own binding (the same
 // LevelDB, one put per call) and this prints one line saying so. DACD_SKIP_NATIVE=1 skips it; a
@@ -38,7 +38,7 @@ const INIT = "NAPI_INIT() {";
 const EXPORT_AFTER = "NAPI_EXPORT_FUNCTION(batch_put);";
 
 /** classic-level's binding.cc with the additions before NAPI_INIT and their exports after batch_put's. */
-export function patchedBinding(original, extra) {
+function patchedBinding(original, extra) {
   const init = original.indexOf(INIT);
   const exportAt = original.indexOf(EXPORT_AFTER);
   if (init < 0 || exportAt < init) return null;
@@ -56,7 +56,7 @@ export function patchedBinding(original, extra) {
  * classic-level's binding.gyp, pointed at its package: its LevelDB sources by absolute path, and
  * napi-macros' headers resolved from it (npm may nest napi-macros below classic-level).
  */
-export function patchedGyp(original, levelDir, napiMacrosDir) {
+function patchedGyp(original, levelDir, napiMacrosDir) {
   const gyp = original
     .replace("<(module_root_dir)/deps/", `${levelDir.split(path.sep).join("/")}/deps/`)
     .replace(`"<!(node -e \\"require('napi-macros')\\")"`, JSON.stringify(napiMacrosDir));
