@@ -3,9 +3,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { BatchRecord } from "../../src/storage/batch-record.js";
 import type { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
+import { placeholderRecord } from "../helpers/batch-record.js";
 
 // Each test file runs in a process of its own (vitest's forks pool), so this one loads classic-level
 // with its own binding, as dacd does where the install could not build dacd's.
@@ -13,18 +13,7 @@ process.env.DACD_LEVEL_BINDING = "stock";
 const binding = await import("../../src/storage/level-binding.js");
 const { LevelStore: Store } = await import("../../src/storage/level-store.js");
 
-const record: BatchRecord = {
-  batch_id: 3,
-  prev_batch_id: 2,
-  sequence_number: 3,
-  roots: {},
-  root_gens: {},
-  heights: {},
-  claim_hash: "0x" + "00".repeat(32),
-  signature: "0x",
-  member_key: "0x",
-  verified_at: new Date(0).toISOString(),
-};
+const record = placeholderRecord(3);
 
 let dir: string;
 let store: LevelStore;

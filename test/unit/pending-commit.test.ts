@@ -2,10 +2,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
 import { levelDb } from "../../src/storage/level-db.js";
+import { placeholderRecord } from "../helpers/batch-record.js";
 
 /** n records with distinct pseudo-random hashes; record i is 72 bytes (a binary record's) of (seed + i). */
 function addRecords(list: NodeWrites, seed: number, n: number): void {
@@ -20,19 +20,6 @@ function addRecords(list: NodeWrites, seed: number, n: number): void {
     list.add(hash, 0, record, 0, record.length);
   }
 }
-
-const record = (batchId: number): BatchRecord => ({
-  batch_id: batchId,
-  prev_batch_id: batchId - 1,
-  sequence_number: batchId,
-  roots: {},
-  root_gens: {},
-  heights: {},
-  claim_hash: "0x" + "00".repeat(32),
-  signature: "0x",
-  member_key: "0x",
-  verified_at: new Date(0).toISOString(),
-});
 
 // Each test has a store of its own, in a fresh directory.
 let dir: string;
@@ -60,7 +47,7 @@ describe("PendingCommit: records put while a batch is verified", () => {
     addRecords(leaves, 5, 60);
     // Nothing is in the store before the commit writes.
     expect(await store.getNodes([nodes.hash(0), nodes.hash(1499)], [7, 7])).toEqual([undefined, undefined]);
-    await store.commitBatch(record(7), nodes, leaves, pending);
+    await store.commitBatch(placeholderRecord(7), nodes, leaves, pending);
 
     const gens = (n: number, gen: number) => new Array<number>(n).fill(gen);
     const stored = await store.getNodes(
@@ -124,7 +111,7 @@ describe("PendingCommit: records put while a batch is verified", () => {
     // A later commit of other records does not carry the abandoned ones along.
     const other = new NodeWrites();
     addRecords(other, 11, 5);
-    await store.commitBatch(record(8), other, new NodeWrites());
+    await store.commitBatch(placeholderRecord(8), other, new NodeWrites());
     const keys: string[] = [];
     for await (const k of levelDb(store).keys()) keys.push(Buffer.from(k).toString("hex"));
     expect(keys).toHaveLength(5 + 1);
@@ -140,7 +127,7 @@ describe("PendingCommit: records put while a batch is verified", () => {
     const nodes = new NodeWrites();
     addRecords(nodes, 12, 60_000);
     expect(store.compactionWrittenMb()).toBe(0);
-    await store.commitBatch(record(9), nodes, new NodeWrites());
+    await store.commitBatch(placeholderRecord(9), nodes, new NodeWrites());
     const deadline = Date.now() + 20_000;
     while (store.compactionWrittenMb() === 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
@@ -166,7 +153,7 @@ describe("startCommit: a batch readable while its write is under way", () => {
   it("serves the batch's records by its gen from memory until LevelDB has them, then from LevelDB", async () => {
     const stored = new NodeWrites();
     addRecords(stored, 20, 50);
-    await store.commitBatch(record(4), stored, new NodeWrites());
+    await store.commitBatch(placeholderRecord(4), stored, new NodeWrites());
 
     const nodes = new NodeWrites();
     const leaves = new NodeWrites();
@@ -175,7 +162,7 @@ describe("startCommit: a batch readable while its write is under way", () => {
     // A hash twice in one batch (two equal subtrees): either copy answers.
     nodes.add(nodes.hash(7), 0, nodes.record(7), 0, 72);
     const release = holdWrites();
-    const { durable } = store.startCommit(record(5), nodes, leaves);
+    const { durable } = store.startCommit(placeholderRecord(5), nodes, leaves);
     expect(store.batchInFlight(5)?.record.batch_id).toBe(5);
     // LevelDB holds none of it yet (a snapshot view reads LevelDB alone)...
     const view = store.snapshot();
@@ -210,15 +197,15 @@ describe("startCommit: a batch readable while its write is under way", () => {
     addRecords(first, 30, 100);
     const pending = store.beginCommit(6);
     vi.spyOn(pending.batch, "write").mockRejectedValueOnce(new Error("No space left on device"));
-    const a = store.startCommit(record(6), first, new NodeWrites(), pending);
+    const a = store.startCommit(placeholderRecord(6), first, new NodeWrites(), pending);
     const second = new NodeWrites();
     addRecords(second, 31, 100);
-    const b = store.startCommit(record(7), second, new NodeWrites());
+    const b = store.startCommit(placeholderRecord(7), second, new NodeWrites());
     // Batch 7 read batch 6's records while both were in flight.
     expect((await store.getNodes([first.hash(5)], [6])).map(hex)).toEqual([hex(first.record(5))]);
     const third = new NodeWrites();
     addRecords(third, 32, 10);
-    const c = store.startCommit(record(8), third, new NodeWrites());
+    const c = store.startCommit(placeholderRecord(8), third, new NodeWrites());
     release();
     await expect(a.durable).rejects.toThrow(/No space left/);
     await expect(b.durable).rejects.toThrow(/batch 7 builds on batch 6, whose write failed/);
@@ -229,9 +216,9 @@ describe("startCommit: a batch readable while its write is under way", () => {
     expect(store.batchInFlight(6)).toBeUndefined();
 
     // Batch 6 written again (its retry) lets batch 7 through, and batch 8 after it.
-    await store.commitBatch(record(6), first, new NodeWrites());
-    await store.commitBatch(record(7), second, new NodeWrites());
-    await store.commitBatch(record(8), third, new NodeWrites());
+    await store.commitBatch(placeholderRecord(6), first, new NodeWrites());
+    await store.commitBatch(placeholderRecord(7), second, new NodeWrites());
+    await store.commitBatch(placeholderRecord(8), third, new NodeWrites());
     expect((await store.getBatch(8))?.batch_id).toBe(8);
   });
 });
