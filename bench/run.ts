@@ -3,6 +3,7 @@ import os from "node:os";
 import { writeFile } from "node:fs/promises";
 import { DEFAULT_MAX_OPEN_FILES } from "../src/config/schema.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
+import { setMappedTables } from "../src/storage/level-binding.js";
 import { loadNativeAddon } from "../src/hash/native-engine.js";
 import { createEngine } from "../src/hash/select.js";
 import { WasmEngine } from "../src/hash/wasm-engine.js";
@@ -47,6 +48,7 @@ import { runScale, scaleTable } from "./scale.js";
  * CPU runs batch by batch in W-spot (`--native-runs` batches each) and prints each one's median.
  * `--scale` runs W-scale alone (bench/scale.ts): the W-spot batches on the W-spot state and on one
  * `--scale-factor F` times larger (default 10: 10M vaults), each in a process of its own.
+ * `--mapped-tables N` sets how many table files LevelDB memory-maps (`store_mapped_tables`).
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -64,6 +66,9 @@ if (onlyArg !== undefined && onlyArg !== "spot" && onlyArg !== "perp" && onlyArg
   throw new Error("--only takes spot, perp, reference-import or dump-beside");
 const referenceOnly = onlyArg === "reference-import";
 const only: "spot" | "perp" | undefined = onlyArg === "reference-import" ? undefined : onlyArg;
+const mappedTables = arg("--mapped-tables") === undefined ? undefined : Number(arg("--mapped-tables"));
+if (mappedTables !== undefined && setMappedTables(mappedTables) !== "set")
+  throw new Error("--mapped-tables needs dacd's build of LevelDB's binding");
 const cpuProfile = arg("--cpu-profile");
 const heapProfile = arg("--heap-profile");
 const level: LevelTuning = {
@@ -174,6 +179,7 @@ if (process.argv.includes("--scale")) {
     nativeRuns,
     cacheLevels,
     level,
+    mappedTables,
     kernel: forcedKernels.length === 1 ? forcedKernels[0] : undefined,
     log,
   });

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { createEngine } from "../src/hash/select.js";
 import { WasmEngine } from "../src/hash/wasm-engine.js";
 import { directorySize } from "../src/service/metrics.js";
+import { setMappedTables } from "../src/storage/level-binding.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import { runWorkload, type WorkloadResult, type WorkloadSize } from "./workloads.js";
 
@@ -19,6 +20,8 @@ export interface ScaleStateConfig {
   nativeRuns: number;
   cacheLevels: number;
   level: LevelTuning;
+  /** LevelDB's memory-mapped tables in this process (setMappedTables); unset: LevelDB's number. */
+  mappedTables?: number;
   kernel?: string;
 }
 
@@ -80,6 +83,8 @@ async function main(config: ScaleStateConfig): Promise<void> {
   let afterLoad = 0;
   let afterBatches = 0;
 
+  if (config.mappedTables !== undefined && setMappedTables(config.mappedTables) !== "set")
+    throw new Error("mapped tables: dacd's build of LevelDB's binding is not loaded");
   await turn("bulk load");
   const native = createEngine("native", { threads: "auto", kernel: config.kernel });
   const workload = await runWorkload("spot", {

@@ -85,6 +85,7 @@ export async function runScale(opts: {
   nativeRuns: number;
   cacheLevels: number;
   level: LevelTuning;
+  mappedTables?: number;
   kernel?: string;
   log: (s: string) => void;
 }): Promise<WScale> {
@@ -96,6 +97,7 @@ export async function runScale(opts: {
     nativeRuns: opts.nativeRuns,
     cacheLevels: opts.cacheLevels,
     level: opts.level,
+    mappedTables: opts.mappedTables,
     kernel: opts.kernel,
   }));
   const states: StateProcess[] = [];

@@ -19,7 +19,7 @@ import { findNodeGyp, nodeDirArgs } from "./native-toolchain.mjs";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const addition = path.join(root, "native", "level", "dacd_level.cc");
 /** The functions dacd_level.cc adds, exported beside classic-level's. */
-const ADDED = ["batch_put_records", "db_get_packed"];
+const ADDED = ["batch_put_records", "db_get_packed", "set_mapped_tables"];
 const workDir = path.join(root, "native", "build", "level");
 const binding = path.join(workDir, "build", "Release", "classic_level.node");
 const stampFile = path.join(workDir, "sources.sha256");

@@ -24,7 +24,7 @@ import { createSigner } from "./signer/create-signer.js";
 import { loadPrivateKey } from "./signer/key-file.js";
 import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
-import { levelBindingName } from "./storage/level-binding.js";
+import { levelBindingName, mappedTablesInEffect, setMappedTables } from "./storage/level-binding.js";
 import { ensureLocalDir } from "./storage/local-dir.js";
 import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
@@ -146,6 +146,14 @@ async function startDaemonWith(
   const baseEngine = createEngine(config.hashEngine, { warn: (m) => log.warn(m), threads: "auto" });
   const engine = metrics.countingEngine(baseEngine);
   const treeWalk = treeWalkFromEnv();
+  const mapped = setMappedTables(config.storeMappedTables);
+  if (mapped !== "set")
+    log.warn(
+      { store_mapped_tables: config.storeMappedTables, mapped_tables: mappedTablesInEffect() },
+      mapped === "unsupported"
+        ? "store_mapped_tables needs dacd's build of LevelDB's binding (not loaded): LevelDB keeps its own number"
+        : "store_mapped_tables is read once per process, and a store was opened here before: LevelDB keeps the number it has",
+    );
   const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles }).catch(
     async (err: unknown) => {
       key.fill(0);
@@ -263,6 +271,7 @@ async function startDaemonWith(
         engine: engine.name,
         tree_walk: treeWalkName(treeWalk),
         leveldb_binding: levelBindingName,
+        mapped_tables: mappedTablesInEffect(),
         data_dir: config.dataDir,
         mode: config.mode,
       },

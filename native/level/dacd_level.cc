@@ -1,6 +1,9 @@
 // dacd's additions to classic-level's binding (scripts/build-level.mjs inserts this file into a
-// copy of classic-level's binding.cc, before its NAPI_INIT, and exports batch_put_records and
-// db_get_packed).
+// copy of classic-level's binding.cc, before its NAPI_INIT, and exports batch_put_records,
+// db_get_packed and set_mapped_tables).
+//
+// set_mapped_tables(limit): how many table files LevelDB memory-maps (the rest are read with
+// pread); see the comment above it.
 //
 // batch_put_records(batch, head, hashes, records, starts, ends, order, from, to): puts into a
 // chained batch, for k in [from, to) and i = order[k], the key head ‖ hashes[32i, 32i + 32) with
@@ -192,4 +195,30 @@ NAPI_METHOD(db_get_packed) {
       snapshot);
   worker->Queue(env);
   return promise;
+}
+
+// LevelDB's POSIX Env memory-maps at most a fixed number of table files (1000 on 64-bit hosts)
+// and reads the others with pread. Every page of a mapped table that a lookup touches stays in
+// the process's RSS (clean, but counted by monitoring and by the OOM killer's score), so on a
+// large store the mapped tables, not the heap, make up most of the RSS. LevelDB lets only its own
+// tests change the number (EnvPosixTestHelper, private, friend class EnvPosixTest, which is not
+// part of the library): this class of that name is how the binding reaches it. The number is read
+// once, when the first database opens the process-wide Env, so the caller sets it before that.
+#include "util/env_posix_test_helper.h"
+namespace leveldb {
+class EnvPosixTest {
+ public:
+  static void SetMappedTables(int limit) { EnvPosixTestHelper::SetReadOnlyMMapLimit(limit); }
+};
+}  // namespace leveldb
+
+NAPI_METHOD(set_mapped_tables) {
+  NAPI_ARGV(1);
+  int32_t limit;
+  if (napi_get_value_int32(env, argv[0], &limit) != napi_ok || limit < 0) {
+    napi_throw_range_error(env, NULL, "set_mapped_tables(limit): a whole number of tables, 0 or more");
+    return NULL;
+  }
+  leveldb::EnvPosixTest::SetMappedTables(limit);
+  return NULL;
 }

@@ -433,6 +433,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     hashEngine: raw.hash_engine as Config["hashEngine"],
     nodeCacheLevels: raw.node_cache_levels as number,
     storeMaxOpenFiles: raw.store_max_open_files as number,
+    storeMappedTables: raw.store_mapped_tables as number,
     prefetchBatches: raw.prefetch_batches as number,
     schedule: { ...schedule },
     backupKeep: raw.backup_keep as number,

@@ -85,8 +85,10 @@ export interface Config {
   hashEngine: EngineName;
   /** Levels below each tree's root kept in memory between batches (0: none). */
   nodeCacheLevels: number;
-  /** LevelDB's bound on open table files, each memory-mapped: bounds the store's share of RSS. */
+  /** LevelDB's bound on open table files (kept open so that no read reopens one). */
   storeMaxOpenFiles: number;
+  /** How many of them LevelDB memory-maps (the rest are read with pread): bounds their share of RSS. */
+  storeMappedTables: number;
   /** Batches fetched and parsed ahead of the one being verified while catching up. */
   prefetchBatches: number;
   schedule: Schedule;
@@ -131,6 +133,9 @@ const cron: Field = { kind: "cron" };
  */
 export const DEFAULT_MAX_OPEN_FILES = 5000;
 
+/** LevelDB's own number of memory-mapped tables (`store_mapped_tables`, docs/operations.md). */
+export const DEFAULT_MAPPED_TABLES = 1000;
+
 /** Every accepted key of the file (snake_case). Anything else is an error. */
 export const SCHEMA: Readonly<Record<string, Field>> = {
   profile: { kind: "enum", values: PROFILE_NAMES, required: true },
@@ -157,6 +162,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   hash_engine: { kind: "enum", values: HASH_ENGINES, default: "auto" },
   node_cache_levels: { kind: "int", min: 0, max: 24, default: DEFAULT_CACHE_LEVELS },
   store_max_open_files: { kind: "int", min: 16, default: DEFAULT_MAX_OPEN_FILES },
+  store_mapped_tables: { kind: "int", min: 0, default: DEFAULT_MAPPED_TABLES },
   schedule: { kind: "object", fields: { check: cron, backup: cron, prune: cron } },
   backup_dir: { kind: "path" },
   backup_keep: { kind: "int", min: 1, default: 3 },

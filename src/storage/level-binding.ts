@@ -6,10 +6,11 @@ import type { PackedRecords } from "../trees/node-source.js";
 
 /**
  * Which binding classic-level loads: dacd's build of it (scripts/build-level.mjs: classic-level's
- * own sources with batch_put_records and db_get_packed added, in native/build/level) where the
- * install built one, else classic-level's prebuilt binding. Both hold the same LevelDB; dacd's puts
- * a batch's records in one call instead of one call per record, and answers a read of many keys in
- * one buffer instead of a Buffer per record. `DACD_LEVEL_BINDING=stock` keeps classic-level's.
+ * own sources with batch_put_records, db_get_packed and set_mapped_tables added, in
+ * native/build/level) where the install built one, else classic-level's prebuilt binding. Both
+ * hold the same LevelDB; dacd's puts a batch's records in one call instead of one call per record,
+ * answers a read of many keys in one buffer instead of a Buffer per record, and can bound the
+ * tables LevelDB memory-maps. `DACD_LEVEL_BINDING=stock` keeps classic-level's.
  *
  * classic-level finds its binding with node-gyp-build when it is first imported, and node-gyp-build
  * looks in `$CLASSIC_LEVEL_PREBUILD` first when that is set. So this module sets it while it loads
@@ -72,6 +73,7 @@ type DbGetPacked = (
 interface Additions {
   batch_put_records?: BatchPutRecords;
   db_get_packed?: DbGetPacked;
+  set_mapped_tables?: (limit: number) => void;
 }
 
 function loadBinding(): Additions {
@@ -159,6 +161,39 @@ export function canGetPacked(db: { readonly status: string }, reads: PackedReads
     (reads.snapshot === undefined || nativeContext(reads.snapshot) !== undefined)
   );
 }
+
+/** How many table files LevelDB memory-maps unless told otherwise (its POSIX Env, 64-bit hosts). */
+export const LEVELDB_MAPPED_TABLES = 1000;
+
+let mappedTables = LEVELDB_MAPPED_TABLES;
+let databaseCreated = false;
+
+/** Called by classic-level.ts for every database made: after the first, the mapped tables are fixed. */
+export function noteDatabaseCreated(): void {
+  databaseCreated = true;
+}
+
+/**
+ * Sets how many table files LevelDB memory-maps; it reads the others with `pread`. Each page of a
+ * mapped table that a lookup touched counts in the process's RSS (clean file pages, which the
+ * kernel drops under pressure), so the number bounds that share: about 2 MiB per table. LevelDB
+ * reads the number once, when the process's first database opens, so a change after that is
+ * "too late"; classic-level's own binding cannot set it ("unsupported"). Either way LevelDB keeps
+ * the number it has (mappedTablesInEffect).
+ */
+export function setMappedTables(limit: number): "set" | "unsupported" | "too late" {
+  if (!Number.isInteger(limit) || limit < 0) throw new RangeError(`mapped tables: ${limit} is not a count`);
+  if (limit === mappedTables) return "set";
+  const set = binding.set_mapped_tables;
+  if (typeof set !== "function") return "unsupported";
+  if (databaseCreated) return "too late";
+  set(limit);
+  mappedTables = limit;
+  return "set";
+}
+
+/** The number of tables LevelDB memory-maps in this process. */
+export const mappedTablesInEffect = (): number => mappedTables;
 
 /** Which binding is in use, for the start-up log. */
 export const levelBindingName: "dacd" | "classic-level" = putRecordsInto ? "dacd" : "classic-level";

@@ -99,6 +99,7 @@ describe("loadConfig", () => {
       backupKeep: 3,
       nodeCacheLevels: 19,
       storeMaxOpenFiles: 5000,
+      storeMappedTables: 1000,
       prefetchBatches: 2,
     });
     expect(cfg.validateRollup).toBeUndefined();
@@ -127,6 +128,7 @@ max_ready_lag: 0
 log_level: debug
 node_cache_levels: 20
 store_max_open_files: 300
+store_mapped_tables: 100
 prefetch_batches: 0
 schedule:
   check: "*/5 * * * *"
@@ -155,6 +157,7 @@ prune_keep_batches: 1000
       logLevel: "debug",
       nodeCacheLevels: 20,
       storeMaxOpenFiles: 300,
+      storeMappedTables: 100,
       prefetchBatches: 0,
       schedule: { check: "*/5 * * * *", backup: "0 3 * * *" },
       backupDir: "/backups",
@@ -196,6 +199,9 @@ prune_keep_batches: 1000
     );
     expect(configError(() => loadConfig(write(`${BASE}store_max_open_files: 8\n`), {})).message).toContain(
       "store_max_open_files",
+    );
+    expect(configError(() => loadConfig(write(`${BASE}store_mapped_tables: -1\n`), {})).message).toContain(
+      "store_mapped_tables",
     );
     expect(configError(() => loadConfig(write(`${BASE}prefetch_batches: 17\n`), {})).message).toContain(
       "prefetch_batches",
