@@ -1,7 +1,9 @@
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
@@ -14,6 +16,8 @@ const binding = await import("../../src/storage/level-binding.js");
 const { LevelStore: Store } = await import("../../src/storage/level-store.js");
 
 const record = placeholderRecord(3);
+const ROOT = join(import.meta.dirname, "..", "..");
+const DACD_BINDING = join(ROOT, "native", "build", "level", "build", "Release", "classic_level.node");
 
 let dir: string;
 let store: LevelStore;
@@ -58,4 +62,39 @@ describe("classic-level's own binding (DACD_LEVEL_BINDING=stock)", () => {
     // Written by batch 3: asked under another gen, none is found.
     expect((await store.getNodes(hashes.slice(0, 10), new Array(10).fill(2))).every((v) => !v)).toBe(true);
   });
+
+  // dacd's build computes LevelDB's CRC32C in hardware (native/level/dacd_level.cc); LevelDB checks
+  // every logged record's checksum when it replays the log, and drops a record that fails.
+  it.skipIf(!existsSync(DACD_BINDING))(
+    "reads a store that dacd's build wrote, its log checksums verified",
+    async () => {
+      const written = await mkdtemp(join(tmpdir(), "dacd-level-crc-"));
+      try {
+        const write = `
+        const { ClassicLevel } = await import("classic-level");
+        const db = new ClassicLevel(${JSON.stringify(written)}, { keyEncoding: "utf8", valueEncoding: "utf8" });
+        await db.batch(Array.from({ length: 3000 }, (_, i) => ({ type: "put", key: "k" + i, value: "v".repeat(i % 200) + i })));
+        await db.close();`;
+        const child = spawnSync(process.execPath, ["--input-type=module", "-e", write], {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            DACD_LEVEL_BINDING: undefined,
+            CLASSIC_LEVEL_PREBUILD: dirname(dirname(dirname(DACD_BINDING))),
+          },
+          encoding: "utf8",
+        });
+        expect(child.stderr).toBe("");
+        expect(child.status).toBe(0);
+        const { ClassicLevel } = await import("../../src/storage/classic-level.js");
+        const db = new ClassicLevel<string, string>(written, { keyEncoding: "utf8", valueEncoding: "utf8" });
+        const keys = Array.from({ length: 3000 }, (_, i) => "k" + i);
+        const values = await db.getMany(keys);
+        await db.close();
+        expect(values).toEqual(keys.map((_, i) => "v".repeat(i % 200) + i));
+      } finally {
+        await rm(written, { recursive: true, force: true });
+      }
+    },
+  );
 });
