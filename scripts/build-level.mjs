@@ -1,16 +1,19 @@
 #!/usr/bin/env node
 /* global process, console */
-// Builds classic-level's binding from the sources its package carries, with two functions added
-// (native/level/dacd_level.cc: a chained batch's puts in one call, and a read of many keys answered
-// in one buffer), into native/build/level. dacd then loads that binding instead of classic-level's
-// prebuilt one (src/storage/level-binding.ts).
+// Builds classic-level's binding from the sources its package carries, with dacd's functions
+// added (native/level/dacd_level.cc: a chained batch's puts in one call, a read of many keys
+// answered in one buffer, the number of memory-mapped tables, a hardware CRC32C), into
+// native/build/level. dacd then loads that binding instead of classic-level's prebuilt one
+// (src/storage/level-binding.ts).
 // Run by `npm install`/`npm ci` after build-native.mjs. It never fails the install: without a
 // compiler, node-gyp or classic-level's sources, dacd keeps classic-level's own binding (the same
-// LevelDB, one put per call) and this prints one line saying so. DACD_SKIP_NATIVE=1 skips it; a
-// binding already built from the same sources and loadable is kept (DACD_NATIVE_REBUILD=1 forces).
+// LevelDB, one put per call) and this prints one line saying so. Where the package's prebuilt
+// binding (scripts/build-prebuilds.mjs) was made from the same sources, it builds nothing.
+// DACD_SKIP_NATIVE=1 skips it; a binding already built from the same sources and loadable is kept
+// (DACD_NATIVE_REBUILD=1 forces a build).
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,9 +23,15 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const addition = path.join(root, "native", "level", "dacd_level.cc");
 /** The functions dacd_level.cc adds, exported beside classic-level's. */
 const ADDED = ["batch_put_records", "db_get_packed", "set_mapped_tables"];
+/** Where a build goes, below its work directory (node-gyp's layout, which node-gyp-build reads). */
+const BINDING_IN_WORK_DIR = path.join("build", "Release", "classic_level.node");
 const workDir = path.join(root, "native", "build", "level");
-const binding = path.join(workDir, "build", "Release", "classic_level.node");
-const stampFile = path.join(workDir, "sources.sha256");
+const binding = path.join(workDir, BINDING_IN_WORK_DIR);
+/** Beside a build: the digest of the sources it was built from; beside the prebuilt one, also the version. */
+const STAMP = "sources.sha256";
+const VERSION_FILE = "classic-level.version";
+/** The prebuilt binding the package carries for linux-x64 (scripts/build-prebuilds.mjs). */
+export const PREBUILT_LEVEL_DIR = path.join("prebuilds", "linux-x64", "level");
 const verbose = process.env.DACD_NATIVE_VERBOSE === "1";
 
 /** Where this step stops: classic-level's own binding stays in use. */
@@ -72,63 +81,111 @@ function loads(file) {
   return child.status === 0;
 }
 
-function main() {
-  if (process.env.DACD_SKIP_NATIVE === "1") stock("DACD_SKIP_NATIVE=1");
+/**
+ * What a build is made from, as installed beside `from`: classic-level's binding.cc with dacd's
+ * additions and its binding.gyp pointed at its package (`cc`, `gyp`), classic-level's `version`,
+ * and the `digest` of those sources. Throws an Error saying what is missing.
+ */
+export function levelSources(from = root) {
   let levelDir;
   try {
     levelDir = path.dirname(
-      createRequire(path.join(root, "package.json")).resolve("classic-level/package.json"),
+      createRequire(path.join(from, "package.json")).resolve("classic-level/package.json"),
     );
   } catch {
-    stock("classic-level is not installed");
+    throw new Error("classic-level is not installed");
   }
-  const sources = ["binding.cc", "binding.gyp", "package.json"].map((f) => path.join(levelDir, f));
-  if (!sources.every((f) => existsSync(f)) || !existsSync(path.join(levelDir, "deps", "leveldb")))
-    stock("classic-level's package carries no sources");
+  const files = ["binding.cc", "binding.gyp", "package.json"].map((f) => path.join(levelDir, f));
+  if (!files.every((f) => existsSync(f)) || !existsSync(path.join(levelDir, "deps", "leveldb")))
+    throw new Error("classic-level's package carries no sources");
   let napiMacrosDir;
   try {
     napiMacrosDir = path.dirname(
       createRequire(path.join(levelDir, "package.json")).resolve("napi-macros/napi-macros.h"),
     );
   } catch {
-    stock("napi-macros is not installed");
+    throw new Error("napi-macros is not installed");
   }
-
+  // Node-API: one build serves every Node version, so the digest names only the sources.
   const stamp = createHash("sha256");
-  for (const f of [...sources, addition]) stamp.update(readFileSync(f)).update("\0");
-  stamp.update(process.versions.modules);
-  const digest = stamp.digest("hex");
-  if (
-    process.env.DACD_NATIVE_REBUILD !== "1" &&
-    existsSync(binding) &&
-    existsSync(stampFile) &&
-    readFileSync(stampFile, "utf8").trim() === digest &&
-    loads(binding)
-  ) {
-    console.log("dacd: LevelDB binding up to date");
-    return;
-  }
+  for (const f of [...files, addition]) stamp.update(readFileSync(f)).update("\0");
+  const cc = patchedBinding(readFileSync(files[0], "utf8"), readFileSync(addition, "utf8"));
+  const gyp = patchedGyp(readFileSync(files[1], "utf8"), levelDir, napiMacrosDir);
+  if (!cc || !gyp) throw new Error("classic-level's binding is not laid out as this script expects");
+  const version = JSON.parse(readFileSync(files[2], "utf8")).version;
+  return { digest: stamp.digest("hex"), cc, gyp, version };
+}
 
-  const cc = patchedBinding(readFileSync(sources[0], "utf8"), readFileSync(addition, "utf8"));
-  const gyp = patchedGyp(readFileSync(sources[1], "utf8"), levelDir, napiMacrosDir);
-  if (!cc || !gyp) stock("classic-level's binding is not laid out as this script expects");
-  mkdirSync(workDir, { recursive: true });
-  rmSync(stampFile, { force: true });
-  writeFileSync(path.join(workDir, "binding.cc"), cc);
-  writeFileSync(path.join(workDir, "binding.gyp"), gyp);
-
+/** Builds the binding from `sources` in `dir` (node-gyp's layout); returns its path. Throws why not. */
+export function buildLevelBinding(sources, dir) {
+  mkdirSync(dir, { recursive: true });
+  rmSync(path.join(dir, STAMP), { force: true });
+  writeFileSync(path.join(dir, "binding.cc"), sources.cc);
+  writeFileSync(path.join(dir, "binding.gyp"), sources.gyp);
   const gypBin = findNodeGyp();
-  if (!gypBin) stock("node-gyp not found");
+  if (!gypBin) throw new Error("node-gyp not found");
   const build = spawnSync(process.execPath, [gypBin, "rebuild", ...nodeDirArgs()], {
-    cwd: workDir,
+    cwd: dir,
     encoding: "utf8",
     stdio: verbose ? "inherit" : "pipe",
     timeout: 15 * 60_000,
   });
-  if (build.status !== 0 || !existsSync(binding))
-    stock(build.error ? build.error.message : `node-gyp exited with ${build.status ?? build.signal}`);
-  if (!loads(binding)) stock("the built binding does not load");
-  writeFileSync(stampFile, `${digest}\n`);
+  const built = path.join(dir, BINDING_IN_WORK_DIR);
+  if (build.status !== 0 || !existsSync(built))
+    throw new Error(
+      build.error ? build.error.message : `node-gyp exited with ${build.status ?? build.signal}`,
+    );
+  if (!loads(built)) throw new Error("the built binding does not load");
+  writeFileSync(path.join(dir, STAMP), `${sources.digest}\n`);
+  return built;
+}
+
+/** Copies a build into the prebuilt binding's place in `root`, with its digest and classic-level's version. */
+export function keepAsPrebuilt(built, sources, into = root) {
+  const dir = path.join(into, PREBUILT_LEVEL_DIR);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(path.dirname(path.join(dir, BINDING_IN_WORK_DIR)), { recursive: true });
+  cpSync(built, path.join(dir, BINDING_IN_WORK_DIR));
+  writeFileSync(path.join(dir, STAMP), `${sources.digest}\n`);
+  writeFileSync(path.join(dir, VERSION_FILE), `${sources.version}\n`);
+}
+
+/** True when `dir` holds a loadable build of exactly `digest`'s sources. */
+function builtFrom(dir, digest) {
+  const file = path.join(dir, BINDING_IN_WORK_DIR);
+  const stamp = path.join(dir, STAMP);
+  return (
+    existsSync(file) && existsSync(stamp) && readFileSync(stamp, "utf8").trim() === digest && loads(file)
+  );
+}
+
+function main() {
+  if (process.env.DACD_SKIP_NATIVE === "1") stock("DACD_SKIP_NATIVE=1");
+  let sources;
+  try {
+    sources = levelSources();
+  } catch (err) {
+    stock(err.message);
+  }
+  const rebuild = process.env.DACD_NATIVE_REBUILD === "1";
+  if (!rebuild && builtFrom(workDir, sources.digest)) {
+    console.log("dacd: LevelDB binding up to date");
+    return;
+  }
+  // The package's prebuilt binding, made from these very sources: nothing to build. A build of
+  // other sources left in native/build would be loaded first, so it goes.
+  if (!rebuild && builtFrom(path.join(root, PREBUILT_LEVEL_DIR), sources.digest)) {
+    rmSync(binding, { force: true });
+    console.log(
+      `dacd: LevelDB binding: the prebuilt one (classic-level ${sources.version}, with dacd's calls)`,
+    );
+    return;
+  }
+  try {
+    buildLevelBinding(sources, workDir);
+  } catch (err) {
+    stock(err.message);
+  }
   console.log("dacd: LevelDB binding built (classic-level's, with batched puts and reads)");
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /* global process, console */
 // Part of "prepack": builds the native Pedersen addon that the package carries prebuilt, for
-// linux-x64 only, into prebuilds/linux-x64/pedersen.node, with the digest of the sources it was
+// linux-x64 only, into prebuilds/linux-x64/pedersen.node (and LevelDB's binding with dacd's
+// calls, into prebuilds/linux-x64/level: see the end), with the digest of the sources it was
 // built from beside it (sources.sha256). dacd loads it when the install script did not run (npm's
 // allowScripts, --ignore-scripts) or could not build (no compiler); the install script uses it
 // instead of building when its width is the one this CPU wants. The kernels (IFMA, adx, portable)
@@ -26,6 +27,7 @@ import {
   probeAddon,
   sourcesDigest,
 } from "./native-toolchain.mjs";
+import { buildLevelBinding, keepAsPrebuilt, levelSources } from "./build-level.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const nativeDir = path.join(root, "native");
@@ -76,4 +78,21 @@ try {
   process.exitCode = 1;
 } finally {
   rmSync(work, { recursive: true, force: true });
+}
+
+// LevelDB's binding with dacd's calls (scripts/build-level.mjs), for installs where the install
+// script does not run or has no compiler; dacd loads it only beside the classic-level version it
+// was built from (src/storage/level-binding.ts).
+if (process.exitCode !== 1) {
+  const levelWork = mkdtempSync(path.join(tmpdir(), "dacd-prebuild-level-"));
+  try {
+    const sources = levelSources(root);
+    keepAsPrebuilt(buildLevelBinding(sources, levelWork), sources, root);
+    console.log(`dacd: prebuilt LevelDB binding for ${platform} (classic-level ${sources.version})`);
+  } catch (err) {
+    console.error(`dacd: building the prebuilt LevelDB binding failed: ${err.message}`);
+    process.exitCode = 1;
+  } finally {
+    rmSync(levelWork, { recursive: true, force: true });
+  }
 }

@@ -33,6 +33,8 @@ fi
 prebuilt=no
 if [ "$(node -p 'process.platform + "-" + process.arch')" = linux-x64 ]; then
   grep -qx package/prebuilds/linux-x64/pedersen.node "$tmp/files" || fail "the tarball lacks the prebuilt addon"
+  grep -qx package/prebuilds/linux-x64/level/build/Release/classic_level.node "$tmp/files" ||
+    fail "the tarball lacks the prebuilt LevelDB binding"
   prebuilt=yes
 fi
 
@@ -76,11 +78,28 @@ check_install() {
   ' "$PWD/$golden/expected.json" "$tmp/$mode.out" "$mode"
 }
 
+# Which LevelDB binding an install loads: dacd's (built by the install script, or the package's
+# prebuilt one) or classic-level's own.
+level_binding() {
+  node --input-type=module -e 'const m = await import(process.argv[1]); console.log(m.levelBindingName)' \
+    "$tmp/$1/lib/node_modules/dacd/dist/src/storage/level-binding.js"
+}
+
 check_install with-scripts "${allow[@]}"
-# With a C++ compiler the install script builds LevelDB's binding (scripts/build-level.mjs), which
-# the replay above then wrote its store with; without the script, classic-level's own binding.
-if command -v c++ >/dev/null 2>&1; then
-  [ -f "$tmp/with-scripts/lib/node_modules/dacd/native/build/level/build/Release/classic_level.node" ] ||
-    { cat "$tmp/with-scripts.install" >&2; fail "with-scripts: the LevelDB binding was not built"; }
+# The replay above wrote its store with dacd's binding: the package's prebuilt one, made from these
+# very sources, so the install script builds nothing (it would with another classic-level).
+if [ "$prebuilt" = yes ]; then
+  [ ! -e "$tmp/with-scripts/lib/node_modules/dacd/native/build/level/build/Release/classic_level.node" ] ||
+    fail "with-scripts: the install script built a LevelDB binding beside a prebuilt one of the same sources"
+  [ "$(level_binding with-scripts)" = dacd ] || fail "with-scripts: dacd's LevelDB binding is not the one loaded"
 fi
 check_install ignore-scripts --ignore-scripts
+# Without the install script too, on linux-x64: the prebuilt binding.
+if [ "$prebuilt" = yes ]; then
+  [ "$(level_binding ignore-scripts)" = dacd ] || fail "ignore-scripts: dacd's LevelDB binding is not the one loaded"
+  # Beside another classic-level version the prebuilt binding is left alone.
+  echo 0.0.0 >"$tmp/ignore-scripts/lib/node_modules/dacd/prebuilds/linux-x64/level/classic-level.version"
+  [ "$(level_binding ignore-scripts)" = classic-level ] ||
+    fail "ignore-scripts: the prebuilt LevelDB binding was loaded beside another classic-level version"
+  echo "check-package: both installs load dacd's LevelDB binding (the prebuilt one), not beside another classic-level"
+fi

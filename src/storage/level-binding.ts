@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,15 +18,53 @@ import type { PackedRecords } from "../trees/node-source.js";
  * so that processes dacd starts choose for themselves. classic-level.ts, the one module that
  * imports classic-level, imports this module first.
  */
-const BINDING_RELATIVE = path.join("native", "build", "level", "build", "Release", "classic_level.node");
+const BINDING_IN_DIR = path.join("build", "Release", "classic_level.node");
+const LOCAL_BUILD = path.join("native", "build", "level");
+/** The package's prebuilt binding (scripts/build-prebuilds.mjs), beside the version it was made from. */
+const PREBUILT = path.join("prebuilds", "linux-x64", "level");
+const PREBUILT_VERSION = "classic-level.version";
 const ENV = "CLASSIC_LEVEL_PREBUILD";
 
-/** The directory node-gyp-build is to look in for dacd's build, or undefined (not built, or not wanted). */
+/** A file's text, trimmed, or undefined where it cannot be read. */
+function readTrimmed(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8").trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The version of the classic-level this module imports, or undefined if it cannot be read. */
+function classicLevelVersion(): string | undefined {
+  try {
+    const manifest = readTrimmed(createRequire(import.meta.url).resolve("classic-level/package.json"));
+    return manifest === undefined ? undefined : (JSON.parse(manifest) as { version?: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The directory node-gyp-build is to look in for dacd's build, or undefined (none, or not wanted):
+ * the install's own build first, else the package's prebuilt one (linux-x64), which is taken only
+ * beside the classic-level version it was built from, since classic-level's JavaScript calls it.
+ */
 function dacdBuildDir(): string | undefined {
   if (process.env.DACD_LEVEL_BINDING === "stock" || process.env.PREBUILDS_ONLY) return undefined;
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 8; i++) {
-    if (existsSync(path.join(dir, BINDING_RELATIVE))) return path.join(dir, "native", "build", "level");
+    if (existsSync(path.join(dir, "package.json"))) {
+      const local = path.join(dir, LOCAL_BUILD);
+      if (existsSync(path.join(local, BINDING_IN_DIR))) return local;
+      const prebuilt = path.join(dir, PREBUILT);
+      if (
+        process.platform === "linux" &&
+        process.arch === "x64" &&
+        existsSync(path.join(prebuilt, BINDING_IN_DIR)) &&
+        readTrimmed(path.join(prebuilt, PREBUILT_VERSION)) === classicLevelVersion()
+      )
+        return prebuilt;
+    }
     const up = path.dirname(dir);
     if (up === dir) break;
     dir = up;

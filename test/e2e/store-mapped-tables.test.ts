@@ -1,11 +1,9 @@
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { startDaemon } from "../../src/app.js";
 import { levelBindingName } from "../../src/storage/level-binding.js";
 import { createLogger } from "../../src/logging.js";
-import { memberSetup, waitFor } from "../helpers/daemon.js";
-import { VectorGateway } from "../helpers/vector-gateway.js";
-import { loadChain } from "../helpers/vectors.js";
+import { spotChainMember, waitFor } from "../helpers/daemon.js";
 
 // Each test file runs in a process of its own (vitest's forks pool): the first daemon here opens
 // the process's first store, so its store_mapped_tables is the one LevelDB takes.
@@ -15,17 +13,7 @@ afterEach(async () => {
 });
 
 async function member(extra: string) {
-  const { responses, expected } = loadChain("spot-chain");
-  const gw = await new VectorGateway(responses, expected, "G").start();
-  cleanups.push(() => gw.close());
-  const setup = await memberSetup({
-    profile: "spot",
-    privateKey: expected.private_key,
-    gatewayUrl: gw.url,
-    feeder: true,
-    extra,
-  });
-  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+  const { gw, expected, setup } = await spotChainMember(cleanups, undefined, extra);
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({
     level: "info",
@@ -50,7 +38,7 @@ describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")("st
     await daemon.stop();
     const again = await start();
     await waitFor(() => again.member.state.phase === "idle", 30_000, "idle after the restart");
-    // Tables there are (each batch's flushed memtable, opened by LevelDB once written), none mapped.
+    // Tables there are (at least the replayed log's, which LevelDB opened once written), none mapped.
     expect((await readdir(dataDir)).filter((f) => f.endsWith(".ldb")).length).toBeGreaterThan(0);
     const maps = await readFile("/proc/self/maps", "utf8");
     expect(maps.split("\n").filter((l) => l.includes(dataDir) && l.endsWith(".ldb"))).toEqual([]);

@@ -58,12 +58,13 @@ export async function waitFor(
 
 /**
  * The spot chain served by a VectorGateway (with `served` instead of the vectors' answers when
- * given) and a member set up against it with a feeder; both are removed by the `cleanups` the
- * test runs afterwards.
+ * given) and a member set up against it with a feeder (and `extra` lines of configuration); both
+ * are removed by the `cleanups` the test runs afterwards.
  */
 export async function spotChainMember(
   cleanups: (() => Promise<void>)[],
   served?: { update: unknown }[],
+  extra?: string,
 ): Promise<{ gw: VectorGateway; expected: Expected; setup: Awaited<ReturnType<typeof memberSetup>> }> {
   const { responses, expected } = loadChain("spot-chain");
   const gw = await new VectorGateway(served ?? responses, expected, "G").start();
@@ -73,6 +74,7 @@ export async function spotChainMember(
     privateKey: expected.private_key,
     gatewayUrl: gw.url,
     feeder: true,
+    extra,
   });
   cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
   return { gw, expected, setup };
