@@ -22,7 +22,7 @@ import { runScale, scaleTable } from "./scale.js";
  * W-perp workloads, printed as a table. Figures from one run on one machine; compare the ratios.
  * `--native-runs N` sets the native batches (default 5; 0 with `--wasm-runs 0` times the bulk load alone).
  * `--compact-after-load` compacts the whole store once after each bulk load (timed apart).
- * `--max-open-files N` caps LevelDB's open table files (each is memory-mapped, so they count in RSS).
+ * `--max-open-files N` caps LevelDB's open table files (up to `--mapped-tables` of them memory-mapped).
  * `--pool-threshold N`: hashMany/hashConst calls of fewer pairs stay on the calling thread (default 256);
  * `--climb-threshold N`: chain climbs of fewer hashes do (default 2048).
  * `--level JSON` sets any of LevelDB's tunables (LevelTuning), e.g. `'{"writeBufferSize":67108864}'`.

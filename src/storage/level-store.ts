@@ -37,8 +37,8 @@ type Snapshot = ReturnType<Db["snapshot"]>;
 /** LevelDB's tunables that dacd sets (classic-level's names; unset: LevelDB's defaults). */
 export interface LevelTuning {
   /**
-   * Open table files, within what the descriptor limit leaves (open-files.ts); LevelDB
-   * memory-maps up to 1000 of them, so this bounds their share of RSS.
+   * Open table files, within what the descriptor limit leaves (open-files.ts); LevelDB memory-maps
+   * some of them (setMappedTables, 1000 unless set), the others it reads with pread.
    */
   readonly maxOpenFiles?: number;
   /** The LRU cache of uncompressed blocks, in bytes. */
