@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import type { ScaleMessage, ScaleStateConfig, ScaleStateResult } from "./scale-state.js";
+import { LEVELDB_MAPPED_TABLES } from "../src/storage/level-binding.js";
 import { scaledSize } from "./scale-options.js";
 import { median } from "./dump-beside.js";
 import type { WorkloadSize } from "./workloads.js";
@@ -28,6 +29,8 @@ export interface WScale {
   peak_rss_mib: number;
   peak_rss_mib_batches: number;
   compaction_bytes_per_batch: number;
+  /** The table files LevelDB memory-mapped in each state's process (`--mapped-tables`). */
+  mapped_tables: number;
   /** Both states' figures, the base state first. */
   states: ScaleStateResult[];
 }
@@ -144,6 +147,7 @@ export async function runScale(opts: {
       compaction_bytes_per_batch: Math.round(
         (compaction.reduce((a, b) => a + b, 0) / Math.max(1, compaction.length)) * 2 ** 20,
       ),
+      mapped_tables: opts.mappedTables ?? LEVELDB_MAPPED_TABLES,
       states: results,
     };
   } finally {
@@ -173,7 +177,7 @@ export function scaleTable(w: WScale): string[] {
     );
   });
   return [
-    `\nW-scale: W-spot batches (10k/5k/2k leaves) on two states, one process each, batches alternated`,
+    `\nW-scale: W-spot batches (10k/5k/2k leaves) on two states, one process each, batches alternated; LevelDB maps up to ${w.mapped_tables} tables`,
     "| state | leaves | bulk load s | store MB after load | store MB after batches | bytes/leaf | median batch s | compaction MiB/batch, mean | peak RSS MiB, load | peak RSS MiB, batches | max RSS MiB |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
     ...rows,
