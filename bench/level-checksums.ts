@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { median } from "./dump-beside.js";
 
 /**
  * `node dist/bench/level-checksums.js [--rounds R] [--mib M]`: LevelDB's writes with dacd's build of
@@ -59,8 +60,6 @@ async function writeRun(dir: string, mib: number): Promise<Run> {
     binding: levelBindingName,
   };
 }
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
   const mib = arg("--mib", 300);

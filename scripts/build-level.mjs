@@ -81,31 +81,26 @@ function loads(file) {
   return child.status === 0;
 }
 
+/** The directory of `file` as a package in `base` resolves it; throws `missing` where it does not. */
+function packageDir(base, file, missing) {
+  try {
+    return path.dirname(createRequire(path.join(base, "package.json")).resolve(file));
+  } catch {
+    throw new Error(missing);
+  }
+}
+
 /**
- * What a build is made from, as installed beside `from`: classic-level's binding.cc with dacd's
+ * What a build is made from, as installed here: classic-level's binding.cc with dacd's
  * additions and its binding.gyp pointed at its package (`cc`, `gyp`), classic-level's `version`,
  * and the `digest` of those sources. Throws an Error saying what is missing.
  */
-export function levelSources(from = root) {
-  let levelDir;
-  try {
-    levelDir = path.dirname(
-      createRequire(path.join(from, "package.json")).resolve("classic-level/package.json"),
-    );
-  } catch {
-    throw new Error("classic-level is not installed");
-  }
+export function levelSources() {
+  const levelDir = packageDir(root, "classic-level/package.json", "classic-level is not installed");
   const files = ["binding.cc", "binding.gyp", "package.json"].map((f) => path.join(levelDir, f));
   if (!files.every((f) => existsSync(f)) || !existsSync(path.join(levelDir, "deps", "leveldb")))
     throw new Error("classic-level's package carries no sources");
-  let napiMacrosDir;
-  try {
-    napiMacrosDir = path.dirname(
-      createRequire(path.join(levelDir, "package.json")).resolve("napi-macros/napi-macros.h"),
-    );
-  } catch {
-    throw new Error("napi-macros is not installed");
-  }
+  const napiMacrosDir = packageDir(levelDir, "napi-macros/napi-macros.h", "napi-macros is not installed");
   // Node-API: one build serves every Node version, so the digest names only the sources.
   const stamp = createHash("sha256");
   for (const f of [...files, addition]) stamp.update(readFileSync(f)).update("\0");

@@ -86,7 +86,7 @@ try {
 if (process.exitCode !== 1) {
   const levelWork = mkdtempSync(path.join(tmpdir(), "dacd-prebuild-level-"));
   try {
-    const sources = levelSources(root);
+    const sources = levelSources();
     keepAsPrebuilt(buildLevelBinding(sources, levelWork), sources, root);
     console.log(`dacd: prebuilt LevelDB binding for ${platform} (classic-level ${sources.version})`);
   } catch (err) {

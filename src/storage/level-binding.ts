@@ -37,8 +37,7 @@ function readTrimmed(file: string): string | undefined {
 /** The version of the classic-level this module imports, or undefined if it cannot be read. */
 function classicLevelVersion(): string | undefined {
   try {
-    const manifest = readTrimmed(createRequire(import.meta.url).resolve("classic-level/package.json"));
-    return manifest === undefined ? undefined : (JSON.parse(manifest) as { version?: string }).version;
+    return (createRequire(import.meta.url)("classic-level/package.json") as { version?: string }).version;
   } catch {
     return undefined;
   }
