@@ -33,8 +33,12 @@ export interface ScaleStateResult {
   leaves: number;
   peak_rss_mib_load: number;
   peak_rss_mib_batches: number;
-  /** At each phase's peak: anonymous memory and file pages (LevelDB's mapped tables, code), MiB. */
-  rss_kinds_at_peak_mib: Record<"load" | "batches", { anon: number; file: number }>;
+  /**
+   * At each phase's peak, MiB: anonymous memory and file pages (LevelDB's mapped tables, code), and
+   * of the anonymous memory, V8's heap and the memory outside it that JavaScript objects hold
+   * (Buffers); the rest is native (LevelDB's table cache and memtables, the node cache, the addon).
+   */
+  rss_kinds_at_peak_mib: Record<"load" | "batches", RssKinds>;
   /** The kernel's maximum RSS of the process (its whole life). */
   max_rss_mib: number;
 }
@@ -42,17 +46,33 @@ export interface ScaleStateResult {
 export type ScaleMessage =
   { type: "waiting"; next: string } | { type: "result"; result: ScaleStateResult } | { type: "go" };
 
-/** RssAnon and RssFile + RssShmem from /proc/self/status (Linux; zeros elsewhere), MiB. */
-function rssKinds(): { anon: number; file: number } {
+interface RssKinds {
+  anon: number;
+  file: number;
+  v8_heap: number;
+  external: number;
+}
+
+/**
+ * RssAnon and RssFile + RssShmem from /proc/self/status (Linux; zeros elsewhere), V8's heap and
+ * external memory, MiB.
+ */
+function rssKinds(): RssKinds {
   let text = "";
   try {
     text = readFileSync("/proc/self/status", "utf8");
   } catch {
-    return { anon: 0, file: 0 };
+    // Not Linux: the kinds stay zero.
   }
   const mib = (name: string): number =>
     Math.round(Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? 0) / 1024);
-  return { anon: mib("RssAnon"), file: mib("RssFile") + mib("RssShmem") };
+  const v8 = process.memoryUsage();
+  return {
+    anon: mib("RssAnon"),
+    file: mib("RssFile") + mib("RssShmem"),
+    v8_heap: Math.round(v8.heapTotal / 2 ** 20),
+    external: Math.round(v8.external / 2 ** 20),
+  };
 }
 
 async function main(config: ScaleStateConfig): Promise<void> {
@@ -71,7 +91,7 @@ async function main(config: ScaleStateConfig): Promise<void> {
 
   let phase: "load" | "batches" = "load";
   const peak = { load: 0, batches: 0 };
-  const kinds = { load: { anon: 0, file: 0 }, batches: { anon: 0, file: 0 } };
+  const kinds = { load: rssKinds(), batches: rssKinds() };
   const sample = (): void => {
     const rss = process.memoryUsage.rss();
     if (rss <= peak[phase]) return;

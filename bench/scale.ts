@@ -157,10 +157,11 @@ export async function runScale(opts: {
   }
 }
 
-/** A phase's peak RSS, with its anonymous and file-backed parts. */
+/** A phase's peak RSS, with its anonymous (V8's heap and external memory among it) and file-backed parts. */
 const rssCell = (s: ScaleStateResult, phase: "load" | "batches"): string => {
   const k = s.rss_kinds_at_peak_mib[phase];
-  return `${phase === "load" ? s.peak_rss_mib_load : s.peak_rss_mib_batches} (anon ${k.anon}, file ${k.file})`;
+  const peak = phase === "load" ? s.peak_rss_mib_load : s.peak_rss_mib_batches;
+  return `${peak} (anon ${k.anon}: V8 ${k.v8_heap}, external ${k.external}; file ${k.file})`;
 };
 
 /** The W-scale table, one row per state. */
