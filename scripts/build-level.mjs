@@ -2,9 +2,9 @@
 /* global process, console */
 // Builds classic-level's binding from the sources its package carries, with dacd's functions
 // added (native/level/dacd_level.cc: a chained batch's puts in one call, a read of many keys
-// answered in one buffer, the number of memory-mapped tables, a hardware CRC32C), into
-// native/build/level. dacd then loads that binding instead of classic-level's prebuilt one
-// (src/storage/level-binding.ts).
+// answered in one buffer, the number of memory-mapped tables, a hardware CRC32C) and without
+// Bloom filters (REPLACED), into native/build/level. dacd then loads that binding instead of
+// classic-level's prebuilt one (src/storage/level-binding.ts).
 // Run by `npm install`/`npm ci` after build-native.mjs. It never fails the install: without a
 // compiler, node-gyp or classic-level's sources, dacd keeps classic-level's own binding (the same
 // LevelDB, one put per call) and this prints one line saying so. Where the package's prebuilt
@@ -46,8 +46,29 @@ function stock(reason) {
 const INIT = "NAPI_INIT() {";
 const EXPORT_AFTER = "NAPI_EXPORT_FUNCTION(batch_put);";
 
-/** classic-level's binding.cc with the additions before NAPI_INIT and their exports after batch_put's. */
-function patchedBinding(original, extra) {
+/**
+ * Lines of classic-level's binding.cc that dacd's build changes (each must occur exactly once):
+ * - Tables are written and read without a Bloom filter. classic-level gives every store a 10-bit
+ *   filter, which spares a block read when a lookup's key is in a table's key range but not in the
+ *   table. dacd's tree records are keyed by the batch that wrote them, so the one table whose
+ *   range holds a record's key holds the record: the filter never spares a read, yet every lookup
+ *   probes it, and every table opened keeps its filter in memory. Tables written with a filter
+ *   stay readable (LevelDB then ignores their filter), and those written without are readable by
+ *   classic-level's own binding.
+ */
+const REPLACED = [["options_.filter_policy = database->filterPolicy_;", "options_.filter_policy = NULL;"]];
+
+/**
+ * classic-level's binding.cc with REPLACED applied, the additions before NAPI_INIT and their
+ * exports after batch_put's; null where it is not laid out as expected.
+ */
+function patchedBinding(source, extra) {
+  let original = source;
+  for (const [from, to] of REPLACED) {
+    const at = original.indexOf(from);
+    if (at < 0 || original.indexOf(from, at + 1) >= 0) return null;
+    original = original.slice(0, at) + to + original.slice(at + from.length);
+  }
   const init = original.indexOf(INIT);
   const exportAt = original.indexOf(EXPORT_AFTER);
   if (init < 0 || exportAt < init) return null;
@@ -104,6 +125,7 @@ export function levelSources() {
   // Node-API: one build serves every Node version, so the digest names only the sources.
   const stamp = createHash("sha256");
   for (const f of [...files, addition]) stamp.update(readFileSync(f)).update("\0");
+  stamp.update(JSON.stringify(REPLACED));
   const cc = patchedBinding(readFileSync(files[0], "utf8"), readFileSync(addition, "utf8"));
   const gyp = patchedGyp(readFileSync(files[1], "utf8"), levelDir, napiMacrosDir);
   if (!cc || !gyp) throw new Error("classic-level's binding is not laid out as this script expects");

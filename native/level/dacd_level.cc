@@ -5,7 +5,8 @@
 // set_mapped_tables(limit): how many table files LevelDB memory-maps (the rest are read with
 // pread); see the comment above it.
 //
-// It also gives LevelDB a hardware CRC32C (see leveldb::port::AcceleratedCRC32C below).
+// It also gives LevelDB a hardware CRC32C (see leveldb::port::AcceleratedCRC32C below). The build
+// script also drops classic-level's Bloom filter (REPLACED there says why).
 //
 // batch_put_records(batch, head, hashes, records, starts, ends, order, from, to): puts into a
 // chained batch, for k in [from, to) and i = order[k], the key head ‖ hashes[32i, 32i + 32) with

@@ -477,7 +477,7 @@ export class LevelStore implements NodeSource {
    * that memtable stays the one lookups search first until the next write: every lookup of the next
    * batch would then walk a skip list of that size. A write
    * of one key right after it makes LevelDB start a new memtable and flush the full one to a table,
-   * whose index and Bloom filter answer a lookup for less. Not fsynced: it carries nothing, and
+   * whose index answers a lookup for less. Not fsynced: it carries nothing, and
    * its failure is ignored, since the batch is stored by then (a store that cannot write any more
    * fails the next write that matters). In the daemon, the cursor's write after the gateway's
    * answer (markAccepted) has the same effect, but only once the claim is accepted.

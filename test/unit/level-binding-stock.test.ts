@@ -63,6 +63,46 @@ describe("classic-level's own binding (DACD_LEVEL_BINDING=stock)", () => {
     expect((await store.getNodes(hashes.slice(0, 10), new Array(10).fill(2))).every((v) => !v)).toBe(true);
   });
 
+  // dacd's build writes tables without classic-level's Bloom filter (scripts/build-level.mjs); a
+  // table's metaindex names its filter block, so the name is in the file where there is one.
+  it.skipIf(!existsSync(DACD_BINDING))(
+    "writes tables without a Bloom filter, where classic-level's has one",
+    async () => {
+      const tableNames = async (binding: "dacd" | "stock"): Promise<string> => {
+        const written = await mkdtemp(join(tmpdir(), `dacd-level-filter-${binding}-`));
+        try {
+          const write = `
+        const { ClassicLevel } = await import("classic-level");
+        const { readdirSync, readFileSync } = await import("node:fs");
+        const db = new ClassicLevel(${JSON.stringify(written)}, { keyEncoding: "utf8", valueEncoding: "utf8" });
+        await db.batch(Array.from({ length: 3000 }, (_, i) => ({ type: "put", key: "k" + i, value: "v" + i })));
+        await db.compactRange("k", "l");
+        await db.close();
+        const tables = readdirSync(${JSON.stringify(written)}).filter((f) => f.endsWith(".ldb"));
+        const text = tables.map((f) => readFileSync(${JSON.stringify(written)} + "/" + f, "latin1")).join("");
+        console.log(tables.length + " " + (text.includes("filter.leveldb.BuiltinBloomFilter2") ? "filter" : "none"));`;
+          const child = spawnSync(process.execPath, ["--input-type=module", "-e", write], {
+            cwd: ROOT,
+            env: {
+              ...process.env,
+              DACD_LEVEL_BINDING: undefined,
+              ...(binding === "dacd"
+                ? { CLASSIC_LEVEL_PREBUILD: dirname(dirname(dirname(DACD_BINDING))) }
+                : {}),
+            },
+            encoding: "utf8",
+          });
+          expect(child.stderr).toBe("");
+          return child.stdout.trim();
+        } finally {
+          await rm(written, { recursive: true, force: true });
+        }
+      };
+      expect(await tableNames("dacd")).toBe("1 none");
+      expect(await tableNames("stock")).toBe("1 filter");
+    },
+  );
+
   // dacd's build computes LevelDB's CRC32C in hardware (native/level/dacd_level.cc); LevelDB checks
   // every logged record's checksum when it replays the log, and drops a record that fails.
   it.skipIf(!existsSync(DACD_BINDING))(
