@@ -47,7 +47,8 @@ import { runScale, scaleTable } from "./scale.js";
  * `--kernel ifma|adx|portable` forces the native kernel; `--kernel all` alternates every kernel this
  * CPU runs batch by batch in W-spot (`--native-runs` batches each) and prints each one's median.
  * `--scale` runs W-scale alone (bench/scale.ts): the W-spot batches on the W-spot state and on one
- * `--scale-factor F` times larger (default 10: 10M vaults), each in a process of its own.
+ * `--scale-factor F` times larger (default 10: 10M vaults), each loaded by a process of its own and
+ * signed by another.
  * `--mapped-tables N` sets how many table files LevelDB memory-maps (`store_mapped_tables`).
  */
 function arg(name: string): string | undefined {

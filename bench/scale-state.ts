@@ -4,18 +4,24 @@ import { WasmEngine } from "../src/hash/wasm-engine.js";
 import { directorySize } from "../src/service/metrics.js";
 import { setMappedTables } from "../src/storage/level-binding.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
-import { runWorkload, type WorkloadResult, type WorkloadSize } from "./workloads.js";
+import { readLoadedState, writeLoadedState } from "./loaded-state.js";
+import { loadWorkload, runWorkload, type WorkloadResult, type WorkloadSize } from "./workloads.js";
 
 /**
- * One state of W-scale (bench/scale.ts), in a process of its own so that its peak RSS is its own:
- * loads the state, then runs each native batch when the parent says so, so that the parent can
- * alternate the batches of two states that share the machine. Talks over the fork IPC channel:
- * it sends `{ type: "waiting" }` and runs its next step on `{ type: "go" }`; the last step sends
- * `{ type: "result" }`.
+ * One state of W-scale (bench/scale.ts) in one of its two phases, each in a process of its own, as
+ * a member loads a state with `dacd escape load` and signs in the daemon: "load" bulk-loads the
+ * state and leaves it (LoadedState) in `statePath`; "batches" opens it and runs each native batch
+ * when the parent says so, so that the parent can alternate the batches of two states that share
+ * the machine. Each process's peak RSS is its own. Talks over the fork IPC channel: it sends
+ * `{ type: "waiting" }` and runs its next step on `{ type: "go" }`; the last step sends
+ * `{ type: "loaded" }` or `{ type: "result" }`.
  */
 
 export interface ScaleStateConfig {
   label: string;
+  phase: "load" | "batches";
+  /** Where the load leaves the state for the batches. */
+  statePath: string;
   size: WorkloadSize;
   nativeRuns: number;
   cacheLevels: number;
@@ -25,28 +31,37 @@ export interface ScaleStateConfig {
   kernel?: string;
 }
 
-export interface ScaleStateResult {
-  label: string;
-  workload: WorkloadResult;
+/** What the load's process measured. */
+export interface ScaleLoadResult {
+  bulk_load_s: number;
   store_bytes_after_load: number;
-  store_bytes_after_batches: number;
-  leaves: number;
   peak_rss_mib_load: number;
+  rss_kinds_at_peak_mib_load: RssKinds;
+}
+
+/** What the batches' process measured. */
+export interface ScaleBatchesResult {
+  workload: WorkloadResult;
+  store_bytes_after_batches: number;
   peak_rss_mib_batches: number;
-  /**
-   * At each phase's peak, MiB: anonymous memory and file pages (LevelDB's mapped tables, code), and
-   * of the anonymous memory, V8's heap and the memory outside it that JavaScript objects hold
-   * (Buffers); the rest is native (LevelDB's table cache and memtables, the node cache, the addon).
-   */
-  rss_kinds_at_peak_mib: Record<"load" | "batches", RssKinds>;
-  /** The kernel's maximum RSS of the process (its whole life). */
+  rss_kinds_at_peak_mib_batches: RssKinds;
+  /** The kernel's maximum RSS of the process that signs (its whole life). */
   max_rss_mib: number;
 }
 
 export type ScaleMessage =
-  { type: "waiting"; next: string } | { type: "result"; result: ScaleStateResult } | { type: "go" };
+  | { type: "waiting"; next: string }
+  | { type: "loaded"; result: ScaleLoadResult }
+  | { type: "result"; result: ScaleBatchesResult }
+  | { type: "go" };
 
-interface RssKinds {
+/**
+ * At a phase's peak, MiB: anonymous memory and file pages (LevelDB's mapped tables, code), and of
+ * the anonymous memory, V8's heap and the memory outside it that JavaScript objects hold (Buffers);
+ * the rest is native (LevelDB's table cache and memtables, the node cache, the addon, malloc's
+ * free memory).
+ */
+export interface RssKinds {
   anon: number;
   file: number;
   v8_heap: number;
@@ -89,65 +104,70 @@ async function main(config: ScaleStateConfig): Promise<void> {
       send({ type: "waiting", next });
     });
 
-  let phase: "load" | "batches" = "load";
-  const peak = { load: 0, batches: 0 };
-  const kinds = { load: rssKinds(), batches: rssKinds() };
+  let peak = 0;
+  let kinds = rssKinds();
   const sample = (): void => {
     const rss = process.memoryUsage.rss();
-    if (rss <= peak[phase]) return;
-    peak[phase] = rss;
-    kinds[phase] = rssKinds();
+    if (rss <= peak) return;
+    peak = rss;
+    kinds = rssKinds();
   };
   const sampler = setInterval(sample, 100);
   const log = (s: string): void => void process.stderr.write(`[${config.label}] ${s}\n`);
-  let afterLoad = 0;
-  let afterBatches = 0;
+  const mib = (b: number): number => Math.round(b / 2 ** 20);
 
   if (config.mappedTables !== undefined && setMappedTables(config.mappedTables) !== "set")
     throw new Error("mapped tables: dacd's build of LevelDB's binding is not loaded");
-  await turn("bulk load");
+  await turn(config.phase === "load" ? "bulk load" : "cache warm-up");
   const native = createEngine("native", { threads: "auto", kernel: config.kernel });
-  const workload = await runWorkload("spot", {
-    quick: false,
-    size: config.size,
-    native,
-    wasm: new WasmEngine(),
-    nativeRuns: config.nativeRuns,
-    wasmRuns: 0,
-    cacheLevels: config.cacheLevels,
-    level: config.level,
-    log,
-    afterLoad: async (dir) => {
-      afterLoad = await directorySize(dir);
-      sample();
-    },
-    gate: async (i) => {
-      await turn(`batch ${i + 1}`);
-      // From here on what a daemon holds: the load's garbage is collected (runWorkload).
-      phase = "batches";
-    },
-    beforeCleanup: async (dir) => {
-      await turn("finish");
-      afterBatches = await directorySize(dir);
-    },
-  });
-  await native.close?.();
-  clearInterval(sampler);
-  const mib = (b: number): number => Math.round(b / 2 ** 20);
-  send({
-    type: "result",
-    result: {
-      label: config.label,
-      workload,
-      store_bytes_after_load: afterLoad,
-      store_bytes_after_batches: afterBatches,
-      leaves: Object.values(config.size.initial).reduce((a, b) => a + b, 0),
-      peak_rss_mib_load: mib(peak.load),
-      peak_rss_mib_batches: mib(peak.batches),
-      rss_kinds_at_peak_mib: kinds,
-      max_rss_mib: mib(process.resourceUsage().maxRSS * 1024),
-    },
-  });
+  if (config.phase === "load") {
+    const loaded = await loadWorkload("spot", { size: config.size, native, level: config.level, log });
+    await writeLoadedState(config.statePath, loaded);
+    const storeBytes = await directorySize(loaded.dir);
+    sample();
+    await native.close?.();
+    clearInterval(sampler);
+    send({
+      type: "loaded",
+      result: {
+        bulk_load_s: loaded.bulkLoadS,
+        store_bytes_after_load: storeBytes,
+        peak_rss_mib_load: mib(peak),
+        rss_kinds_at_peak_mib_load: kinds,
+      },
+    });
+  } else {
+    let afterBatches = 0;
+    const workload = await runWorkload("spot", {
+      quick: false,
+      size: config.size,
+      loaded: await readLoadedState(config.statePath),
+      native,
+      wasm: new WasmEngine(),
+      nativeRuns: config.nativeRuns,
+      wasmRuns: 0,
+      cacheLevels: config.cacheLevels,
+      level: config.level,
+      log,
+      gate: (i) => turn(`batch ${i + 1}`),
+      beforeCleanup: async (dir) => {
+        await turn("finish");
+        afterBatches = await directorySize(dir);
+      },
+    });
+    await native.close?.();
+    clearInterval(sampler);
+    send({
+      type: "result",
+      result: {
+        workload,
+        store_bytes_after_batches: afterBatches,
+        peak_rss_mib_batches: mib(peak),
+        rss_kinds_at_peak_mib_batches: kinds,
+        max_rss_mib: mib(process.resourceUsage().maxRSS * 1024),
+      },
+    });
+  }
   process.removeAllListeners("disconnect");
   process.disconnect();
 }

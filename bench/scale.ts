@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LevelTuning } from "../src/storage/level-store.js";
-import type { ScaleMessage, ScaleStateConfig, ScaleStateResult } from "./scale-state.js";
+import type { ScaleBatchesResult, ScaleLoadResult, ScaleMessage, ScaleStateConfig } from "./scale-state.js";
 import { LEVELDB_MAPPED_TABLES } from "../src/storage/level-binding.js";
 import { scaledSize } from "./scale-options.js";
 import { median } from "./dump-beside.js";
@@ -11,10 +11,14 @@ import type { WorkloadSize } from "./workloads.js";
 
 /**
  * W-scale (`npm run bench -- --scale`): the W-spot batches on the W-spot state and on a state
- * `factor` times larger, each state in a child process of its own (bench/scale-state.ts) so that
- * each one's peak RSS is its own. The states are loaded one after the other, each alone; then the
- * batches alternate between them, one at a time, so that both meet the same machine.
+ * `factor` times larger. Each state is loaded by a child process of its own and its batches run in
+ * another (bench/scale-state.ts), as a member loads with `dacd escape load` and signs in the daemon,
+ * so that each process's peak RSS is its own. The states are loaded one after the other, each
+ * alone; then the batches alternate between them, one at a time, so that both meet the same machine.
  */
+
+/** One state's figures: its load's process and its batches' process. */
+export type ScaleStateResult = { label: string; leaves: number } & ScaleLoadResult & ScaleBatchesResult;
 
 /** The JSON's `w_scale`: the large state's figures, beside the base state's batch in the same run. */
 export interface WScale {
@@ -26,6 +30,7 @@ export interface WScale {
   bytes_per_leaf: number;
   batch_s: number;
   batch_s_1m_same_run: number;
+  /** The large state's signing process: its maximum RSS (the kernel's), and its sampled peak. */
   peak_rss_mib: number;
   peak_rss_mib_batches: number;
   compaction_bytes_per_batch: number;
@@ -40,6 +45,8 @@ class StateProcess {
   private readonly queue: ScaleMessage[] = [];
   private wake?: () => void;
   private exited?: string;
+  /** Resolves once the process has exited. */
+  readonly gone: Promise<void>;
 
   /** `tmp`: the process's TMPDIR, where its store goes (removed by the parent, whatever happens). */
   constructor(config: ScaleStateConfig, tmp: string) {
@@ -51,10 +58,13 @@ class StateProcess {
       this.queue.push(m);
       this.wake?.();
     });
-    this.child.on("exit", (code, signal) => {
-      this.exited = `${config.label} state process exited (${signal ?? code})`;
-      this.wake?.();
-    });
+    this.gone = new Promise((resolve) =>
+      this.child.on("exit", (code, signal) => {
+        this.exited = `${config.label} ${config.phase} process exited (${signal ?? code})`;
+        this.wake?.();
+        resolve();
+      }),
+    );
   }
 
   /** The next message, or an error once the process has ended without one. */
@@ -76,9 +86,8 @@ class StateProcess {
   /** Ends the process if it still runs; resolves once it has exited. */
   async kill(): Promise<void> {
     if (this.exited) return;
-    const gone = new Promise((r) => this.child.once("exit", r));
     this.child.kill();
-    await gone;
+    await this.gone;
   }
 }
 
@@ -94,8 +103,11 @@ export async function runScale(opts: {
 }): Promise<WScale> {
   const large = scaledSize(opts.base, opts.factor);
   const label = (s: WorkloadSize): string => `${((s.initial.vault ?? 0) / 1e6).toFixed(1)}M vaults`;
-  const configs = [opts.base, large].map((size): ScaleStateConfig => ({
+  // The stores go under one directory of the parent's, so that a failed run leaves nothing behind.
+  const tmp = await mkdtemp(join(tmpdir(), "dacd-bench-scale-"));
+  const configs = [opts.base, large].map((size): Omit<ScaleStateConfig, "phase"> => ({
     label: label(size),
+    statePath: join(tmp, `${label(size).replace(/[^\w.]+/g, "-")}.state.json`),
     size,
     nativeRuns: opts.nativeRuns,
     cacheLevels: opts.cacheLevels,
@@ -104,8 +116,6 @@ export async function runScale(opts: {
     kernel: opts.kernel,
   }));
   const states: StateProcess[] = [];
-  // The stores go under one directory of the parent's, so that a failed run leaves nothing behind.
-  const tmp = await mkdtemp(join(tmpdir(), "dacd-bench-scale-"));
   // Interrupted (Ctrl-C, kill): the children and their stores (GBs at full size) go too.
   const interrupted = (signal: NodeJS.Signals): void => {
     opts.log(`scale: ${signal}, removing the state processes and ${tmp}`);
@@ -115,27 +125,40 @@ export async function runScale(opts: {
   };
   process.once("SIGINT", interrupted).once("SIGTERM", interrupted);
   try {
-    // Started and loaded one at a time: each bulk load has the machine (but this helper's) alone.
+    // Loaded one at a time: each bulk load has the machine (but this helper's) alone.
+    const loads: ScaleLoadResult[] = [];
     for (const config of configs) {
-      const state = new StateProcess(config, tmp);
-      states.push(state);
-      await state.next(); // waiting for "bulk load"
+      const loader = new StateProcess({ ...config, phase: "load" }, tmp);
+      states.push(loader);
+      await loader.next(); // waiting for "bulk load"
       opts.log(`scale: loading ${config.label}`);
-      await state.step(); // loaded; waiting for batch 1
+      const m = await loader.step();
+      if (m.type !== "loaded") throw new Error(`scale: expected the load's figures, got ${m.type}`);
+      loads.push(m.result);
+      await loader.gone;
     }
-    for (let i = 0; i < opts.nativeRuns; i++) for (const state of states) await state.step();
+    // Then the batches' processes, their caches warmed one at a time.
+    const batches = configs.map((config) => new StateProcess({ ...config, phase: "batches" }, tmp));
+    states.push(...batches);
+    for (const state of batches) {
+      await state.next(); // waiting for "cache warm-up"
+      await state.step(); // warmed; waiting for batch 1
+    }
+    for (let i = 0; i < opts.nativeRuns; i++) for (const state of batches) await state.step();
     const results: ScaleStateResult[] = [];
-    for (const state of states) {
+    for (const [i, state] of batches.entries()) {
       const m = await state.step(); // the store's size after the batches, then cleanup
       if (m.type !== "result") throw new Error(`scale: expected a result, got ${m.type}`);
-      results.push(m.result);
+      const config = configs[i]!;
+      const leaves = Object.values(config.size.initial).reduce((a, b) => a + b, 0);
+      results.push({ label: config.label, leaves, ...loads[i]!, ...m.result });
     }
     const [small, big] = results as [ScaleStateResult, ScaleStateResult];
     const compaction = big.workload.compaction_mb;
     return {
       factor: opts.factor,
       vaults: large.initial.vault ?? 0,
-      bulk_load_s: big.workload.bulk_load_s,
+      bulk_load_s: big.bulk_load_s,
       store_bytes: big.store_bytes_after_load,
       store_bytes_after_batches: big.store_bytes_after_batches,
       bytes_per_leaf: big.store_bytes_after_load / big.leaves,
@@ -159,7 +182,7 @@ export async function runScale(opts: {
 
 /** A phase's peak RSS, with its anonymous (V8's heap and external memory among it) and file-backed parts. */
 const rssCell = (s: ScaleStateResult, phase: "load" | "batches"): string => {
-  const k = s.rss_kinds_at_peak_mib[phase];
+  const k = phase === "load" ? s.rss_kinds_at_peak_mib_load : s.rss_kinds_at_peak_mib_batches;
   const peak = phase === "load" ? s.peak_rss_mib_load : s.peak_rss_mib_batches;
   return `${peak} (anon ${k.anon}: V8 ${k.v8_heap}, external ${k.external}; file ${k.file})`;
 };
@@ -178,7 +201,7 @@ export function scaleTable(w: WScale): string[] {
     );
   });
   return [
-    `\nW-scale: W-spot batches (10k/5k/2k leaves) on two states, one process each, batches alternated; LevelDB maps up to ${w.mapped_tables} tables`,
+    `\nW-scale: W-spot batches (10k/5k/2k leaves) on two states, each loaded by a process and signed by another, batches alternated; LevelDB maps up to ${w.mapped_tables} tables`,
     "| state | leaves | bulk load s | store MB after load | store MB after batches | bytes/leaf | median batch s | compaction MiB/batch, mean | peak RSS MiB, load | peak RSS MiB, batches | max RSS MiB |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
     ...rows,

@@ -31,10 +31,10 @@ import { TopNodeCache } from "../src/trees/node-cache.js";
 import type { NativeNodeCacheAddon } from "../src/trees/native-node-cache.js";
 import type { NodeWrite } from "../src/trees/node-source.js";
 import { NodeWrites } from "../src/trees/node-writes.js";
-import { PackedIds } from "../src/trees/packed-ids.js";
 import { warmTopNodes } from "../src/pipeline/warm-cache.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/pipeline/verify-batch.js";
 import { treeWalkFromEnv } from "../src/trees/tree-walk.js";
+import { LoadedIds, type LoadedState } from "./loaded-state.js";
 import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/model/state-update.js";
 
 /**
@@ -120,35 +120,6 @@ function randomLeaf(rng: Rng, spec: TreeSpec): Leaf {
     } satisfies PositionLeaf;
   }
   return rng.bits(spec.name === "order" && spec.height === 64 ? 63 : 62) + 1n;
-}
-
-/** How many of a tree's loaded ids the bench keeps for batches to pick existing leaves from. */
-const EXISTING_SAMPLE = 1 << 18;
-
-/**
- * Loaded leaves for batches to pick existing ones from: a uniform sample (drawn with `rng`) of at
- * most EXISTING_SAMPLE ids, 8 bytes each where they fit (every tree but the 251-high Patricia order
- * tree). A pick from a uniform sample is a uniform pick among all loaded leaves, and the bench's
- * own bookkeeping stays out of the peak RSS it reports (all of a 10M-vault state's ids took 250 MiB).
- */
-class LoadedIds {
-  private readonly small?: BigUint64Array;
-  private readonly packed?: PackedIds;
-  readonly length: number;
-
-  constructor(sorted: readonly bigint[], bits: number, rng: Rng) {
-    const kept =
-      sorted.length <= EXISTING_SAMPLE
-        ? sorted
-        : Array.from({ length: EXISTING_SAMPLE }, () => sorted[rng.below(sorted.length)]!);
-    this.length = kept.length;
-    if (bits <= 64) this.small = BigUint64Array.from(kept);
-    else this.packed = new PackedIds(kept);
-  }
-
-  at(i: number): bigint {
-    return this.small ? this.small[i]! : this.packed!.at(i);
-  }
 }
 
 /** Leaf ids: dense random picks in the tree (Patricia order ids are spread over 251 bits). */
@@ -252,8 +223,12 @@ async function bulkLoad(
     });
     // Packed: a million BigInts would be a million objects on the heap, and every major garbage
     // collection during the timed batches would trace them.
+    const bits = spec.kind === "patricia" ? 250 : spec.height;
     generating(() =>
-      ids.set(spec.name, new LoadedIds(sorted, spec.kind === "patricia" ? 250 : spec.height, rng)),
+      ids.set(
+        spec.name,
+        LoadedIds.sampled(sorted, bits, (n) => rng.below(n)),
+      ),
     );
     const hashes = new Uint8Array(sorted.length * 32);
     const CHUNK = 50_000;
@@ -382,6 +357,47 @@ export async function loadAltVerifier(distDir: string): Promise<AltVerifier> {
   return { computeRoots: roots.computeRoots, verifyParsedAndStore: verify.verifyParsedAndStore };
 }
 
+/** The workload's trees, as a daemon of its profile keeps them. */
+function workloadTrees(kind: "spot" | "perp"): {
+  profile: Profile;
+  trees: TreeSpec[];
+  validateRollup?: true;
+} {
+  const profile = makeProfile(kind === "spot" ? "spot" : "perpetual");
+  const validateRollup = profile.rollup ? true : undefined;
+  return { profile, trees: keptTrees(profile, validateRollup), validateRollup };
+}
+
+/**
+ * Bulk-loads a state of `size` into a new directory under the temporary directory, as `dacd escape
+ * load` loads (its memtable size), and closes it. The directory is removed if the load fails.
+ */
+export async function loadWorkload(
+  kind: "spot" | "perp",
+  opts: { size: WorkloadSize; native: HashEngine; level?: LevelTuning; log: (s: string) => void; rng?: Rng },
+): Promise<LoadedState> {
+  const { profile, trees } = workloadTrees(kind);
+  const dir = await mkdtemp(join(tmpdir(), `dacd-bench-${kind}-`));
+  try {
+    const store = await LevelStore.open(dir, { writeBufferSize: BULK_LOAD_WRITE_BUFFER, ...opts.level });
+    const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    const rng = opts.rng ?? new Rng(kind === "spot" ? 1 : 2);
+    const loaded = await bulkLoad(store, opts.native, profile, trees, opts.size, rng).finally(() =>
+      store.close(),
+    );
+    const bulkLoadS = (performance.now() - t0) / 1000 - loaded.generatingS;
+    const cpu = process.cpuUsage(cpu0);
+    opts.log(
+      `${kind}: bulk load ${bulkLoadS.toFixed(1)} s: ${loaded.detail}, cpu ${((cpu.user + cpu.system) / 1e6 - loaded.generatingS).toFixed(1)} s (and ${loaded.generatingS.toFixed(1)} s generating the random leaves, not counted)`,
+    );
+    return { dir, roots: loaded.roots, gens: loaded.gens, ids: loaded.ids, bulkLoadS };
+  } catch (e) {
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
 /** Both builds' medians, and in how many pairs (batch i, batch i + 1) this build was faster. */
 function compareBuilds(kind: string, mine: number[], alt: number[]): string {
   const pairs = Math.min(mine.length, alt.length);
@@ -432,6 +448,8 @@ export async function runWorkload(
      * batches, and the result gains their medians (batch_s_by_kernel).
      */
     kernels?: { name: string; engine: HashEngine }[];
+    /** A state loaded already (loadWorkload), by another process: its batches only. */
+    loaded?: LoadedState;
     /** Awaited after the bulk load and the reopening, with the store's directory. */
     afterLoad?: (dir: string) => Promise<void>;
     /** Awaited before native batch i (e.g. to take turns with another process). */
@@ -450,26 +468,19 @@ export async function runWorkload(
       Object.entries((opts.size ?? full).batch).map(([k, v]) => [k, Math.round(v * scale)]),
     ),
   };
-  const profile = makeProfile(kind === "spot" ? "spot" : "perpetual");
-  const validateRollup = profile.rollup ? true : undefined;
-  const trees = keptTrees(profile, validateRollup);
-  const dir = await mkdtemp(join(tmpdir(), `dacd-bench-${kind}-`));
-  // Loaded as `dacd escape load` loads (its memtable size), then reopened as the daemon opens it.
-  let store = await LevelStore.open(dir, { writeBufferSize: BULK_LOAD_WRITE_BUFFER, ...opts.level });
-  const rng = new Rng(kind === "spot" ? 1 : 2);
-  try {
+  const { profile, trees, validateRollup } = workloadTrees(kind);
+  // A state another process loaded continues with another seed: the load's would draw the loaded
+  // leaves' ids again as new ones.
+  const rng = new Rng((kind === "spot" ? 1 : 2) + (opts.loaded ? 100 : 0));
+  let loaded = opts.loaded;
+  if (!loaded) {
     opts.phase?.("bulk load");
-    const t0 = performance.now();
-    const cpu0 = process.cpuUsage();
-    const loaded = await bulkLoad(store, opts.native, profile, trees, size, rng);
-    await store.close();
-    store = await LevelStore.open(dir, opts.level ?? {});
-    const { roots: initialRoots, gens: initialGens, ids } = loaded;
-    const bulkLoadS = (performance.now() - t0) / 1000 - loaded.generatingS;
-    const cpu = process.cpuUsage(cpu0);
-    opts.log(
-      `${kind}: bulk load ${bulkLoadS.toFixed(1)} s: ${loaded.detail}, cpu ${((cpu.user + cpu.system) / 1e6 - loaded.generatingS).toFixed(1)} s (and ${loaded.generatingS.toFixed(1)} s generating the random leaves, not counted)`,
-    );
+    loaded = await loadWorkload(kind, { size, native: opts.native, level: opts.level, log: opts.log, rng });
+  }
+  const { dir, roots: initialRoots, gens: initialGens, ids, bulkLoadS } = loaded;
+  // Opened as the daemon opens it.
+  const store = await LevelStore.open(dir, opts.level ?? {});
+  try {
     await opts.afterLoad?.(dir);
 
     // The load's buffers are garbage now. A member loads with `dacd escape load` and starts the
@@ -708,8 +719,7 @@ export async function loadWorkloadState(
     initial: Object.fromEntries(Object.entries(full.initial).map(([k, v]) => [k, Math.round(v * scale)])),
     batch: Object.fromEntries(Object.entries(full.batch).map(([k, v]) => [k, Math.round(v * scale)])),
   };
-  const profile = makeProfile(kind === "spot" ? "spot" : "perpetual");
-  const trees = keptTrees(profile, profile.rollup ? true : undefined);
+  const { profile, trees } = workloadTrees(kind);
   const rng = new Rng(kind === "spot" ? 1 : 2);
   const t0 = performance.now();
   const loaded = await bulkLoad(store, engine, profile, trees, size, rng);
