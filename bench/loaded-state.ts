@@ -11,7 +11,8 @@ const EXISTING_SAMPLE = 1 << 18;
  * Loaded leaves for batches to pick existing ones from: a uniform sample of at most
  * EXISTING_SAMPLE ids, 8 bytes each where they fit (every tree but the 251-high Patricia order
  * tree). A pick from a uniform sample is a uniform pick among all loaded leaves, and the bench's
- * own bookkeeping stays out of the peak RSS it reports (all of a 10M-vault state's ids took 250 MiB).
+ * own bookkeeping stays out of the peak RSS it reports (every id of a 10M-vault state is hundreds of
+ * MiB).
  */
 export class LoadedIds {
   private constructor(

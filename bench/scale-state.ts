@@ -19,7 +19,7 @@ import { loadWorkload, runWorkload, type WorkloadResult, type WorkloadSize } fro
 
 /**
  * Batches the signing process verifies untimed after its cache's warm-up: the first batches of a
- * fresh process grow its heap (at 10M vaults 25k, 17k and 15k page faults, then a few hundred).
+ * fresh process grow its heap, a page fault per new page, which a member pays once after a start.
  */
 const WARM_UP_BATCHES = 2;
 

@@ -581,8 +581,8 @@ export async function runWorkload(
     const kernelCpu = new Map<string, number[]>(kernels.map((k) => [k.name, []]));
     const nativeRuns = opts.nativeRuns * Math.max(1, kernels.length);
     const compactionMb: number[] = [];
-    // A process's first batches after its start grow its heap, tens of thousands of page faults
-    // each, which a member pays once, not per batch: where asked, they run untimed first.
+    // A process's first batches after its start grow its heap, a page fault per new page, which a
+    // member pays once, not per batch: where asked, they run untimed first.
     const warmUp = opts.warmUpBatches ?? 0;
     for (let w = 0; w < warmUp; w++) {
       const changes = makeChanges(rng, trees, size, ids);
