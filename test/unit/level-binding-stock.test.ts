@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -18,6 +18,19 @@ const { LevelStore: Store } = await import("../../src/storage/level-store.js");
 const record = placeholderRecord(3);
 const ROOT = join(import.meta.dirname, "..", "..");
 const DACD_BINDING = join(ROOT, "native", "build", "level", "build", "Release", "classic_level.node");
+
+/** Runs `script` (an ES module) in a child process whose classic-level loads dacd's build or its own. */
+function runWithBinding(binding: "dacd" | "stock", script: string): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DACD_LEVEL_BINDING: undefined,
+      ...(binding === "dacd" ? { CLASSIC_LEVEL_PREBUILD: dirname(dirname(dirname(DACD_BINDING))) } : {}),
+    },
+    encoding: "utf8",
+  });
+}
 
 let dir: string;
 let store: LevelStore;
@@ -81,17 +94,7 @@ describe("classic-level's own binding (DACD_LEVEL_BINDING=stock)", () => {
         const tables = readdirSync(${JSON.stringify(written)}).filter((f) => f.endsWith(".ldb"));
         const text = tables.map((f) => readFileSync(${JSON.stringify(written)} + "/" + f, "latin1")).join("");
         console.log(tables.length + " " + (text.includes("filter.leveldb.BuiltinBloomFilter2") ? "filter" : "none"));`;
-          const child = spawnSync(process.execPath, ["--input-type=module", "-e", write], {
-            cwd: ROOT,
-            env: {
-              ...process.env,
-              DACD_LEVEL_BINDING: undefined,
-              ...(binding === "dacd"
-                ? { CLASSIC_LEVEL_PREBUILD: dirname(dirname(dirname(DACD_BINDING))) }
-                : {}),
-            },
-            encoding: "utf8",
-          });
+          const child = runWithBinding(binding, write);
           expect(child.stderr).toBe("");
           return child.stdout.trim();
         } finally {
@@ -115,15 +118,7 @@ describe("classic-level's own binding (DACD_LEVEL_BINDING=stock)", () => {
         const db = new ClassicLevel(${JSON.stringify(written)}, { keyEncoding: "utf8", valueEncoding: "utf8" });
         await db.batch(Array.from({ length: 3000 }, (_, i) => ({ type: "put", key: "k" + i, value: "v".repeat(i % 200) + i })));
         await db.close();`;
-        const child = spawnSync(process.execPath, ["--input-type=module", "-e", write], {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            DACD_LEVEL_BINDING: undefined,
-            CLASSIC_LEVEL_PREBUILD: dirname(dirname(dirname(DACD_BINDING))),
-          },
-          encoding: "utf8",
-        });
+        const child = runWithBinding("dacd", write);
         expect(child.stderr).toBe("");
         expect(child.status).toBe(0);
         const { ClassicLevel } = await import("../../src/storage/classic-level.js");
