@@ -48,7 +48,8 @@ import { runScale, scaleTable } from "./scale.js";
  * CPU runs batch by batch in W-spot (`--native-runs` batches each) and prints each one's median.
  * `--scale` runs W-scale alone (bench/scale.ts): the W-spot batches on the W-spot state and on one
  * `--scale-factor F` times larger (default 10: 10M vaults), each loaded by a process of its own and
- * signed by another.
+ * signed by another; `--scale-cache-levels N` gives the larger state's signing process a node cache
+ * of N levels instead of `--cache-levels`.
  * `--mapped-tables N` sets how many table files LevelDB memory-maps (`store_mapped_tables`).
  */
 function arg(name: string): string | undefined {
@@ -179,6 +180,8 @@ if (process.argv.includes("--scale")) {
     factor: parseScaleFactor(arg("--scale-factor")),
     nativeRuns,
     cacheLevels,
+    largeCacheLevels:
+      arg("--scale-cache-levels") === undefined ? undefined : Number(arg("--scale-cache-levels")),
     level,
     mappedTables,
     kernel: forcedKernels.length === 1 ? forcedKernels[0] : undefined,

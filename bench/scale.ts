@@ -96,6 +96,8 @@ export async function runScale(opts: {
   factor: number;
   nativeRuns: number;
   cacheLevels: number;
+  /** The larger state's cache levels; unset: `cacheLevels`. */
+  largeCacheLevels?: number;
   level: LevelTuning;
   mappedTables?: number;
   kernel?: string;
@@ -110,7 +112,7 @@ export async function runScale(opts: {
     statePath: join(tmp, `${label(size).replace(/[^\w.]+/g, "-")}.state.json`),
     size,
     nativeRuns: opts.nativeRuns,
-    cacheLevels: opts.cacheLevels,
+    cacheLevels: size === large ? (opts.largeCacheLevels ?? opts.cacheLevels) : opts.cacheLevels,
     level: opts.level,
     mappedTables: opts.mappedTables,
     kernel: opts.kernel,

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
@@ -398,6 +399,20 @@ export async function loadWorkload(
   }
 }
 
+/**
+ * The bytes this process has had read from storage (`read_bytes` in /proc/self/io), pread and
+ * faulted-in pages alike; 0 where the kernel does not count them. A lookup that finds its table's
+ * page in the page cache reads nothing here, so this tells lookups served by memory from those
+ * that waited on the disk (a host that reclaims cold page cache sends the latter up).
+ */
+function storageReadBytes(): number {
+  try {
+    return Number(/^read_bytes: (\d+)$/m.exec(readFileSync("/proc/self/io", "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
 /** Both builds' medians, and in how many pairs (batch i, batch i + 1) this build was faster. */
 function compareBuilds(kind: string, mine: number[], alt: number[]): string {
   const pairs = Math.min(mine.length, alt.length);
@@ -627,6 +642,8 @@ export async function runWorkload(
         const cpuBefore = process.cpuUsage();
         const mergedBefore = store.compactionWrittenMb();
         const faultsBefore = process.resourceUsage().minorPageFault;
+        const majorBefore = process.resourceUsage().majorPageFault;
+        const storageBefore = storageReadBytes();
         await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
         const total = (performance.now() - t) / 1000;
         await stopBeside?.();
@@ -652,7 +669,9 @@ export async function runWorkload(
         opts.log(
           `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}${altCache ? "JavaScript node cache " : ""}${stopBeside ? "beside " : ""}${forced ? `${forced.name} ` : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
             `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, ` +
-            `LevelDB compaction wrote ${merged} MB, ${process.resourceUsage().minorPageFault - faultsBefore} page faults`,
+            `LevelDB compaction wrote ${merged} MB, ${process.resourceUsage().minorPageFault - faultsBefore} page faults and ` +
+            `${process.resourceUsage().majorPageFault - majorBefore} from storage, ` +
+            `${((storageReadBytes() - storageBefore) / 2 ** 20).toFixed(1)} MiB read from storage`,
         );
       } else {
         await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);

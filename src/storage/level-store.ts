@@ -97,8 +97,8 @@ export class LevelStore implements NodeSource {
     readonly dir: string,
     /**
      * Set on a snapshot view (snapshot()): every read passes it, and nothing may be written. A view
-     * serves walks that read each block once (dumps, checks), so its reads leave LevelDB's block
-     * cache to the signing (fillCache: false).
+     * serves walks that read each block once (dumps, checks), so its reads do not fill LevelDB's
+     * block cache (fillCache: false).
      */
     private readonly reads: { readonly snapshot?: Snapshot; readonly fillCache?: boolean } = {},
   ) {}
@@ -299,9 +299,15 @@ export class LevelStore implements NodeSource {
     const halves = cut.map((end, j) =>
       keyBytes.subarray((j === 0 ? 0 : cut[0]!) * TREE_KEY_LENGTH, end * TREE_KEY_LENGTH),
     );
-    if (getPacked && canGetPacked(this.db, this.reads)) {
+    // Tree records never fill LevelDB's block cache. The lookups below the node cache land on
+    // random blocks of a store far larger than the block cache, so a block kept there would only
+    // evict another before it is asked for again, while each insert and eviction (a lock, an
+    // allocation and a free) is paid on every lookup served by pread, in the tables LevelDB does
+    // not memory-map. Memory-mapped tables' blocks are never cached, so nothing changes for them.
+    const reads = { ...this.reads, fillCache: false };
+    if (getPacked && canGetPacked(this.db, reads)) {
       const get = getPacked;
-      return Promise.all(halves.map((keys) => get(this.db, keys, TREE_KEY_LENGTH, this.reads)));
+      return Promise.all(halves.map((keys) => get(this.db, keys, TREE_KEY_LENGTH, reads)));
     }
     return Promise.all(
       halves.map(async (packedKeys) => {
@@ -309,7 +315,7 @@ export class LevelStore implements NodeSource {
         const keys = Array.from({ length: packedKeys.length / TREE_KEY_LENGTH }, (_, k) =>
           packedKeys.subarray(k * TREE_KEY_LENGTH, (k + 1) * TREE_KEY_LENGTH),
         );
-        const found = await this.db.getMany(keys, this.reads);
+        const found = await this.db.getMany(keys, reads);
         let bytes = 0;
         for (const record of found) if (record) bytes += record.length;
         const values = new Uint8Array(bytes);

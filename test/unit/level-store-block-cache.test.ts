@@ -1,0 +1,70 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ClassicLevel } from "../../src/storage/classic-level.js";
+import { TreeKind, treeKey } from "../../src/storage/keys.js";
+import { levelBindingName, setMappedTables } from "../../src/storage/level-binding.js";
+import { LevelStore } from "../../src/storage/level-store.js";
+import { NodeWrites } from "../../src/trees/node-writes.js";
+import { placeholderRecord } from "../helpers/batch-record.js";
+
+// LevelDB caches only blocks it read with pread, never those of memory-mapped tables: each test file
+// runs in a process of its own (vitest's forks pool), and this one maps none, before anything here
+// opens a database, so that every lookup could fill the block cache.
+const dacdBinding = levelBindingName === "dacd" && process.platform === "linux";
+if (dacdBinding) setMappedTables(0);
+
+const GEN = 3;
+let dir: string;
+let store: LevelStore;
+const hashes: Uint8Array[] = [];
+const values: Uint8Array[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "dacd-block-cache-"));
+  store = await LevelStore.open(dir);
+  const nodes = new NodeWrites();
+  for (let i = 0; i < 4000; i++) {
+    const hash = new Uint8Array(randomBytes(32));
+    const value = new Uint8Array(randomBytes(72));
+    hashes.push(hash);
+    values.push(value);
+    nodes.add(hash, 0, value, 0, value.length);
+  }
+  await store.commitBatch(placeholderRecord(GEN), nodes, new NodeWrites());
+  // Into tables: the memtable is never a block cache's.
+  await store.compact();
+});
+afterAll(async () => {
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** LevelDB's block cache, memtables included (`leveldb.approximate-memory-usage`), in bytes. */
+function levelMemory(db: ClassicLevel<Uint8Array, Uint8Array>): number {
+  return Number(db.getProperty("leveldb.approximate-memory-usage"));
+}
+
+describe.skipIf(!dacdBinding)("the store's tree lookups and LevelDB's block cache", () => {
+  it("read every record without caching a block, where a plain read with the cache caches them", async () => {
+    // The store's database, for the property and the control read (no method of the store shows them).
+    const db = (store as unknown as { db: ClassicLevel<Uint8Array, Uint8Array> }).db;
+    const before = levelMemory(db);
+    const got = await store.getNodes(
+      hashes,
+      hashes.map(() => GEN),
+    );
+    got.forEach((v, i) => expect(v).toEqual(values[i]));
+    const leaves = await store.getLeafRecords(hashes.slice(0, 100), new Array(100).fill(GEN));
+    expect(leaves.every((v) => v === undefined)).toBe(true);
+    expect(levelMemory(db)).toBe(before);
+
+    // The same records read with LevelDB's default options fill the cache with their blocks
+    // (4000 records of 110 bytes: about 100 blocks of 4 KiB), so the property does see a fill.
+    const raw = await db.getMany(hashes.map((hash) => treeKey(GEN, TreeKind.node, hash)));
+    raw.forEach((v, i) => expect(new Uint8Array(v!)).toEqual(values[i]));
+    expect(levelMemory(db) - before).toBeGreaterThan(100 * 4096);
+  });
+});
