@@ -2,9 +2,10 @@
 /* global process, console */
 // Builds classic-level's binding from the sources its package carries, with dacd's functions
 // added (native/level/dacd_level.cc: a chained batch's puts in one call, a read of many keys
-// answered in one buffer, the number of memory-mapped tables, a hardware CRC32C) and without
-// Bloom filters (REPLACED), into native/build/level. dacd then loads that binding instead of
-// classic-level's prebuilt one (src/storage/level-binding.ts).
+// answered in one buffer, the number of memory-mapped tables, a hardware CRC32C), without Bloom
+// filters (REPLACED) and with memtable inserts in key order that start where the last one ended
+// (LEVELDB_PATCHES, in a copy of LevelDB's sources), into native/build/level. dacd then loads
+// that binding instead of classic-level's prebuilt one (src/storage/level-binding.ts).
 // Run by `npm install`/`npm ci` after build-native.mjs. It never fails the install: without a
 // compiler, node-gyp or classic-level's sources, dacd keeps classic-level's own binding (the same
 // LevelDB, one put per call) and this prints one line saying so. Where the package's prebuilt
@@ -13,7 +14,7 @@
 // (DACD_NATIVE_REBUILD=1 forces a build).
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +22,8 @@ import { findNodeGyp, nodeDirArgs } from "./native-toolchain.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const addition = path.join(root, "native", "level", "dacd_level.cc");
+/** dacd's code included into LevelDB's SkipList class (LEVELDB_PATCHES). */
+const skiplistFinger = path.join(root, "native", "level", "dacd_skiplist_finger.h");
 /** The functions dacd_level.cc adds, exported beside classic-level's. */
 const ADDED = ["batch_put_records", "db_get_packed", "set_mapped_tables"];
 /** Where a build goes, below its work directory (node-gyp's layout, which node-gyp-build reads). */
@@ -59,6 +62,36 @@ const EXPORT_AFTER = "NAPI_EXPORT_FUNCTION(batch_put);";
 const REPLACED = [["options_.filter_policy = database->filterPolicy_;", "options_.filter_policy = NULL;"]];
 
 /**
+ * Changes to LevelDB's own sources, made in a copy of classic-level's deps beside the build, as
+ * [file, from, to] (each `from` must occur exactly once in its file):
+ * - The memtable's skip list keeps a finger on its last insert, and an insert after it searches
+ *   from there (native/level/dacd_skiplist_finger.h says why, and why it finds the same nodes).
+ */
+const LEVELDB_PATCHES = [
+  [
+    "db/skiplist.h",
+    "  Node* FindLast() const;\n",
+    '  Node* FindLast() const;\n\n#include "db/dacd_skiplist_finger.h"\n',
+  ],
+  ["db/skiplist.h", "      rnd_(0xdeadbeef) {", "      rnd_(0xdeadbeef),\n      dacd_last_(NULL) {"],
+  [
+    "db/skiplist.h",
+    "    head_->SetNext(i, NULL);",
+    "    head_->SetNext(i, NULL);\n    dacd_finger_[i] = head_;",
+  ],
+  [
+    "db/skiplist.h",
+    "  Node* x = FindGreaterOrEqual(key, prev);",
+    "  Node* x = DacdFindGreaterOrEqual(key, prev);",
+  ],
+  [
+    "db/skiplist.h",
+    "    prev[i]->SetNext(i, x);\n  }\n",
+    "    prev[i]->SetNext(i, x);\n  }\n  DacdMoveFinger(x, height, prev);\n",
+  ],
+];
+
+/**
  * classic-level's binding.cc with REPLACED applied, the additions before NAPI_INIT and their
  * exports after batch_put's; null where it is not laid out as expected.
  */
@@ -83,16 +116,38 @@ function patchedBinding(source, extra) {
 }
 
 /**
- * classic-level's binding.gyp, pointed at its package: its LevelDB sources by absolute path, and
- * napi-macros' headers resolved from it (npm may nest napi-macros below classic-level).
+ * classic-level's binding.gyp with napi-macros' headers resolved from its package (npm may nest
+ * napi-macros below classic-level). Its LevelDB sources stay `<(module_root_dir)/deps/`: the build
+ * directory's patched copy (patchedDeps).
  */
-function patchedGyp(original, levelDir, napiMacrosDir) {
-  const gyp = original
-    .replace("<(module_root_dir)/deps/", `${levelDir.split(path.sep).join("/")}/deps/`)
-    .replace(`"<!(node -e \\"require('napi-macros')\\")"`, JSON.stringify(napiMacrosDir));
-  return gyp.includes(levelDir.split(path.sep).join("/")) && gyp.includes(JSON.stringify(napiMacrosDir))
+function patchedGyp(original, napiMacrosDir) {
+  const gyp = original.replace(`"<!(node -e \\"require('napi-macros')\\")"`, JSON.stringify(napiMacrosDir));
+  return gyp.includes(JSON.stringify(napiMacrosDir)) && gyp.includes("<(module_root_dir)/deps/leveldb/")
     ? gyp
     : null;
+}
+
+/**
+ * The files of classic-level's deps directory that dacd's build changes, as path (relative to
+ * it) → text: those LEVELDB_PATCHES changes, patched, and dacd's header beside skiplist.h. Null
+ * where a file is not laid out as expected.
+ */
+function patchedDeps(depsDir) {
+  const version = readdirSync(path.join(depsDir, "leveldb")).find((name) => /^leveldb-\d/.test(name));
+  if (!version) return null;
+  const files = new Map();
+  for (const [file, from, to] of LEVELDB_PATCHES) {
+    const relative = path.join("leveldb", version, file);
+    const source = files.get(relative) ?? readFileSync(path.join(depsDir, relative), "utf8");
+    const at = source.indexOf(from);
+    if (at < 0 || source.indexOf(from, at + 1) >= 0) return null;
+    files.set(relative, source.slice(0, at) + to + source.slice(at + from.length));
+  }
+  files.set(
+    path.join("leveldb", version, "db", path.basename(skiplistFinger)),
+    readFileSync(skiplistFinger, "utf8"),
+  );
+  return files;
 }
 
 /** Loads the built binding in a child and checks the additions are there: true when they are. */
@@ -113,24 +168,30 @@ function packageDir(base, file, missing) {
 
 /**
  * What a build is made from, as installed here: classic-level's binding.cc with dacd's
- * additions and its binding.gyp pointed at its package (`cc`, `gyp`), classic-level's `version`,
- * and the `digest` of those sources. Throws an Error saying what is missing.
+ * additions and its binding.gyp (`cc`, `gyp`), its deps directory (`depsDir`) and the files of it
+ * dacd's build changes (`deps`, patchedDeps), classic-level's `version`, and the `digest` of those
+ * sources. Throws an Error saying what is missing.
  */
 export function levelSources() {
   const levelDir = packageDir(root, "classic-level/package.json", "classic-level is not installed");
   const files = ["binding.cc", "binding.gyp", "package.json"].map((f) => path.join(levelDir, f));
-  if (!files.every((f) => existsSync(f)) || !existsSync(path.join(levelDir, "deps", "leveldb")))
+  const depsDir = path.join(levelDir, "deps");
+  if (!files.every((f) => existsSync(f)) || !existsSync(path.join(depsDir, "leveldb")))
     throw new Error("classic-level's package carries no sources");
   const napiMacrosDir = packageDir(levelDir, "napi-macros/napi-macros.h", "napi-macros is not installed");
-  // Node-API: one build serves every Node version, so the digest names only the sources.
+  const cc = patchedBinding(readFileSync(files[0], "utf8"), readFileSync(addition, "utf8"));
+  const gyp = patchedGyp(readFileSync(files[1], "utf8"), napiMacrosDir);
+  const deps = patchedDeps(depsDir);
+  if (!cc || !gyp || !deps)
+    throw new Error("classic-level's sources are not laid out as this script expects");
+  // Node-API: one build serves every Node version, so the digest names only the sources: the
+  // rest of the deps directory comes with classic-level's version, in package.json.
   const stamp = createHash("sha256");
   for (const f of [...files, addition]) stamp.update(readFileSync(f)).update("\0");
   stamp.update(JSON.stringify(REPLACED));
-  const cc = patchedBinding(readFileSync(files[0], "utf8"), readFileSync(addition, "utf8"));
-  const gyp = patchedGyp(readFileSync(files[1], "utf8"), levelDir, napiMacrosDir);
-  if (!cc || !gyp) throw new Error("classic-level's binding is not laid out as this script expects");
+  for (const [file, text] of deps) stamp.update(file).update("\0").update(text).update("\0");
   const version = JSON.parse(readFileSync(files[2], "utf8")).version;
-  return { digest: stamp.digest("hex"), cc, gyp, version };
+  return { digest: stamp.digest("hex"), cc, gyp, depsDir, deps, version };
 }
 
 /** Builds the binding from `sources` in `dir` (node-gyp's layout); returns its path. Throws why not. */
@@ -139,6 +200,10 @@ export function buildLevelBinding(sources, dir) {
   rmSync(path.join(dir, STAMP), { force: true });
   writeFileSync(path.join(dir, "binding.cc"), sources.cc);
   writeFileSync(path.join(dir, "binding.gyp"), sources.gyp);
+  const deps = path.join(dir, "deps");
+  rmSync(deps, { recursive: true, force: true });
+  cpSync(sources.depsDir, deps, { recursive: true });
+  for (const [file, text] of sources.deps) writeFileSync(path.join(deps, file), text);
   const gypBin = findNodeGyp();
   if (!gypBin) throw new Error("node-gyp not found");
   const build = spawnSync(process.execPath, [gypBin, "rebuild", ...nodeDirArgs()], {
