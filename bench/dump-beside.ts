@@ -7,6 +7,7 @@ import { startControlServer } from "../src/control/server.js";
 import type { LevelStore } from "../src/storage/level-store.js";
 import type { HashEngine } from "../src/hash/engine.js";
 import { startLauncher } from "./launcher.js";
+import { otherTurn } from "./workloads.js";
 
 /**
  * `--only dump-beside`: the W-spot batches alternate between alone and with a full `dacd dump`
@@ -31,7 +32,7 @@ export function dumpBeside(
   // Started now, before the store and its caches fill this process (launcher.ts).
   const launcher = startLauncher();
   return async (i, store) => {
-    if (i % 2 === 0) return undefined;
+    if (!otherTurn(i)) return undefined;
     if (servedStore !== store) {
       server?.close();
       server = await startControlServer(store.dir, escapeRoutes(store, engine));

@@ -3,6 +3,7 @@ import os from "node:os";
 import { writeFile } from "node:fs/promises";
 import { DEFAULT_MAX_OPEN_FILES } from "../src/config/schema.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
+import { keepInitialOldSpaceToMainThread } from "../src/util/heap-flags.js";
 import { setMappedTables } from "../src/storage/level-binding.js";
 import { loadNativeAddon } from "../src/hash/native-engine.js";
 import { createEngine } from "../src/hash/select.js";
@@ -52,6 +53,8 @@ import { runScale, scaleTable } from "./scale.js";
  * of N levels instead of `--cache-levels`.
  * `--mapped-tables N` sets how many table files LevelDB memory-maps (`store_mapped_tables`).
  */
+keepInitialOldSpaceToMainThread();
+
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1] : undefined;

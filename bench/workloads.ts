@@ -329,6 +329,14 @@ export async function startProfile(kind: "cpu" | "heap"): Promise<{ stopInto(pat
   };
 }
 
+/**
+ * Whether batch `i` of an alternated run is the other side's (--alt-build, --alt-node-cache,
+ * dump-beside): in pairs, A B B A A B B A, so that neither side always takes the same place in
+ * anything that recurs every second batch (identical builds alternated one by one showed a steady
+ * gap between the even and the odd batches), nor always comes second while the machine drifts.
+ */
+export const otherTurn = (i: number): boolean => i % 4 === 1 || i % 4 === 2;
+
 const breakdownText = (b?: { reads: number; hashing: number; commit: number }): string =>
   b ? `(reads ${b.reads.toFixed(3)}, hashing ${b.hashing.toFixed(3)}, commit ${b.commit.toFixed(3)})` : "";
 
@@ -613,9 +621,9 @@ export async function runWorkload(
     for (let i = 0; i < runs; i++) {
       const changes = makeChanges(rng, trees, size, ids);
       // The stated roots come from a dry run (nothing stored), as an honest operator would state them.
-      // Every second batch is the other build's, dry run included, when one is given.
-      const alt = opts.alt && i % 2 === 1 ? opts.alt : undefined;
-      const altCache = opts.altNodeCache === true && i % 2 === 1;
+      // Half the batches (otherTurn) are the other build's, dry run included, when one is given.
+      const alt = opts.alt && otherTurn(i) ? opts.alt : undefined;
+      const altCache = opts.altNodeCache === true && otherTurn(i);
       if (opts.altNodeCache && i < nativeRuns) {
         nativeCache = undefined;
         (globalThis as { gc?: () => void }).gc?.();

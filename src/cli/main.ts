@@ -12,6 +12,9 @@ import { registerInspectCommands } from "./inspect-commands.js";
 import { registerEscapeCommands } from "./escape-commands.js";
 import { registerConfigCommand } from "./config-command.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
+import { keepInitialOldSpaceToMainThread } from "../util/heap-flags.js";
+
+keepInitialOldSpaceToMainThread();
 
 // Settings made before the commands are added are inherited by every one of them: usage errors
 // are thrown (exit 64 below) and written as one `dacd: …` line.
