@@ -18,6 +18,8 @@ import { loadAltVerifier, runWorkload, W_SPOT, type WorkloadResult } from "./wor
 import { parseKernelOption, parseScaleFactor, shrunkSize } from "./scale-options.js";
 import { runScale, scaleTable } from "./scale.js";
 
+keepInitialOldSpaceToMainThread();
+
 /**
  * `npm run bench [-- --quick] [-- --json FILE] [-- --wasm-runs N] [-- --cache-levels N]`: engine speeds and the W-spot and
  * W-perp workloads, printed as a table. Figures from one run on one machine; compare the ratios.
@@ -53,8 +55,6 @@ import { runScale, scaleTable } from "./scale.js";
  * of N levels instead of `--cache-levels`.
  * `--mapped-tables N` sets how many table files LevelDB memory-maps (`store_mapped_tables`).
  */
-keepInitialOldSpaceToMainThread();
-
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1] : undefined;
