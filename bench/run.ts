@@ -54,6 +54,8 @@ keepInitialOldSpaceToMainThread();
  * signed by another; `--scale-cache-levels N` gives the larger state's signing process a node cache
  * of N levels instead of `--cache-levels`.
  * `--mapped-tables N` sets how many table files LevelDB memory-maps (`store_mapped_tables`).
+ * `--sequential-ids` gives the Merkle trees' ids out in sequence (W-spot, W-perp, W-scale), where
+ * they are otherwise uniform over each tree's range: the top levels then hold few nodes.
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -61,6 +63,7 @@ function arg(name: string): string | undefined {
 }
 
 const quick = process.argv.includes("--quick");
+const sequentialIds = process.argv.includes("--sequential-ids") || undefined;
 const jsonPath = arg("--json");
 const besideDump = arg("--only") === "dump-beside";
 const wasmRuns = Number(arg("--wasm-runs") ?? (besideDump ? 0 : 3));
@@ -179,7 +182,7 @@ if (process.argv.includes("--catchup")) {
 if (process.argv.includes("--scale")) {
   if (forcedKernels.length > 1) throw new Error("--scale takes one --kernel, not all");
   const w = await runScale({
-    base: quick ? shrunkSize(W_SPOT, 0.1) : W_SPOT,
+    base: { ...(quick ? shrunkSize(W_SPOT, 0.1) : W_SPOT), sequentialIds },
     factor: parseScaleFactor(arg("--scale-factor")),
     nativeRuns,
     cacheLevels,
@@ -234,6 +237,7 @@ const results: Record<string, WorkloadResult> = {};
 for (const kind of only ? [only] : (["spot", "perp"] as const)) {
   results[kind] = await runWorkload(kind, {
     quick,
+    sequentialIds,
     native,
     wasm,
     nativeRuns,

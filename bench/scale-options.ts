@@ -42,6 +42,7 @@ export function scaledSize(base: WorkloadSize, factor: number): WorkloadSize {
       Object.entries(base.initial).map(([k, v]) => [k, Math.round(v * factor * (GROWTH[k] ?? 1))]),
     ),
     batch: { ...base.batch },
+    sequentialIds: base.sequentialIds,
   };
 }
 
@@ -49,5 +50,5 @@ export function scaledSize(base: WorkloadSize, factor: number): WorkloadSize {
 export function shrunkSize(size: WorkloadSize, factor: number): WorkloadSize {
   const times = (r: WorkloadSize["initial"]) =>
     Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Math.round(v * factor)]));
-  return { initial: times(size.initial), batch: times(size.batch) };
+  return { initial: times(size.initial), batch: times(size.batch), sequentialIds: size.sequentialIds };
 }

@@ -69,6 +69,11 @@ export interface WorkloadResult {
 export interface WorkloadSize {
   initial: Partial<Record<TreeName, number>>;
   batch: Partial<Record<TreeName, number>>;
+  /**
+   * Merkle trees' ids given out in sequence (`--sequential-ids`): the state holds ids 0 to n − 1
+   * and a batch's new leaves come from the next ids. Unset: ids uniform over the tree's range.
+   */
+  sequentialIds?: boolean;
 }
 
 export const W_SPOT: WorkloadSize = {
@@ -126,6 +131,20 @@ function randomLeaf(rng: Rng, spec: TreeSpec): Leaf {
 /** Leaf ids: dense random picks in the tree (Patricia order ids are spread over 251 bits). */
 function randomId(rng: Rng, spec: TreeSpec): bigint {
   return rng.bits(Math.min(spec.height, spec.kind === "patricia" ? 250 : spec.height));
+}
+
+/** Whether `spec`'s ids are given out in sequence (Patricia order ids are hashes: never). */
+function sequential(size: WorkloadSize, spec: TreeSpec): boolean {
+  return size.sequentialIds === true && spec.kind !== "patricia";
+}
+
+/**
+ * A new leaf's id where ids go in sequence after the state's `count`: one of the next ids, as many
+ * as the batch's new leaves or 2% of the state, whichever is more (so later batches meet some of
+ * them again, as an update).
+ */
+function nextSequentialId(rng: Rng, count: number, newLeaves: number): bigint {
+  return BigInt(count + rng.below(Math.max(Math.ceil(count / 50), newLeaves)));
 }
 
 /** Counts hashes and the wall time during which at least one engine call is running. */
@@ -215,6 +234,7 @@ async function bulkLoad(
     // A dump holds its leaves in id order (`dacd escape load` only checks it), so sorting the random
     // ids is the bench's own work, not timed; the set is garbage once they are sorted.
     const sorted = generating(() => {
+      if (sequential(size, spec)) return Array.from({ length: count }, (_, i) => BigInt(i));
       const picked = new Set<bigint>();
       while (picked.size < count) picked.add(randomId(rng, spec));
       const bits = spec.kind === "patricia" ? 250 : spec.height;
@@ -290,8 +310,12 @@ function makeChanges(rng: Rng, trees: TreeSpec[], size: WorkloadSize, ids: Map<T
     const n = size.batch[spec.name] ?? 0;
     const existing = ids.get(spec.name)!;
     const m: LeafChanges = new Map();
+    const count = size.initial[spec.name] ?? 0;
+    const newId = sequential(size, spec)
+      ? () => nextSequentialId(rng, count, Math.ceil(n / 2))
+      : () => randomId(rng, spec);
     // Half new leaves, half existing ones.
-    while (m.size < n / 2) m.set(randomId(rng, spec), randomLeaf(rng, spec));
+    while (m.size < n / 2) m.set(newId(), randomLeaf(rng, spec));
     while (m.size < n) m.set(existing.at(rng.below(existing.length)), randomLeaf(rng, spec));
     changes[spec.name] = m;
   }
@@ -466,6 +490,8 @@ export async function runWorkload(
     beside?: (i: number, store: LevelStore) => Promise<(() => Promise<void>) | undefined>;
     /** The state and batch sizes instead of the workload's own (e.g. a larger state, bench/scale.ts). */
     size?: WorkloadSize;
+    /** Merkle trees' ids in sequence (WorkloadSize.sequentialIds) where `size` is unset. */
+    sequentialIds?: boolean;
     /**
      * Native engines to alternate batch by batch (one per forced kernel); each gets `nativeRuns`
      * batches, and the result gains their medians (batch_s_by_kernel).
@@ -492,6 +518,7 @@ export async function runWorkload(
     batch: Object.fromEntries(
       Object.entries((opts.size ?? full).batch).map(([k, v]) => [k, Math.round(v * scale)]),
     ),
+    sequentialIds: opts.size?.sequentialIds ?? opts.sequentialIds,
   };
   const { profile, trees, validateRollup } = workloadTrees(kind);
   // A state another process loaded continues with another seed: the load's would draw the loaded

@@ -63,6 +63,13 @@ describe("bench options: --kernel and --scale-factor", () => {
       batch: { vault: 1_000, order: 500, rollup_vault: 200 },
     });
   });
+
+  it("keeps --sequential-ids through both resizings", () => {
+    const sequential = { ...W_SPOT, sequentialIds: true };
+    expect(scaledSize(sequential, 10).sequentialIds).toBe(true);
+    expect(shrunkSize(sequential, 0.1).sequentialIds).toBe(true);
+    expect(scaledSize(W_SPOT, 10).sequentialIds).toBeUndefined();
+  });
 });
 
 const addon = loadNativeAddon();
