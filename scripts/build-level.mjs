@@ -3,9 +3,10 @@
 // Builds classic-level's binding from the sources its package carries, with dacd's functions
 // added (native/level/dacd_level.cc: a chained batch's puts in one call, a read of many keys
 // answered in one buffer, the number of memory-mapped tables, a hardware CRC32C), without Bloom
-// filters (REPLACED) and with memtable inserts in key order that start where the last one ended
-// (LEVELDB_PATCHES, in a copy of LevelDB's sources), into native/build/level. dacd then loads
-// that binding instead of classic-level's prebuilt one (src/storage/level-binding.ts).
+// filters (REPLACED), with memtable inserts in key order that start where the last one ended and
+// a large write's log sync beside its memtable inserts (LEVELDB_PATCHES, in a copy of LevelDB's
+// sources), into native/build/level. dacd then loads that binding instead of classic-level's
+// prebuilt one (src/storage/level-binding.ts).
 // Run by `npm install`/`npm ci` after build-native.mjs. It never fails the install: without a
 // compiler, node-gyp or classic-level's sources, dacd keeps classic-level's own binding (the same
 // LevelDB, one put per call) and this prints one line saying so. Where the package's prebuilt
@@ -22,8 +23,9 @@ import { findNodeGyp, nodeDirArgs } from "./native-toolchain.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const addition = path.join(root, "native", "level", "dacd_level.cc");
-/** dacd's code included into LevelDB's SkipList class (LEVELDB_PATCHES). */
+/** dacd's code included into LevelDB's SkipList class and its DBImpl (LEVELDB_PATCHES). */
 const skiplistFinger = path.join(root, "native", "level", "dacd_skiplist_finger.h");
+const syncBeside = path.join(root, "native", "level", "dacd_sync_beside.h");
 /** The functions dacd_level.cc adds, exported beside classic-level's. */
 const ADDED = ["batch_put_records", "db_get_packed", "set_mapped_tables"];
 /** Where a build goes, below its work directory (node-gyp's layout, which node-gyp-build reads). */
@@ -66,6 +68,9 @@ const REPLACED = [["options_.filter_policy = database->filterPolicy_;", "options
  * [file, from, to] (each `from` must occur exactly once in its file):
  * - The memtable's skip list keeps a finger on its last insert, and an insert after it searches
  *   from there (native/level/dacd_skiplist_finger.h says why, and why it finds the same nodes).
+ * - A large synced write's log is synced on a thread of its own while its records go into the
+ *   memtable (native/level/dacd_sync_beside.h says why, and why nothing is read before it is
+ *   synced).
  */
 const LEVELDB_PATCHES = [
   [
@@ -88,6 +93,46 @@ const LEVELDB_PATCHES = [
     "db/skiplist.h",
     "    prev[i]->SetNext(i, x);\n  }\n",
     "    prev[i]->SetNext(i, x);\n  }\n  DacdMoveFinger(x, height, prev);\n",
+  ],
+  [
+    "db/db_impl.cc",
+    '#include "util/mutexlock.h"\n',
+    '#include "util/mutexlock.h"\n#include "db/dacd_sync_beside.h"\n',
+  ],
+  [
+    "db/db_impl.cc",
+    "    // Add to log and apply to memtable.",
+    "    bool dacd_unpublished = false;\n    // Add to log and apply to memtable.",
+  ],
+  [
+    "db/db_impl.cc",
+    "      bool sync_error = false;\n",
+    [
+      "      bool sync_error = false;",
+      "      dacd::SyncBeside dacd_sync = {logfile_, Status()};",
+      "      pthread_t dacd_syncer;",
+      "      if (status.ok() && options.sync &&",
+      "          dacd::StartSyncBeside(&dacd_sync, WriteBatchInternal::ByteSize(updates), &dacd_syncer)) {",
+      "        status = WriteBatchInternal::InsertInto(updates, mem_);",
+      "        pthread_join(dacd_syncer, NULL);",
+      "        if (!dacd_sync.status.ok()) {",
+      "          status = dacd_sync.status;",
+      "          sync_error = true;",
+      "          dacd_unpublished = true;",
+      "        }",
+      "      } else {",
+      "",
+    ].join("\n"),
+  ],
+  [
+    "db/db_impl.cc",
+    "        status = WriteBatchInternal::InsertInto(updates, mem_);\n      }\n      mutex_.Lock();",
+    "        status = WriteBatchInternal::InsertInto(updates, mem_);\n      }\n      }\n      mutex_.Lock();",
+  ],
+  [
+    "db/db_impl.cc",
+    "    if (updates == tmp_batch_) tmp_batch_->Clear();\n\n    versions_->SetLastSequence(last_sequence);",
+    "    if (updates == tmp_batch_) tmp_batch_->Clear();\n\n    if (!dacd_unpublished) versions_->SetLastSequence(last_sequence);",
   ],
 ];
 
@@ -143,10 +188,8 @@ function patchedDeps(depsDir) {
     if (at < 0 || source.indexOf(from, at + 1) >= 0) return null;
     files.set(relative, source.slice(0, at) + to + source.slice(at + from.length));
   }
-  files.set(
-    path.join("leveldb", version, "db", path.basename(skiplistFinger)),
-    readFileSync(skiplistFinger, "utf8"),
-  );
+  for (const header of [skiplistFinger, syncBeside])
+    files.set(path.join("leveldb", version, "db", path.basename(header)), readFileSync(header, "utf8"));
   return files;
 }
 
