@@ -136,7 +136,8 @@ export class Member {
         await sleep(this.opts.pollIntervalMs, signal);
       } catch (caught) {
         if (signal.aborted) break;
-        // A damaged store is not retried: the loop ends and dacd exits non-zero (store-errors.ts).
+        // A damaged store, or one LevelDB no longer writes to, is not retried: the loop ends and dacd
+        // exits non-zero (store-errors.ts).
         const store = storeFailure(caught, this.store.dir);
         const err = store?.error ?? caught;
         if (store?.fatal) {

@@ -4,6 +4,10 @@
  * LEVEL_IO_ERROR with the file in its message; none of them is an internal error of dacd.
  *
  * - A full disk is transient: the member keeps retrying and resumes once space is freed.
+ * - Except where the disk filled up while LevelDB wrote a table or its manifest (a flush or a
+ *   compaction in the background): LevelDB then refuses every later write with that error until
+ *   the store is reopened, so retrying cannot help. The run loop stops, dacd exits non-zero, and
+ *   systemd starts it again (which reopens the store) until space is freed.
  * - A damaged or unreadable store is not: retrying cannot help, so the run loop stops and dacd
  *   exits non-zero (systemd and the alerts see it), and the operator restores a backup.
  */
@@ -16,6 +20,8 @@ export interface StoreFailure {
 }
 
 const FULL = /ENOSPC|No space left on device|disk quota exceeded|EDQUOT/i;
+/** A table's or the manifest's file in LevelDB's message: a write LevelDB made in the background. */
+const BACKGROUND_FILE = /[\w.-]*\.(?:ldb|sst)\b|MANIFEST-\d+/;
 const LEVEL_CODES = new Set(["LEVEL_IO_ERROR", "LEVEL_CORRUPTION", "LEVEL_NOT_FOUND_ERROR"]);
 const FS_CODES = new Set(["ENOSPC", "EDQUOT", "EIO", "EROFS"]);
 
@@ -32,6 +38,19 @@ export function storeFailure(err: unknown, dir: string | undefined): StoreFailur
   const detail = [e.message, cause?.message].filter((m) => typeof m === "string" && m).join(": ");
   const where = dir ? `the store ${dir}` : "the store";
   if (FULL.test(detail) || code === "ENOSPC" || code === "EDQUOT") {
+    const background = isLevel ? BACKGROUND_FILE.exec(detail)?.[0] : undefined;
+    if (background) {
+      return {
+        fatal: true,
+        error: new DacdError(
+          "STORE",
+          `the disk holding ${where} filled up while LevelDB wrote ${background} (${oneLine(detail)}); ` +
+            "LevelDB takes no more writes until the store is reopened: free space and start dacd again " +
+            "(systemd restarts it)",
+          { cause: err },
+        ),
+      };
+    }
     return {
       fatal: false,
       error: new DacdError(

@@ -1,47 +1,20 @@
-import { execFileSync } from "node:child_process";
-import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { spotChainMember, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { fill, smallDisk } from "../helpers/small-disk.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** A small tmpfs of our own (needs root, as in CI containers); undefined when mounting is not allowed. */
-async function smallDisk(mb: number): Promise<string | undefined> {
-  const dir = await mkdtemp(join(tmpdir(), "dacd-small-"));
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${mb}m`, "tmpfs", dir], { stdio: "ignore" });
-  } catch {
-    await rm(dir, { recursive: true, force: true });
-    return undefined;
-  }
-  cleanups.push(async () => {
-    execFileSync("umount", ["-l", dir], { stdio: "ignore" });
-    await rm(dir, { recursive: true, force: true });
-  });
-  return dir;
-}
-
-async function fill(path: string): Promise<void> {
-  const fh = await open(path, "w");
-  const block = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) await fh.write(block);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
-  } finally {
-    await fh.close();
-  }
-}
-
 describe("a full disk", () => {
   it("is reported as a full disk (STORE, not INTERNAL) and the member resumes once space returns", async (t) => {
-    const disk = await smallDisk(16);
-    if (!disk) return t.skip();
+    const small = await smallDisk(16);
+    if (!small) return t.skip();
+    cleanups.push(small.remove);
+    const disk = small.dir;
     const { gw, expected, setup } = await spotChainMember(cleanups);
     gw.available = 2;
     await mkdir(join(disk, "member"));

@@ -1,11 +1,12 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdtemp, open, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ClassicLevel } from "../../src/storage/classic-level.js";
 import { levelBindingName } from "../../src/storage/level-binding.js";
+import { fill, smallDisk } from "../helpers/small-disk.js";
 
 // dacd's build of LevelDB syncs a large write's log on a thread of its own while the records go
 // into the memtable (native/level/dacd_sync_beside.h). Such a write must be readable once it
@@ -115,17 +116,11 @@ describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")(
     }, 60_000);
 
     it("fail on a full disk without stopping the store: the next one succeeds once space is freed", async (t) => {
-      // A small tmpfs of our own (needs root, as in CI containers).
-      const disk = await mkdtemp(join(tmpdir(), "dacd-sync-beside-disk-"));
-      dirs.push(disk);
-      try {
-        execFileSync("mount", ["-t", "tmpfs", "-o", "size=24m", "tmpfs", disk], { stdio: "ignore" });
-      } catch {
-        return t.skip();
-      }
+      const disk = await smallDisk(24);
+      if (!disk) return t.skip();
       // A memtable that holds both writes: the disk fills up in the log's append, not in a flush
       // (where LevelDB stops taking writes until it is reopened, with or without dacd's change).
-      const db = new ClassicLevel<Buffer, Buffer>(join(disk, "db"), {
+      const db = new ClassicLevel<Buffer, Buffer>(join(disk.dir, "db"), {
         keyEncoding: "buffer",
         valueEncoding: "buffer",
         writeBufferSize: 64 * 1024 * 1024,
@@ -142,23 +137,16 @@ describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")(
             { sync: true },
           );
         await write(1);
-        const filler = await open(join(disk, "filler"), "w");
-        try {
-          for (;;) await filler.write(Buffer.alloc(64 * 1024, 1));
-        } catch (err) {
-          expect((err as NodeJS.ErrnoException).code).toBe("ENOSPC");
-        } finally {
-          await filler.close();
-        }
+        await fill(join(disk.dir, "filler"));
         await expect(write(2)).rejects.toThrow(/No space left on device/);
-        await rm(join(disk, "filler"));
+        await rm(join(disk.dir, "filler"));
         await write(2);
         for (const batch of [1, 2])
           for (let i = 0; i < RECORDS; i += 97)
             expect((await db.get(key(batch, i)))?.equals(value(batch, i))).toBe(true);
       } finally {
         await db.close();
-        execFileSync("umount", ["-l", disk], { stdio: "ignore" });
+        await disk.remove();
       }
     }, 60_000);
   },

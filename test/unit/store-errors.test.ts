@@ -16,6 +16,24 @@ describe("storeFailure", () => {
     const errno = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
     expect(storeFailure(errno, "/d")!.fatal).toBe(false);
   });
+  it("a full disk met by a table or the manifest is fatal: LevelDB takes no more writes until reopened", () => {
+    for (const file of ["000005.ldb", "000007.sst", "MANIFEST-000002"]) {
+      const f = storeFailure(
+        levelError("LEVEL_IO_ERROR", `IO error: /d/${file}: No space left on device`),
+        "/d",
+      )!;
+      expect(f.fatal).toBe(true);
+      expect(f.error.code).toBe("STORE");
+      expect(f.error.message).toMatch(
+        new RegExp(`^the disk holding the store /d filled up while LevelDB wrote ${file} .*start dacd again`),
+      );
+    }
+    // Node's own ENOSPC (a spill file of a load) names no LevelDB file: retried.
+    const spill = Object.assign(new Error("ENOSPC: no space left on device, write '/d/spill/3.ldb'"), {
+      code: "ENOSPC",
+    });
+    expect(storeFailure(spill, "/d")!.fatal).toBe(false);
+  });
   it("corruption and unreadable tables are fatal, one line naming the file and what to do", () => {
     const c = storeFailure(
       levelError("LEVEL_CORRUPTION", "Corruption: block checksum mismatch: /d/000005.ldb"),
