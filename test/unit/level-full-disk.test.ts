@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ClassicLevel } from "../../src/storage/classic-level.js";
 import { storeFailure } from "../../src/storage/store-errors.js";
+import { recordPuts } from "../helpers/level-records.js";
 import { fill, smallDisk } from "../helpers/small-disk.js";
 
 // What LevelDB answers on a full disk, and what dacd makes of it (store-errors.ts): a write whose
@@ -10,13 +11,7 @@ import { fill, smallDisk } from "../helpers/small-disk.js";
 // table LevelDB could not write (a flush in the background) makes it refuse every later write,
 // even with space freed, until the store is reopened.
 
-const records = (batch: number) =>
-  Array.from({ length: 20_000 }, (_, i) => {
-    const key = Buffer.alloc(38);
-    key.writeUInt32BE(batch, 1);
-    key.writeUInt32BE(i, 34);
-    return { type: "put" as const, key, value: Buffer.alloc(120, batch) };
-  });
+const records = (batch: number) => recordPuts(batch, 20_000);
 
 describe("LevelDB on a full disk", () => {
   it("a failed log append is retried; a failed flush stops writes until the store is reopened", async (t) => {

@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ClassicLevel } from "../../src/storage/classic-level.js";
 import { levelBindingName } from "../../src/storage/level-binding.js";
+import { recordKey, recordPuts, recordValue } from "../helpers/level-records.js";
 import { fill, smallDisk } from "../helpers/small-disk.js";
 
 // dacd's build of LevelDB syncs a large write's log on a thread of its own while the records go
@@ -14,31 +15,12 @@ import { fill, smallDisk } from "../helpers/small-disk.js";
 // recovered from the log.
 
 const RECORDS = 24_000;
-const VALUE_BYTES = 120;
-
-/** Record i's key of a batch (a tree record's shape: 0x00 ‖ batch ‖ kind ‖ 32 bytes), from both alone. */
-const key = (batch: number, i: number): Buffer => {
-  const k = Buffer.alloc(38);
-  k.writeUInt32BE(batch, 1);
-  k[5] = 1;
-  k.writeUInt32BE(i, 34);
-  return k;
-};
-
-/** Record i's value of a batch, from both alone. */
-const value = (batch: number, i: number): Buffer => {
-  const v = Buffer.alloc(VALUE_BYTES);
-  for (let j = 0; j < v.length; j += 4)
-    v.writeUInt32BE((Math.imul(i + 1, 2654435761) ^ Math.imul(j + batch, 40503)) >>> 0, j);
-  return v;
-};
 
 /** Writes two batches of RECORDS records (each over 1 MiB) with sync, reads them back, and waits to be killed. */
 const writer = `
 import { ClassicLevel } from "classic-level";
-const VALUE_BYTES = ${VALUE_BYTES};
-const key = ${key.toString()};
-const value = ${value.toString()};
+const key = ${recordKey.toString()};
+const value = ${recordValue.toString()};
 const db = new ClassicLevel(process.argv[1], { keyEncoding: "buffer", valueEncoding: "buffer" });
 await db.open();
 for (const batch of [1, 2]) {
@@ -105,7 +87,7 @@ describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")(
         for await (const [k, v] of db.iterator()) {
           const batch = k.readUInt32BE(1);
           const i = k.readUInt32BE(34);
-          if (!k.equals(key(batch, i)) || !v.equals(value(batch, i))) wrong++;
+          if (!k.equals(recordKey(batch, i)) || !v.equals(recordValue(batch, i))) wrong++;
           count++;
         }
         expect(wrong).toBe(0);
@@ -127,15 +109,7 @@ describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")(
       });
       try {
         await db.open();
-        const write = (batch: number) =>
-          db.batch(
-            Array.from({ length: RECORDS }, (_, i) => ({
-              type: "put" as const,
-              key: key(batch, i),
-              value: value(batch, i),
-            })),
-            { sync: true },
-          );
+        const write = (batch: number) => db.batch(recordPuts(batch, RECORDS), { sync: true });
         await write(1);
         await fill(join(disk.dir, "filler"));
         await expect(write(2)).rejects.toThrow(/No space left on device/);
@@ -143,7 +117,7 @@ describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")(
         await write(2);
         for (const batch of [1, 2])
           for (let i = 0; i < RECORDS; i += 97)
-            expect((await db.get(key(batch, i)))?.equals(value(batch, i))).toBe(true);
+            expect((await db.get(recordKey(batch, i)))?.equals(recordValue(batch, i))).toBe(true);
       } finally {
         await db.close();
         await disk.remove();
