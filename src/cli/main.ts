@@ -10,6 +10,7 @@ import { registerDemoCommand } from "./demo.js";
 import { registerDevnetCommand } from "../devnet/cli.js";
 import { registerInspectCommands } from "./inspect-commands.js";
 import { registerEscapeCommands } from "./escape-commands.js";
+import { registerJournalCommand } from "./journal-command.js";
 import { registerConfigCommand } from "./config-command.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
 import { keepInitialOldSpaceToMainThread } from "../util/heap-flags.js";
@@ -43,6 +44,7 @@ registerDevnetCommand(program);
 registerDemoCommand(program);
 registerKeygenCommand(program);
 registerEscapeCommands(program);
+registerJournalCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -5,14 +5,16 @@
  * backup or a store rebuilt from a dump can forget a batch, the journal cannot. A batch id is never
  * signed nor posted with a claim other than the journaled one.
  *
- * Format: one record per line, `<json>\t<crc32 of the json, 8 hex digits>\n`. Each record is fsynced
- * before the signature it names leaves the process, so only the last line can be torn (a crash in
- * the middle of an append); it is recognised by its missing newline or wrong checksum, ignored and
- * cut off before the next append. A damaged line before the last one is not a torn append: the
- * journal is refused then, since the batch id it held is unknown.
+ * Format: one record per line, `<json>\t<crc32 of the json, 8 hex digits>\n`. The file is opened
+ * with O_APPEND, so every record lands after the last one whatever a handle's position, and each is
+ * fsynced before the signature it names leaves the process. A crash mid-append can therefore only
+ * leave a last line without its newline: that torn line is cut off at the next open. A line that
+ * ends in its newline and fails its checksum was written whole and damaged since; the batch id it
+ * held is unknown, so the journal is refused until an operator repairs it (`dacd journal repair`).
  */
 import { constants } from "node:fs";
-import { open, readFile, type FileHandle } from "node:fs/promises";
+import { open, readFile, stat, type FileHandle } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { crc32 } from "node:zlib";
 import { DacdError } from "../errors.js";
@@ -94,15 +96,13 @@ export class ClaimsJournal implements ClaimsGuard {
     const { entries, goodBytes } = parseJournal(path, text);
     let fh: FileHandle;
     try {
-      fh = await open(path, "r+");
-      if (goodBytes < text.length) {
-        await fh.truncate(goodBytes);
-        await fh.sync();
-      }
+      if (goodBytes < text.length) await cutTornTail(path, goodBytes);
+      fh = await open(path, "a");
     } catch (err) {
       throw journalError(path, "cannot be opened for appending", err);
     }
     const journal = new ClaimsJournal(path, fh, goodBytes < text.length, opts.onConflict);
+    journal.bytes = goodBytes;
     for (const e of entries) {
       const had = journal.claims.get(e.batch_id);
       if (had !== undefined && had !== e.claim_hash) {
@@ -131,6 +131,8 @@ export class ClaimsJournal implements ClaimsGuard {
   }
 
   private firstSignature: PostedSignature | undefined;
+  /** The file's length as this process last wrote it; anything else means another writer. */
+  private bytes = 0;
 
   get size(): number {
     return this.claims.size;
@@ -191,17 +193,46 @@ export class ClaimsJournal implements ClaimsGuard {
   }
 
   private async append(entries: readonly JournalEntry[]): Promise<void> {
-    const lines = entries.map((e) => formatLine({ ...e, at: new Date().toISOString() })).join("");
+    const lines = Buffer.from(
+      entries.map((e) => formatLine({ ...e, at: new Date().toISOString() })).join(""),
+    );
+    await this.assertUnchanged();
     try {
       await this.fh.appendFile(lines);
       await this.fh.sync();
     } catch (err) {
       throw journalError(this.path, "cannot be written", err);
     }
+    this.bytes += lines.length;
     for (const e of entries) {
       this.claims.set(e.batch_id, e.claim_hash);
       this.firstSignature ??= e.signature;
     }
+  }
+
+  /**
+   * Refuses to append when the file is no longer what this process read and wrote: replaced (a
+   * restore while dacd ran), truncated or written by someone else. Its claims in memory would then
+   * differ from those on disk, and the next start would read claims this process never checked.
+   */
+  private async assertUnchanged(): Promise<void> {
+    let open: Stats, atPath: Stats;
+    try {
+      [open, atPath] = await Promise.all([this.fh.stat(), stat(this.path)]);
+    } catch (err) {
+      throw journalError(
+        this.path,
+        "cannot be checked before an append (moved or removed while dacd ran?)",
+        err,
+      );
+    }
+    if (open.ino !== atPath.ino || open.dev !== atPath.dev)
+      throw journalError(this.path, `was replaced while dacd ran; nothing was signed. ${REPAIR_ADVICE}`);
+    if (open.size !== this.bytes)
+      throw journalError(
+        this.path,
+        `was changed while dacd ran (${open.size} bytes, this process wrote ${this.bytes}); nothing was signed. ${REPAIR_ADVICE}`,
+      );
   }
 
   async close(): Promise<void> {
@@ -235,32 +266,69 @@ export async function readClaimsJournalEntries(path: string): Promise<JournalEnt
   return parseJournal(path, text).entries;
 }
 
-function formatLine(record: JournalEntry & { at: string }): string {
+export function formatLine(record: JournalEntry & { at: string }): string {
   const body = JSON.stringify(record);
   return `${body}\t${crc32(body).toString(16).padStart(8, "0")}\n`;
 }
 
-/** Parses the records; a damaged last line is dropped (goodBytes ends before it), any other is an error. */
+/** One line of a journal file, as read back. */
+export type JournalLine =
+  | {
+      readonly kind: "record";
+      readonly line: number;
+      readonly entry: JournalEntry;
+      readonly text: string;
+      /** The offset just after its newline. */
+      readonly end: number;
+    }
+  /** Ends in its newline but fails its checksum or does not parse: written whole, damaged since. */
+  | { readonly kind: "damaged"; readonly line: number; readonly text: string }
+  /** The last line, without its newline: an append cut short by a crash, never acknowledged. */
+  | { readonly kind: "torn"; readonly line: number; readonly text: string };
+
+/** Splits a journal file into its lines, classified; lines are numbered from 1. */
+export function journalLines(text: Buffer): JournalLine[] {
+  const out: JournalLine[] = [];
+  let at = 0;
+  while (at < text.length) {
+    const line = out.length + 1;
+    const nl = text.indexOf(0x0a, at);
+    if (nl === -1) {
+      out.push({ kind: "torn", line, text: text.subarray(at).toString("utf8") });
+      break;
+    }
+    const body = text.subarray(at, nl).toString("utf8");
+    const entry = parseLine(body);
+    out.push(
+      entry
+        ? { kind: "record", line, entry, text: body, end: nl + 1 }
+        : { kind: "damaged", line, text: body },
+    );
+    at = nl + 1;
+  }
+  return out;
+}
+
+/** What an operator does about a damaged or replaced journal; said in the error and in docs/hardening.md. */
+export const REPAIR_ADVICE =
+  "dacd signs nothing until it is repaired: stop dacd, keep this file, and run `dacd journal repair " +
+  '--from <newest backup>/claims.journal` (it merges, never replaces; docs/hardening.md, "A damaged claims journal")';
+
+/** The records of a journal, and where its torn last line (if any) starts; a damaged line is an error. */
 function parseJournal(path: string, text: Buffer): { entries: JournalEntry[]; goodBytes: number } {
   const entries: JournalEntry[] = [];
-  let at = 0;
-  let line = 0;
-  while (at < text.length) {
-    line++;
-    const nl = text.indexOf(0x0a, at);
-    const end = nl === -1 ? text.length : nl;
-    const entry = nl === -1 ? undefined : parseLine(text.subarray(at, end).toString("utf8"));
-    if (entry === undefined) {
-      if (nl === -1 || nl === text.length - 1) return { entries, goodBytes: at }; // a torn last append
+  let goodBytes = 0;
+  for (const l of journalLines(text)) {
+    if (l.kind === "damaged")
       throw journalError(
         path,
-        `line ${line} is damaged (not a torn last append): restore the journal from a backup (claims.journal in the newest backup)`,
+        `line ${l.line} is damaged (it ends in a newline but fails its checksum: not a crash mid-append, so the claim it held is unknown); ${REPAIR_ADVICE}`,
       );
-    }
-    entries.push(entry);
-    at = end + 1;
+    if (l.kind === "torn") break;
+    entries.push(l.entry);
+    goodBytes = l.end;
   }
-  return { entries, goodBytes: at };
+  return { entries, goodBytes };
 }
 
 function parseLine(line: string): JournalEntry | undefined {
@@ -277,7 +345,18 @@ function parseLine(line: string): JournalEntry | undefined {
   }
 }
 
-async function syncDir(dir: string): Promise<void> {
+/** Cuts a torn last line off, durably, before anything is appended after it. */
+async function cutTornTail(path: string, goodBytes: number): Promise<void> {
+  const fh = await open(path, "r+");
+  try {
+    await fh.truncate(goodBytes);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+export async function syncDir(dir: string): Promise<void> {
   const d = await open(dir, "r");
   try {
     await d.sync();
@@ -286,7 +365,7 @@ async function syncDir(dir: string): Promise<void> {
   }
 }
 
-function journalError(path: string, what: string, cause?: unknown): DacdError {
+export function journalError(path: string, what: string, cause?: unknown): DacdError {
   const detail = cause instanceof Error ? `: ${cause.message}` : "";
   return new DacdError("STORE", `the claims journal ${path} ${what}${detail}`, { cause });
 }

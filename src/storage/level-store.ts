@@ -163,10 +163,9 @@ export class LevelStore implements NodeSource {
       await db.open();
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const locked = cause?.code === "LEVEL_LOCKED" || /lock/i.test(cause?.message ?? "");
       throw new DacdError(
         "STORE",
-        locked
+        isLockError(err)
           ? `the store ${dir} is in use by another dacd process (LevelDB lock held)`
           : `cannot open the store ${dir}: ${cause?.message ?? (err as Error).message}`,
         { cause: err },
@@ -762,4 +761,12 @@ export class PendingCommit {
     // Idempotent in abstract-level, and a no-op once the batch is written.
     void this.batch.close().catch(() => undefined);
   }
+}
+
+/** Whether opening a store failed because another process holds its LevelDB lock (the error or a cause says so). */
+export function isLockError(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if ((e as { code?: string }).code === "LEVEL_LOCKED" || /lock/i.test(e.message)) return true;
+  }
+  return false;
 }

@@ -1,4 +1,4 @@
-import { appendFile, readFile, stat, writeFile } from "node:fs/promises";
+import { appendFile, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isDacdError } from "../../src/errors.js";
@@ -58,7 +58,7 @@ describe("ClaimsJournal", () => {
     expect((await readClaimsJournal(path))!.get(1)).toBe(claim(3));
   });
 
-  it("treats a complete last line with a wrong checksum as torn, but refuses a damaged earlier line", async () => {
+  it("refuses a damaged complete line anywhere, the last one included; only an unterminated line is torn", async () => {
     const path = join(await tmp(), "claims.journal");
     const j = await ClaimsJournal.open(path);
     await j.ensure(0, claim(1), "0xa");
@@ -66,14 +66,57 @@ describe("ClaimsJournal", () => {
     await j.close();
     const text = await readFile(path, "utf8");
     const [first, second] = text.trim().split("\n");
-    await writeFile(path, `${first}\n${second!.replace('"batch_id":1', '"batch_id":9')}\n`);
-    const torn = await ClaimsJournal.open(path);
-    expect(torn.ids()).toEqual([0]);
-    await torn.close();
-    await writeFile(path, `${first!.replace('"batch_id":0', '"batch_id":5')}\n${second}\n`);
-    const err = await ClaimsJournal.open(path).catch((e: unknown) => e);
+    for (const damaged of [
+      `${first}\n${second!.replace('"batch_id":1', '"batch_id":9')}\n`, // the last line, terminated
+      `${first!.replace('"batch_id":0', '"batch_id":5')}\n${second}\n`, // an earlier line
+    ]) {
+      await writeFile(path, damaged);
+      const err = await ClaimsJournal.open(path).catch((e: unknown) => e);
+      expect(isDacdError(err, "STORE")).toBe(true);
+      expect((err as Error).message).toMatch(/line [12] is damaged .*dacd journal repair --from/);
+      expect(await readFile(path, "utf8")).toBe(damaged); // nothing cut, nothing appended
+    }
+  });
+
+  it("appends at the end after every reopening, whatever the lines' lengths (ids crossing digit counts)", async () => {
+    const path = join(await tmp(), "claims.journal");
+    const written: [number, string][] = [];
+    let next = 0;
+    // Each run appends a few claims whose lines are longer than the first ones (ids 9 -> 10, 99 -> 100),
+    // as a member does over a growing chain; the file is read back after each run.
+    for (const upTo of [3, 8, 12, 40, 99, 101, 130]) {
+      const j = await ClaimsJournal.open(path);
+      expect(j.ids()).toEqual(written.map(([id]) => id));
+      for (; next < upTo; next++) {
+        await j.ensure(next, claim(1000 + next), `0x${"ab".repeat(65)}`);
+        written.push([next, claim(1000 + next)]);
+      }
+      await j.close();
+      const lines = (await readFile(path, "utf8")).split("\n");
+      expect(lines.pop()).toBe("");
+      expect(lines).toHaveLength(written.length);
+      expect(await readClaimsJournal(path)).toEqual(new Map(written));
+    }
+  });
+
+  it("refuses to append to a journal replaced, truncated or written by someone else while open", async () => {
+    const path = join(await tmp(), "claims.journal");
+    const j = await ClaimsJournal.open(path);
+    await j.ensure(0, claim(1), "0xa");
+    const backup = await readFile(path);
+    await j.ensure(1, claim(2), "0xb");
+    await writeFile(path, backup); // truncated in place (a restore by copy)
+    const err = await j.ensure(2, claim(3), "0xc").catch((e: unknown) => e);
     expect(isDacdError(err, "STORE")).toBe(true);
-    expect((err as Error).message).toMatch(/line 1 is damaged/);
+    expect((err as Error).message).toMatch(/was changed while dacd ran/);
+    await j.close();
+
+    const k = await ClaimsJournal.open(path);
+    await writeFile(`${path}.new`, backup);
+    await rename(`${path}.new`, path); // replaced (a restore by rename)
+    const replaced = await k.ensure(1, claim(2), "0xb").catch((e: unknown) => e);
+    expect((replaced as Error).message).toMatch(/was replaced while dacd ran/);
+    await k.close();
   });
 
   it("adds the store's claims it lacks and reports stored claims that differ", async () => {
