@@ -320,6 +320,32 @@ describe("the escape API under attack", () => {
     expect(refused).toMatch(/^dacd_escape_api_connections_refused_total\{reason="per_address"\} [1-9]/m);
   }, 120_000);
 
+  it("new connections of one address beyond its rate are closed as they are accepted", async () => {
+    const { api, metrics } = await escapeApiDaemon(
+      "escape_api_rate_limit: 1000\nescape_api_connection_rate: 5",
+    );
+    // One connection after the other as fast as they are answered: a burst of 10, then 5 a second.
+    const outcomes: string[] = [];
+    const started = performance.now();
+    for (let i = 0; i < 60; i++)
+      outcomes.push(
+        await getFrom(api, "/v1/batches/latest", { localAddress: "127.0.0.3" }).then(
+          (a) => String(a.status),
+          (err: NodeJS.ErrnoException) => err.code ?? err.message,
+        ),
+      );
+    const seconds = (performance.now() - started) / 1000;
+    const answered = outcomes.filter((o) => o === "200").length;
+    expect(outcomes.slice(0, 10)).toEqual(Array<string>(10).fill("200"));
+    expect(answered).toBeLessThanOrEqual(10 + Math.ceil(5 * seconds) + 1);
+    expect(new Set(outcomes.filter((o) => o !== "200"))).toEqual(new Set(["ECONNRESET"]));
+    // Another address is not charged for them.
+    expect((await getFrom(api, "/v1/batches/latest", { localAddress: "127.0.0.4" })).status).toBe(200);
+    expect(await (await fetch(metrics)).text()).toMatch(
+      /^dacd_escape_api_connections_refused_total\{reason="rate"\} [1-9]/m,
+    );
+  }, 90_000);
+
   it("an over-long request target gets 414, over-long headers 431", async () => {
     const { api } = await escapeApiDaemon("escape_api_rate_limit: 1000");
     const status = async (path: string, headers?: Record<string, string>): Promise<number> =>
