@@ -21,7 +21,9 @@ const REASONS: Record<number, string> = {
 };
 
 export function answerClientError(err: ParseError, socket: Socket): void {
-  if (socket.writable && socket.bytesWritten === 0) {
+  // Only before any answer went out on the connection: bytes written after part of an answer
+  // would corrupt it for the client.
+  if (err.code !== "ECONNRESET" && socket.writable && socket.bytesWritten === 0) {
     const status =
       err.code === "HPE_HEADER_OVERFLOW"
         ? overflowInRequestLine(err)
