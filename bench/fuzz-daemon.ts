@@ -1,9 +1,14 @@
 /**
  * Seeded fuzzing of the member's run loop: a real local gateway serves mutated get_batch_data bodies
  * of the spot vector chain (each batch's genuine body after its share of mutants), and the member
- * (the daemon's run loop with its real HTTP client, bounded parser, LevelDB store and claims
- * journal) must never sign anything but the expected claims, never fail with anything but a
+ * (the daemon's run loop with its real HTTP client, fetches ahead, bounded parser, LevelDB store and
+ * claims journal) must never sign anything but the expected claims, never fail with anything but a
  * DacdError, and end with every batch signed once.
+ *
+ * The gateway serves every batch at once, so that the member fetches ahead as it does catching up.
+ * A batch's mutant is served to every fetch of that batch (ahead, in turn, or again) until the
+ * member has failed on it or signed the batch: a fetch ahead that got the genuine body would
+ * otherwise be the one verified, and the mutant would never be parsed.
  *
  * `node dist/bench/fuzz-daemon.js [--bodies N] [--seed S]` prints the figures (default 10,000
  * bodies); test/e2e/fuzz-daemon.test.ts runs 1,000 of them in CI.
@@ -40,6 +45,10 @@ export interface FuzzFigures {
   rounds: number;
   /** Mutants the member signed: the expected claim (a change that does not alter the batch). */
   mutantsSigned: number;
+  /** Mutants the member failed on; with mutantsSigned, every mutant served (`bodies`). */
+  mutantsRefused: number;
+  /** Answers carrying a mutant: above `bodies` where fetches ahead got mutants too. */
+  mutantServes: number;
   /** Failures of the member by code, over all mutants. */
   outcomes: Record<string, number>;
   durationMs: number;
@@ -84,6 +93,28 @@ export function mutate(body: { update: unknown }, rnd: () => number): string {
       text = text.replace(/"(\d+)"/, (_, d: string) => `"${d}${d}"`);
       return text; // an id or amount made longer
   }
+}
+
+/**
+ * A mutant of batch `id`'s answer, other than one whose prev_batch_id names a batch before `id - 1`:
+ * the member takes that, read when the batch before is refused, as the operator abandoning the
+ * batch before, and skips it (a path of its own, not a malformed answer).
+ */
+function drawMutant(body: { update: unknown }, id: number, rnd: () => number): string {
+  for (;;) {
+    const text = mutate(body, rnd);
+    if (!abandonsPrevious(text, id)) return text;
+  }
+}
+
+function abandonsPrevious(text: string, id: number): boolean {
+  let prev: unknown;
+  try {
+    prev = (JSON.parse(text) as { update?: { prev_batch_id?: unknown } } | null)?.update?.prev_batch_id;
+  } catch {
+    return false;
+  }
+  return typeof prev === "number" && Number.isSafeInteger(prev) && prev < id - 1;
 }
 
 function mutateValue(doc: Json, rnd: () => number, pick: <T>(xs: readonly T[]) => T): void {
@@ -152,6 +183,8 @@ export async function fuzzDaemon(opts: { bodies: number; seed: number }): Promis
       total.conflictingIds += f.conflictingIds;
       total.internalErrors += f.internalErrors;
       total.mutantsSigned += f.mutantsSigned;
+      total.mutantsRefused += f.mutantsRefused;
+      total.mutantServes += f.mutantServes;
       for (const [k, v] of Object.entries(f.outcomes)) total.outcomes[k] = (total.outcomes[k] ?? 0) + v;
     }
     total.rounds = round;
@@ -172,11 +205,25 @@ async function fuzzRound(bodies: number, rnd: () => number): Promise<FuzzFigures
   };
   const batches = expected.batches.length;
   const perBatch = Math.ceil(bodies / batches);
-  const lastWasMutant = new Map<number, boolean>();
+  /** The mutant each batch is served until the member fails on it or signs the batch. */
+  const current = new Map<number, string>();
+  const drawnFor = new Map<number, number>();
   let mutantsSigned = 0;
-  let target = 0;
-  let servedForTarget = 0;
+  let mutantsRefused = 0;
+  let mutantServes = 0;
   let served = 0;
+  const answerFor = (id: number): string => {
+    let text = current.get(id);
+    if (text === undefined && (drawnFor.get(id) ?? 0) < perBatch && served < bodies) {
+      text = drawMutant(responses[id]!, id, rnd);
+      current.set(id, text);
+      drawnFor.set(id, (drawnFor.get(id) ?? 0) + 1);
+      served++;
+    }
+    if (text === undefined) return JSON.stringify(responses[id]);
+    mutantServes++;
+    return text;
+  };
   const posts: { batch_id: number; claim_hash: string; signature: string }[] = [];
   let wrongSignatures = 0;
 
@@ -194,21 +241,16 @@ async function fuzzRound(bodies: number, rnd: () => number): Promise<FuzzFigures
           wrongSignatures++;
           return void res.writeHead(400).end("signature rejected");
         }
-        if (lastWasMutant.get(post.batch_id)) mutantsSigned++;
+        // The batch is done: the mutant being served was the body signed; the rest are not served.
+        if (current.delete(post.batch_id)) mutantsSigned++;
+        drawnFor.set(post.batch_id, perBatch);
         return void res.end("signature accepted");
       }
       if (url.pathname.endsWith("/get_batch_data")) {
         const id = Number(url.searchParams.get("batch_id"));
         res.setHeader("content-type", "application/json");
-        if (id > target || id >= batches) return void res.end('{"update":null}');
-        if (id === target && servedForTarget < perBatch && served < bodies) {
-          servedForTarget++;
-          served++;
-          lastWasMutant.set(id, true);
-          return void res.end(mutate(responses[id]!, rnd));
-        }
-        lastWasMutant.set(id, false);
-        return void res.end(JSON.stringify(responses[id]));
+        if (!(id >= 0 && id < batches)) return void res.end('{"update":null}');
+        return void res.end(answerFor(id));
       }
       res.writeHead(404).end();
     });
@@ -221,11 +263,13 @@ async function fuzzRound(bodies: number, rnd: () => number): Promise<FuzzFigures
     level: "info",
     destination: {
       write(line: string) {
-        const rec = JSON.parse(line) as { outcome?: string; code?: string };
+        const rec = JSON.parse(line) as { outcome?: string; code?: string; batch_id?: number };
         if (rec.outcome !== "failed") return;
         const code = rec.code ?? "?";
         outcomes[code] = (outcomes[code] ?? 0) + 1;
         if (code === "INTERNAL") internalErrors++;
+        // The member failed on the batch in turn: its mutant was parsed; the next fetch gets the next.
+        if (rec.batch_id !== undefined && current.delete(rec.batch_id)) mutantsRefused++;
       },
     },
   });
@@ -257,10 +301,6 @@ async function fuzzRound(bodies: number, rnd: () => number): Promise<FuzzFigures
     const until = Date.now() + Math.max(120_000, bodies * 200);
     while (member.state.nextBatchId < batches) {
       if (Date.now() > until) throw new Error(`fuzz run stuck at batch ${member.state.nextBatchId}`);
-      if (member.state.nextBatchId > target) {
-        target = member.state.nextBatchId;
-        servedForTarget = 0;
-      }
       await new Promise((r) => setTimeout(r, 2));
     }
     abort.abort(new Error("done"));
@@ -272,6 +312,8 @@ async function fuzzRound(bodies: number, rnd: () => number): Promise<FuzzFigures
       seed: 0,
       rounds: 1,
       mutantsSigned,
+      mutantsRefused,
+      mutantServes,
       bodies: served,
       batches,
       signedBatches: new Set(

@@ -247,7 +247,10 @@ async function startDaemonWith(
         engine: baseEngine,
         rateLimit: config.escapeApiRateLimit,
         maxConcurrency: config.escapeApiMaxConcurrency,
+        connectionsPerAddress: config.escapeApiConnectionsPerAddress,
+        connectionRate: config.escapeApiConnectionRate,
         observe: metrics.onEscapeApiRequest,
+        observeRefused: metrics.onEscapeApiConnectionRefused,
       });
       log.info({ url: escapeApi.url }, "escape API listening");
     }

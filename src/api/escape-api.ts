@@ -7,7 +7,8 @@
  * Limits, so that a hostile or careless client cannot slow the signing: GET and HEAD only; a
  * bounded URL and header size; a token bucket per client address (429 with Retry-After); bounded
  * concurrent answers and dumps (503 with Retry-After); time-outs for a request's headers, for a
- * JSON answer and for a dump whose reader stops reading; a bound on open connections.
+ * JSON answer and for a dump whose reader stops reading; bounds on open connections, in all and per
+ * client address, and on new connections a second per address (connection-gate.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { DacdError, isDacdError } from "../errors.js";
@@ -24,6 +25,9 @@ import type { TreeSpec } from "../model/profile.js";
 import { DAEMON_WALK_CHUNK, PACE_MAX_WAIT_MS } from "../control/escape-routes.js";
 import { OPENAPI } from "./openapi.js";
 import { RateLimiter } from "./rate-limit.js";
+import { clientKey } from "./client-address.js";
+import { answerClientError } from "./client-error.js";
+import { gateConnections, type ConnectionGate, type RefusedConnection } from "./connection-gate.js";
 import { closeHttp, listenHttp } from "../util/http-listen.js";
 
 export interface EscapeApiOptions {
@@ -40,10 +44,16 @@ export interface EscapeApiOptions {
   readonly maxDumps?: number;
   /** Open connections; more are closed at once. */
   readonly maxConnections?: number;
+  /** Open connections of one client address; more are closed at once. */
+  readonly connectionsPerAddress?: number;
+  /** New connections a second of one client address (bursts of twice as many); more are closed. */
+  readonly connectionRate?: number;
   /** Time allowed for a JSON answer. */
   readonly answerTimeoutMs?: number;
   /** Called once per request with its route, status and duration (metrics). */
   readonly observe?: (route: ApiRoute, status: number, seconds: number) => void;
+  /** Called for each connection closed as it was accepted, with the limit it hit (metrics). */
+  readonly observeRefused?: (reason: RefusedConnection) => void;
 }
 
 export const API_ROUTES = ["batches_latest", "leaf", "proof", "dump", "openapi", "unknown"] as const;
@@ -51,6 +61,7 @@ export type ApiRoute = (typeof API_ROUTES)[number];
 
 export interface EscapeApi {
   readonly server: Server;
+  readonly connections: ConnectionGate;
   /** e.g. http://127.0.0.1:8080 */
   readonly url: string;
   close(): Promise<void>;
@@ -58,7 +69,17 @@ export interface EscapeApi {
 
 /** Longest request target accepted (a proof URL is under 200 characters). */
 export const MAX_URL = 1024;
+/** Largest header fields accepted, in bytes (names, values and their separators). */
 const MAX_HEADER_BYTES = 8192;
+/**
+ * The parser's bound on a request head (request line and headers). Above both limits, so that
+ * the handler sees the request and tells a long target (414) from long headers (431).
+ */
+const MAX_HEAD_BYTES = 32 * 1024;
+/** Per-address connection limits: well below the global cap, so that eight addresses are needed to fill it. */
+const DEFAULT_CONNECTIONS_PER_ADDRESS = 32;
+const DEFAULT_CONNECTION_RATE = 20;
+const MAX_CONNECTIONS = 256;
 const TREE_NAMES = ["vault", "order", "position", "rollup_vault"] as const;
 const DUMP_TYPES: Record<string, string> = {
   vault: "text/csv; charset=utf-8",
@@ -89,8 +110,8 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
   let dumping = 0;
 
   const server = createServer(
-    // Idle and slow connections are found every second rather than every 30 s (the default).
-    { maxHeaderSize: MAX_HEADER_BYTES, connectionsCheckingInterval: 1000 },
+    // Slow connections are found every half second rather than every 30 s (the default).
+    { maxHeaderSize: MAX_HEAD_BYTES, connectionsCheckingInterval: 500 },
     (req, res) => {
       const started = performance.now();
       let route: ApiRoute = "unknown";
@@ -100,7 +121,7 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
         const q = target.indexOf("?");
         const path = q < 0 ? target : target.slice(0, q);
         route = routeOf(path);
-        const wait = limiter.take(req.socket.remoteAddress ?? "");
+        const wait = limiter.take(clientKey(req.socket.remoteAddress));
         if (wait > 0)
           throw new ApiError(429, "too many requests from this address", undefined, Math.ceil(wait));
         if (req.method !== "GET" && req.method !== "HEAD") {
@@ -108,6 +129,8 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
           throw new ApiError(405, `method ${req.method} is not allowed: this API is read-only (GET, HEAD)`);
         }
         if (target.length > MAX_URL) throw new ApiError(414, `the request target is longer than ${MAX_URL}`);
+        if (headerBytes(req) > MAX_HEADER_BYTES)
+          throw new ApiError(431, `the request's header fields are larger than ${MAX_HEADER_BYTES} bytes`);
         const query = parseQuery(
           q < 0 ? "" : target.slice(q + 1),
           route === "leaf" || route === "proof" || route === "dump",
@@ -224,15 +247,26 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
     }
   }
 
-  server.maxConnections = opts.maxConnections ?? 256;
-  // A connection that sends nothing is closed after this (headersTimeout counts from its first byte).
+  const connections = gateConnections(
+    server,
+    {
+      maxOpen: opts.maxConnections ?? MAX_CONNECTIONS,
+      perAddress: opts.connectionsPerAddress ?? DEFAULT_CONNECTIONS_PER_ADDRESS,
+      ratePerAddress: opts.connectionRate ?? DEFAULT_CONNECTION_RATE,
+    },
+    opts.observeRefused,
+  );
+  server.on("clientError", answerClientError);
+  // A connection's request headers must be complete within headersTimeout of its opening (whether
+  // it sent nothing or a trickle): short, so that slots held by slow or half-open connections
+  // come free within seconds. An idle keep-alive connection goes after keepAliveTimeout.
   server.timeout = 15_000;
-  server.headersTimeout = 5_000;
-  server.requestTimeout = 10_000;
+  server.headersTimeout = 3_000;
+  server.requestTimeout = 5_000;
   server.keepAliveTimeout = 5_000;
   server.maxRequestsPerSocket = 1000;
   const url = await listenHttp(server, opts.host, opts.port, "escape_api");
-  return { server, url, close: () => closeHttp(server) };
+  return { server, connections, url, close: () => closeHttp(server) };
 }
 
 /**
@@ -342,6 +376,13 @@ function leafId(text: string, spec: TreeSpec): string {
       "id",
     );
   return text;
+}
+
+/** The size of the request's header fields as sent: each name, value, ": " and line end. */
+function headerBytes(req: IncomingMessage): number {
+  let n = 0;
+  for (const text of req.rawHeaders) n += Buffer.byteLength(text) + 2;
+  return n;
 }
 
 function sendJson(

@@ -443,6 +443,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     escapeApiHost: raw.escape_api_host as string,
     escapeApiRateLimit: raw.escape_api_rate_limit as number,
     escapeApiMaxConcurrency: raw.escape_api_max_concurrency as number,
+    escapeApiConnectionsPerAddress: raw.escape_api_connections_per_address as number,
+    escapeApiConnectionRate: raw.escape_api_connection_rate as number,
     warnings,
   };
   const optional: [keyof Config, string][] = [

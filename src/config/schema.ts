@@ -23,6 +23,8 @@
  *   escape_api_port → escapeApiPort         escape_api_host → escapeApiHost
  *   escape_api_rate_limit → escapeApiRateLimit
  *   escape_api_max_concurrency → escapeApiMaxConcurrency
+ *   escape_api_connections_per_address → escapeApiConnectionsPerAddress
+ *   escape_api_connection_rate → escapeApiConnectionRate
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
@@ -112,6 +114,10 @@ export interface Config {
   escapeApiRateLimit: number;
   /** Escape API answers computed at once. */
   escapeApiMaxConcurrency: number;
+  /** Escape API connections open at once from one client address (an IPv6 client: its /64). */
+  escapeApiConnectionsPerAddress: number;
+  /** New escape API connections a second from one client address (bursts of twice as many). */
+  escapeApiConnectionRate: number;
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -176,6 +182,9 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   escape_api_host: { kind: "string", default: "127.0.0.1" },
   escape_api_rate_limit: { kind: "number", exclusiveMin: 0, default: 10 },
   escape_api_max_concurrency: { kind: "int", min: 1, max: 256, default: 4 },
+  // Below the API's cap of 256 open connections, so that one address cannot hold them all.
+  escape_api_connections_per_address: { kind: "int", min: 1, max: 256, default: 32 },
+  escape_api_connection_rate: { kind: "number", exclusiveMin: 0, default: 20 },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */

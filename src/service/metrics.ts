@@ -92,6 +92,7 @@ export class DacdMetrics {
   readonly conflictingClaims: Counter;
   readonly escapeApiRequests: Counter<"route" | "status">;
   readonly escapeApiRequestSeconds: Histogram<"route">;
+  readonly escapeApiConnectionsRefused: Counter<"reason">;
 
   private readonly startedAtMs = Date.now();
   private disk: { at: number; size?: number; free?: number; total?: number } | undefined;
@@ -308,6 +309,12 @@ export class DacdMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 300],
       registers,
     });
+    this.escapeApiConnectionsRefused = new Counter({
+      name: `${PREFIX}escape_api_connections_refused_total`,
+      help: "Escape API connections closed as they were accepted, by the limit they hit (max_open, per_address, rate)",
+      labelNames: ["reason"],
+      registers,
+    });
 
     if (opts.processDefaults !== false) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
   }
@@ -361,6 +368,11 @@ export class DacdMetrics {
   onEscapeApiRequest = (route: string, status: number, seconds: number): void => {
     this.escapeApiRequests.inc({ route, status: String(status) });
     this.escapeApiRequestSeconds.observe({ route }, seconds);
+  };
+
+  /** `observeRefused` of the escape API: one connection closed as it was accepted. */
+  onEscapeApiConnectionRefused = (reason: string): void => {
+    this.escapeApiConnectionsRefused.inc({ reason });
   };
 
   /** `onRetry` of the gateway clients. */

@@ -12,5 +12,9 @@ describe("fuzzing the run loop with mutated get_batch_data bodies", () => {
     expect(f.signedBatches).toBe(f.batches);
     // The mutants were refused for many reasons, not one.
     expect(Object.values(f.outcomes).reduce((a, b) => a + b, 0)).toBeGreaterThan(500);
+    // Every mutant was parsed: the member failed on it or signed it (a harmless change).
+    expect(f.mutantsRefused + f.mutantsSigned).toBe(f.bodies);
+    // Fetches ahead got mutants too (each mutant is served to every fetch of its batch).
+    expect(f.mutantServes).toBeGreaterThan(f.bodies);
   }, 300_000);
 });

@@ -1,7 +1,8 @@
 /**
- * The findings of the adversarial round, each as an attack on a real daemon: huge and trickled
- * bodies, credentials in URLs, a FIFO as key file, a data_dir under /proc, and a gateway that
- * switches the chain kind.
+ * The findings of the adversarial rounds, each as an attack on a real daemon: huge and trickled
+ * bodies, credentials in URLs, a FIFO as key file, a data_dir under /proc, a gateway that
+ * switches the chain kind, and on the escape API a one-address connection flood and over-long
+ * request targets.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkfifo } from "../helpers/mkfifo.js";
@@ -12,6 +13,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isDacdError } from "../../src/errors.js";
 import { freePort } from "../helpers/free-port.js";
+import { answersFrom, getFrom, halfOpenFlood } from "../helpers/connection-flood.js";
 import { memberSetup, spotChainMember, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { VectorGateway } from "../helpers/vector-gateway.js";
 import { loadChain } from "../helpers/vectors.js";
@@ -264,5 +266,96 @@ describe("small holes", () => {
     gw.blockchainType = "ETHEREUM";
     const err2 = await startQuietDaemon({ ...setup.config, chain: "starknet" }).catch((e: unknown) => e);
     expect((err2 as Error).message).toMatch(/chain kind conflict/);
+  }, 90_000);
+});
+
+/** A `dacd run` process signing the spot chain with its escape API (and metrics) on free ports. */
+async function escapeApiDaemon(extra = ""): Promise<{ api: string; metrics: string; run: Run }> {
+  const [apiPort, metricsPort] = [await freePort(), await freePort()];
+  const { setup } = await spotChainMember(
+    cleanups,
+    undefined,
+    `escape_api_port: ${apiPort}\nmetrics_port: ${metricsPort}\n${extra}`,
+  );
+  const run = startDaemonProcess(setup.configPath);
+  const api = `http://127.0.0.1:${apiPort}`;
+  await waitFor(
+    async () => (await getFrom(api, "/v1/batches/latest").catch(() => undefined))?.status === 200,
+    60_000,
+    "a batch signed and served by the escape API",
+  );
+  return { api, metrics: `http://127.0.0.1:${metricsPort}/metrics`, run };
+}
+
+describe("the escape API under attack", () => {
+  it("300 reconnecting half-open connections from one address: a second address is still answered", async () => {
+    // The second address is limited by the request rate alone; the flood by the connection limits.
+    const { api, metrics } = await escapeApiDaemon("escape_api_rate_limit: 50");
+    const flood = halfOpenFlood({
+      port: Number(new URL(api).port),
+      host: "127.0.0.1",
+      localAddress: "127.0.0.1",
+      connections: 300,
+      reconnectMs: 100,
+    });
+    cleanups.push(async () => flood.stop());
+    // Let the flood take what it can (it fills the global cap within a second, unlimited).
+    await new Promise((r) => setTimeout(r, 2000));
+    const second = await answersFrom(api, "/v1/batches/latest", {
+      localAddress: "127.0.0.2",
+      seconds: 20,
+      intervalMs: 100,
+    });
+    flood.stop();
+    const perMinute = Math.round((second.answers / second.seconds) * 60);
+    const refused = await (await fetch(metrics)).text();
+    console.log(
+      `one-address flood (${flood.attempts} connections opened): the second address got ` +
+        `${second.answers} answers in ${second.tries} tries over ${second.seconds.toFixed(1)} s ` +
+        `(${perMinute} a minute, a try every 100 ms at most); failures ${JSON.stringify(second.failures)}; ` +
+        (refused.match(/^dacd_escape_api_connections_refused_total.*$/gm) ?? []).join(", "),
+    );
+    expect(second.tries).toBeGreaterThan(50);
+    expect(second.answers).toBeGreaterThanOrEqual(second.tries * 0.95);
+    expect(refused).toMatch(/^dacd_escape_api_connections_refused_total\{reason="per_address"\} [1-9]/m);
+  }, 120_000);
+
+  it("new connections of one address beyond its rate are closed as they are accepted", async () => {
+    const { api, metrics } = await escapeApiDaemon(
+      "escape_api_rate_limit: 1000\nescape_api_connection_rate: 5",
+    );
+    // One connection after the other as fast as they are answered: a burst of 10, then 5 a second.
+    const outcomes: string[] = [];
+    const started = performance.now();
+    for (let i = 0; i < 60; i++)
+      outcomes.push(
+        await getFrom(api, "/v1/batches/latest", { localAddress: "127.0.0.3" }).then(
+          (a) => String(a.status),
+          (err: NodeJS.ErrnoException) => err.code ?? err.message,
+        ),
+      );
+    const seconds = (performance.now() - started) / 1000;
+    const answered = outcomes.filter((o) => o === "200").length;
+    expect(outcomes.slice(0, 10)).toEqual(Array<string>(10).fill("200"));
+    expect(answered).toBeLessThanOrEqual(10 + Math.ceil(5 * seconds) + 1);
+    expect(new Set(outcomes.filter((o) => o !== "200"))).toEqual(new Set(["ECONNRESET"]));
+    // Another address is not charged for them.
+    expect((await getFrom(api, "/v1/batches/latest", { localAddress: "127.0.0.4" })).status).toBe(200);
+    expect(await (await fetch(metrics)).text()).toMatch(
+      /^dacd_escape_api_connections_refused_total\{reason="rate"\} [1-9]/m,
+    );
+  }, 90_000);
+
+  it("an over-long request target gets 414, over-long headers 431", async () => {
+    const { api } = await escapeApiDaemon("escape_api_rate_limit: 1000");
+    const status = async (path: string, headers?: Record<string, string>): Promise<number> =>
+      (await getFrom(api, path, { headers })).status;
+    expect(await status(`/v1/proof/vault/1?batch=${"1".repeat(1100)}`)).toBe(414);
+    // Beyond the bound of the header size Node's parser had (8 KiB), and beyond the parser's own.
+    expect(await status(`/v1/proof/vault/1?batch=${"1".repeat(10_000)}`)).toBe(414);
+    expect(await status(`/v1/proof/vault/1?${"a=b&".repeat(25_000)}`)).toBe(414);
+    expect(await status("/v1/batches/latest", { "x-pad": "a".repeat(9000) })).toBe(431);
+    expect(await status("/v1/batches/latest", { "x-pad": "a".repeat(100_000) })).toBe(431);
+    expect(await status("/v1/batches/latest", { "x-pad": "a".repeat(7000) })).toBe(200);
   }, 90_000);
 });
