@@ -56,7 +56,15 @@ export interface EscapeApiOptions {
   readonly observeRefused?: (reason: RefusedConnection) => void;
 }
 
-export const API_ROUTES = ["batches_latest", "leaf", "proof", "dump", "openapi", "unknown"] as const;
+export const API_ROUTES = [
+  "batches_latest",
+  "leaf",
+  "proof",
+  "escape",
+  "dump",
+  "openapi",
+  "unknown",
+] as const;
 export type ApiRoute = (typeof API_ROUTES)[number];
 
 export interface EscapeApi {
@@ -133,7 +141,7 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
           throw new ApiError(431, `the request's header fields are larger than ${MAX_HEADER_BYTES} bytes`);
         const query = parseQuery(
           q < 0 ? "" : target.slice(q + 1),
-          route === "leaf" || route === "proof" || route === "dump",
+          route === "leaf" || route === "proof" || route === "escape" || route === "dump",
         );
         const seg = path.split("/"); // "", "v1", ...
         switch (route) {
@@ -193,11 +201,19 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
         };
       }
       const spec = await treeOf(view, seg[3]!);
+      if (route === "escape" && spec.name !== "vault" && spec.name !== "position")
+        throw new ApiError(
+          404,
+          `the ${spec.name} tree has no on-chain escape: only vault (spot) and position (perpetual) do`,
+          "tree",
+        );
       const id = leafId(seg[4]!, spec);
       const body =
         route === "leaf"
           ? await showLeaf(view, opts.engine, spec.name, id, record.batch_id)
-          : await makeProof(view, opts.engine, spec.name, id, record.batch_id);
+          : route === "escape"
+            ? await (await onchain()).makeOnchainProof(view, opts.engine, spec.name, id, record.batch_id)
+            : await makeProof(view, opts.engine, spec.name, id, record.batch_id);
       return { body, batchGiven: batchText !== undefined };
     });
   }
@@ -299,10 +315,15 @@ class Slots {
   }
 }
 
+/** The on-chain format's module, with the ABI encoder: loaded with the first escape asked for. */
+const onchain = (): Promise<typeof import("../escape/onchain/from-proof.js")> =>
+  import("../escape/onchain/from-proof.js");
+
 function routeOf(path: string): ApiRoute {
   if (path === "/v1/batches/latest") return "batches_latest";
   if (path === "/v1/openapi.json") return "openapi";
   if (/^\/v1\/(leaf|proof)\/[^/]+\/[^/]+$/.test(path)) return path.startsWith("/v1/leaf/") ? "leaf" : "proof";
+  if (/^\/v1\/escape\/[^/]+\/[^/]+$/.test(path)) return "escape";
   if (/^\/v1\/dump\/[^/]+$/.test(path)) return "dump";
   return "unknown";
 }

@@ -40,6 +40,31 @@ const batch = {
   description: "A signed batch id (default: the latest signed batch)",
   schema: { type: "integer", minimum: 0 },
 };
+const escapeId = (what: string, height: string): Record<string, unknown> => ({
+  ...id,
+  description: `The ${what} id, decimal, below ${height}`,
+});
+const hex = { type: "string", pattern: "^0x[0-9a-f]{64}$" };
+const words = (description: string): Record<string, unknown> => ({ type: "array", items: hex, description });
+const signed = { type: "string", pattern: "^(0|-?[1-9][0-9]*)$" };
+const unsigned = { type: "string", pattern: "^(0|[1-9][0-9]*)$" };
+const source = {
+  profile: { type: "string" },
+  batch_id: { type: "integer" },
+  sequence_number: { type: "integer" },
+  empty: {
+    type: "boolean",
+    description: "An empty leaf: the proof is valid, and there is nothing to withdraw",
+  },
+};
+const escapeAnswer = (schema: string, description: string): Record<string, unknown> => ({
+  "200": {
+    description,
+    content: { "application/json": { schema: { $ref: `#/components/schemas/${schema}` } } },
+  },
+  ...byBatch,
+  ...common,
+});
 const byBatch = errors({
   "400":
     "A malformed parameter (named in `parameter`): id not decimal or not below 2^height, batch not decimal",
@@ -53,7 +78,8 @@ export const OPENAPI = {
     version: "1",
     description:
       "Read-only access to a data-availability committee member's copy of the state: the latest signed batch, " +
-      "leaves, Merkle proofs (checkable offline with `dacd verify-proof`) and whole-tree dumps, for users of the " +
+      "leaves, Merkle proofs (checkable offline with `dacd verify-proof`), the same proofs as the base chain's " +
+      "escape verifiers take them, and whole-tree dumps, for users of the " +
       "escape hatch. Every answer reads one consistent snapshot of the member's store.",
   },
   paths: {
@@ -99,6 +125,27 @@ export const OPENAPI = {
           ...byBatch,
           ...common,
         },
+      },
+    },
+    "/v1/escape/vault/{id}": {
+      get: {
+        summary: "A vault's escape proof as the base chain's EscapeVerifier takes it (spot profiles)",
+        description:
+          "The words of `verifyEscape(uint256[])`, the claim hash it registers and the call data of the two " +
+          "transactions (`verifyEscape` on the verifier, `escape` on the frozen exchange), ready for a wallet. " +
+          "Check it with `dacd verify-proof FILE --root ROOT`, ROOT the exchange's frozen vault root.",
+        parameters: [escapeId("vault", "2^31 (validium vaults)"), batch],
+        responses: escapeAnswer("SpotEscape", "The on-chain proof (format starkex-escape-spot/1)"),
+      },
+    },
+    "/v1/escape/position/{id}": {
+      get: {
+        summary: "A position's escape proof as the base chain's PerpetualEscapeVerifier takes it (perpetual)",
+        description:
+          "The `merkleProof` words and `nAssets` of `verifyEscape(uint256[], uint256, uint256[])`; its third " +
+          "argument, the shared state, comes from the base chain. Check it with `dacd verify-proof FILE --root ROOT`.",
+        parameters: [escapeId("position", "2^64"), batch],
+        responses: escapeAnswer("PerpetualEscape", "The on-chain proof (format starkex-escape-perpetual/1)"),
       },
     },
     "/v1/dump/{tree}": {
@@ -167,6 +214,90 @@ export const OPENAPI = {
             type: "object",
             description:
               "stark_key, token, balance (vaults); fulfilled_amount (orders); public_key, collateral_balance, assets (positions)",
+          },
+        },
+      },
+      SpotEscape: {
+        type: "object",
+        required: [
+          "format",
+          "empty",
+          "vault_id",
+          "stark_key",
+          "asset_id",
+          "quantized_amount",
+          "vault_root",
+          "tree_height",
+          "escape_proof",
+          "claim_hash",
+          "calldata",
+        ],
+        properties: {
+          format: { const: "starkex-escape-spot/1" },
+          ...source,
+          vault_id: unsigned,
+          stark_key: hex,
+          asset_id: hex,
+          quantized_amount: unsigned,
+          vault_root: hex,
+          tree_height: { type: "integer" },
+          escape_proof: words("The escapeProof words: 2·(tree_height + 3), 68 at height 31"),
+          claim_hash: {
+            ...hex,
+            description:
+              "keccak256(abi.encode(stark_key, asset_id, quantized_amount, vault_root, tree_height, vault_id))",
+          },
+          calldata: {
+            type: "object",
+            required: ["verify_escape", "escape"],
+            properties: {
+              verify_escape: { type: "string", description: "verifyEscape(uint256[]) on the EscapeVerifier" },
+              escape: {
+                type: "string",
+                description:
+                  "escape(uint256 starkKey, uint256 vaultId, uint256 assetId, uint256 quantizedAmount) on the exchange",
+              },
+            },
+          },
+        },
+      },
+      PerpetualEscape: {
+        type: "object",
+        required: [
+          "format",
+          "empty",
+          "position_id",
+          "public_key",
+          "collateral_balance",
+          "assets",
+          "n_assets",
+          "position_root",
+          "tree_height",
+          "merkle_proof",
+          "note",
+        ],
+        properties: {
+          format: { const: "starkex-escape-perpetual/1" },
+          ...source,
+          position_id: unsigned,
+          public_key: hex,
+          collateral_balance: signed,
+          assets: {
+            type: "array",
+            description: "Ascending by asset id",
+            items: {
+              type: "object",
+              required: ["asset_id", "balance", "cached_funding_index"],
+              properties: { asset_id: hex, balance: signed, cached_funding_index: signed },
+            },
+          },
+          n_assets: { type: "integer" },
+          position_root: hex,
+          tree_height: { type: "integer" },
+          merkle_proof: words("The merkleProof words: 2·(n_assets + 2 + tree_height + 1)"),
+          note: {
+            type: "string",
+            description: "Where verifyEscape's sharedState comes from (the base chain)",
           },
         },
       },

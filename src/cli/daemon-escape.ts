@@ -7,21 +7,37 @@ import type { CheckReport } from "../maintenance/integrity-check.js";
 import { directorySink, type DumpSink } from "../escape/dump.js";
 import type { Manifest } from "../escape/formats.js";
 import type { Proof } from "../escape/proof.js";
+import type { OnchainEscape } from "../escape/onchain/from-proof.js";
 
 /**
  * `dacd proof`, `dacd dump` and `dacd check` through a running daemon (it holds LevelDB's lock).
  * Each returns undefined when no daemon answers: the command then opens the store itself.
  */
 
+export function proofViaDaemon(
+  dataDir: string,
+  object: string,
+  id: string,
+  batchId: number | undefined,
+): Promise<Proof | undefined>;
+export function proofViaDaemon(
+  dataDir: string,
+  object: string,
+  id: string,
+  batchId: number | undefined,
+  format: "starkex",
+): Promise<OnchainEscape | undefined>;
 export async function proofViaDaemon(
   dataDir: string,
   object: string,
   id: string,
   batchId: number | undefined,
-): Promise<Proof | undefined> {
+  format?: "starkex",
+): Promise<Proof | OnchainEscape | undefined> {
   const query: Record<string, string> = { object, id };
   if (batchId !== undefined) query.batch = String(batchId);
-  return (await askDaemon(dataDir, "/proof", query)) as Proof | undefined;
+  if (format !== undefined) query.format = format;
+  return (await askDaemon(dataDir, "/proof", query)) as Proof | OnchainEscape | undefined;
 }
 
 /**

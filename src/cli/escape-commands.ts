@@ -7,6 +7,7 @@ import { asStoreError } from "../storage/store-errors.js";
 import { DUMP_MAX_OPEN_FILES, dumpStore } from "../escape/dump.js";
 import { loadDump } from "../escape/load.js";
 import { makeProof, verifyProof, type Proof } from "../escape/proof.js";
+import { isOnchainFormat, verifyOnchainProof } from "../escape/onchain/check.js";
 import { pruneStore } from "../maintenance/prune.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
 import type { LevelStore, LevelTuning } from "../storage/level-store.js";
@@ -171,9 +172,26 @@ export function registerEscapeCommands(program: Command): void {
       .description(
         "a leaf's authentication path to its batch's root, as JSON (an empty leaf: non-membership)",
       )
-      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
-  ).action(async (object: string, id: string, opts: StoreOptions & { batch?: string }) => {
+      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)")
+      .option(
+        "--format <format>",
+        "dacd (dacd-proof/1) or starkex (the words and call data the base chain's escape verifier takes; vault or position)",
+        "dacd",
+      ),
+  ).action(async (object: string, id: string, opts: StoreOptions & { batch?: string; format: string }) => {
     const batch = batchId(opts.batch);
+    const format = proofFormat(opts.format, object);
+    if (format === "starkex") {
+      // Loaded only here: the ABI encoder is not needed by any other command.
+      const { makeOnchainProof } = await import("../escape/onchain/from-proof.js");
+      print(
+        (await proofViaDaemon(storeDirOf(opts).dir, object, id, batch, format)) ??
+          (await run(opts, {}, (store, engine) => makeOnchainProof(store, engine, object, id, batch), {
+            readOnly: true,
+          })),
+      );
+      return;
+    }
     print(
       (await proofViaDaemon(storeDirOf(opts).dir, object, id, batch)) ??
         (await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batch), {
@@ -185,7 +203,7 @@ export function registerEscapeCommands(program: Command): void {
   program
     .command("verify-proof <file>")
     .description(
-      "check a proof from `dacd proof` against its root, with no store; exit 0 valid, 1 invalid, 2 unreadable",
+      "check a proof from `dacd proof` (either format) against its root, with no store; exit 0 valid, 1 invalid, 2 unreadable",
     )
     .option("--root <hex>", "the root the proof must be for (e.g. from the base chain)")
     .action(async (file: string, opts: { root?: string }) => {
@@ -200,7 +218,9 @@ export function registerEscapeCommands(program: Command): void {
         warn: (m) => process.stderr.write(`${m}\n`),
       });
       try {
-        const verdict = await verifyProof(engine, proof, opts.root);
+        const verdict = isOnchainFormat(proof)
+          ? await verifyOnchainProof(engine, proof, opts.root)
+          : await verifyProof(engine, proof, opts.root);
         print(verdict);
         process.exitCode = verdict.valid ? EXIT.OK : EXIT.INVALID;
       } finally {
@@ -329,6 +349,18 @@ export function registerEscapeCommands(program: Command): void {
     });
     process.exitCode = report.aborted ? EXIT.INVALID : EXIT.OK;
   });
+}
+
+/** `dacd proof --format`: starkex only for the objects the base chain's escape verifiers take. */
+function proofFormat(format: string, object: string): "dacd" | "starkex" {
+  if (format !== "dacd" && format !== "starkex")
+    throw new DacdError("USAGE", `--format ${JSON.stringify(format)}: dacd or starkex`);
+  if (format === "starkex" && !["vault", "vaults", "position", "positions"].includes(object))
+    throw new DacdError(
+      "USAGE",
+      `--format starkex: ${object} has no on-chain escape; only vault (spot profiles) and position (perpetual) do`,
+    );
+  return format;
 }
 
 /** Problems shown in full in the JSON of `dacd check`; the rest are counted. */

@@ -10,7 +10,8 @@ import type { ControlHandler, StreamRoute } from "./server.js";
 import type { ControlStream, FrameOut } from "./stream-server.js";
 
 /**
- * The escape commands answered by the running daemon over its control socket (`dacd proof`,
+ * The escape commands answered by the running daemon over its control socket (`dacd proof`, in
+ * either format,
  * `dacd dump`, `dacd check`): each answer reads one LevelDB snapshot of the store, so it is
  * consistent at one batch while the daemon keeps signing, and a dump streams with the socket's
  * backpressure instead of being built in memory.
@@ -59,10 +60,17 @@ export function escapeRoutes(
       }
     };
   return {
-    "/proof": (q) =>
-      withSnapshot(store, (view) =>
-        makeProof(view, engine, q.get("object") ?? "", q.get("id") ?? "", batchParam(q.get("batch"))),
-      ),
+    "/proof": async (q) => {
+      const format = q.get("format") ?? "dacd";
+      if (format !== "dacd" && format !== "starkex")
+        throw new DacdError("BAD_INPUT", `proof format ${JSON.stringify(format)}: dacd or starkex`);
+      // The ABI encoder is loaded with the first on-chain proof asked for, not with the daemon.
+      const make: (...args: Parameters<typeof makeProof>) => Promise<unknown> =
+        format === "starkex" ? (await import("../escape/onchain/from-proof.js")).makeOnchainProof : makeProof;
+      return withSnapshot(store, (view) =>
+        make(view, engine, q.get("object") ?? "", q.get("id") ?? "", batchParam(q.get("batch"))),
+      );
+    },
     "/dump": {
       stream: limited((q, out) =>
         withSnapshot(store, (view) =>

@@ -1,0 +1,67 @@
+import { encodeAbiParameters, encodeFunctionData, keccak256, type Hex } from "viem";
+
+/**
+ * The Ethereum side of an escape: the fact hash the spot verifier registers and the call data for
+ * the two transactions, through viem's ABI encoder (shared/spec/escape-onchain.md).
+ */
+
+const SPOT_ABI = [
+  {
+    type: "function",
+    name: "verifyEscape",
+    stateMutability: "nonpayable",
+    inputs: [{ name: "escapeProof", type: "uint256[]" }],
+    outputs: [],
+  },
+  {
+    type: "function",
+    name: "escape",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "starkKey", type: "uint256" },
+      { name: "vaultId", type: "uint256" },
+      { name: "assetId", type: "uint256" },
+      { name: "quantizedAmount", type: "uint256" },
+    ],
+    outputs: [],
+  },
+] as const;
+
+const SIX_WORDS = Array.from({ length: 6 }, () => ({ type: "uint256" }) as const);
+
+export interface SpotClaim {
+  readonly starkKey: bigint;
+  readonly assetId: bigint;
+  readonly quantizedAmount: bigint;
+  readonly vaultRoot: bigint;
+  readonly treeHeight: number;
+  readonly vaultId: bigint;
+}
+
+/** keccak256(abi.encode(starkKey, assetId, quantizedAmount, vaultRoot, treeHeight, vaultId)). */
+export function spotClaimHash(c: SpotClaim): Hex {
+  return keccak256(
+    encodeAbiParameters(SIX_WORDS, [
+      c.starkKey,
+      c.assetId,
+      c.quantizedAmount,
+      c.vaultRoot,
+      BigInt(c.treeHeight),
+      c.vaultId,
+    ]),
+  );
+}
+
+/** `EscapeVerifier.verifyEscape(uint256[] escapeProof)`, selector included. */
+export function verifyEscapeCalldata(words: readonly bigint[]): Hex {
+  return encodeFunctionData({ abi: SPOT_ABI, functionName: "verifyEscape", args: [words] });
+}
+
+/** The frozen exchange's `escape(uint256 starkKey, uint256 vaultId, uint256 assetId, uint256 quantizedAmount)`. */
+export function escapeCalldata(c: SpotClaim): Hex {
+  return encodeFunctionData({
+    abi: SPOT_ABI,
+    functionName: "escape",
+    args: [c.starkKey, c.vaultId, c.assetId, c.quantizedAmount],
+  });
+}

@@ -1,0 +1,108 @@
+import type { Hex } from "viem";
+import type { PositionLeaf } from "../../model/state-update.js";
+import { INDEX_LIMIT, pathRows, rowsToWords, word0x, type MerklePath, type Row } from "./rows.js";
+import { sourceFields, type EscapeSource } from "./source.js";
+
+/**
+ * The perpetual escape (shared/spec/escape-onchain.md, "Perpetual"): the `merkleProof` words
+ * `PerpetualEscapeVerifier.verifyEscape(merkleProof, nAssets, sharedState)` takes for a position.
+ * The position's leaf is a hash chain, which the proof spells out as its first rows.
+ */
+
+export const PERPETUAL_ESCAPE_FORMAT = "starkex-escape-perpetual/1";
+
+export const SHARED_STATE_NOTE =
+  "verifyEscape(uint256[] merkleProof, uint256 nAssets, uint256[] sharedState) also takes sharedState: " +
+  "the exchange's last accepted state on the base chain (position root and tree height, funding indices, " +
+  "oracle prices). It is not part of the batch data a committee member holds: read it from the chain.";
+
+const BIAS = 1n << 63n;
+const SIGNED_64 = (v: bigint): boolean => v >= -BIAS && v < BIAS;
+
+export interface PerpetualEscape {
+  format: typeof PERPETUAL_ESCAPE_FORMAT;
+  profile?: string;
+  batch_id?: number;
+  sequence_number?: number;
+  /** The empty position (key 0, collateral 0, no assets): valid, nothing to withdraw. */
+  empty: boolean;
+  position_id: string;
+  public_key: Hex;
+  collateral_balance: string;
+  /** Ascending by asset id. */
+  assets: { asset_id: Hex; balance: string; cached_funding_index: string }[];
+  n_assets: number;
+  position_root: Hex;
+  tree_height: number;
+  /** The `uint256[] merkleProof` argument: 2·(n_assets + 2 + tree_height + 1) words. */
+  merkle_proof: Hex[];
+  note: string;
+}
+
+/**
+ * The values the position's leaf chains: each asset as asset id << 128 | biased funding << 64 |
+ * biased balance (ascending by id), the public key, then biased collateral << 16 | asset count.
+ */
+export function positionValues(p: PositionLeaf): bigint[] {
+  if (!SIGNED_64(p.collateral)) throw new RangeError("collateral_balance is outside the signed 64-bit range");
+  if (p.assets.length >= 1 << 16) throw new RangeError("a position holds fewer than 2^16 assets");
+  let previous = -1n;
+  const values = p.assets.map((a) => {
+    if (a.assetId <= previous) throw new RangeError("a position's assets must be ascending by id");
+    if (a.assetId < 0n || a.assetId >= 1n << 120n) throw new RangeError("an asset id is not below 2^120");
+    if (!SIGNED_64(a.balance) || !SIGNED_64(a.fundingIndex))
+      throw new RangeError(`asset 0x${a.assetId.toString(16)}: a value is outside the signed 64-bit range`);
+    previous = a.assetId;
+    return (a.assetId << 128n) | ((a.fundingIndex + BIAS) << 64n) | (a.balance + BIAS);
+  });
+  values.push(p.publicKey, ((p.collateral + BIAS) << 16n) | BigInt(p.assets.length));
+  return values;
+}
+
+/**
+ * The rows: state_i ‖ value_i for the chain (states[0] = 0, states[i+1] = H(states[i], values[i]),
+ * the last state the leaf), the path, then root ‖ position id << chain length.
+ */
+export function perpetualEscapeRows(
+  values: readonly bigint[],
+  states: readonly bigint[],
+  path: MerklePath,
+): Row[] {
+  if (states.length !== values.length + 1 || states[0] !== 0n)
+    throw new RangeError("a hash chain of n values has n + 1 states, from 0");
+  if (states[values.length] !== path.nodes[0])
+    throw new RangeError("the position's hash chain does not end at the path's leaf");
+  const nodeIndex = path.index << BigInt(values.length);
+  if (nodeIndex >= INDEX_LIMIT)
+    throw new RangeError(`a position with ${values.length - 2} assets does not fit the proof's index`);
+  return [...values.map((v, i): Row => [states[i]!, v]), ...pathRows(path, nodeIndex)];
+}
+
+/** The on-chain JSON of a position's escape; `states` as perpetualEscapeRows takes them. */
+export function perpetualEscape(
+  position: PositionLeaf,
+  states: readonly bigint[],
+  path: MerklePath,
+  source?: EscapeSource,
+): PerpetualEscape {
+  const values = positionValues(position);
+  const words = rowsToWords(perpetualEscapeRows(values, states, path));
+  return {
+    format: PERPETUAL_ESCAPE_FORMAT,
+    ...sourceFields(source),
+    empty: position.publicKey === 0n && position.collateral === 0n && position.assets.length === 0,
+    position_id: path.index.toString(),
+    public_key: word0x(position.publicKey),
+    collateral_balance: position.collateral.toString(),
+    assets: position.assets.map((a) => ({
+      asset_id: word0x(a.assetId),
+      balance: a.balance.toString(),
+      cached_funding_index: a.fundingIndex.toString(),
+    })),
+    n_assets: position.assets.length,
+    position_root: word0x(path.nodes[path.nodes.length - 1]!),
+    tree_height: path.siblings.length,
+    merkle_proof: words.map(word0x),
+    note: SHARED_STATE_NOTE,
+  };
+}
