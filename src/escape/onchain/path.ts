@@ -1,9 +1,9 @@
+/** The hashes an on-chain proof spells out that a dacd proof leaves implicit. */
 import type { HashEngine } from "../../hash/engine.js";
 import { bigintToBytes32, bytesToBigint } from "../../util/bytes.js";
 
-/** The hashes an on-chain proof spells out that a dacd proof leaves implicit. */
-
-async function pedersen(engine: HashEngine, x: bigint, y: bigint): Promise<bigint> {
+/** H(x, y) for one pair. */
+export async function pedersen(engine: HashEngine, x: bigint, y: bigint): Promise<bigint> {
   return bytesToBigint(await engine.hashMany(bigintToBytes32(x), bigintToBytes32(y)));
 }
 
@@ -30,6 +30,3 @@ export async function hashChain(engine: HashEngine, values: readonly bigint[]): 
   for (const v of values) states.push(await pedersen(engine, states[states.length - 1]!, v));
   return states;
 }
-
-/** H(x, y) for one pair. */
-export { pedersen };
