@@ -37,7 +37,7 @@ export async function loadFromReference(archive: string, opts: ReferenceLoadCliO
   });
   const started = Date.now();
   const show = progressReporter(started);
-  let building: string | undefined;
+  let building: string | null | undefined;
   const unhandle = removeOnSignal("the import", () => building);
   try {
     const result = await importReference(engine, {

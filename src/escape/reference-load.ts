@@ -57,8 +57,8 @@ export interface ReferenceLoadOptions {
   /** Vault rows hashed per engine round (default 65536). */
   readonly block?: number;
   readonly progress?: (p: ReferenceProgress) => void;
-  /** Told the directory the store is built in, once it is this import's own. */
-  readonly onBuilding?: (dir: string) => void;
+  /** Told the directory the store is built in, once it is this import's own; null once it is moved into place. */
+  readonly onBuilding?: (dir: string | null) => void;
 }
 
 export interface ReferenceLoadResult {

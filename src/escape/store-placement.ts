@@ -8,13 +8,14 @@ import { DacdError } from "../errors.js";
  * succeeded: a refused import leaves nothing behind, and a store in use or holding data is
  * never replaced unless `force` says so (then the old one is removed only after the move).
  * `onBuilding` learns the directory once it is this build's own (a caller that can be killed
- * removes it on the way out); a killed build's leftovers are removed by the next one.
+ * removes it on the way out), and null once the build succeeded and the moves begin (they must not
+ * be cut short); a killed build's leftovers are removed by the next one.
  */
 export async function buildBeside<T>(
   dataDir: string,
   force: boolean,
   build: (dir: string) => Promise<T>,
-  onBuilding?: (dir: string) => void,
+  onBuilding?: (dir: string | null) => void,
 ): Promise<T> {
   const target = resolve(dataDir);
   const parent = dirname(target);
@@ -41,6 +42,7 @@ export async function buildBeside<T>(
     await rm(building, { recursive: true, force: true });
     throw err;
   }
+  onBuilding?.(null);
   try {
     await rm(replaced, { recursive: true, force: true });
     if (!(await isEmptyDir(target))) await rename(target, replaced);
