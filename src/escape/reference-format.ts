@@ -199,14 +199,14 @@ export class RowSplitter {
     return last === "" ? [] : [last.endsWith("\r") ? last.slice(0, -1) : last];
   }
 
-  /** The row still arriving: its length so far, and each of its fields so far (one more byte: a CR). */
+  /** The row still arriving: its length so far, and each of its fields so far (a CR, if come, not counted). */
   private checkUnfinished(line: number): void {
-    const rest = this.rest;
-    if (rest.length > MAX_ROW_BYTES + 1) this.tooLong(line);
+    const rest = this.rest.endsWith("\r") ? this.rest.slice(0, -1) : this.rest;
+    if (rest.length > MAX_ROW_BYTES) this.tooLong(line);
     if (rest.length <= MAX_FIELD_BYTES) return;
     const fields = rest.split(",");
     for (let i = 0; i < fields.length; i++)
-      if (fields[i]!.length > MAX_FIELD_BYTES + (i === fields.length - 1 ? 1 : 0))
+      if (fields[i]!.length > MAX_FIELD_BYTES)
         this.parser.fail(line, this.names[i] ?? `${i + 1}`, `longer than ${MAX_FIELD_BYTES} bytes`);
   }
 
