@@ -3,6 +3,9 @@ import { rmSync } from "node:fs";
 import { chmod } from "node:fs/promises";
 import { isDacdError } from "../errors.js";
 import { prepareControlSocket } from "./socket-path.js";
+
+// The socket's file name, where callers of the server have always found it.
+export { CONTROL_SOCKET } from "./socket-path.js";
 import { serveStream, type ControlStream } from "./stream-server.js";
 
 /**
