@@ -214,7 +214,7 @@ async function startDaemonWith(
       mergeEvents(metrics.memberEvents(), opts.events),
     );
     const started = (await storeStatus(store)).last_signed_batch;
-    metricsState = memberMetricsState(member, config.maxReadyLag, {
+    metricsState = memberMetricsState(member, config, {
       lastSignedBatchId: started?.batch_id,
       lastSignedAtMs: started?.accepted_at ? Date.parse(started.accepted_at) : undefined,
     });

@@ -3,6 +3,7 @@ import { DacdError } from "../errors.js";
 import { importReference, type ReferenceProgress } from "../escape/reference-load.js";
 import { createEngine } from "../hash/select.js";
 import { isProfileName, type Heights } from "../model/profile.js";
+import { removeOnSignal } from "./remove-on-signal.js";
 
 /**
  * `dacd load --from-reference` and `dacd dump --format reference`: the reference member's state
@@ -36,6 +37,8 @@ export async function loadFromReference(archive: string, opts: ReferenceLoadCliO
   });
   const started = Date.now();
   const show = progressReporter(started);
+  let building: string | null | undefined;
+  const unhandle = removeOnSignal("the import", () => building);
   try {
     const result = await importReference(engine, {
       archive,
@@ -44,6 +47,7 @@ export async function loadFromReference(archive: string, opts: ReferenceLoadCliO
       heights,
       force: opts.force === true,
       progress: show.update,
+      onBuilding: (dir) => (building = dir),
     });
     show.done();
     return { ...result, data_dir: dataDir, duration_ms: Date.now() - started };
@@ -51,6 +55,9 @@ export async function loadFromReference(archive: string, opts: ReferenceLoadCliO
     show.done();
     throw err;
   } finally {
+    // Moved into place or removed by now: a late signal has nothing to remove.
+    building = undefined;
+    unhandle();
     await engine.close?.();
   }
 }

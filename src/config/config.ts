@@ -428,6 +428,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     heights,
     metricsHost: raw.metrics_host as string,
     maxReadyLag: raw.max_ready_lag as number,
+    maxStallS: raw.max_stall_s as number,
     logLevel: raw.log_level as LogLevel,
     logFormat: raw.log_format as LogFormat,
     hashEngine: raw.hash_engine as Config["hashEngine"],

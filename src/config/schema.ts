@@ -11,6 +11,7 @@
  *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollup_vault,position}
  *   metrics_port → metricsPort              metrics_host → metricsHost
  *   max_ready_lag → maxReadyLag             log_level → logLevel
+ *   max_stall_s → maxStallS
  *   log_format → logFormat
  *   hash_engine → hashEngine                node_cache_levels → nodeCacheLevels
  *   store_max_open_files → storeMaxOpenFiles
@@ -39,6 +40,14 @@ import { PROFILE_NAMES, TREE_NAMES, type Heights, type ProfileName } from "../mo
  * room for more than twice that.
  */
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Default for `max_stall_s`. A batch normally goes from the feeder's announcement to its
+ * signature in seconds (a large one, fetched and verified, in well under a minute), and a poll
+ * answers in less than one; two minutes without either is not a slow batch but a stuck one, and
+ * is still short next to the HTTP deadline (300 s) that a trickled answer would otherwise sit out.
+ */
+export const DEFAULT_MAX_STALL_S = 120;
 
 /** active: post every signature; shadow: verify, store and sign, never post (docs/operations.md). */
 export const MODES = ["active", "shadow"] as const;
@@ -80,6 +89,8 @@ export interface Config {
   metricsPort?: number;
   metricsHost: string;
   maxReadyLag: number;
+  /** Seconds the next batch (announced or polled) may go without advancing before /readyz fails. */
+  maxStallS: number;
   logLevel: LogLevel;
   /** json: one JSON line per event (journald); pretty: human-readable lines. */
   logFormat: LogFormat;
@@ -163,6 +174,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   metrics_port: { kind: "int", min: 1, max: 65535 },
   metrics_host: { kind: "string", default: "127.0.0.1" },
   max_ready_lag: { kind: "int", min: 0, default: 5 },
+  max_stall_s: { kind: "number", exclusiveMin: 0, default: DEFAULT_MAX_STALL_S },
   log_level: { kind: "enum", values: LOG_LEVELS, default: "info" },
   log_format: { kind: "enum", values: LOG_FORMATS, default: "json" },
   hash_engine: { kind: "enum", values: HASH_ENGINES, default: "auto" },

@@ -1,9 +1,8 @@
 import { request, type IncomingMessage } from "node:http";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { DacdError } from "../errors.js";
 import { frameJson, Frame, FRAMES_CONTENT_TYPE, readFrames, type DecodedFrame } from "./frames.js";
-import { CONTROL_SOCKET } from "./server.js";
+import { controlSocketPaths } from "./socket-path.js";
 
 /**
  * Asks a running daemon a read-only question over its control socket. Returns undefined when no
@@ -14,8 +13,19 @@ export async function askDaemon(
   path: string,
   query: Record<string, string> = {},
 ): Promise<unknown> {
-  const socketPath = join(dataDir, CONTROL_SOCKET);
-  if (!existsSync(socketPath)) return undefined;
+  for (const socketPath of existingSockets(dataDir)) {
+    const answer = await askSocket(socketPath, path, query);
+    if (answer !== undefined) return answer;
+  }
+  return undefined;
+}
+
+/** The control socket's paths that exist (socket-path.ts: where the daemon puts it). */
+function existingSockets(dataDir: string): string[] {
+  return controlSocketPaths(dataDir).filter((p) => existsSync(p));
+}
+
+async function askSocket(socketPath: string, path: string, query: Record<string, string>): Promise<unknown> {
   const qs = new URLSearchParams(query).toString();
   return new Promise((resolve, reject) => {
     const req = request(
@@ -66,21 +76,12 @@ export async function streamFromDaemon(
   query: Record<string, string>,
   onFrame: (frame: DecodedFrame) => Promise<void> | void,
 ): Promise<unknown> {
-  const socketPath = join(dataDir, CONTROL_SOCKET);
-  if (!existsSync(socketPath)) return undefined;
   const qs = new URLSearchParams(query).toString();
-  const res = await new Promise<IncomingMessage | undefined>((resolve, reject) => {
-    const req = request(
-      { socketPath, path: qs ? `${path}?${qs}` : path, method: "GET", timeout: STREAM_IDLE_MS },
-      resolve,
-    );
-    req.on("timeout", () => req.destroy(new Error("the daemon stopped answering")));
-    req.on("error", (err: NodeJS.ErrnoException) => {
-      if (err.code === "ECONNREFUSED" || err.code === "ENOENT") resolve(undefined);
-      else reject(new DacdError("STORE", `cannot reach the daemon's control socket: ${err.message}`));
-    });
-    req.end();
-  });
+  let res: IncomingMessage | undefined;
+  for (const socketPath of existingSockets(dataDir)) {
+    res = await openStream(socketPath, qs ? `${path}?${qs}` : path);
+    if (res) break;
+  }
   if (!res) return undefined;
   if (res.statusCode !== 200 || res.headers["content-type"] !== FRAMES_CONTENT_TYPE) {
     res.resume();
@@ -105,4 +106,17 @@ export async function streamFromDaemon(
     res.destroy();
   }
   throw new DacdError("STORE", "the daemon's answer ended without a result");
+}
+
+/** A streamed request's response, or undefined when no daemon answers on `socketPath`. */
+function openStream(socketPath: string, path: string): Promise<IncomingMessage | undefined> {
+  return new Promise<IncomingMessage | undefined>((resolve, reject) => {
+    const req = request({ socketPath, path, method: "GET", timeout: STREAM_IDLE_MS }, resolve);
+    req.on("timeout", () => req.destroy(new Error("the daemon stopped answering")));
+    req.on("error", (err: NodeJS.ErrnoException) => {
+      if (err.code === "ECONNREFUSED" || err.code === "ENOENT") resolve(undefined);
+      else reject(new DacdError("STORE", `cannot reach the daemon's control socket: ${err.message}`));
+    });
+    req.end();
+  });
 }

@@ -1,17 +1,19 @@
 import { createServer, type Server } from "node:http";
 import { rmSync } from "node:fs";
-import { rm } from "node:fs/promises";
-import { join } from "node:path";
+import { chmod } from "node:fs/promises";
 import { isDacdError } from "../errors.js";
+import { prepareControlSocket } from "./socket-path.js";
+
+// The socket's file name, where callers of the server have always found it.
+export { CONTROL_SOCKET } from "./socket-path.js";
 import { serveStream, type ControlStream } from "./stream-server.js";
 
 /**
  * A read-only control socket in the data directory. LevelDB admits one process at a time, so
  * `dacd status` and `dacd show` ask the running daemon through this socket instead of opening the
- * store themselves. It is a Unix socket (mode follows the data dir, 0700 under systemd): no network
- * exposure, and nothing here can change state.
+ * store themselves. It is a Unix socket, 0600 in a 0700 directory (socket-path.ts): no network
+ * exposure, no other local user, and nothing here can change state.
  */
-export const CONTROL_SOCKET = "dacd.sock";
 
 export type ControlHandler = (query: URLSearchParams) => Promise<unknown>;
 /** An answer streamed as frames (frames.ts): dumps, checks. */
@@ -23,9 +25,7 @@ export async function startControlServer(
   dataDir: string,
   routes: Record<string, ControlHandler | StreamRoute>,
 ): Promise<Server> {
-  const path = join(dataDir, CONTROL_SOCKET);
-  // A socket left by a crashed daemon; we hold the store's lock, so no live daemon owns it.
-  await rm(path, { force: true });
+  const path = await prepareControlSocket(dataDir);
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://dacd");
     const route = req.method === "GET" ? routes[url.pathname] : undefined;
@@ -59,6 +59,8 @@ export async function startControlServer(
     server.once("error", reject);
     server.listen(path, () => resolve());
   });
+  // Its directory already keeps others out; the mode keeps them out should that directory's change.
+  await chmod(path, 0o600);
   server.unref();
   // close() unlinks the socket; an exit without it (an uncaught error, a forced exit on the third
   // signal) would leave it behind, so it is removed on the way out too.

@@ -120,6 +120,8 @@ export class RowParser {
     const f = row.split(",");
     if (f.length !== names.length)
       this.fail(line, undefined, `${f.length} fields, expected ${names.length} (${names.join(",")})`);
+    for (let i = 0; i < f.length; i++)
+      if (f[i]!.length > MAX_FIELD_BYTES) this.fail(line, names[i], `longer than ${MAX_FIELD_BYTES} bytes`);
     return f;
   }
 
@@ -148,15 +150,34 @@ export const VAULT_FIELDS = ["vault_id", "stark_key", "token", "balance"] as con
 export const ORDER_FIELDS = ["order_id", "fulfilled_amount"] as const;
 
 /**
+ * The longest row and field a reference archive may hold, in bytes. The longest legitimate field
+ * is a number below the field prime p (a stark key, a token, an id under a tree of height 251): 76
+ * decimal digits; the parser takes at most 80 (leading zeros). The longest legitimate row is a
+ * vault's (three such numbers, a balance below 2^63 of 19 digits, three commas): 250 bytes. The caps
+ * leave room beyond what the parser accepts (4 × 80 + 3 = 323 bytes) yet keep what is held of an
+ * unfinished row at a few kilobytes whatever the archive (a row that never ends is refused within
+ * its first kilobyte, not when it ends).
+ */
+export const MAX_ROW_BYTES = 1024;
+export const MAX_FIELD_BYTES = 128;
+
+/**
  * Splits a stream of bytes into rows (CRLF, or LF alone), counting lines. A last row without a
- * line end is a row too; an empty row is refused by the caller (it has the wrong field count).
+ * line end is a row too; an empty row is refused by the caller (it has the wrong field count). A
+ * row or a field over its cap is refused as its bytes arrive: the unfinished row held between
+ * chunks is never longer than MAX_ROW_BYTES.
  */
 export class RowSplitter {
   private rest = "";
   line = 0;
   bytes = 0;
 
-  /** The complete rows of this chunk, and the number of the line before the first. */
+  constructor(
+    private readonly parser: RowParser,
+    private readonly names: readonly string[],
+  ) {}
+
+  /** The complete rows of this chunk; the first is on line `line + 1`. */
   push(chunk: Uint8Array): string[] {
     this.bytes += chunk.length;
     const text = this.rest + Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("latin1");
@@ -165,7 +186,9 @@ export class RowSplitter {
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i]!;
       if (r.endsWith("\r")) rows[i] = r.slice(0, -1);
+      if (rows[i]!.length > MAX_ROW_BYTES) this.tooLong(this.line + i + 1);
     }
+    this.checkUnfinished(this.line + rows.length + 1);
     return rows;
   }
 
@@ -174,5 +197,20 @@ export class RowSplitter {
     const last = this.rest;
     this.rest = "";
     return last === "" ? [] : [last.endsWith("\r") ? last.slice(0, -1) : last];
+  }
+
+  /** The row still arriving: its length so far, and each of its fields so far (a CR, if come, not counted). */
+  private checkUnfinished(line: number): void {
+    const rest = this.rest.endsWith("\r") ? this.rest.slice(0, -1) : this.rest;
+    if (rest.length > MAX_ROW_BYTES) this.tooLong(line);
+    if (rest.length <= MAX_FIELD_BYTES) return;
+    const fields = rest.split(",");
+    for (let i = 0; i < fields.length; i++)
+      if (fields[i]!.length > MAX_FIELD_BYTES)
+        this.parser.fail(line, this.names[i] ?? `${i + 1}`, `longer than ${MAX_FIELD_BYTES} bytes`);
+  }
+
+  private tooLong(line: number): never {
+    return this.parser.fail(line, undefined, `longer than ${MAX_ROW_BYTES} bytes, the most a row may hold`);
   }
 }

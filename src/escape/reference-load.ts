@@ -57,6 +57,8 @@ export interface ReferenceLoadOptions {
   /** Vault rows hashed per engine round (default 65536). */
   readonly block?: number;
   readonly progress?: (p: ReferenceProgress) => void;
+  /** Told the directory the store is built in, once it is this import's own; null once it is moved into place. */
+  readonly onBuilding?: (dir: string | null) => void;
 }
 
 export interface ReferenceLoadResult {
@@ -81,14 +83,19 @@ export async function importReference(
   opts: ReferenceLoadOptions,
 ): Promise<ReferenceLoadResult> {
   const profile = referenceProfile(opts.profile, opts.heights);
-  return buildBeside(opts.dataDir, opts.force === true, async (dir) => {
-    const store = await LevelStore.open(dir, { writeBufferSize: BULK_LOAD_WRITE_BUFFER });
-    try {
-      return await loadInto(store, engine, profile, opts);
-    } finally {
-      await store.close();
-    }
-  });
+  return buildBeside(
+    opts.dataDir,
+    opts.force === true,
+    async (dir) => {
+      const store = await LevelStore.open(dir, { writeBufferSize: BULK_LOAD_WRITE_BUFFER });
+      try {
+        return await loadInto(store, engine, profile, opts);
+      } finally {
+        await store.close();
+      }
+    },
+    opts.onBuilding,
+  );
 }
 
 /** The reference archive holds vaults and orders: a spot member's state. */
@@ -258,12 +265,12 @@ async function readArchive(
         contents.info = parseInfo(Buffer.concat(chunks).toString("utf8"), profile.order.height);
         continue;
       }
-      const rows = new RowSplitter();
       const consume =
         kind.kind === "vaults"
           ? ((contents.vaults = new FileLeaves(new RowParser(VAULTS_FILE, "vault_id", profile.main.height))),
             vaultConsumer(writer, engine, contents.vaults, opts.block ?? 65536))
           : orderConsumer(profile, kind.k, contents.orders);
+      const rows = new RowSplitter(consume.parser, consume.names);
       let lastReport = 0;
       for await (const c of entry as AsyncIterable<Buffer>) {
         const batch = rows.push(c);
@@ -316,6 +323,8 @@ async function readArchive(
 }
 
 interface Consumer {
+  readonly parser: RowParser;
+  readonly names: readonly string[];
   /** Rows in file order; the first is on line `before + 1`. */
   rows(rows: string[], before: number): Promise<void>;
   end(): Promise<void>;
@@ -341,6 +350,8 @@ function vaultConsumer(writer: BulkWriter, engine: HashEngine, leaves: FileLeave
     inFlight.catch(() => undefined);
   };
   return {
+    parser: p,
+    names: VAULT_FIELDS,
     rows: async (rows, before) => {
       for (let i = 0; i < rows.length; i++) {
         const line = before + i + 1;
@@ -376,6 +387,8 @@ function orderConsumer(profile: Profile, k: number, files: Map<number, FileLeave
   const shift = BigInt(height - Math.log2(n));
   const prefix = BigInt(k - n);
   return {
+    parser: p,
+    names: ORDER_FIELDS,
     rows: (rows, before) => {
       for (let i = 0; i < rows.length; i++) {
         const line = before + i + 1;

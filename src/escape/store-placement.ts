@@ -7,15 +7,19 @@ import { DacdError } from "../errors.js";
  * Builds a store in a directory beside `dataDir` and moves it into place only when `build`
  * succeeded: a refused import leaves nothing behind, and a store in use or holding data is
  * never replaced unless `force` says so (then the old one is removed only after the move).
+ * `onBuilding` learns the directory once it is this build's own (a caller that can be killed
+ * removes it on the way out), and null once the build succeeded and the moves begin (they must not
+ * be cut short); a killed build's leftovers are removed by the next one.
  */
 export async function buildBeside<T>(
   dataDir: string,
   force: boolean,
   build: (dir: string) => Promise<T>,
+  onBuilding?: (dir: string | null) => void,
 ): Promise<T> {
   const target = resolve(dataDir);
   const parent = dirname(target);
-  const building = join(parent, `.${basename(target)}.importing`);
+  const building = importingDir(target);
   const replaced = join(parent, `.${basename(target)}.replaced`);
   if (!(await isEmptyDir(target))) {
     if (!force)
@@ -30,6 +34,7 @@ export async function buildBeside<T>(
   if (!(await isEmptyDir(building))) await refuseIfLocked(building);
   await rm(building, { recursive: true, force: true });
   await mkdir(building, { mode: 0o700 });
+  onBuilding?.(building);
   let result: T;
   try {
     result = await build(building);
@@ -37,6 +42,7 @@ export async function buildBeside<T>(
     await rm(building, { recursive: true, force: true });
     throw err;
   }
+  onBuilding?.(null);
   try {
     await rm(replaced, { recursive: true, force: true });
     if (!(await isEmptyDir(target))) await rename(target, replaced);
@@ -49,6 +55,12 @@ export async function buildBeside<T>(
   }
   await rm(replaced, { recursive: true, force: true });
   return result;
+}
+
+/** Where a store for `dataDir` is built before it is moved into place. */
+export function importingDir(dataDir: string): string {
+  const target = resolve(dataDir);
+  return join(dirname(target), `.${basename(target)}.importing`);
 }
 
 async function isEmptyDir(dir: string): Promise<boolean> {

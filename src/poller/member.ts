@@ -39,6 +39,12 @@ export interface MemberState {
   };
   /** Whether the last call to a gateway succeeded; for readiness. */
   gatewayReachable: boolean;
+  /**
+   * Since when the member has been at work on the next batch without completing a step (a batch
+   * fetched, verified and handed on, or a poll that found nothing new), failures and retries
+   * included; unset while it waits between polls. Readiness fails when this grows past max_stall_s.
+   */
+  pendingSince?: string;
   /** shadow: signatures are made but never posted. */
   mode: MemberMode;
 }
@@ -126,8 +132,10 @@ export class Member {
   private async loop(signal: AbortSignal): Promise<void> {
     let failures = 0;
     while (!signal.aborted) {
+      this.state.pendingSince ??= new Date().toISOString();
       try {
         const progressed = await this.step(signal);
+        this.state.pendingSince = undefined;
         this.state.gatewayReachable = true;
         if (failures > 0) await this.clearFailure();
         failures = 0;

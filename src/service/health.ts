@@ -3,7 +3,10 @@
  *
  * - Healthy: the process runs and the store answers a read (within a few seconds).
  * - Ready: the member is caught up within `max_ready_lag` batches of what the feeder gateway
- *   reports, and its last gateway call succeeded. A load balancer or an HA monitor can take an
+ *   reports, its last gateway call succeeded, and it is not stalled: the batch in hand (announced
+ *   by the feeder, or being polled) has advanced within `max_stall_s`. Progress, not the HTTP
+ *   time-outs, decides: an answer trickled a byte at a time keeps a request alive until its
+ *   deadline, and the member is unready long before. A load balancer or an HA monitor can take an
  *   unready member out of rotation; systemd or a supervisor should only act on unhealthy.
  */
 import type { MemberState } from "../poller/member.js";
@@ -11,7 +14,7 @@ import type { LevelStore } from "../storage/level-store.js";
 
 export interface Check {
   ok: boolean;
-  /** Machine-readable status: ok | starting | catching_up | lagging | gateway_unreachable | stopped | store_unavailable. */
+  /** Machine-readable status: ok | starting | catching_up | lagging | stalled | gateway_unreachable | stopped | store_unavailable. */
   status: string;
   reason: string;
   [k: string]: unknown;
@@ -23,8 +26,22 @@ export function batchLag(state: MemberState): number | undefined {
   return Math.max(0, state.feederLastBatchId - (state.nextBatchId - 1));
 }
 
-export function readiness(state: MemberState, maxReadyLag: number): Check {
+/** What readiness is measured against (configuration keys max_ready_lag, max_stall_s). */
+export interface ReadyLimits {
+  readonly maxReadyLag: number;
+  readonly maxStallS: number;
+}
+
+/** Seconds the batch in hand has gone without a completed step (0 while idle between polls). */
+export function stalledSeconds(state: MemberState, now: number): number {
+  if (state.pendingSince === undefined) return 0;
+  return Math.max(0, (now - Date.parse(state.pendingSince)) / 1000);
+}
+
+export function readiness(state: MemberState, limits: ReadyLimits, now = Date.now()): Check {
+  const { maxReadyLag, maxStallS } = limits;
   const lag = batchLag(state);
+  const stalled = stalledSeconds(state, now);
   const facts = {
     phase: state.phase,
     next_batch_id: state.nextBatchId,
@@ -32,6 +49,8 @@ export function readiness(state: MemberState, maxReadyLag: number): Check {
     lag: lag ?? null,
     max_ready_lag: maxReadyLag,
     last_signed_batch_id: state.lastSigned?.batch_id ?? null,
+    pending_s: Math.floor(stalled),
+    max_stall_s: maxStallS,
     mode: state.mode,
   };
   if (state.phase === "stopped")
@@ -42,6 +61,19 @@ export function readiness(state: MemberState, maxReadyLag: number): Check {
       ok: false,
       status: "gateway_unreachable",
       reason: `the gateway is not answering${why}`,
+      ...facts,
+    };
+  }
+  if (stalled > maxStallS) {
+    const announced =
+      state.feederLastBatchId !== undefined && state.feederLastBatchId >= state.nextBatchId
+        ? `batch ${state.nextBatchId}, announced by the feeder gateway,`
+        : `the poll for batch ${state.nextBatchId}`;
+    const why = state.failing ? `: ${state.failing.reason}` : " (its answer has not arrived)";
+    return {
+      ok: false,
+      status: "stalled",
+      reason: `${announced} has not advanced for ${Math.floor(stalled)} s (max_stall_s ${maxStallS})${why}`,
       ...facts,
     };
   }

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { claimsJournalPathOf } from "../storage/member-journal.js";
 import { backupStore, listBackups } from "./backup.js";
 import { checkJob } from "../maintenance/records-check.js";
-import { batchLag, liveness, readiness } from "./health.js";
+import { batchLag, liveness, readiness, type ReadyLimits } from "./health.js";
 import { startOpsServer, type OpsListener, type OpsServer } from "./http-server.js";
 import { JobRunner } from "./jobs.js";
 import type { DacdMetrics, MetricsState } from "./metrics.js";
@@ -65,7 +65,7 @@ export function validateSchedules(config: Config, jobs: JobImplementations = {})
 /** The metrics' view of the member, with what the store knew at start-up as the fallback. */
 export function memberMetricsState(
   member: Member,
-  maxReadyLag: number,
+  limits: ReadyLimits,
   initial: { lastSignedBatchId?: number; lastSignedAtMs?: number },
 ): () => MetricsState {
   return () => {
@@ -76,7 +76,7 @@ export function memberMetricsState(
       lastSignedAtMs: last ? Date.parse(last.signed_at) : initial.lastSignedAtMs,
       feederLastBatchId: s.feederLastBatchId,
       lag: batchLag(s),
-      ready: readiness(s, maxReadyLag).ok,
+      ready: readiness(s, limits).ok,
       gatewayReachable: s.gatewayReachable && s.failing?.code !== "GATEWAY",
     };
   };
@@ -92,7 +92,7 @@ export async function startOperations(deps: OperationsDeps): Promise<Operations>
     const handlers = {
       metrics,
       healthz: () => liveness(store),
-      readyz: () => readiness(member.state, config.maxReadyLag),
+      readyz: () => readiness(member.state, config),
     };
     if (deps.listener) deps.listener.attach(handlers);
     server =

@@ -186,6 +186,79 @@ describe("a trickled body", () => {
     expect(metrics).toMatch(/^dacd_gateway_reachable 0/m);
     expect(ms).toBeLessThan(15_000);
   }, 60_000);
+
+  it("turns /readyz unready after max_stall_s without progress, whatever the deadline, and ready once it resumes", async () => {
+    const { responses, expected } = loadChain("spot-chain");
+    const gw = await new VectorGateway(responses, expected, "G").start();
+    cleanups.push(() => gw.close());
+    gw.available = 1;
+    // Batch 1's real answer, its first bytes a byte a second while `trickling`, the rest at once after.
+    let trickling = false;
+    const held: (() => void)[] = [];
+    const timers: NodeJS.Timeout[] = [];
+    cleanups.push(async () => timers.forEach((t) => clearInterval(t)));
+    gw.interceptor = (_req, res, url) => {
+      if (!trickling || !url.pathname.endsWith("/get_batch_data") || url.searchParams.get("batch_id") !== "1")
+        return false;
+      const body = Buffer.from(JSON.stringify({ update: responses[1]!.update }));
+      res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+      let sent = 0;
+      const t = setInterval(() => res.write(body.subarray(sent, ++sent)), 1000);
+      timers.push(t);
+      res.on("close", () => clearInterval(t));
+      held.push(() => {
+        clearInterval(t);
+        res.end(body.subarray(sent));
+      });
+      return true;
+    };
+    const port = await freePort();
+    const setup = await memberSetup({
+      profile: "spot",
+      privateKey: expected.private_key,
+      gatewayUrl: gw.url,
+      feeder: true,
+      // The default deadline (300 s): only progress can turn the member unready in time.
+      extra: `metrics_port: ${port}\nmax_stall_s: 2`,
+      timeoutS: 5,
+    });
+    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+    const daemon = await startQuietDaemon(setup.config);
+    cleanups.push(() => daemon.stop());
+    const readyz = async (): Promise<{ status: number; body: Record<string, unknown> }> => {
+      const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+      return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+    };
+    await waitFor(async () => (await readyz()).status === 200, 30_000, "ready");
+    // Idle and caught up for longer than max_stall_s: still ready.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await readyz()).status).toBe(200);
+
+    trickling = true;
+    gw.available = 2;
+    const t0 = Date.now();
+    await waitFor(async () => (await readyz()).status === 503, 15_000, "unready");
+    const unreadyMs = Date.now() - t0;
+    const { body } = await readyz();
+    expect(body).toMatchObject({ status: "stalled", max_stall_s: 2, next_batch_id: 1 });
+    expect(body.reason).toMatch(
+      /^batch 1, announced by the feeder gateway, has not advanced for \d+ s \(max_stall_s 2\)/,
+    );
+    expect(daemon.member.state.gatewayReachable).toBe(true);
+    expect(held.length).toBeGreaterThan(0);
+
+    trickling = false;
+    const t1 = Date.now();
+    held.splice(0).forEach((finish) => finish());
+    await waitFor(async () => (await readyz()).status === 200, 15_000, "ready again");
+    const readyMs = Date.now() - t1;
+    await waitFor(() => daemon.member.state.lastSigned?.batch_id === 1, 15_000, "batch 1 signed");
+    expect((await readyz()).status).toBe(200);
+    console.log(
+      `stall: /readyz unready ${unreadyMs} ms after batch 1 started trickling (max_stall_s 2, deadline 300 s), ready ${readyMs} ms after the answer completed`,
+    );
+    expect(unreadyMs).toBeLessThan(8_000);
+  }, 60_000);
 });
 
 describe("small holes", () => {

@@ -80,7 +80,7 @@ describe("shadow mode", () => {
       expect(lines.some((l) => l.outcome === "signed")).toBe(false);
       expect(await daemon.store.getCursor()).toMatchObject({ next_batch_id: 4, last_accepted_batch_id: -1 });
       // Status, readiness and metrics say shadow.
-      const ready = readiness(daemon.member.state, 5);
+      const ready = readiness(daemon.member.state, { maxReadyLag: 5, maxStallS: 120 });
       expect(ready).toMatchObject({ mode: "shadow" });
       if (feeder)
         expect(ready).toMatchObject({ ok: true, reason: expect.stringMatching(/shadow mode/) as unknown });

@@ -94,6 +94,7 @@ describe("loadConfig", () => {
       heights: { vault: 31, order: 251, rollup_vault: 31 },
       metricsHost: "127.0.0.1",
       maxReadyLag: 5,
+      maxStallS: 120,
       logLevel: "info",
       schedule: {},
       backupKeep: 3,
@@ -125,6 +126,7 @@ heights: { position: 32, order: 40 }
 metrics_port: 9464
 metrics_host: 0.0.0.0
 max_ready_lag: 0
+max_stall_s: 30
 log_level: debug
 node_cache_levels: 20
 store_max_open_files: 300
@@ -154,6 +156,7 @@ prune_keep_batches: 1000
       metricsPort: 9464,
       metricsHost: "0.0.0.0",
       maxReadyLag: 0,
+      maxStallS: 30,
       logLevel: "debug",
       nodeCacheLevels: 20,
       storeMaxOpenFiles: 300,

@@ -74,6 +74,25 @@ const cases: [string, (files: Files) => ArchiveEntry[] | void, RegExp][] = [
     /^orders_5\.csv line 5: 1 fields, expected 2/,
   ],
   [
+    "a row longer than the row cap (many short fields)",
+    (f) => {
+      const r = rows(f.get("vaults.csv")!);
+      r[3] = r[3] + ",1".repeat(600);
+      f.set("vaults.csv", csv(r));
+    },
+    /^vaults\.csv line 4: longer than 1024 bytes, the most a row may hold$/,
+  ],
+  [
+    "a field longer than the field cap",
+    (f) => setField(f, "vaults.csv", 1, 1, "7".repeat(300)),
+    /^vaults\.csv line 2, field stark_key: longer than 128 bytes$/,
+  ],
+  [
+    "a last row without a line end longer than the field cap",
+    (f) => void f.set("orders_5.csv", f.get("orders_5.csv")! + "12," + "3".repeat(200)),
+    /^orders_5\.csv line \d+, field fulfilled_amount: longer than 128 bytes$/,
+  ],
+  [
     "a non-decimal balance",
     (f) => setField(f, "vaults.csv", 1, 3, "12a"),
     /^vaults\.csv line 2, field balance: "12a" is not a decimal number$/,
