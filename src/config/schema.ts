@@ -23,6 +23,9 @@
  *   escape_api_port → escapeApiPort         escape_api_host → escapeApiHost
  *   escape_api_rate_limit → escapeApiRateLimit
  *   escape_api_max_concurrency → escapeApiMaxConcurrency
+ *   signer → signer                         pkcs11_module → pkcs11Module
+ *   pkcs11_token_label → pkcs11TokenLabel   pkcs11_key_label → pkcs11KeyLabel
+ *   pkcs11_pin_path → pkcs11PinPath         pkcs11_timeout_s → pkcs11TimeoutS
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
@@ -42,6 +45,10 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 export const MODES = ["active", "shadow"] as const;
 export type Mode = (typeof MODES)[number];
 
+/** file: the key is read from private_key_path; pkcs11: it stays in a PKCS#11 token (docs/operations.md). */
+export const SIGNERS = ["file", "pkcs11"] as const;
+export type SignerKind = (typeof SIGNERS)[number];
+
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -59,8 +66,10 @@ export interface Config {
   profile: ProfileName;
   availabilityGatewayUrl: string;
   feederGatewayUrl?: string;
-  /** Absolute. */
-  privateKeyPath: string;
+  /** Where the member key is: a file (privateKeyPath) or a PKCS#11 token (pkcs11*). */
+  signer: SignerKind;
+  /** Absolute; set whenever signer is file (required then), unused with pkcs11. */
+  privateKeyPath?: string;
   /** Absolute. */
   privateKeyPasswordPath?: string;
   /** Absolute. */
@@ -112,6 +121,15 @@ export interface Config {
   escapeApiRateLimit: number;
   /** Escape API answers computed at once. */
   escapeApiMaxConcurrency: number;
+  /** Absolute; the token's PKCS#11 library (signer pkcs11). */
+  pkcs11Module?: string;
+  pkcs11TokenLabel?: string;
+  /** CKA_LABEL of the member's private key in the token. */
+  pkcs11KeyLabel?: string;
+  /** Absolute; the user PIN's file (absent: the systemd credential dacd-pkcs11-pin). */
+  pkcs11PinPath?: string;
+  /** Longest one token call may take before the session is given up. */
+  pkcs11TimeoutS: number;
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -141,7 +159,9 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   profile: { kind: "enum", values: PROFILE_NAMES, required: true },
   availability_gateway_url: { kind: "url", required: true },
   feeder_gateway_url: { kind: "url" },
-  private_key_path: { kind: "path", required: true },
+  signer: { kind: "enum", values: SIGNERS, default: "file" },
+  /** Required with signer file; checked in loadConfig since it depends on signer. */
+  private_key_path: { kind: "path" },
   private_key_password_path: { kind: "path" },
   data_dir: { kind: "path", required: true },
   polling_interval_s: { kind: "number", exclusiveMin: 0, default: 5 },
@@ -176,6 +196,11 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   escape_api_host: { kind: "string", default: "127.0.0.1" },
   escape_api_rate_limit: { kind: "number", exclusiveMin: 0, default: 10 },
   escape_api_max_concurrency: { kind: "int", min: 1, max: 256, default: 4 },
+  pkcs11_module: { kind: "path" },
+  pkcs11_token_label: { kind: "string" },
+  pkcs11_key_label: { kind: "string" },
+  pkcs11_pin_path: { kind: "path" },
+  pkcs11_timeout_s: { kind: "number", exclusiveMin: 0, default: 10 },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */
