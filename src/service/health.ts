@@ -11,7 +11,7 @@ import type { LevelStore } from "../storage/level-store.js";
 
 export interface Check {
   ok: boolean;
-  /** Machine-readable status: ok | starting | catching_up | lagging | gateway_unreachable | stopped | store_unavailable. */
+  /** Machine-readable status: ok | starting | catching_up | lagging | gateway_unreachable | signer_unavailable | stopped | store_unavailable. */
   status: string;
   reason: string;
   [k: string]: unknown;
@@ -45,6 +45,13 @@ export function readiness(state: MemberState, maxReadyLag: number): Check {
       ...facts,
     };
   }
+  if (state.failing?.code === "SIGNER")
+    return {
+      ok: false,
+      status: "signer_unavailable",
+      reason: `the member key's token is failing (batch ${state.failing.batch_id} waits unsigned): ${state.failing.reason}`,
+      ...facts,
+    };
   if (lag !== undefined && lag > maxReadyLag) {
     return {
       ok: false,
