@@ -20,9 +20,10 @@ import {
 } from "./service/operations.js";
 import { AvailabilityGateway, FeederGateway, type HttpClientOptions } from "./poller/gateway-client.js";
 import { Member, type MemberEvents } from "./poller/member.js";
-import { createSigner } from "./signer/create-signer.js";
-import { loadPrivateKey } from "./signer/key-file.js";
+import { discardMemberKey, loadMemberKey, signerFor } from "./service/member-signer.js";
 import type { Signer } from "./signer/signer.js";
+import type { MemberKey } from "./service/member-signer.js";
+import { Pkcs11Signer } from "./signer/pkcs11/pkcs11-signer.js";
 import { LevelStore } from "./storage/level-store.js";
 import { levelBindingName, mappedTablesInEffect, setMappedTables } from "./storage/level-binding.js";
 import { ensureLocalDir } from "./storage/local-dir.js";
@@ -92,14 +93,33 @@ async function startDaemonWith(
 ): Promise<Daemon> {
   const { log } = opts;
   for (const w of config.warnings) log.warn(w);
+
+  // A token's failures are counted once the metrics exist (they are created below).
+  let countSignerError: (() => void) | undefined;
+  const key = await loadMemberKey(config, {
+    allowInsecureKeyFile: opts.allowInsecureKeyFile,
+    warn: (m) => log.warn(m),
+    // The run loop logs the failed batch with the error; here it is only counted.
+    onSignerError: () => countSignerError?.(),
+  });
+  try {
+    return await startWithKey(config, opts, listener, key, (count) => (countSignerError = count));
+  } catch (err) {
+    await discardMemberKey(key);
+    throw err;
+  }
+}
+
+async function startWithKey(
+  config: Config,
+  opts: DaemonOptions,
+  listener: OpsListener | undefined,
+  key: MemberKey,
+  onSignerErrorCounter: (count: () => void) => void,
+): Promise<Daemon> {
+  const { log } = opts;
   const profile = makeProfile(config.profile, config.heights);
   const validateRollup = profile.rollup ? config.validateRollup : undefined;
-
-  const key = await loadPrivateKey(config.privateKeyPath, {
-    passwordPath: config.privateKeyPasswordPath,
-    allowInsecurePermissions: opts.allowInsecureKeyFile,
-    warn: (m) => log.warn(m),
-  });
   await ensureDataDir(config.dataDir);
   // Scheduled integrity check (light scan + deep check of the newest trees) and pruning; they
   // hash with the engine created below, uncounted by the metrics.
@@ -114,6 +134,7 @@ async function startDaemonWith(
     state: () => metricsState?.() ?? { ready: false, gatewayReachable: true },
     processDefaults: config.metricsPort !== undefined,
   });
+  onSignerErrorCounter(() => metrics.signerErrors.inc());
 
   const abort = new AbortController();
   const http = (baseUrl: string, attempts?: number): HttpClientOptions => ({
@@ -137,10 +158,7 @@ async function startDaemonWith(
 
   // The base chain decides the signature scheme; ask before anything is signed (the answer must
   // match the kind pinned at the first start).
-  const gatewayChain = await chainKind(config, log).catch((err: unknown) => {
-    key.fill(0);
-    throw err;
-  });
+  const gatewayChain = await chainKind(config, log);
 
   // DACD_HASH_ENGINE overrides the configured engine; large tree levels go to a worker pool.
   const baseEngine = createEngine(config.hashEngine, { warn: (m) => log.warn(m), threads: "auto" });
@@ -156,7 +174,6 @@ async function startDaemonWith(
     );
   const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles }).catch(
     async (err: unknown) => {
-      key.fill(0);
       await engine.close?.();
       throw err;
     },
@@ -180,17 +197,12 @@ async function startDaemonWith(
       log,
       onConflict: () => metrics.conflictingClaims.inc(),
     });
-    let signer: Signer;
-    try {
-      const kind = await resolveChainKind(store, {
-        configured: config.chain,
-        journal: journal.signatureKind,
-        gateway: gatewayChain,
-      });
-      signer = createSigner(kind, key);
-    } finally {
-      key.fill(0);
-    }
+    const kind = await resolveChainKind(store, {
+      configured: config.chain,
+      journal: journal.signatureKind,
+      gateway: gatewayChain,
+    });
+    const signer: Signer = signerFor(key, kind);
     const ctx = await bindVerifyContext(store, {
       profile,
       engine,
@@ -225,6 +237,7 @@ async function startDaemonWith(
         ...(await storeStatus(store)),
         mode: member.state.mode,
         member_key: signer.memberKey,
+        signer: signerStatus(config, signer),
         engine: engine.name,
         runtime: member.state,
       }),
@@ -270,6 +283,7 @@ async function startDaemonWith(
         node: build.node,
         profile: profile.name,
         member_key: signer.memberKey,
+        signer: signer.custody ?? "file",
         chain: signer.chainKind,
         engine: engine.name,
         tree_walk: treeWalkName(treeWalk),
@@ -313,6 +327,7 @@ async function startDaemonWith(
         await store.close();
         await journal?.close();
         await engine.close?.();
+        await signer.close?.();
       })());
     return {
       member,
@@ -336,6 +351,17 @@ async function startDaemonWith(
     await engine.close?.();
     throw err;
   }
+}
+
+/** Which signer holds the member key, for `dacd status`: a file, or a token (and how it fares). */
+function signerStatus(config: Config, signer: Signer): Record<string, unknown> {
+  if (signer.custody !== "pkcs11") return { custody: "file" };
+  return {
+    custody: "pkcs11",
+    token_label: config.pkcs11TokenLabel,
+    key_label: config.pkcs11KeyLabel,
+    ...(signer instanceof Pkcs11Signer ? { health: signer.health } : {}),
+  };
 }
 
 /** Calls the hooks of both event sets. */

@@ -10,7 +10,8 @@ export type ErrorCode =
   | "GATEWAY" // transport failure or unexpected answer from a gateway
   | "CONFIG" // invalid configuration or key material
   | "USAGE" // a command-line argument or flag is invalid
-  | "STORE"; // the local store is unusable or inconsistent
+  | "STORE" // the local store is unusable or inconsistent
+  | "SIGNER"; // the member key's token (HSM) failed a call: the batch is left unsigned and retried
 
 export class DacdError extends Error {
   readonly code: ErrorCode;

@@ -4,7 +4,7 @@ import type { Config } from "../config/config.js";
 import { DacdError } from "../errors.js";
 import { escapeJobs } from "../service/maintenance-jobs.js";
 import { validateSchedules } from "../service/operations.js";
-import { loadPrivateKey } from "../signer/key-file.js";
+import { discardMemberKey, loadMemberKey } from "../service/member-signer.js";
 import { CONFIG_HELP, configPathOf, loadConfigFor } from "./config-path.js";
 
 interface CheckOptions {
@@ -17,7 +17,8 @@ interface CheckOptions {
 /**
  * `dacd config check`: what `dacd run` would refuse for configuration reasons, found without
  * starting anything — the file and DACD_* variables, the schedules, and (unless --no-key) that
- * the key file and its password load. Prints the effective configuration (file, defaults and
+ * the key file and its password load (or, with signer: pkcs11, that the token opens with the PIN
+ * and holds a secp256k1 key under the label: its address is printed). Prints the effective configuration (file, defaults and
  * environment merged) with credentials in URLs redacted; exit 0, or 78 with one line.
  */
 export function registerConfigCommand(program: Command): void {
@@ -40,20 +41,28 @@ export function registerConfigCommand(program: Command): void {
         }),
       );
       const warnings = [...cfg.warnings];
+      let tokenKey: string | undefined;
       if (opts.key !== false) {
-        const key = await loadPrivateKey(cfg.privateKeyPath, {
-          passwordPath: cfg.privateKeyPasswordPath,
-          allowInsecurePermissions: opts.allowInsecureKeyFile,
+        // A token is opened, logged in to and searched as `dacd run` would: its key's address is shown.
+        const member = await loadMemberKey(cfg, {
+          allowInsecureKeyFile: opts.allowInsecureKeyFile,
           warn: (m) => warnings.push(m),
         });
-        key.fill(0);
+        if (member.custody === "pkcs11")
+          tokenKey =
+            `member address ${member.signer.memberKey} ` +
+            `(PKCS#11 token ${JSON.stringify(cfg.pkcs11TokenLabel)}, key ${JSON.stringify(cfg.pkcs11KeyLabel)})`;
+        await discardMemberKey(member);
       }
       for (const w of warnings) process.stderr.write(`dacd: warning: ${w}\n`);
       const effective = effectiveConfig(cfg);
+      if (tokenKey && opts.json) process.stderr.write(`dacd: ${tokenKey}\n`);
       process.stdout.write(
         opts.json
           ? JSON.stringify(effective, null, 2) + "\n"
-          : `# effective configuration of ${configPathOf(opts.config)}\n${stringify(effective)}`,
+          : `# effective configuration of ${configPathOf(opts.config)}\n` +
+              (tokenKey ? `# ${tokenKey}\n` : "") +
+              stringify(effective),
       );
     });
 }

@@ -10,6 +10,19 @@ export function statusSummary(s: Record<string, unknown>, fromDaemon: boolean): 
     fromDaemon ? `running, ${String(runtime?.phase ?? "?")}` : "not running (store read directly)",
   ]);
   if (s.member_key) rows.push(["member key", String(s.member_key)]);
+  const signer = obj(s.signer);
+  if (signer) {
+    const health = obj(signer.health);
+    rows.push([
+      "signer",
+      signer.custody === "pkcs11"
+        ? `PKCS#11 token ${JSON.stringify(signer.token_label)}, key ${JSON.stringify(signer.key_label)}` +
+          (health && health.ok === false
+            ? ` (failing since ${String(health.since)}: ${String(health.reason)})`
+            : "")
+        : "key file",
+    ]);
+  }
   if (s.engine) rows.push(["engine", String(s.engine)]);
   const cursor = obj(s.cursor);
   if (cursor) rows.push(["next batch", String(cursor.next_batch_id)]);

@@ -358,6 +358,27 @@ function buildHeights(
 export class UnreadableConfigFile extends DacdError {}
 
 /** Reads, overrides with `env`, and validates the configuration file at `path`. */
+const PKCS11_KEYS = ["pkcs11_module", "pkcs11_token_label", "pkcs11_key_label", "pkcs11_pin_path"] as const;
+
+/** The keys each signer needs; those of the other signer are ignored with a warning, never read. */
+function checkSigner(raw: Record<string, unknown>, p: Problems, warnings: string[]): void {
+  if (raw.signer === "pkcs11") {
+    // No HSM offers the STARK curve: a Starknet member keeps a file key.
+    if (raw.chain === "starknet")
+      p.add(
+        "signer: pkcs11 does not apply to chain: starknet (no HSM offers the STARK curve; use signer: file)",
+      );
+    for (const key of ["pkcs11_module", "pkcs11_token_label", "pkcs11_key_label"])
+      if (raw[key] === undefined) p.add(`required key ${key} is missing (signer: pkcs11)`);
+    for (const key of ["private_key_path", "private_key_password_path"])
+      if (raw[key] !== undefined) warnings.push(`${key} is not read with signer: pkcs11`);
+    return;
+  }
+  if (raw.private_key_path === undefined) p.add("required key private_key_path is missing");
+  for (const key of PKCS11_KEYS)
+    if (raw[key] !== undefined) warnings.push(`${key} is not read with signer: file`);
+}
+
 export function loadConfig(path: string, env: Env = process.env): Config {
   const configPath = resolve(path);
   let text: string;
@@ -410,6 +431,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
   if (raw.certificates_path !== undefined && availability !== undefined && availability.startsWith("http:")) {
     p.add(`certificates_path is set but availability_gateway_url ${availability} is not https`);
   }
+  checkSigner(raw, p, warnings);
   if (p.list.length > 0) {
     const body = p.list.length === 1 ? (p.list[0] ?? "") : `\n  - ${p.list.join("\n  - ")}`;
     throw new DacdError("CONFIG", `invalid config ${configPath}: ${body}`);
@@ -420,7 +442,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     configPath,
     profile: profile as ProfileName,
     availabilityGatewayUrl: availability as string,
-    privateKeyPath: raw.private_key_path as string,
+    signer: raw.signer as Config["signer"],
+    pkcs11TimeoutS: raw.pkcs11_timeout_s as number,
     dataDir: raw.data_dir as string,
     pollingIntervalS: raw.polling_interval_s as number,
     validateOrders: raw.validate_orders as boolean,
@@ -450,6 +473,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
   };
   const optional: [keyof Config, string][] = [
     ["feederGatewayUrl", "feeder_gateway_url"],
+    ["privateKeyPath", "private_key_path"],
     ["privateKeyPasswordPath", "private_key_password_path"],
     ["validateRollup", "validate_rollup"],
     ["certificatesPath", "certificates_path"],
@@ -459,6 +483,10 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     ["claimsJournalPath", "claims_journal_path"],
     ["chain", "chain"],
     ["escapeApiPort", "escape_api_port"],
+    ["pkcs11Module", "pkcs11_module"],
+    ["pkcs11TokenLabel", "pkcs11_token_label"],
+    ["pkcs11KeyLabel", "pkcs11_key_label"],
+    ["pkcs11PinPath", "pkcs11_pin_path"],
   ];
   for (const [field, key] of optional) {
     if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];

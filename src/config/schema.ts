@@ -26,6 +26,9 @@
  *   escape_api_max_concurrency → escapeApiMaxConcurrency
  *   escape_api_connections_per_address → escapeApiConnectionsPerAddress
  *   escape_api_connection_rate → escapeApiConnectionRate
+ *   signer → signer                         pkcs11_module → pkcs11Module
+ *   pkcs11_token_label → pkcs11TokenLabel   pkcs11_key_label → pkcs11KeyLabel
+ *   pkcs11_pin_path → pkcs11PinPath         pkcs11_timeout_s → pkcs11TimeoutS
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
@@ -53,6 +56,10 @@ export const DEFAULT_MAX_STALL_S = 120;
 export const MODES = ["active", "shadow"] as const;
 export type Mode = (typeof MODES)[number];
 
+/** file: the key is read from private_key_path; pkcs11: it stays in a PKCS#11 token (docs/operations.md). */
+export const SIGNERS = ["file", "pkcs11"] as const;
+export type SignerKind = (typeof SIGNERS)[number];
+
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -70,8 +77,10 @@ export interface Config {
   profile: ProfileName;
   availabilityGatewayUrl: string;
   feederGatewayUrl?: string;
-  /** Absolute. */
-  privateKeyPath: string;
+  /** Where the member key is: a file (privateKeyPath) or a PKCS#11 token (pkcs11*). */
+  signer: SignerKind;
+  /** Absolute; set whenever signer is file (required then), unused with pkcs11. */
+  privateKeyPath?: string;
   /** Absolute. */
   privateKeyPasswordPath?: string;
   /** Absolute. */
@@ -129,6 +138,15 @@ export interface Config {
   escapeApiConnectionsPerAddress: number;
   /** New escape API connections a second from one client address (bursts of twice as many). */
   escapeApiConnectionRate: number;
+  /** Absolute; the token's PKCS#11 library (signer pkcs11). */
+  pkcs11Module?: string;
+  pkcs11TokenLabel?: string;
+  /** CKA_LABEL of the member's private key in the token. */
+  pkcs11KeyLabel?: string;
+  /** Absolute; the user PIN's file (absent: the systemd credential dacd-pkcs11-pin). */
+  pkcs11PinPath?: string;
+  /** Longest one token call may take before the session is given up. */
+  pkcs11TimeoutS: number;
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -158,7 +176,9 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   profile: { kind: "enum", values: PROFILE_NAMES, required: true },
   availability_gateway_url: { kind: "url", required: true },
   feeder_gateway_url: { kind: "url" },
-  private_key_path: { kind: "path", required: true },
+  signer: { kind: "enum", values: SIGNERS, default: "file" },
+  /** Required with signer file; checked in loadConfig since it depends on signer. */
+  private_key_path: { kind: "path" },
   private_key_password_path: { kind: "path" },
   data_dir: { kind: "path", required: true },
   polling_interval_s: { kind: "number", exclusiveMin: 0, default: 5 },
@@ -197,6 +217,11 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   // Below the API's cap of 256 open connections, so that one address cannot hold them all.
   escape_api_connections_per_address: { kind: "int", min: 1, max: 256, default: 32 },
   escape_api_connection_rate: { kind: "number", exclusiveMin: 0, default: 20 },
+  pkcs11_module: { kind: "path" },
+  pkcs11_token_label: { kind: "string" },
+  pkcs11_key_label: { kind: "string" },
+  pkcs11_pin_path: { kind: "path" },
+  pkcs11_timeout_s: { kind: "number", exclusiveMin: 0, default: 10 },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */

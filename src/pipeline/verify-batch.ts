@@ -215,6 +215,10 @@ async function signAndStartStore(
   const sequenceNumber = prev ? prev.sequence_number + 1 : 0;
   const claim = computeClaimHash(ctx.profile, roots, sequenceNumber);
   ctx.claims?.check(batchId, toHex0x(claim));
+  // A batch id released before (the store lost it) keeps its journaled signature: a token's is not
+  // deterministic, and a second one would differ.
+  const signature =
+    (await ctx.claims?.journaledSignature(batchId, ctx.signer.memberKey)) ?? (await ctx.signer.sign(claim));
   const record: BatchRecord = {
     batch_id: batchId,
     prev_batch_id: update.prevBatchId,
@@ -223,7 +227,7 @@ async function signAndStartStore(
     root_gens: { ...computed.rootGens },
     heights: keptHeights(ctx.profile, ctx.options.validateRollup),
     claim_hash: toHex0x(claim),
-    signature: ctx.signer.sign(claim),
+    signature,
     member_key: ctx.signer.memberKey,
     verified_at: new Date().toISOString(),
   };

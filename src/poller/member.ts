@@ -317,10 +317,17 @@ export class Member {
   private async post(record: BatchRecord, detail: VerifyDetail): Promise<void> {
     const started = performance.now();
     // Durably journaled before it leaves; refused when the journal holds another claim for this id.
-    await this.ctx.claims?.ensure(record.batch_id, record.claim_hash, record.signature, record.member_key);
+    // A batch released before is posted with its journaled signature, never a second one.
+    const signature =
+      (await this.ctx.claims?.ensure(
+        record.batch_id,
+        record.claim_hash,
+        record.signature,
+        record.member_key,
+      )) ?? record.signature;
     const answer = await this.availability.approveNewRoots({
       batch_id: record.batch_id,
-      signature: record.signature,
+      signature,
       member_key: record.member_key,
       claim_hash: record.claim_hash,
     });

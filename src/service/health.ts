@@ -14,7 +14,7 @@ import type { LevelStore } from "../storage/level-store.js";
 
 export interface Check {
   ok: boolean;
-  /** Machine-readable status: ok | starting | catching_up | lagging | stalled | gateway_unreachable | stopped | store_unavailable. */
+  /** Machine-readable status: ok | starting | catching_up | lagging | stalled | gateway_unreachable | signer_unavailable | stopped | store_unavailable. */
   status: string;
   reason: string;
   [k: string]: unknown;
@@ -64,6 +64,13 @@ export function readiness(state: MemberState, limits: ReadyLimits, now = Date.no
       ...facts,
     };
   }
+  if (state.failing?.code === "SIGNER")
+    return {
+      ok: false,
+      status: "signer_unavailable",
+      reason: `the member key's token is failing (batch ${state.failing.batch_id} waits unsigned): ${state.failing.reason}`,
+      ...facts,
+    };
   if (stalled > maxStallS) {
     const announced =
       state.feederLastBatchId !== undefined && state.feederLastBatchId >= state.nextBatchId

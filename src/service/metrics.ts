@@ -90,6 +90,8 @@ export class DacdMetrics {
   readonly buildInfo: Gauge<"version" | "commit" | "node">;
   readonly jobScheduled: Gauge<"task">;
   readonly conflictingClaims: Counter;
+  /** Failed calls to the member key's token (signer: pkcs11): each leaves a batch unsigned. */
+  readonly signerErrors: Counter;
   readonly escapeApiRequests: Counter<"route" | "status">;
   readonly escapeApiRequestSeconds: Histogram<"route">;
   readonly escapeApiConnectionsRefused: Counter<"reason">;
@@ -294,6 +296,11 @@ export class DacdMetrics {
     this.conflictingClaims = new Counter({
       name: `${PREFIX}conflicting_claims_total`,
       help: "Claims refused because the claims journal holds another claim for the batch id (the store lost or replaced batches)",
+      registers,
+    });
+    this.signerErrors = new Counter({
+      name: `${PREFIX}signer_errors_total`,
+      help: "Failed calls to the member key's PKCS#11 token (signing, reopening the session): the batch is left unsigned and retried",
       registers,
     });
     this.escapeApiRequests = new Counter({

@@ -25,7 +25,7 @@ export function toChecksumAddress(address: string): string {
 }
 
 /** Checksummed address of an uncompressed (65-byte, 0x04-prefixed) secp256k1 public key. */
-function addressFromUncompressed(pub: Uint8Array): string {
+export function addressFromUncompressed(pub: Uint8Array): string {
   return toChecksumAddress(Buffer.from(keccak_256(pub.subarray(1)).subarray(12)).toString("hex"));
 }
 
@@ -49,6 +49,7 @@ function assertClaim(claim: Uint8Array): void {
 
 export class EthSigner implements Signer {
   readonly chainKind = "ethereum" as const;
+  readonly custody = "file" as const;
   readonly memberKey: string;
   readonly #key: Uint8Array;
 

@@ -85,16 +85,12 @@ function parseRawKey(text: string, path: string): Uint8Array {
 }
 
 async function readPassword(keyPath: string, opts: LoadPrivateKeyOptions): Promise<string> {
-  let passwordPath = opts.passwordPath;
-  if (passwordPath === undefined) {
-    const dir = process.env.CREDENTIALS_DIRECTORY;
-    if (!dir)
-      throw configError(
-        `key file ${keyPath} is a keystore but no password file is configured ` +
-          `(set the password file, or provide the systemd credential ${PASSWORD_CREDENTIAL})`,
-      );
-    passwordPath = join(dir, PASSWORD_CREDENTIAL);
-  }
+  const passwordPath = secretPath(opts.passwordPath, PASSWORD_CREDENTIAL);
+  if (passwordPath === undefined)
+    throw configError(
+      `key file ${keyPath} is a keystore but no password file is configured ` +
+        `(set the password file, or provide the systemd credential ${PASSWORD_CREDENTIAL})`,
+    );
   return readPasswordFile(passwordPath, opts);
 }
 
@@ -106,12 +102,31 @@ export async function readPasswordFile(
   path: string,
   opts: Pick<LoadPrivateKeyOptions, "allowInsecurePermissions" | "warn"> = {},
 ): Promise<string> {
-  const buf = await readSecretFile(path, "password file", opts);
+  return readSecretLine(path, "password file", opts);
+}
+
+/** A one-line secret file (a password, a token PIN) under the key file's permission rule. */
+export async function readSecretLine(
+  path: string,
+  what: string,
+  opts: Pick<LoadPrivateKeyOptions, "allowInsecurePermissions" | "warn"> = {},
+): Promise<string> {
+  const buf = await readSecretFile(path, what, opts);
   let pw = buf.toString("utf8");
   buf.fill(0);
   if (pw.endsWith("\r\n")) pw = pw.slice(0, -2);
   else if (pw.endsWith("\n")) pw = pw.slice(0, -1);
   return pw;
+}
+
+/**
+ * The file a secret comes from: the configured path, or else the systemd credential `credential`
+ * (LoadCredential=, handed over in $CREDENTIALS_DIRECTORY); undefined when there is neither.
+ */
+export function secretPath(configured: string | undefined, credential: string): string | undefined {
+  if (configured !== undefined) return configured;
+  const dir = process.env.CREDENTIALS_DIRECTORY;
+  return dir ? join(dir, credential) : undefined;
 }
 
 /**

@@ -10,5 +10,10 @@ export interface Signer {
   readonly chainKind: "ethereum" | "starknet";
   /** The identity posted as `member_key`: a checksummed address, or a STARK public key in hex. */
   readonly memberKey: string;
-  sign(claimHash: Uint8Array): PostedSignature;
+  /** Where the key is: read from a file into this process, or kept in a PKCS#11 token. */
+  readonly custody?: "file" | "pkcs11";
+  /** Synchronous for a key in memory; a token answers later (and may fail: a SIGNER error). */
+  sign(claimHash: Uint8Array): PostedSignature | Promise<PostedSignature>;
+  /** Releases what the signer holds open (a token session). */
+  close?(): Promise<void>;
 }

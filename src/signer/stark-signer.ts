@@ -42,6 +42,7 @@ export function isValidStarkPrivateKey(privateKey: Uint8Array): boolean {
 
 export class StarkSigner implements Signer {
   readonly chainKind = "starknet" as const;
+  readonly custody = "file" as const;
   readonly memberKey: string;
   readonly #key: Uint8Array;
 

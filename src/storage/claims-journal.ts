@@ -32,8 +32,21 @@ export interface JournalEntry {
 export interface ClaimsGuard {
   /** Throws CONFLICTING_CLAIM when `batchId` is journaled with another claim. */
   check(batchId: number, claimHash: string): void;
-  /** `check`, then records the claim durably unless it is recorded already; before the POST. */
-  ensure(batchId: number, claimHash: string, signature: PostedSignature, memberKey?: string): Promise<void>;
+  /**
+   * `check`, then records the claim durably unless it is recorded already; before the POST. Returns
+   * the signature to post: the journaled one when the batch was released before by this key.
+   */
+  ensure(
+    batchId: number,
+    claimHash: string,
+    signature: PostedSignature,
+    memberKey?: string,
+  ): Promise<PostedSignature>;
+  /**
+   * The signature this member key released for `batchId`, if any: a batch id is signed once, since
+   * a token's ECDSA nonces are random and a second signature would differ from the journaled one.
+   */
+  journaledSignature(batchId: number, memberKey: string): Promise<PostedSignature | undefined>;
 }
 
 /** Default place of the journal: a directory beside data_dir, `<data_dir>-claims/claims.journal`. */
@@ -164,12 +177,30 @@ export class ClaimsJournal implements ClaimsGuard {
     claimHash: string,
     signature: PostedSignature,
     memberKey?: string,
-  ): Promise<void> {
+  ): Promise<PostedSignature> {
     this.check(batchId, claimHash);
-    if (this.claims.has(batchId)) return;
+    if (this.claims.has(batchId)) {
+      const journaled =
+        memberKey === undefined ? undefined : await this.journaledSignature(batchId, memberKey);
+      return journaled ?? signature;
+    }
     await this.append([
       { batch_id: batchId, claim_hash: claimHash.toLowerCase(), signature, member_key: memberKey },
     ]);
+    return signature;
+  }
+
+  async journaledSignature(batchId: number, memberKey: string): Promise<PostedSignature | undefined> {
+    // Only a batch released before is looked up (a re-post, a store that lost it): the file is read
+    // then rather than every signature kept in memory.
+    if (!this.claims.has(batchId)) return undefined;
+    const entries = await readClaimsJournalEntries(this.path);
+    const entry = entries.filter((e) => e.batch_id === batchId).at(-1);
+    if (!entry) return undefined;
+    // A rotated key signs afresh: the journaled signature is another member's now.
+    if (entry.member_key !== undefined && entry.member_key.toLowerCase() !== memberKey.toLowerCase())
+      return undefined;
+    return entry.signature;
   }
 
   /**

@@ -228,10 +228,37 @@ prune_keep_batches: 1000
 
   it("rejects missing required keys and bad URLs", () => {
     expect(configError(() => loadConfig(write("profile: spot\n"), {})).message).toMatch(
-      /availability_gateway_url is missing[\s\S]*private_key_path is missing[\s\S]*data_dir is missing/,
+      /availability_gateway_url is missing[\s\S]*data_dir is missing[\s\S]*private_key_path is missing/,
     );
     const bad = BASE.replace("https://gw.example.com", "ftp://gw.example.com");
     expect(configError(() => loadConfig(write(bad), {})).message).toContain("availability_gateway_url");
+  });
+
+  it("signer: file needs private_key_path; pkcs11 needs the token keys, not the key file, and no Starknet", () => {
+    expect(loadConfig(write(BASE), {}).signer).toBe("file");
+    const token = BASE.replace("private_key_path: /etc/dacd/member.key\n", "signer: pkcs11\n");
+    expect(configError(() => loadConfig(write(token), {})).message).toMatch(
+      /pkcs11_module is missing \(signer: pkcs11\)[\s\S]*pkcs11_token_label[\s\S]*pkcs11_key_label/,
+    );
+    const full = `${token}pkcs11_module: /usr/lib/softhsm/libsofthsm2.so\npkcs11_token_label: dac\npkcs11_key_label: member\npkcs11_pin_path: pin\n`;
+    const cfg = loadConfig(write(full), {});
+    expect(cfg).toMatchObject({
+      signer: "pkcs11",
+      pkcs11TokenLabel: "dac",
+      pkcs11KeyLabel: "member",
+      pkcs11TimeoutS: 10,
+    });
+    expect(cfg.privateKeyPath).toBeUndefined();
+    expect(cfg.pkcs11PinPath).toMatch(/\/pin$/);
+    expect(configError(() => loadConfig(write(`${full}chain: starknet\n`), {})).message).toMatch(
+      /invalid config .*: signer: pkcs11 does not apply to chain: starknet \(no HSM offers the STARK curve; use signer: file\)$/,
+    );
+    expect(loadConfig(write(`${full}private_key_path: k\n`), {}).warnings).toContain(
+      "private_key_path is not read with signer: pkcs11",
+    );
+    expect(loadConfig(write(`${BASE}pkcs11_key_label: x\n`), {}).warnings).toContain(
+      "pkcs11_key_label is not read with signer: file",
+    );
   });
 
   it("rejects cross-key inconsistencies", () => {
