@@ -63,6 +63,11 @@ export const CONFLICT_ADVICE =
 
 export class ClaimsJournal implements ClaimsGuard {
   private readonly claims = new Map<number, string>();
+  /**
+   * Where each batch id's line is: a re-post reads its journaled signature back from the file, so
+   * that signatures need not all be kept in memory and no lookup reads the whole file.
+   */
+  private readonly lines = new Map<number, LineSpan>();
   /** Records read at open that were cut off as a torn last append. */
   readonly tornTail: boolean;
 
@@ -106,7 +111,7 @@ export class ClaimsJournal implements ClaimsGuard {
       }
       text = Buffer.alloc(0);
     }
-    const { entries, goodBytes } = parseJournal(path, text);
+    const { entries, spans, goodBytes } = parseJournal(path, text);
     let fh: FileHandle;
     try {
       if (goodBytes < text.length) await cutTornTail(path, goodBytes);
@@ -116,7 +121,7 @@ export class ClaimsJournal implements ClaimsGuard {
     }
     const journal = new ClaimsJournal(path, fh, goodBytes < text.length, opts.onConflict);
     journal.bytes = goodBytes;
-    for (const e of entries) {
+    for (const [i, e] of entries.entries()) {
       const had = journal.claims.get(e.batch_id);
       if (had !== undefined && had !== e.claim_hash) {
         await fh.close();
@@ -126,6 +131,7 @@ export class ClaimsJournal implements ClaimsGuard {
         );
       }
       journal.claims.set(e.batch_id, e.claim_hash);
+      journal.lines.set(e.batch_id, spans[i]!);
       journal.firstSignature ??= e.signature;
     }
     return journal;
@@ -191,12 +197,9 @@ export class ClaimsJournal implements ClaimsGuard {
   }
 
   async journaledSignature(batchId: number, memberKey: string): Promise<PostedSignature | undefined> {
-    // Only a batch released before is looked up (a re-post, a store that lost it): the file is read
-    // then rather than every signature kept in memory.
-    if (!this.claims.has(batchId)) return undefined;
-    const entries = await readClaimsJournalEntries(this.path);
-    const entry = entries.filter((e) => e.batch_id === batchId).at(-1);
-    if (!entry) return undefined;
+    const span = this.lines.get(batchId);
+    if (!span) return undefined;
+    const entry = await this.readRecord(batchId, span);
     // A rotated key signs afresh: the journaled signature is another member's now.
     if (entry.member_key !== undefined && entry.member_key.toLowerCase() !== memberKey.toLowerCase())
       return undefined;
@@ -223,10 +226,28 @@ export class ClaimsJournal implements ClaimsGuard {
     return { added: missing.length, conflicts };
   }
 
-  private async append(entries: readonly JournalEntry[]): Promise<void> {
-    const lines = Buffer.from(
-      entries.map((e) => formatLine({ ...e, at: new Date().toISOString() })).join(""),
+  private async readRecord(batchId: number, [start, length]: LineSpan): Promise<JournalEntry> {
+    try {
+      const fh = await open(this.path, "r");
+      try {
+        const { buffer } = await fh.read(Buffer.alloc(length), 0, length, start);
+        const entry = parseLine(buffer.toString("utf8", 0, length - 1));
+        if (entry?.batch_id === batchId) return entry;
+      } finally {
+        await fh.close();
+      }
+    } catch (err) {
+      throw journalError(this.path, "cannot be read back", err);
+    }
+    throw journalError(
+      this.path,
+      `was changed while dacd ran (the record at byte ${start} no longer reads); ${REPAIR_ADVICE}`,
     );
+  }
+
+  private async append(entries: readonly JournalEntry[]): Promise<void> {
+    const texts = entries.map((e) => formatLine({ ...e, at: new Date().toISOString() }));
+    const lines = Buffer.from(texts.join(""));
     await this.assertUnchanged();
     try {
       await this.fh.appendFile(lines);
@@ -234,11 +255,15 @@ export class ClaimsJournal implements ClaimsGuard {
     } catch (err) {
       throw journalError(this.path, "cannot be written", err);
     }
-    this.bytes += lines.length;
-    for (const e of entries) {
+    let at = this.bytes;
+    for (const [i, e] of entries.entries()) {
+      const length = Buffer.byteLength(texts[i]!);
       this.claims.set(e.batch_id, e.claim_hash);
+      this.lines.set(e.batch_id, [at, length]);
       this.firstSignature ??= e.signature;
+      at += length;
     }
+    this.bytes += lines.length;
   }
 
   /**
@@ -345,9 +370,16 @@ export const REPAIR_ADVICE =
   "dacd signs nothing until it is repaired: stop dacd, keep this file, and run `dacd journal repair " +
   '--from <newest backup>/claims.journal` (it merges, never replaces; docs/hardening.md, "A damaged claims journal")';
 
+/** Where a record's line lies in the file: offset and length, its newline included. */
+type LineSpan = [start: number, length: number];
+
 /** The records of a journal, and where its torn last line (if any) starts; a damaged line is an error. */
-function parseJournal(path: string, text: Buffer): { entries: JournalEntry[]; goodBytes: number } {
+function parseJournal(
+  path: string,
+  text: Buffer,
+): { entries: JournalEntry[]; spans: LineSpan[]; goodBytes: number } {
   const entries: JournalEntry[] = [];
+  const spans: LineSpan[] = [];
   let goodBytes = 0;
   for (const l of journalLines(text)) {
     if (l.kind === "damaged")
@@ -357,9 +389,10 @@ function parseJournal(path: string, text: Buffer): { entries: JournalEntry[]; go
       );
     if (l.kind === "torn") break;
     entries.push(l.entry);
+    spans.push([goodBytes, l.end - goodBytes]);
     goodBytes = l.end;
   }
-  return { entries, goodBytes };
+  return { entries, spans, goodBytes };
 }
 
 function parseLine(line: string): JournalEntry | undefined {

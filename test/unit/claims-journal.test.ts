@@ -132,4 +132,19 @@ describe("ClaimsJournal", () => {
     expect(j.ids()).toEqual([0, 1]);
     await j.close();
   });
+
+  it("reads a journaled signature back, before and after reopening, and none for another member key", async () => {
+    const path = join(await tmp(), "claims.journal");
+    const j = await ClaimsJournal.open(path);
+    for (let id = 0; id < 12; id++) await j.ensure(id, claim(id), `0xsig${id}`, "0xAA");
+    expect(await j.journaledSignature(11, "0xaa")).toBe("0xsig11");
+    expect(await j.ensure(3, claim(3), "0xother", "0xAA")).toBe("0xsig3");
+    await j.close();
+    const again = await ClaimsJournal.open(path);
+    await again.ensure(12, claim(12), "0xsig12", "0xAA");
+    for (const id of [0, 9, 10, 12]) expect(await again.journaledSignature(id, "0xAA")).toBe(`0xsig${id}`);
+    expect(await again.journaledSignature(5, "0xBB")).toBeUndefined();
+    expect(await again.journaledSignature(99, "0xAA")).toBeUndefined();
+    await again.close();
+  });
 });
