@@ -354,6 +354,24 @@ function buildHeights(
   return heights;
 }
 
+/** The base chain is followed with both its endpoint and the contract, or not at all. */
+function checkBaseChain(raw: Record<string, unknown>, p: Problems): void {
+  const url = raw.base_chain_rpc_url;
+  const address = raw.starkex_contract_address;
+  if (typeof address === "string" && !/^0x[0-9a-fA-F]{40}$/.test(address))
+    p.add(`starkex_contract_address must be 0x and 40 hex digits, got ${JSON.stringify(address)}`);
+  // An invalid value is reported as such, not again as missing.
+  const invalid = p.list.some((m) =>
+    /base_chain_rpc_url|starkex_contract_address|BASE_CHAIN_RPC_URL/.test(m),
+  );
+  if (!invalid && (url === undefined) !== (address === undefined))
+    p.add(
+      url === undefined
+        ? "starkex_contract_address is set but base_chain_rpc_url is not: set both to follow the base chain"
+        : "base_chain_rpc_url is set but starkex_contract_address is not: set both to follow the base chain",
+    );
+}
+
 /** The configuration file could not be read at all (missing, unreadable): a CONFIG error of its own kind. */
 export class UnreadableConfigFile extends DacdError {}
 
@@ -410,6 +428,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
   if (raw.certificates_path !== undefined && availability !== undefined && availability.startsWith("http:")) {
     p.add(`certificates_path is set but availability_gateway_url ${availability} is not https`);
   }
+  checkBaseChain(raw, p);
   if (p.list.length > 0) {
     const body = p.list.length === 1 ? (p.list[0] ?? "") : `\n  - ${p.list.join("\n  - ")}`;
     throw new DacdError("CONFIG", `invalid config ${configPath}: ${body}`);
@@ -443,6 +462,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     escapeApiHost: raw.escape_api_host as string,
     escapeApiRateLimit: raw.escape_api_rate_limit as number,
     escapeApiMaxConcurrency: raw.escape_api_max_concurrency as number,
+    baseChainConfirmations: raw.base_chain_confirmations as number,
+    baseChainPollIntervalS: raw.base_chain_poll_interval_s as number,
     warnings,
   };
   const optional: [keyof Config, string][] = [
@@ -456,6 +477,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     ["claimsJournalPath", "claims_journal_path"],
     ["chain", "chain"],
     ["escapeApiPort", "escape_api_port"],
+    ["baseChainRpcUrl", "base_chain_rpc_url"],
+    ["starkexContractAddress", "starkex_contract_address"],
   ];
   for (const [field, key] of optional) {
     if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];

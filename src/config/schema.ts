@@ -23,6 +23,9 @@
  *   escape_api_port → escapeApiPort         escape_api_host → escapeApiHost
  *   escape_api_rate_limit → escapeApiRateLimit
  *   escape_api_max_concurrency → escapeApiMaxConcurrency
+ *   base_chain_rpc_url → baseChainRpcUrl    starkex_contract_address → starkexContractAddress
+ *   base_chain_confirmations → baseChainConfirmations
+ *   base_chain_poll_interval_s → baseChainPollIntervalS
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
@@ -112,6 +115,13 @@ export interface Config {
   escapeApiRateLimit: number;
   /** Escape API answers computed at once. */
   escapeApiMaxConcurrency: number;
+  /** Ethereum JSON-RPC endpoint of the base chain; absent: the chain is not followed (src/chain). */
+  baseChainRpcUrl?: string;
+  /** The exchange contract followed there (0x + 40 hex digits); set together with baseChainRpcUrl. */
+  starkexContractAddress?: string;
+  /** Blocks on top of an event's block before dacd acts on it (0: its own block is enough). */
+  baseChainConfirmations: number;
+  baseChainPollIntervalS: number;
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -176,6 +186,12 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   escape_api_host: { kind: "string", default: "127.0.0.1" },
   escape_api_rate_limit: { kind: "number", exclusiveMin: 0, default: 10 },
   escape_api_max_concurrency: { kind: "int", min: 1, max: 256, default: 4 },
+  base_chain_rpc_url: { kind: "url" },
+  starkex_contract_address: { kind: "string" },
+  // Twelve blocks: Ethereum's reorgs since the merge are one or two blocks deep.
+  base_chain_confirmations: { kind: "int", min: 0, max: 10_000, default: 12 },
+  // One poll a block (Ethereum's slot is 12 s).
+  base_chain_poll_interval_s: { kind: "number", exclusiveMin: 0, default: 12 },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */
