@@ -1,0 +1,170 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Daemon } from "../../src/app.js";
+import { loadConfig } from "../../src/config/config.js";
+import { startEthNode, type EthNode } from "../../src/devnet/exchange/eth-node.js";
+import { DevnetExchange } from "../../src/devnet/exchange/exchange.js";
+import { spotChainMember, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { rpc, RpcProxy } from "../helpers/rpc-proxy.js";
+
+/**
+ * A member following the devnet's exchange contract on a local Hardhat node through a proxy that
+ * fails on purpose: it reads each confirmed root update, flags the one whose roots differ from
+ * its own, keeps going through RPC errors, hangs and reorgs, records the freeze, and after a
+ * restart continues from its stored block.
+ */
+const cleanups: (() => Promise<void>)[] = [];
+let node: EthNode;
+let proxy: RpcProxy;
+let exchange: DevnetExchange;
+const CONFIRMATIONS = 2;
+
+beforeAll(async () => {
+  node = await startEthNode();
+  cleanups.push(() => node.close());
+  proxy = await new RpcProxy(node.url).start();
+  cleanups.push(() => proxy.close());
+  exchange = await DevnetExchange.deploy(node.url, "spot", 31);
+});
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function metric(daemon: Daemon, name: string, labels = ""): Promise<number> {
+  const text = await daemon.metrics.registry.metrics();
+  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels} `));
+  return line === undefined ? NaN : Number(line.split(" ")[1]);
+}
+
+const mine = (blocks: number): Promise<unknown> =>
+  rpc(node.url, "hardhat_mine", [`0x${blocks.toString(16)}`]);
+
+/** The stored roots of a batch, as the contract takes them (`wrong`: the vault root changed). */
+async function rootsOf(daemon: Daemon, batchId: number, wrong = false) {
+  const r = (await daemon.store.getBatch(batchId))!.roots;
+  const vault = BigInt(`0x${r.vault}`);
+  return {
+    vault: wrong ? vault ^ 1n : vault,
+    rollupVault: BigInt(`0x${r.rollup_vault}`),
+    order: BigInt(`0x${r.order}`),
+  };
+}
+
+describe("following the base chain", () => {
+  it("follows root updates, flags a differing root, survives errors, hangs and reorgs, records the freeze, resumes", async () => {
+    const extra = [
+      `base_chain_rpc_url: "${proxy.url}"`,
+      `starkex_contract_address: "${exchange.address}"`,
+      `base_chain_confirmations: ${CONFIRMATIONS}`,
+      `base_chain_poll_interval_s: 0.05`,
+    ].join("\n");
+    const { setup } = await spotChainMember(cleanups, undefined, extra);
+    let daemon = await startQuietDaemon(setup.config);
+    cleanups.push(() => daemon.stop());
+    await waitFor(
+      async () => (await daemon.store.getCursor())?.last_accepted_batch_id === 5,
+      30_000,
+      "batches signed",
+    );
+    const mismatches = () => metric(daemon, "dacd_onchain_root_mismatch_total");
+    const onchainId = () => metric(daemon, "dacd_onchain_batch_id");
+    expect(await onchainId()).toBe(-1);
+
+    // Root updates become visible once confirmed.
+    await exchange.commit(0, await rootsOf(daemon, 0));
+    await exchange.commit(1, await rootsOf(daemon, 1));
+    await mine(CONFIRMATIONS - 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await onchainId()).toBe(0);
+    await mine(1);
+    await waitFor(async () => (await onchainId()) === 1, 10_000, "batch 1 on-chain");
+    expect(await daemon.store.getOnchainBatch(1)).toMatchObject({
+      batch_id: 1,
+      sequence_number: 2,
+      matches: true,
+    });
+
+    // A root that differs from the stored one: counted, recorded, and the watch goes on.
+    await exchange.commit(2, await rootsOf(daemon, 2, true));
+    await mine(CONFIRMATIONS);
+    await waitFor(async () => (await mismatches()) === 1, 10_000, "the mismatch");
+    expect(await daemon.store.getOnchainBatch(2)).toMatchObject({ matches: false });
+    expect(await onchainId()).toBe(2);
+
+    // RPC errors: counted, never fatal; the watch catches up once the endpoint answers.
+    proxy.mode = "error";
+    await exchange.commit(3, await rootsOf(daemon, 3));
+    await mine(CONFIRMATIONS);
+    await waitFor(
+      async () => (await metric(daemon, "dacd_onchain_rpc_failures_total", '{reason="error"}')) >= 3,
+    );
+    expect(await onchainId()).toBe(2);
+    proxy.mode = "ok";
+    await waitFor(async () => (await onchainId()) === 3, 10_000, "batch 3 after the errors");
+
+    // A hanging endpoint: each call times out (http_request_timeout_s), then the watch goes on.
+    proxy.mode = "hang";
+    await exchange.commit(4, await rootsOf(daemon, 4));
+    await mine(CONFIRMATIONS);
+    await waitFor(
+      async () => (await metric(daemon, "dacd_onchain_rpc_failures_total", '{reason="timeout"}')) >= 1,
+    );
+    proxy.mode = "ok";
+    await waitFor(async () => (await onchainId()) === 4, 10_000, "batch 4 after the hang");
+    expect(await mismatches()).toBe(1);
+    expect(await metric(daemon, "dacd_ready")).toBe(1);
+
+    // A reorg above the confirmation depth: the replaced update, never confirmed, is never acted on.
+    const shallow = await rpc(node.url, "evm_snapshot");
+    await exchange.commit(5, await rootsOf(daemon, 5, true));
+    const polls = proxy.count("eth_blockNumber");
+    await waitFor(
+      () => proxy.count("eth_blockNumber") > polls + 5,
+      10_000,
+      "polls over the unconfirmed update",
+    );
+    await rpc(node.url, "evm_revert", [shallow]);
+    expect(await mismatches()).toBe(1);
+    expect(await onchainId()).toBe(4);
+
+    // A reorg below it (with base_chain_confirmations too small): the watch rereads and corrects.
+    const deep = await rpc(node.url, "evm_snapshot");
+    await exchange.commit(5, await rootsOf(daemon, 5, true));
+    await mine(CONFIRMATIONS);
+    await waitFor(async () => (await mismatches()) === 2, 10_000, "the replaced update's mismatch");
+    expect(await daemon.store.getOnchainBatch(5)).toMatchObject({ matches: false });
+    await rpc(node.url, "evm_revert", [deep]);
+    await mine(1);
+    await exchange.commit(5, await rootsOf(daemon, 5));
+    await mine(CONFIRMATIONS + 1);
+    await waitFor(
+      async () => (await daemon.store.getOnchainBatch(5))?.matches === true,
+      10_000,
+      "batch 5 reread",
+    );
+    expect(await mismatches()).toBe(2);
+    expect(await onchainId()).toBe(5);
+
+    // The freeze: recorded with the contract's last batch.
+    await exchange.freeze();
+    await mine(CONFIRMATIONS);
+    await waitFor(async () => (await metric(daemon, "dacd_onchain_frozen")) === 1, 10_000, "the freeze");
+    expect(await daemon.store.frozenBatchId()).toBe(5);
+
+    // Restart: the watch continues from its stored block, never from genesis.
+    const stored = (await daemon.store.getOnchain())!;
+    await daemon.stop();
+    const before = proxy.logRanges.length;
+    await mine(3);
+    daemon = await startQuietDaemon(loadConfig(setup.configPath, {}));
+    await waitFor(
+      async () => (await metric(daemon, "dacd_onchain_confirmed_block")) >= stored.next_block + 2,
+      10_000,
+      "the watch after the restart",
+    );
+    const after = proxy.logRanges.slice(before);
+    expect(after.length).toBeGreaterThan(0);
+    expect(Math.min(...after.map((r) => r.from))).toBe(stored.next_block);
+    expect(await metric(daemon, "dacd_onchain_frozen")).toBe(1);
+    expect(await metric(daemon, "dacd_onchain_batch_id")).toBe(5);
+  });
+});
