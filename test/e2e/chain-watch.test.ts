@@ -1,9 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPublicClient, http } from "viem";
 import type { Daemon } from "../../src/app.js";
 import { loadConfig } from "../../src/config/config.js";
 import { startEthNode, type EthNode } from "../../src/devnet/exchange/eth-node.js";
 import { DevnetExchange } from "../../src/devnet/exchange/exchange.js";
+import { rootHex } from "../../src/chain/root-update.js";
+import { EXCHANGE_ABI } from "../../src/chain/exchange-abi.js";
+import { dacdAsync } from "../helpers/dacd-cli.js";
 import { spotChainMember, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { freePort } from "../helpers/free-port.js";
 import { rpc, RpcProxy } from "../helpers/rpc-proxy.js";
 
 /**
@@ -56,6 +61,7 @@ describe("following the base chain", () => {
       `starkex_contract_address: "${exchange.address}"`,
       `base_chain_confirmations: ${CONFIRMATIONS}`,
       `base_chain_poll_interval_s: 0.05`,
+      `escape_api_port: ${await freePort()}`,
     ].join("\n");
     const { setup } = await spotChainMember(cleanups, undefined, extra);
     let daemon = await startQuietDaemon(setup.config);
@@ -86,7 +92,8 @@ describe("following the base chain", () => {
     // A root that differs from the stored one: counted, recorded, and the watch goes on.
     await exchange.commit(2, await rootsOf(daemon, 2, true));
     await mine(CONFIRMATIONS);
-    await waitFor(async () => (await mismatches()) === 1, 10_000, "the mismatch");
+    await waitFor(async () => (await daemon.store.getOnchainBatch(2)) !== undefined, 10_000, "the mismatch");
+    expect(await mismatches()).toBe(1);
     expect(await daemon.store.getOnchainBatch(2)).toMatchObject({ matches: false });
     expect(await onchainId()).toBe(2);
 
@@ -130,7 +137,12 @@ describe("following the base chain", () => {
     const deep = await rpc(node.url, "evm_snapshot");
     await exchange.commit(5, await rootsOf(daemon, 5, true));
     await mine(CONFIRMATIONS);
-    await waitFor(async () => (await mismatches()) === 2, 10_000, "the replaced update's mismatch");
+    await waitFor(
+      async () => (await daemon.store.getOnchainBatch(5)) !== undefined,
+      10_000,
+      "the replaced update's mismatch",
+    );
+    expect(await mismatches()).toBe(2);
     expect(await daemon.store.getOnchainBatch(5)).toMatchObject({ matches: false });
     await rpc(node.url, "evm_revert", [deep]);
     await mine(1);
@@ -144,11 +156,29 @@ describe("following the base chain", () => {
     expect(await mismatches()).toBe(2);
     expect(await onchainId()).toBe(5);
 
-    // The freeze: recorded with the contract's last batch.
+    // The freeze, after the exchange committed batch 3 again: recorded with the contract's last
+    // batch, which is not the member's newest, and the escape commands default to it.
+    await exchange.commit(3, await rootsOf(daemon, 3));
     await exchange.freeze();
     await mine(CONFIRMATIONS);
     await waitFor(async () => (await metric(daemon, "dacd_onchain_frozen")) === 1, 10_000, "the freeze");
-    expect(await daemon.store.frozenBatchId()).toBe(5);
+    expect(await daemon.store.frozenBatchId()).toBe(3);
+    expect(await onchainId()).toBe(3);
+    const chainVaultRoot = rootHex(
+      await createPublicClient({ transport: http(node.url) }).readContract({
+        address: exchange.address,
+        abi: EXCHANGE_ABI,
+        functionName: "getVaultRoot",
+      }),
+    );
+    const cfg = ["--config", setup.configPath];
+    const running = await dacdAsync(["proof", ...cfg, "vault", "0"]);
+    expect(running.code, running.err).toBe(0);
+    expect(JSON.parse(running.out)).toMatchObject({ batch_id: 3, root: chainVaultRoot });
+    const latest = (await (await fetch(`${daemon.escapeApi!.url}/v1/batches/latest`)).json()) as {
+      batch_id: number;
+    };
+    expect(latest.batch_id).toBe(3);
 
     // Restart: the watch continues from its stored block, never from genesis.
     const stored = (await daemon.store.getOnchain())!;
@@ -165,6 +195,31 @@ describe("following the base chain", () => {
     expect(after.length).toBeGreaterThan(0);
     expect(Math.min(...after.map((r) => r.from))).toBe(stored.next_block);
     expect(await metric(daemon, "dacd_onchain_frozen")).toBe(1);
-    expect(await metric(daemon, "dacd_onchain_batch_id")).toBe(5);
+    expect(await metric(daemon, "dacd_onchain_batch_id")).toBe(3);
+
+    // Stopped: the store alone answers, with the same defaults.
+    await daemon.stop();
+    const db = ["--db", setup.config.dataDir];
+    const stopped = await dacdAsync(["proof", ...db, "vault", "0"]);
+    expect(stopped.code, stopped.err).toBe(0);
+    expect(JSON.parse(stopped.out)).toMatchObject({ batch_id: 3, root: chainVaultRoot });
+    const status = JSON.parse((await dacdAsync(["status", "--json", ...db])).out) as Record<string, unknown>;
+    expect(status.onchain).toMatchObject({
+      contract: exchange.address.toLowerCase(),
+      batch_id: 3,
+      sequence_number: 7,
+      frozen: true,
+      frozen_batch_id: 3,
+    });
+    const shown = JSON.parse((await dacdAsync(["show", "batch", "2", ...db])).out) as Record<string, unknown>;
+    expect(shown.onchain).toMatchObject({ batch_id: 2, sequence_number: 3, matches: false });
+    expect((shown.onchain as { roots: Record<string, string> }).roots.vault).not.toBe(
+      (shown.roots as Record<string, string>).vault,
+    );
+    const unseen = JSON.parse((await dacdAsync(["show", "batch", "0", ...db])).out) as Record<
+      string,
+      unknown
+    >;
+    expect(unseen.onchain).toMatchObject({ batch_id: 0, matches: true });
   });
 });
