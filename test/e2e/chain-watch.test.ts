@@ -222,4 +222,38 @@ describe("following the base chain", () => {
     >;
     expect(unseen.onchain).toMatchObject({ batch_id: 0, matches: true });
   });
+
+  it("compares a batch stored after its root update was read", async () => {
+    const later = await DevnetExchange.deploy(node.url, "spot", 31);
+    const { gw, expected, setup } = await spotChainMember(
+      cleanups,
+      undefined,
+      [
+        `base_chain_rpc_url: "${node.url}"`,
+        `starkex_contract_address: "${later.address}"`,
+        "base_chain_confirmations: 0",
+        "base_chain_poll_interval_s: 0.05",
+      ].join("\n"),
+    );
+    gw.available = 1;
+    const daemon = await startQuietDaemon(setup.config);
+    cleanups.push(() => daemon.stop());
+    const roots = (id: number, wrong = false) => {
+      const r = expected.batches[id]!.roots as Record<string, string>;
+      return {
+        vault: BigInt(`0x${r.vault}`) ^ (wrong ? 1n : 0n),
+        rollupVault: BigInt(`0x${r.rollup_vault}`),
+        order: BigInt(`0x${r.order}`),
+      };
+    };
+    await later.commit(1, roots(1));
+    await later.commit(2, roots(2, true));
+    await waitFor(async () => (await daemon.store.getOnchainBatch(2)) !== undefined, 10_000, "updates read");
+    expect(await daemon.store.getOnchainBatch(1)).not.toHaveProperty("matches");
+    expect(await daemon.store.getOnchainBatch(2)).not.toHaveProperty("matches");
+    gw.available = 6;
+    await waitFor(async () => (await daemon.store.getOnchainBatch(2))?.matches === false, 20_000, "compared");
+    expect(await daemon.store.getOnchainBatch(1)).toMatchObject({ matches: true });
+    expect(await metric(daemon, "dacd_onchain_root_mismatch_total")).toBe(1);
+  });
 });
