@@ -54,6 +54,8 @@ export class ChainWatch {
   /** Mismatches already reported, by transaction, that a reread after a reorg meets again. */
   private readonly reported = new Set<string>();
   private stopped = false;
+  /** The last error other than an RPC failure, logged once while it repeats. */
+  private lastError: string | undefined;
   private sleeping: { timer: NodeJS.Timeout; wake: () => void } | undefined;
   private loop: Promise<void> | undefined;
 
@@ -100,7 +102,8 @@ export class ChainWatch {
       } catch (err) {
         if (this.stopped) break;
         if (err instanceof DacdError) {
-          this.opts.log.error({ err }, `base chain watch: ${err.message}`);
+          if (err.message !== this.lastError) this.opts.log.error(`base chain watch: ${err.message}`);
+          this.lastError = err.message;
         } else {
           const reason = rpcFailure(err);
           this.opts.events?.onRpcFailure?.(reason);
@@ -129,7 +132,7 @@ export class ChainWatch {
   async poll(): Promise<void> {
     const head = Number(await this.client.getBlockNumber({ cacheTime: 0 }));
     const safe = head - this.opts.confirmations;
-    let cursor = await this.currentCursor();
+    let cursor = await this.currentCursor(head);
     cursor = await this.checkReorg(cursor, head);
     await this.compareStored(cursor);
     const maxRange = this.opts.maxRange ?? DEFAULT_LOG_RANGE;
@@ -150,11 +153,14 @@ export class ChainWatch {
     }
   }
 
-  /** The stored cursor for this contract; another contract's is dropped with its batches. */
-  private async currentCursor(): Promise<OnchainCursor> {
+  /**
+   * The stored cursor for this contract; another contract's is dropped with its batches. A first
+   * start begins at the contract's deployment, not at genesis.
+   */
+  private async currentCursor(head: number): Promise<OnchainCursor> {
     const cursor = this.cursor;
     if (cursor?.contract === this.address) return cursor;
-    const fresh: OnchainCursor = { contract: this.address, next_block: 0 };
+    const fresh: OnchainCursor = { contract: this.address, next_block: await this.deploymentBlock(head) };
     if (cursor) {
       this.opts.log.warn(
         { was: cursor.contract, now: this.address },
@@ -163,6 +169,38 @@ export class ChainWatch {
       await this.record(fresh, [], { dropAll: true });
     }
     return fresh;
+  }
+
+  /**
+   * The block the contract was deployed in: the first with code at its address, by bisection
+   * (some 25 calls on mainnet instead of thousands of log ranges from genesis). A node that keeps
+   * no old state cannot answer: then genesis. No code at the head is a wrong address: an error
+   * until it is fixed.
+   */
+  private async deploymentBlock(head: number): Promise<number> {
+    const hasCode = async (block: number): Promise<boolean> =>
+      ((await this.client.getCode({ address: this.address, blockNumber: BigInt(block) })) ?? "0x") !== "0x";
+    if (!(await hasCode(head))) {
+      throw new DacdError(
+        "CONFIG",
+        `no contract at starkex_contract_address ${this.address} on the base chain (block ${head}): check the address and base_chain_rpc_url`,
+      );
+    }
+    let lo = 0;
+    let hi = head;
+    try {
+      while (lo < hi) {
+        const mid = Math.floor((lo + hi) / 2);
+        if (await hasCode(mid)) hi = mid;
+        else lo = mid + 1;
+      }
+    } catch (err) {
+      this.opts.log.warn(
+        `cannot find the contract's deployment block (${rpcMessage(err)}): reading its logs from block 0`,
+      );
+      return 0;
+    }
+    return hi;
   }
 
   /** The last block read is gone (another hash there, or the chain is shorter): reread from before it. */

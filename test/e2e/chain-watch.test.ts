@@ -229,13 +229,14 @@ describe("following the base chain", () => {
       cleanups,
       undefined,
       [
-        `base_chain_rpc_url: "${node.url}"`,
+        `base_chain_rpc_url: "${proxy.url}"`,
         `starkex_contract_address: "${later.address}"`,
         "base_chain_confirmations: 0",
         "base_chain_poll_interval_s: 0.05",
       ].join("\n"),
     );
     gw.available = 1;
+    const ranges = proxy.logRanges.length;
     const daemon = await startQuietDaemon(setup.config);
     cleanups.push(() => daemon.stop());
     const roots = (id: number, wrong = false) => {
@@ -249,11 +250,39 @@ describe("following the base chain", () => {
     await later.commit(1, roots(1));
     await later.commit(2, roots(2, true));
     await waitFor(async () => (await daemon.store.getOnchainBatch(2)) !== undefined, 10_000, "updates read");
+    // A first start reads from the contract's deployment on, not from genesis.
+    expect(proxy.logRanges[ranges]!.from).toBe(Number(later.deployedAt));
+    expect(later.deployedAt).toBeGreaterThan(10n);
     expect(await daemon.store.getOnchainBatch(1)).not.toHaveProperty("matches");
     expect(await daemon.store.getOnchainBatch(2)).not.toHaveProperty("matches");
     gw.available = 6;
     await waitFor(async () => (await daemon.store.getOnchainBatch(2))?.matches === false, 20_000, "compared");
     expect(await daemon.store.getOnchainBatch(1)).toMatchObject({ matches: true });
     expect(await metric(daemon, "dacd_onchain_root_mismatch_total")).toBe(1);
+  });
+
+  it("a wrong contract address: nothing is recorded, the member signs on and stays ready", async () => {
+    const { setup } = await spotChainMember(
+      cleanups,
+      undefined,
+      [
+        `base_chain_rpc_url: "${proxy.url}"`,
+        `starkex_contract_address: "0x${"42".repeat(20)}"`,
+        "base_chain_confirmations: 0",
+        "base_chain_poll_interval_s: 0.05",
+      ].join("\n"),
+    );
+    const daemon = await startQuietDaemon(setup.config);
+    cleanups.push(() => daemon.stop());
+    await waitFor(
+      async () => (await daemon.store.getCursor())?.last_accepted_batch_id === 5,
+      30_000,
+      "signed",
+    );
+    const calls = proxy.count("eth_getCode");
+    await waitFor(() => proxy.count("eth_getCode") > calls + 3, 10_000, "the watch retrying");
+    expect(await daemon.store.getOnchain()).toBeUndefined();
+    expect(await metric(daemon, "dacd_onchain_batch_id")).toBe(-1);
+    expect(await metric(daemon, "dacd_ready")).toBe(1);
   });
 });

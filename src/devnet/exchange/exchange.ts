@@ -31,6 +31,8 @@ export interface CommittedRoots {
 export class DevnetExchange {
   private constructor(
     readonly address: Address,
+    /** The block the contract was deployed in (undefined for one found with `at`). */
+    readonly deployedAt: bigint | undefined,
     private readonly wallet: WalletClient,
     private readonly reader: PublicClient,
   ) {}
@@ -47,13 +49,13 @@ export class DevnetExchange {
     });
     const receipt = await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 });
     if (!receipt.contractAddress) throw new Error(`deploying the exchange failed (transaction ${hash})`);
-    return new DevnetExchange(receipt.contractAddress, wallet, reader);
+    return new DevnetExchange(receipt.contractAddress, receipt.blockNumber, wallet, reader);
   }
 
   /** An exchange already deployed at `address` (e.g. by another process). */
   static async at(rpcUrl: string, address: Address): Promise<DevnetExchange> {
     const { wallet, reader } = await clients(rpcUrl);
-    return new DevnetExchange(address, wallet, reader);
+    return new DevnetExchange(address, undefined, wallet, reader);
   }
 
   /** Commits batch `batchId`'s roots: one root update event; returns the block it is in. */
