@@ -136,9 +136,9 @@ describe("loadConfig", () => {
     expect(configError(() => loadConfig(write(both.replace("/v3/abc", "/?key=1")), {})).message).toContain(
       "must not carry a query",
     );
-    expect(configError(() => loadConfig(write(both.replace("https://eth", "ws://eth")), {})).message).toContain(
-      "base_chain_rpc_url",
-    );
+    expect(
+      configError(() => loadConfig(write(both.replace("https://eth", "ws://eth")), {})).message,
+    ).toContain("base_chain_rpc_url");
     expect(configError(() => loadConfig(write(both.replace(address, "0x1234")), {})).message).toContain(
       "starkex_contract_address must be 0x and 40 hex digits",
     );
