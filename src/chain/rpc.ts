@@ -8,9 +8,10 @@ import { BaseError, createPublicClient, http, TimeoutError, type PublicClient } 
 export const RPC_FAILURES = ["timeout", "error"] as const;
 export type RpcFailure = (typeof RPC_FAILURES)[number];
 
-export function rpcClient(url: string, timeoutMs: number): PublicClient {
+/** `signal` aborts every call in flight (a stop does not wait for a hanging endpoint). */
+export function rpcClient(url: string, timeoutMs: number, signal?: AbortSignal): PublicClient {
   return createPublicClient({
-    transport: http(url, { timeout: timeoutMs, retryCount: 0 }),
+    transport: http(url, { timeout: timeoutMs, retryCount: 0, fetchOptions: { signal } }),
     // Nothing is batched or cached: each read names its block.
     batch: undefined,
     cacheTime: 0,

@@ -54,13 +54,14 @@ export class ChainWatch {
   /** Mismatches already reported, by transaction, that a reread after a reorg meets again. */
   private readonly reported = new Set<string>();
   private stopped = false;
+  private readonly abort = new AbortController();
   /** The last error other than an RPC failure, logged once while it repeats. */
   private lastError: string | undefined;
   private sleeping: { timer: NodeJS.Timeout; wake: () => void } | undefined;
   private loop: Promise<void> | undefined;
 
   constructor(private readonly opts: ChainWatchOptions) {
-    this.client = rpcClient(opts.rpcUrl, opts.timeoutMs);
+    this.client = rpcClient(opts.rpcUrl, opts.timeoutMs, this.abort.signal);
     this.address = opts.contract.toLowerCase() as `0x${string}`;
   }
 
@@ -83,6 +84,7 @@ export class ChainWatch {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.abort.abort();
     if (this.sleeping) {
       clearTimeout(this.sleeping.timer);
       this.sleeping.wake();

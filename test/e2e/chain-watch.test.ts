@@ -285,4 +285,29 @@ describe("following the base chain", () => {
     expect(await metric(daemon, "dacd_onchain_batch_id")).toBe(-1);
     expect(await metric(daemon, "dacd_ready")).toBe(1);
   });
+
+  it("a stop does not wait for a hanging endpoint", async () => {
+    const { setup } = await spotChainMember(
+      cleanups,
+      undefined,
+      [
+        `base_chain_rpc_url: "${proxy.url}"`,
+        `starkex_contract_address: "${exchange.address}"`,
+        "base_chain_poll_interval_s: 0.05",
+      ].join("\n"),
+    );
+    proxy.mode = "hang";
+    try {
+      const calls = proxy.methods.length;
+      const daemon = await startQuietDaemon(
+        loadConfig(setup.configPath, { DACD_HTTP_REQUEST_TIMEOUT_S: "60" }),
+      );
+      await waitFor(() => proxy.methods.length > calls, 10_000, "a call held by the endpoint");
+      const started = Date.now();
+      await daemon.stop();
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      proxy.mode = "ok";
+    }
+  });
 });
