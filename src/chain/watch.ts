@@ -5,7 +5,7 @@
  * a restart continues where it stopped), and treats every RPC failure as a reason to try again at
  * the next poll: nothing it meets stops the member or changes its readiness.
  */
-import type { PublicClient } from "viem";
+import { BaseError, type PublicClient } from "viem";
 import { DacdError } from "../errors.js";
 import type { Logger } from "../logging.js";
 import type { BatchRecord } from "../storage/batch-record.js";
@@ -103,9 +103,11 @@ export class ChainWatch {
         await this.poll();
       } catch (err) {
         if (this.stopped) break;
-        if (err instanceof DacdError) {
-          if (err.message !== this.lastError) this.opts.log.error(`base chain watch: ${err.message}`);
-          this.lastError = err.message;
+        if (!(err instanceof BaseError)) {
+          // A wrong address, a store that refuses the write: said once while it repeats.
+          const message = err instanceof Error ? err.message : String(err);
+          if (message !== this.lastError) this.opts.log.error({ err }, `base chain watch: ${message}`);
+          this.lastError = message;
         } else {
           const reason = rpcFailure(err);
           this.opts.events?.onRpcFailure?.(reason);
@@ -166,10 +168,12 @@ export class ChainWatch {
     if (cursor) {
       this.opts.log.warn(
         { was: cursor.contract, now: this.address },
-        "starkex_contract_address changed: following the new contract from the first block",
+        "starkex_contract_address changed: following the new contract from its deployment",
       );
       await this.record(fresh, [], { dropAll: true });
     }
+    // Kept until the first range is recorded, so that the deployment is looked for once.
+    this.cursor = fresh;
     return fresh;
   }
 
