@@ -20,7 +20,7 @@ const LAYERS = [
   ["inspect", "pipeline"],
   ["escape"],
   ["maintenance"],
-  ["poller"],
+  ["poller", "chain"],
   ["control", "service"],
   ["api"],
   ["devnet"],

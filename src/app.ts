@@ -5,7 +5,7 @@ import { startEscapeApi, type EscapeApi } from "./api/escape-api.js";
 import { escapeRoutes } from "./control/escape-routes.js";
 import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
-import { showBatch, showLeaf, storeStatus } from "./inspect/inspect.js";
+import { showBatchOnchain, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
 import { escapeJobs } from "./service/maintenance-jobs.js";
 import { checkImportedStore } from "./escape/reference-store.js";
@@ -37,6 +37,7 @@ import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
 import { TopNodeCache } from "./trees/node-cache.js";
 import { warmTopNodes } from "./pipeline/warm-cache.js";
 import { bindVerifyContext } from "./pipeline/verify-batch.js";
+import { ChainWatch } from "./chain/watch.js";
 
 /**
  * The one place where dacd's parts are created and wired together for `dacd run`. Everything that
@@ -57,6 +58,8 @@ export interface Daemon {
   readonly ops: Operations;
   /** The read-only escape API, when escape_api_port is set. */
   readonly escapeApi?: EscapeApi;
+  /** The base-chain watch, when base_chain_rpc_url is set. */
+  readonly chainWatch?: ChainWatch;
   /** Resolves when the run loop has stopped (after `stop()`). */
   readonly done: Promise<void>;
   stop(): Promise<void>;
@@ -191,6 +194,7 @@ async function startWithKey(
   let control: Server | undefined;
   let journal: Awaited<ReturnType<typeof openMemberJournal>> | undefined;
   let escapeApi: EscapeApi | undefined;
+  let chainWatch: ChainWatch | undefined;
   try {
     await checkImportedStore(store, validateRollup);
     journal = await openMemberJournal(config, store, {
@@ -212,6 +216,7 @@ async function startWithKey(
       claims: journal,
       treeWalk,
     });
+    chainWatch = baseChainWatch(config, profile.main.name, store, metrics, log);
     const member = new Member(
       ctx,
       availability,
@@ -223,13 +228,27 @@ async function startWithKey(
         mode: config.mode,
         prefetchBatches: config.prefetchBatches,
       },
-      mergeEvents(metrics.memberEvents(), opts.events),
+      mergeEvents(
+        mergeEvents(metrics.memberEvents(), opts.events),
+        chainWatch && { onSigned: (record) => chainWatch!.stored(record) },
+      ),
     );
     const started = (await storeStatus(store)).last_signed_batch;
-    metricsState = memberMetricsState(member, config, {
+    const memberState = memberMetricsState(member, config, {
       lastSignedBatchId: started?.batch_id,
       lastSignedAtMs: started?.accepted_at ? Date.parse(started.accepted_at) : undefined,
     });
+    const watch = chainWatch;
+    metricsState = watch
+      ? () => ({
+          ...memberState(),
+          onchain: {
+            batchId: watch.state?.last?.batch_id,
+            frozen: watch.state?.frozen !== undefined,
+            block: watch.state?.last_block?.number,
+          },
+        })
+      : memberState;
     // Proofs, dumps and checks from snapshots, hashed with the uncounted engine (like the jobs).
     const escape = escapeRoutes(store, baseEngine);
     control = await startControlServer(config.dataDir, {
@@ -241,7 +260,7 @@ async function startWithKey(
         engine: engine.name,
         runtime: member.state,
       }),
-      "/batch": async (q) => showBatch(store, Number(q.get("id"))),
+      "/batch": async (q) => showBatchOnchain(store, Number(q.get("id"))),
       "/leaf": async (q) =>
         showLeaf(
           store,
@@ -295,6 +314,8 @@ async function startWithKey(
       config.mode === "shadow" ? "dacd started in shadow mode: nothing will be posted" : "dacd started",
     );
     const done = member.run(abort.signal);
+    // Beside the member, never in its way: its RPC calls and small writes run between batches.
+    await chainWatch?.start();
     // In the background: the first batches find the top levels in memory, and the start is not delayed.
     const warmStart = performance.now();
     warmTopNodes(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).then(
@@ -322,6 +343,7 @@ async function startWithKey(
         await escapeApi?.close();
         abort.abort(new DacdError("GATEWAY", "shutting down"));
         await done.catch(() => undefined);
+        await chainWatch?.stop();
         control?.close();
         await Promise.allSettled([availability.close(), feeder?.close()]);
         await store.close();
@@ -340,10 +362,12 @@ async function startWithKey(
       metrics,
       ops: operations,
       escapeApi,
+      chainWatch,
       done,
       stop,
     };
   } catch (err) {
+    await chainWatch?.stop();
     await escapeApi?.close();
     control?.close();
     await store.close();
@@ -362,6 +386,31 @@ function signerStatus(config: Config, signer: Signer): Record<string, unknown> {
     key_label: config.pkcs11KeyLabel,
     ...(signer instanceof Pkcs11Signer ? { health: signer.health } : {}),
   };
+}
+
+/** The base-chain watch when the configuration names the chain, counting into the metrics. */
+function baseChainWatch(
+  config: Config,
+  mainTree: string,
+  store: LevelStore,
+  metrics: DacdMetrics,
+  log: Logger,
+): ChainWatch | undefined {
+  if (config.baseChainRpcUrl === undefined || config.starkexContractAddress === undefined) return undefined;
+  return new ChainWatch({
+    rpcUrl: config.baseChainRpcUrl,
+    contract: config.starkexContractAddress,
+    confirmations: config.baseChainConfirmations,
+    pollIntervalMs: config.baseChainPollIntervalS * 1000,
+    timeoutMs: config.httpRequestTimeoutS * 1000,
+    mainTree,
+    store,
+    log: log.child({ component: "chain" }),
+    events: {
+      onRpcFailure: (reason) => metrics.onchainRpcFailures.inc({ reason }),
+      onRootMismatch: () => metrics.onchainRootMismatches.inc(),
+    },
+  });
 }
 
 /** Calls the hooks of both event sets. */

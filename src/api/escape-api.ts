@@ -341,11 +341,14 @@ function parseQuery(qs: string, takesBatch: boolean): { batch?: string } {
   return out;
 }
 
-/** The batch an answer reads: `batch` (signed, stored, not pruned), else the latest signed. */
+/**
+ * The batch an answer reads: `batch` (signed, stored, not pruned), else the batch the exchange
+ * froze at, else the latest signed.
+ */
 async function signedBatch(view: LevelStore, batchText: string | undefined): Promise<BatchRecord> {
   const signed = (await view.getCursor())?.last_accepted_batch_id;
   if (signed === undefined || signed < 0) throw new ApiError(404, "no batch is signed yet");
-  let id = signed;
+  let id = (await view.frozenBatchId()) ?? signed;
   if (batchText !== undefined) {
     if (!/^(0|[1-9][0-9]{0,15})$/.test(batchText) || !Number.isSafeInteger(Number(batchText)))
       throw new ApiError(

@@ -21,13 +21,27 @@ function shellWord(s: string): string {
  * What a newcomer can try while `dacd demo` runs: the status command, which answers from the
  * running member over its control socket, and the operations endpoints the member serves.
  */
-export function demoNextSteps(opts: { configPath: string; metricsPort: number }): string {
+export function demoNextSteps(opts: {
+  configPath: string;
+  metricsPort: number;
+  /** With a base chain: the devnet's availability URL, and the main tree to ask a proof of. */
+  freeze?: { url: string; tree: string } | undefined;
+}): string {
   const base = `http://127.0.0.1:${opts.metricsPort}`;
+  const config = shellWord(opts.configPath);
   return [
     "try next, in another terminal:",
-    `  dacd status --config ${shellWord(opts.configPath)}`,
+    `  dacd status --config ${config}`,
     `  curl ${base}/metrics`,
     `  curl ${base}/readyz`,
+    ...(opts.freeze
+      ? [
+          "rehearse a freeze and an exit:",
+          `  dacd devnet freeze --availability-url ${shellWord(opts.freeze.url)}`,
+          `  dacd status --config ${config}`,
+          `  dacd proof ${opts.freeze.tree} 0 --config ${config}`,
+        ]
+      : []),
     "stop the demo with Ctrl-C",
     "",
   ].join("\n");

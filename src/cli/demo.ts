@@ -16,6 +16,7 @@ interface DemoOptions {
   variant: string;
   dataDir: string;
   traffic: string;
+  chain?: boolean;
 }
 
 /**
@@ -31,6 +32,10 @@ export function registerDemoCommand(program: Command): void {
     .option("--variant <P|G>", "P (perpetual) or G (spot)", "G")
     .option("--data-dir <dir>", "folder for the member's key, config and store", ".devnet-data")
     .option("--traffic <tx_per_s>", "transactions per second the traffic generator submits", "20")
+    .option(
+      "--chain",
+      "settle on a local Ethereum node, which the member follows (freeze it to rehearse exits)",
+    )
     .action(async (opts: DemoOptions) => {
       const variant = opts.variant.toUpperCase();
       if (variant !== "P" && variant !== "G")
@@ -60,6 +65,7 @@ export function registerDemoCommand(program: Command): void {
         quorum: 1,
         traffic,
         batchIntervalMs: 1000,
+        baseChain: opts.chain === true,
       });
       process.stdout.write(
         `devnet (variant ${variant}) listening:\n  gateway      ${devnet.urls.gateway}\n  feeder       ${devnet.urls.feeder}\n  availability ${devnet.urls.availability}\nmember ${address}, data in ${dir}\n`,
@@ -84,12 +90,29 @@ export function registerDemoCommand(program: Command): void {
           "polling_interval_s: 0.5",
           `metrics_port: ${metricsPort}`,
           variant === "G" ? "validate_rollup: true" : "",
+          ...(devnet.baseChain
+            ? [
+                `base_chain_rpc_url: "${devnet.baseChain.rpcUrl}"`,
+                `starkex_contract_address: "${devnet.baseChain.exchange.address}"`,
+                // The local node mines a block per transaction and never reorgs.
+                "base_chain_confirmations: 0",
+                "base_chain_poll_interval_s: 1",
+              ]
+            : []),
           "",
         ].join("\n"),
       );
       const log = createLogger({ level: "info", pretty: true });
       const daemon = await startDaemon(loadConfig(configPath), { log });
-      process.stdout.write(demoNextSteps({ configPath, metricsPort }));
+      process.stdout.write(
+        demoNextSteps({
+          configPath,
+          metricsPort,
+          freeze: devnet.baseChain
+            ? { url: devnet.urls.availability, tree: variant === "P" ? "position" : "vault" }
+            : undefined,
+        }),
+      );
       let stopping: Promise<void> | undefined;
       const stop = (): Promise<void> =>
         (stopping ??= (async () => {

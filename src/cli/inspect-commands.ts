@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { askDaemon } from "../control/client.js";
-import { showBatch, showLeaf, storeStatus } from "../inspect/inspect.js";
+import { showBatchOnchain, showLeaf, storeStatus } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { createEngine } from "../hash/select.js";
 import { printJson, snakeKeys, wantsJson } from "./output.js";
@@ -46,14 +46,17 @@ export function registerInspectCommands(program: Command): void {
   });
 
   const show = program.command("show").description("read-only inspection of the stored state (JSON)");
-  storeOptions(show.command("batch <id>").description("the stored record of a batch")).action(
-    async (id: string, opts: InspectOptions) => {
-      const batchId = parseBatchId(id);
-      printJson(
-        (await inspect(opts, "/batch", { id: String(batchId) }, (store) => showBatch(store, batchId))).answer,
-      );
-    },
-  );
+  storeOptions(
+    show
+      .command("batch <id>")
+      .description("the stored record of a batch, and its root update on the base chain (onchain) if read"),
+  ).action(async (id: string, opts: InspectOptions) => {
+    const batchId = parseBatchId(id);
+    printJson(
+      (await inspect(opts, "/batch", { id: String(batchId) }, (store) => showBatchOnchain(store, batchId)))
+        .answer,
+    );
+  });
   storeOptions(
     show
       .command("leaf <object> <id>")

@@ -48,6 +48,15 @@ export function statusSummary(s: Record<string, unknown>, fromDaemon: boolean): 
       ? `batch ${String(failing.batch_id)}: ${String(failing.code)} ${String(failing.reason)} (since ${String(failing.since)}, ${String(failing.attempts)} attempts)`
       : "no",
   ]);
+  const onchain = obj(s.onchain);
+  if (onchain)
+    rows.push([
+      "on-chain",
+      (onchain.batch_id === null
+        ? "no root update seen yet"
+        : `batch ${String(onchain.batch_id)} (sequence ${String(onchain.sequence_number)}, block ${String(onchain.block_number)})`) +
+        (onchain.frozen ? `; FROZEN at batch ${String(onchain.frozen_batch_id)}` : ""),
+    ]);
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}\n`).join("");
 }

@@ -354,6 +354,24 @@ function buildHeights(
   return heights;
 }
 
+/** The base chain is followed with both its endpoint and the contract, or not at all. */
+function checkBaseChain(raw: Record<string, unknown>, p: Problems): void {
+  const url = raw.base_chain_rpc_url;
+  const address = raw.starkex_contract_address;
+  if (typeof address === "string" && !/^0x[0-9a-fA-F]{40}$/.test(address))
+    p.add(`starkex_contract_address must be 0x and 40 hex digits, got ${JSON.stringify(address)}`);
+  // An invalid value is reported as such, not again as missing.
+  const invalid = p.list.some((m) =>
+    /base_chain_rpc_url|starkex_contract_address|BASE_CHAIN_RPC_URL/.test(m),
+  );
+  if (!invalid && (url === undefined) !== (address === undefined))
+    p.add(
+      url === undefined
+        ? "starkex_contract_address is set but base_chain_rpc_url is not: set both to follow the base chain"
+        : "base_chain_rpc_url is set but starkex_contract_address is not: set both to follow the base chain",
+    );
+}
+
 /** The configuration file could not be read at all (missing, unreadable): a CONFIG error of its own kind. */
 export class UnreadableConfigFile extends DacdError {}
 
@@ -432,6 +450,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     p.add(`certificates_path is set but availability_gateway_url ${availability} is not https`);
   }
   checkSigner(raw, p, warnings);
+  checkBaseChain(raw, p);
   if (p.list.length > 0) {
     const body = p.list.length === 1 ? (p.list[0] ?? "") : `\n  - ${p.list.join("\n  - ")}`;
     throw new DacdError("CONFIG", `invalid config ${configPath}: ${body}`);
@@ -469,6 +488,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     escapeApiMaxConcurrency: raw.escape_api_max_concurrency as number,
     escapeApiConnectionsPerAddress: raw.escape_api_connections_per_address as number,
     escapeApiConnectionRate: raw.escape_api_connection_rate as number,
+    baseChainConfirmations: raw.base_chain_confirmations as number,
+    baseChainPollIntervalS: raw.base_chain_poll_interval_s as number,
     warnings,
   };
   const optional: [keyof Config, string][] = [
@@ -487,6 +508,8 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     ["pkcs11TokenLabel", "pkcs11_token_label"],
     ["pkcs11KeyLabel", "pkcs11_key_label"],
     ["pkcs11PinPath", "pkcs11_pin_path"],
+    ["baseChainRpcUrl", "base_chain_rpc_url"],
+    ["starkexContractAddress", "starkex_contract_address"],
   ];
   for (const [field, key] of optional) {
     if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];

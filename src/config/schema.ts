@@ -29,6 +29,9 @@
  *   signer → signer                         pkcs11_module → pkcs11Module
  *   pkcs11_token_label → pkcs11TokenLabel   pkcs11_key_label → pkcs11KeyLabel
  *   pkcs11_pin_path → pkcs11PinPath         pkcs11_timeout_s → pkcs11TimeoutS
+ *   base_chain_rpc_url → baseChainRpcUrl    starkex_contract_address → starkexContractAddress
+ *   base_chain_confirmations → baseChainConfirmations
+ *   base_chain_poll_interval_s → baseChainPollIntervalS
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
@@ -147,6 +150,13 @@ export interface Config {
   pkcs11PinPath?: string;
   /** Longest one token call may take before the session is given up. */
   pkcs11TimeoutS: number;
+  /** Ethereum JSON-RPC endpoint of the base chain; absent: the chain is not followed (src/chain). */
+  baseChainRpcUrl?: string;
+  /** The exchange contract followed there (0x + 40 hex digits); set together with baseChainRpcUrl. */
+  starkexContractAddress?: string;
+  /** Blocks on top of an event's block before dacd acts on it (0: its own block is enough). */
+  baseChainConfirmations: number;
+  baseChainPollIntervalS: number;
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -222,6 +232,12 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   pkcs11_key_label: { kind: "string" },
   pkcs11_pin_path: { kind: "path" },
   pkcs11_timeout_s: { kind: "number", exclusiveMin: 0, default: 10 },
+  base_chain_rpc_url: { kind: "url" },
+  starkex_contract_address: { kind: "string" },
+  // Twelve blocks: Ethereum's reorgs since the merge are one or two blocks deep.
+  base_chain_confirmations: { kind: "int", min: 0, max: 10_000, default: 12 },
+  // One poll a block (Ethereum's slot is 12 s).
+  base_chain_poll_interval_s: { kind: "number", exclusiveMin: 0, default: 12 },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */

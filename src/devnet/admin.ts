@@ -1,4 +1,4 @@
-/** The devnet's admin API (POST /devnet/fault, /devnet/cut, /devnet/tx_filter): see docs/devnet.md. */
+/** The devnet's admin API (POST /devnet/fault, /devnet/cut, /devnet/tx_filter, /devnet/freeze): see docs/devnet.md. */
 import type { Batcher } from "./batcher.js";
 import type { Faults, Scope } from "./faults.js";
 import type { TreeName } from "./shared.js";
@@ -14,6 +14,8 @@ export interface AdminContext {
   readonly batcher: Batcher<unknown> | undefined;
   readonly mainTree: TreeName;
   readonly blockedTxTypes: Set<string>;
+  /** Freezes the exchange on the devnet's base chain (409 without one). */
+  readonly freeze: () => Promise<{ frozen_batch_id: number }>;
 }
 
 function needBatcher(ctx: AdminContext): Batcher<unknown> {
@@ -100,6 +102,7 @@ export function adminHandlers(
           : null,
       );
     },
+    freeze: async () => json({ ok: true, ...(await ctx.freeze()) }),
     tx_filter: (req) => {
       const f: Fields = Fields.of(parseJsonBody(req), "").only(["blocked"]);
       const blocked = f.arr("blocked").map((t, i) => {

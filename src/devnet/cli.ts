@@ -3,9 +3,10 @@ import { InvalidArgumentError, type Command } from "commander";
 import { startDevnet, type DevnetOptions } from "./main.js";
 import { isProfileName } from "../model/profile.js";
 import { DacdError } from "../errors.js";
+import { post } from "./client.js";
 
 interface CliOptions {
-  variant: string;
+  variant?: string;
   profile?: string;
   gatewayPort: number;
   feederPort: number;
@@ -20,6 +21,8 @@ interface CliOptions {
   allowDynamicConfig?: boolean;
   seed: number;
   blockTxTypes?: string[];
+  chain?: boolean;
+  chainPort: number;
 }
 
 const nonNegativeInt = (v: string): number => {
@@ -39,6 +42,9 @@ const list = (v: string): string[] =>
 
 /** Checks the flags together; a bad one is DacdError("USAGE"): one line and exit 64. */
 export function toDevnetOptions(o: CliOptions): DevnetOptions {
+  // Checked here, not by commander: a required option of `devnet` would be required of `devnet freeze` too.
+  if (o.variant === undefined)
+    throw new DacdError("USAGE", "required option '--variant <P|G>' not specified");
   const variant = o.variant.toUpperCase();
   if (variant !== "P" && variant !== "G") throw new DacdError("USAGE", "--variant must be P or G");
   if (o.profile !== undefined && !isProfileName(o.profile))
@@ -60,14 +66,33 @@ export function toDevnetOptions(o: CliOptions): DevnetOptions {
     allowDynamicConfig: o.allowDynamicConfig === true,
     seed: o.seed,
     blockedTxTypes: o.blockTxTypes,
+    baseChain: o.chain === true,
+    baseChainPort: o.chainPort,
   };
 }
 
 export function registerDevnetCommand(program: Command): void {
-  program
-    .command("devnet")
+  const devnet = program.command("devnet");
+  devnet
+    .command("freeze")
+    .description("freeze the exchange contract of a devnet started with --chain")
+    .requiredOption("--availability-url <url>", "the devnet's availability gateway (printed at its start)")
+    .action(async (o: { availabilityUrl: string }) => {
+      const url = `${o.availabilityUrl.replace(/\/+$/, "")}/devnet/freeze`;
+      const answer = await post(url).catch((err: unknown) => {
+        const cause = (err as { cause?: { message?: string } }).cause?.message ?? String(err);
+        throw new DacdError("GATEWAY", `cannot reach the devnet at ${url}: ${cause}`);
+      });
+      if (answer.status !== 200)
+        throw new DacdError(
+          "USAGE",
+          `the devnet refused to freeze (${answer.status}): ${answer.text.trim()}`,
+        );
+      process.stdout.write(`${JSON.stringify(answer.json)}\n`);
+    });
+  devnet
     .description("run a local operator serving the transaction, feeder and availability gateways")
-    .requiredOption("--variant <P|G>", "P (positions and orders) or G (vaults and orders)")
+    .option("--variant <P|G>", "P (positions and orders) or G (vaults and orders); required")
     .option("--profile <profile>", "tree profile: perpetual (P), spot or spot-v4.0 (G)")
     .option("--gateway-port <n>", "transaction gateway port (0 picks a free one)", nonNegativeInt, 0)
     .option("--feeder-port <n>", "feeder gateway port (0 picks a free one)", nonNegativeInt, 0)
@@ -91,11 +116,25 @@ export function registerDevnetCommand(program: Command): void {
     .option("--allow-dynamic-config", "accept set_alternative_endpoint_config")
     .option("--seed <n>", "traffic generator seed", nonNegativeInt, 1)
     .option("--block-tx-types <types>", "variant P transaction filter: comma-separated types to refuse", list)
+    .option(
+      "--chain",
+      "settle on a local Ethereum node (127.0.0.1): deploy the exchange contract, commit each signed batch's roots",
+    )
+    .option(
+      "--chain-port <n>",
+      "with --chain: the node's JSON-RPC port (0 picks a free one)",
+      nonNegativeInt,
+      0,
+    )
     .action(async (o: CliOptions) => {
       const devnet = await startDevnet(toDevnetOptions(o));
       process.stdout.write(
         `gateway ${devnet.urls.gateway}\nfeeder ${devnet.urls.feeder}\navailability ${devnet.urls.availability}\n`,
       );
+      if (devnet.baseChain)
+        process.stdout.write(
+          `base_chain_rpc_url ${devnet.baseChain.rpcUrl}\nstarkex_contract_address ${devnet.baseChain.exchange.address}\n`,
+        );
       await new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off("SIGINT", stop);

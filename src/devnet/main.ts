@@ -31,6 +31,9 @@ import { PState } from "./state/p-state.js";
 import { startTraffic, type Traffic, type TrafficStats } from "./traffic.js";
 import { TxPool } from "./txpool.js";
 import { toHex64 } from "../util/bytes.js";
+import { startEthNode, type EthNode } from "./exchange/eth-node.js";
+import { DevnetExchange } from "./exchange/exchange.js";
+import { Settlement } from "./exchange/settle.js";
 
 export interface DevnetOptions {
   readonly variant: "P" | "G";
@@ -60,6 +63,13 @@ export interface DevnetOptions {
   readonly engine?: HashEngine | undefined;
   /** Clock in ms (tests). */
   readonly now?: (() => number) | undefined;
+  /**
+   * Settle on a local Ethereum node (started here, on 127.0.0.1): deploy the exchange contract
+   * and commit each batch's roots once the quorum has signed it.
+   */
+  readonly baseChain?: boolean | undefined;
+  /** The local node's port (0 or absent picks a free one). */
+  readonly baseChainPort?: number | undefined;
 }
 
 export interface DevnetStatus {
@@ -77,6 +87,13 @@ export interface DevnetStatus {
   readonly faults: unknown;
   readonly traffic: TrafficStats | null;
   readonly batches: unknown[];
+  /** With a base chain: its node, the exchange, the last batch committed and whether it is frozen. */
+  readonly base_chain: {
+    rpc_url: string;
+    contract: string;
+    committed_batch_id: number;
+    frozen: boolean;
+  } | null;
 }
 
 export interface Devnet {
@@ -84,6 +101,10 @@ export interface Devnet {
   readonly variant: "P" | "G";
   readonly profile: Profile;
   readonly chain: ChainView;
+  /** The local base chain and the exchange on it (with `baseChain`). */
+  readonly baseChain?: { readonly rpcUrl: string; readonly exchange: DevnetExchange } | undefined;
+  /** Freezes the exchange (with `baseChain`); returns the batch it froze at. */
+  freeze(): Promise<{ frozen_batch_id: number }>;
   /** Cuts a batch from the ready transactions now (null when none is ready and not `allowEmpty`). */
   cutBatch(allowEmpty?: boolean): Promise<BatchView | null>;
   /** Resolves when batch `id` exists. */
@@ -183,6 +204,9 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     };
   }
 
+  let ethNode: EthNode | undefined;
+  let settlement: Settlement | undefined;
+  let frozen = false;
   const status = (): DevnetStatus => ({
     variant: opts.variant,
     profile: profile.name,
@@ -210,18 +234,42 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
         quorum: approvals.state(id),
       };
     }),
+    base_chain:
+      ethNode && settlement
+        ? {
+            rpc_url: ethNode.url,
+            contract: settlement.exchange.address,
+            committed_batch_id: settlement.committed,
+            frozen,
+          }
+        : null,
   });
+  const freeze = async (): Promise<{ frozen_batch_id: number }> => {
+    if (!settlement) throw new HttpError(409, "NO_BASE_CHAIN", "the devnet runs without --chain");
+    await settlement.stop();
+    if (!frozen) await settlement.exchange.freeze();
+    frozen = true;
+    return { frozen_batch_id: settlement.committed };
+  };
 
   const servers: Listening[] = [];
   let traffic: Traffic | undefined;
   const closeAll = async (): Promise<void> => {
     await traffic?.stop();
     batcher?.stop();
+    await settlement?.stop();
     await Promise.all(servers.map((s) => s.close()));
+    await ethNode?.close();
     await engine.close?.();
   };
   try {
-    const admin = adminHandlers({ faults, batcher, mainTree: profile.main.name, blockedTxTypes });
+    if (opts.baseChain) {
+      ethNode = await startEthNode({ port: checkPort("base chain port", opts.baseChainPort) });
+      const exchange = await DevnetExchange.deploy(ethNode.url, profile.name, profile.main.height);
+      settlement = new Settlement(chain, approvals, exchange, profile.main.name, () => undefined);
+      settlement.start();
+    }
+    const admin = adminHandlers({ faults, batcher, mainTree: profile.main.name, blockedTxTypes, freeze });
     const gwRouter = gatewayCtx ? gatewayRouter(gatewayCtx) : replayGatewayRouter(opts.variant);
     servers.push(await listen(checkPort("gateway port", opts.gatewayPort), "gateway", gwRouter, faults));
     servers.push(
@@ -278,6 +326,8 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     variant: opts.variant,
     profile,
     chain,
+    baseChain: ethNode && settlement ? { rpcUrl: ethNode.url, exchange: settlement.exchange } : undefined,
+    freeze,
     cutBatch: (allowEmpty = false) => (batcher ? batcher.cut(allowEmpty) : Promise.resolve(null)),
     waitForBatch,
     waitForQuorum: async (id, timeoutMs = 30_000) => {

@@ -15,9 +15,12 @@ export interface LoadedBatchRecord extends BatchRecord {
   readonly loaded_from_dump?: true;
 }
 
-/** The batch a read command works on: `--batch N`, else the last accepted, else the newest stored. */
+/**
+ * The batch a read command works on: `--batch N`, else the batch the exchange froze at (escapes
+ * are checked against it), else the last accepted, else the newest stored.
+ */
 export async function resolveBatch(store: LevelStore, batchId?: number): Promise<BatchRecord> {
-  let id = batchId;
+  let id = batchId ?? (await store.frozenBatchId());
   if (id === undefined) {
     const accepted = (await store.getCursor())?.last_accepted_batch_id;
     id = accepted !== undefined && accepted >= 0 ? accepted : await store.lastBatchId();

@@ -1,6 +1,7 @@
 import { DacdError } from "../errors.js";
 import type { BatchRecord, Cursor } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
+import type { OnchainBatch, OnchainCursor } from "../storage/onchain-record.js";
 import { hexToBytes32, toHex64 } from "../util/bytes.js";
 import type { HashEngine } from "../hash/engine.js";
 import { decodeLeafRecord, emptyLeaf } from "../trees/leaves.js";
@@ -42,6 +43,36 @@ export interface StoreStatus {
   failing: unknown;
   /** Verified and stored, signature not yet acknowledged by the gateway. */
   pending_batch: Pick<BatchRecord, "batch_id" | "sequence_number" | "claim_hash" | "verified_at"> | null;
+  /** What the base-chain watch has seen (null: the chain was never followed). */
+  onchain: OnchainStatus | null;
+}
+
+export interface OnchainStatus {
+  readonly contract: string;
+  /** The newest root update in a confirmed block (null: none seen yet). */
+  readonly batch_id: number | null;
+  readonly sequence_number: number | null;
+  readonly block_number: number | null;
+  /** The last confirmed block read. */
+  readonly confirmed_block: number | null;
+  readonly frozen: boolean;
+  /** The batch the exchange froze at: escapes are served at it. */
+  readonly frozen_batch_id: number | null;
+  readonly frozen_block_number: number | null;
+}
+
+export function onchainStatus(cursor: OnchainCursor | undefined): OnchainStatus | null {
+  if (!cursor) return null;
+  return {
+    contract: cursor.contract,
+    batch_id: cursor.last?.batch_id ?? null,
+    sequence_number: cursor.last?.sequence_number ?? null,
+    block_number: cursor.last?.block_number ?? null,
+    confirmed_block: cursor.last_block?.number ?? null,
+    frozen: cursor.frozen !== undefined,
+    frozen_batch_id: cursor.frozen?.batch_id ?? null,
+    frozen_block_number: cursor.frozen?.block_number ?? null,
+  };
 }
 
 export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
@@ -75,6 +106,7 @@ export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
             verified_at: newestRecord.verified_at,
           }
         : null,
+    onchain: onchainStatus(await store.getOnchain()),
   };
 }
 
@@ -82,6 +114,18 @@ export async function showBatch(store: LevelStore, batchId: number): Promise<Bat
   const record = await store.getBatch(batchId);
   if (!record) throw new DacdError("BAD_INPUT", `batch ${batchId} is not in the store`);
   return record;
+}
+
+/**
+ * `dacd show batch N`: the stored record and where the batch is on the base chain (`onchain`:
+ * the root update read for it, with `matches` when compared; null when none was read).
+ */
+export async function showBatchOnchain(
+  store: LevelStore,
+  batchId: number,
+): Promise<BatchRecord & { onchain: OnchainBatch | null }> {
+  const record = await showBatch(store, batchId);
+  return { ...record, onchain: (await store.getOnchainBatch(batchId)) ?? null };
 }
 
 const TREE_ALIASES: Record<string, TreeName> = {

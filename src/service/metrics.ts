@@ -40,7 +40,20 @@ export interface MetricsState {
   lag?: number;
   ready: boolean;
   gatewayReachable: boolean;
+  /** What the base-chain watch knows; absent when the chain is not followed. */
+  onchain?: OnchainMetricsState;
 }
+
+export interface OnchainMetricsState {
+  /** Last batch whose root update is on-chain in a confirmed block. */
+  batchId?: number;
+  frozen: boolean;
+  /** Last confirmed block the watch has read. */
+  block?: number;
+}
+
+/** Why a base-chain RPC call failed (chain/rpc.ts RPC_FAILURES). */
+export const ONCHAIN_RPC_FAILURES = ["timeout", "error"] as const;
 
 export interface MetricsOptions {
   /** Directory whose size `dacd_store_size_bytes` reports (the LevelDB directory). */
@@ -95,6 +108,11 @@ export class DacdMetrics {
   readonly escapeApiRequests: Counter<"route" | "status">;
   readonly escapeApiRequestSeconds: Histogram<"route">;
   readonly escapeApiConnectionsRefused: Counter<"reason">;
+  readonly onchainBatchId: Gauge;
+  readonly onchainFrozen: Gauge;
+  readonly onchainBlock: Gauge;
+  readonly onchainRootMismatches: Counter;
+  readonly onchainRpcFailures: Counter<"reason">;
 
   private readonly startedAtMs = Date.now();
   private disk: { at: number; size?: number; free?: number; total?: number } | undefined;
@@ -322,6 +340,43 @@ export class DacdMetrics {
       labelNames: ["reason"],
       registers,
     });
+
+    this.onchainBatchId = new Gauge({
+      name: `${PREFIX}onchain_batch_id`,
+      help: "Last batch whose root update is on the base chain in a confirmed block (-1: none seen, or the chain is not followed)",
+      registers,
+      collect() {
+        this.set(state()?.onchain?.batchId ?? -1);
+      },
+    });
+    this.onchainFrozen = new Gauge({
+      name: `${PREFIX}onchain_frozen`,
+      help: "1 once the exchange contract is seen frozen (escapes are served at the frozen batch), else 0",
+      registers,
+      collect() {
+        this.set(state()?.onchain?.frozen ? 1 : 0);
+      },
+    });
+    this.onchainBlock = new Gauge({
+      name: `${PREFIX}onchain_confirmed_block`,
+      help: "Last confirmed base-chain block the watch has read (-1: none yet, or the chain is not followed)",
+      registers,
+      collect() {
+        this.set(state()?.onchain?.block ?? -1);
+      },
+    });
+    this.onchainRootMismatches = new Counter({
+      name: `${PREFIX}onchain_root_mismatch_total`,
+      help: "Root updates on the base chain whose roots, any of them, differ from the ones stored for that batch",
+      registers,
+    });
+    this.onchainRpcFailures = new Counter({
+      name: `${PREFIX}onchain_rpc_failures_total`,
+      help: "Failed base-chain RPC calls by reason (timeout, error); the watch tries again at its next poll",
+      labelNames: ["reason"],
+      registers,
+    });
+    for (const reason of ONCHAIN_RPC_FAILURES) this.onchainRpcFailures.inc({ reason }, 0);
 
     if (opts.processDefaults !== false) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
   }

@@ -17,7 +17,8 @@
  *            LevelDB's memtable (level-store.ts);
  * - batch: 0x03 ‖ u64 batch id, big-endian (so keys sort by id) → the batch record, JSON
  *          (batch-record.ts);
- * - meta:  0x04 ‖ utf8 name → JSON; the names are Meta's.
+ * - meta:  0x04 ‖ utf8 name → JSON; the names are Meta's, and 0x04 ‖ "onchain_batch/" ‖ u64 batch
+ *          id, big-endian → OnchainBatch (onchain-record.ts), what the base chain holds for a batch.
  *
  * Tree records lead with their batch because LevelDB merges a flushed table with every older
  * table whose key range it overlaps: under hash-led keys each batch's records spanned the whole
@@ -88,6 +89,8 @@ export const Meta = {
   prune: "prune",
   /** → ImportedFrom: the store was imported from the reference member's archive (escape/reference-store.ts). */
   importedFrom: "imported_from",
+  /** → OnchainCursor: where the base-chain watch continues and what it saw last (onchain-record.ts). */
+  onchain: "onchain",
 } as const;
 
 export type MetaName = (typeof Meta)[keyof typeof Meta];
@@ -113,6 +116,29 @@ export function batchIdFromKey(key: Uint8Array): number {
 export function metaKey(name: MetaName): Uint8Array {
   return prefixed(Prefix.meta, new TextEncoder().encode(name));
 }
+
+const ONCHAIN_BATCH = new TextEncoder().encode("onchain_batch/");
+
+/** The key of what the base chain holds for batch `batchId` (sorted by id). */
+export function onchainBatchKey(batchId: number): Uint8Array {
+  const key = new Uint8Array(1 + ONCHAIN_BATCH.length + 8);
+  key[0] = Prefix.meta;
+  key.set(ONCHAIN_BATCH, 1);
+  new DataView(key.buffer).setBigUint64(1 + ONCHAIN_BATCH.length, BigInt(batchId));
+  return key;
+}
+
+/** The key range of every onchainBatchKey. */
+export const ONCHAIN_BATCH_RANGE = {
+  gte: onchainBatchKey(0),
+  lt: (() => {
+    const end = new Uint8Array(1 + ONCHAIN_BATCH.length);
+    end[0] = Prefix.meta;
+    end.set(ONCHAIN_BATCH, 1);
+    end[end.length - 1]! += 1;
+    return end;
+  })(),
+};
 
 /**
  * The order of these hashes by their first 24 bits (ties in the given order): the order of their

@@ -107,6 +107,52 @@ describe("loadConfig", () => {
     expect(cfg.metricsPort).toBeUndefined();
     expect(cfg.feederGatewayUrl).toBeUndefined();
     expect("pruneKeepBatches" in cfg).toBe(false);
+    expect(cfg).toMatchObject({ baseChainConfirmations: 12, baseChainPollIntervalS: 12 });
+    expect("baseChainRpcUrl" in cfg).toBe(false);
+    expect("starkexContractAddress" in cfg).toBe(false);
+  });
+
+  it("follows the base chain with both its RPC URL and the contract, under the gateway URLs' rules", () => {
+    const address = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+    const both = `${BASE}base_chain_rpc_url: https://eth.example.com/v3/abc\nstarkex_contract_address: ${address}\n`;
+    expect(
+      loadConfig(write(`${both}base_chain_confirmations: 0\nbase_chain_poll_interval_s: 0.5\n`), {}),
+    ).toMatchObject({
+      baseChainRpcUrl: "https://eth.example.com/v3/abc",
+      starkexContractAddress: address,
+      baseChainConfirmations: 0,
+      baseChainPollIntervalS: 0.5,
+    });
+    expect(
+      loadConfig(write(BASE), {
+        DACD_BASE_CHAIN_RPC_URL: "http://127.0.0.1:8545",
+        DACD_STARKEX_CONTRACT_ADDRESS: address,
+      }),
+    ).toMatchObject({ baseChainRpcUrl: "http://127.0.0.1:8545" });
+    const creds = both.replace("https://eth", "https://user:secret@eth");
+    const credsError = configError(() => loadConfig(write(creds), {})).message;
+    expect(credsError).toMatch(/base_chain_rpc_url \(line \d+\) must not carry credentials/);
+    expect(credsError).not.toContain("is not: set both");
+    expect(credsError).not.toContain("secret");
+    expect(configError(() => loadConfig(write(both.replace("/v3/abc", "/?key=1")), {})).message).toContain(
+      "must not carry a query",
+    );
+    expect(
+      configError(() => loadConfig(write(both.replace("https://eth", "ws://eth")), {})).message,
+    ).toContain("base_chain_rpc_url");
+    expect(configError(() => loadConfig(write(both.replace(address, "0x1234")), {})).message).toContain(
+      "starkex_contract_address must be 0x and 40 hex digits",
+    );
+    expect(
+      configError(() => loadConfig(write(`${BASE}base_chain_rpc_url: https://eth.example.com\n`), {}))
+        .message,
+    ).toContain("starkex_contract_address is not");
+    expect(
+      configError(() => loadConfig(write(`${BASE}starkex_contract_address: ${address}\n`), {})).message,
+    ).toContain("base_chain_rpc_url is not");
+    expect(
+      configError(() => loadConfig(write(`${both}base_chain_confirmations: -1\n`), {})).message,
+    ).toContain("base_chain_confirmations");
   });
 
   it("reads every key", () => {

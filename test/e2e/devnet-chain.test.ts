@@ -1,0 +1,73 @@
+import { rm } from "node:fs/promises";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/config.js";
+import { startDevnet } from "../../src/devnet/main.js";
+import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
+import { dacdAsync } from "../helpers/dacd-cli.js";
+import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+
+/**
+ * `dacd devnet --chain`: the devnet settles each signed batch on its local Ethereum node, a member
+ * follows it (perpetual: the roots come from the contract's views), and `dacd devnet freeze`
+ * freezes the exchange at the last committed batch, which the member records.
+ */
+const KEY = "0x1111111111111111111111111111111111111111111111111111111111111111";
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+describe("devnet on a base chain", () => {
+  it("commits each signed batch's roots, the member follows them, the freeze is recorded", async () => {
+    const dn = await startDevnet({
+      variant: "P",
+      committee: [ethAddressFromPrivateKey(new Uint8Array(Buffer.from(KEY.slice(2), "hex")))],
+      quorum: 1,
+      traffic: 30,
+      batchIntervalMs: 250,
+      batchSize: 20,
+      seed: 7,
+      baseChain: true,
+    });
+    cleanups.push(() => dn.close());
+    const chain = dn.baseChain!;
+    expect(chain.rpcUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const setup = await memberSetup({
+      profile: "perpetual",
+      privateKey: KEY,
+      gatewayUrl: dn.urls.availability,
+      extra: [
+        `base_chain_rpc_url: "${chain.rpcUrl}"`,
+        `starkex_contract_address: "${chain.exchange.address}"`,
+        "base_chain_confirmations: 0",
+        "base_chain_poll_interval_s: 0.05",
+      ].join("\n"),
+    });
+    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+    const daemon = await startQuietDaemon({
+      ...loadConfig(setup.configPath, {}),
+      feederGatewayUrl: dn.urls.feeder,
+    });
+    cleanups.push(() => daemon.stop());
+
+    await waitFor(
+      async () => (daemon.chainWatch?.state?.last?.batch_id ?? -1) >= 2,
+      60_000,
+      "batch 2 on-chain",
+    );
+    for (let id = 0; id <= 2; id++) {
+      const onchain = await daemon.store.getOnchainBatch(id);
+      expect(onchain).toMatchObject({ batch_id: id, event: "LogUpdateState", sequence_number: id + 1 });
+      // Several updates in one block leave only the last one's roots in the views.
+      if (onchain?.roots) expect(onchain.matches).toBe(true);
+    }
+    expect(await daemon.store.getOnchainBatch(2)).toMatchObject({ matches: true });
+
+    const frozen = await dacdAsync(["devnet", "freeze", "--availability-url", dn.urls.availability]);
+    expect(frozen.code, frozen.err).toBe(0);
+    const { frozen_batch_id } = JSON.parse(frozen.out) as { frozen_batch_id: number };
+    expect(frozen_batch_id).toBeGreaterThanOrEqual(2);
+    expect(dn.status().base_chain).toMatchObject({ frozen: true, committed_batch_id: frozen_batch_id });
+    await waitFor(async () => (await daemon.store.frozenBatchId()) === frozen_batch_id, 10_000, "the freeze");
+  });
+});

@@ -1,0 +1,29 @@
+import { describe, expect, it } from "vitest";
+import { statusSummary } from "../../src/cli/status-summary.js";
+
+describe("dacd status on a terminal", () => {
+  const base = { profile: "spot", cursor: { next_batch_id: 6 }, last_signed_batch: null, failing: null };
+
+  it("has no on-chain line when the chain is not followed", () => {
+    expect(statusSummary({ ...base, onchain: null }, false)).not.toMatch(/on-chain/);
+  });
+
+  it("names the last batch on-chain, and the freeze", () => {
+    const onchain = {
+      batch_id: 4,
+      sequence_number: 9,
+      block_number: 120,
+      frozen: false,
+      frozen_batch_id: null,
+    };
+    expect(statusSummary({ ...base, onchain }, false)).toMatch(
+      /^on-chain +batch 4 \(sequence 9, block 120\)$/m,
+    );
+    expect(
+      statusSummary({ ...base, onchain: { ...onchain, frozen: true, frozen_batch_id: 4 } }, false),
+    ).toMatch(/^on-chain +batch 4 \(sequence 9, block 120\); FROZEN at batch 4$/m);
+    expect(statusSummary({ ...base, onchain: { ...onchain, batch_id: null } }, false)).toMatch(
+      /^on-chain +no root update seen yet$/m,
+    );
+  });
+});
