@@ -23,6 +23,7 @@
  *   escape_api_port → escapeApiPort         escape_api_host → escapeApiHost
  *   escape_api_rate_limit → escapeApiRateLimit
  *   escape_api_max_concurrency → escapeApiMaxConcurrency
+ *   escape_contracts.{exchange,verifier} → escapeContracts.{exchange,verifier}
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
@@ -112,6 +113,11 @@ export interface Config {
   escapeApiRateLimit: number;
   /** Escape API answers computed at once. */
   escapeApiMaxConcurrency: number;
+  /**
+   * The base chain's contracts a user escapes through (the frozen exchange and its escape
+   * verifier), shown on the escape page and in the escape kit's manifest. Both or neither.
+   */
+  escapeContracts?: { exchange: string; verifier: string };
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -176,6 +182,10 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   escape_api_host: { kind: "string", default: "127.0.0.1" },
   escape_api_rate_limit: { kind: "number", exclusiveMin: 0, default: 10 },
   escape_api_max_concurrency: { kind: "int", min: 1, max: 256, default: 4 },
+  escape_contracts: {
+    kind: "object",
+    fields: { exchange: { kind: "string" }, verifier: { kind: "string" } },
+  },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */
