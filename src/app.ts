@@ -247,6 +247,7 @@ async function startDaemonWith(
         engine: baseEngine,
         rateLimit: config.escapeApiRateLimit,
         maxConcurrency: config.escapeApiMaxConcurrency,
+        contracts: config.escapeContracts,
         observe: metrics.onEscapeApiRequest,
       });
       log.info({ url: escapeApi.url }, "escape API listening");
