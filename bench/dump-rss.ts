@@ -8,156 +8,20 @@
  *    checks the files are byte for byte the ones written in step 1.
  */
 import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { createWriteStream, readFileSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DUMP_MAX_OPEN_FILES, dumpStore } from "../src/escape/dump.js";
-import { CSV_HEADERS, DUMP_FORMAT, type Manifest } from "../src/escape/formats.js";
+import type { Manifest } from "../src/escape/formats.js";
+import { makeVaultDump } from "./vault-dump.js";
 import { loadDump } from "../src/escape/load.js";
-import { computeClaimHash } from "../src/signer/claim.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore } from "../src/storage/level-store.js";
-import { bigintToBytes32, toHex0x, toHex64 } from "../src/util/bytes.js";
-import { buildMerkle } from "../src/trees/bulk-build.js";
-import { emptyRoots } from "../src/trees/compute-roots.js";
 import { createEngine } from "../src/hash/select.js";
-import { hashLeaves } from "../src/trees/leaves.js";
-import { makeProfile } from "../src/model/profile.js";
-import type { VaultLeaf } from "../src/model/state-update.js";
 
 const self = fileURLToPath(import.meta.url);
-const profile = makeProfile("spot-v4.0");
-
-function vault(i: number): { id: bigint; leaf: VaultLeaf } {
-  // Ids with gaps, keys and tokens below the field prime, balances varied.
-  const id = BigInt(i + Math.floor(i / 4));
-  const key = (BigInt(i + 1) * 0x9e3779b97f4a7c15n) & ((1n << 250n) - 1n);
-  const token = BigInt(1 + (i % 97));
-  return {
-    id,
-    leaf: { key: key === 0n ? 1n : key, token, balance: BigInt(1 + ((i * 7919) % 1_000_000_007)) },
-  };
-}
-
-async function writeFileHashed(
-  path: string,
-  lines: Iterable<string>,
-): Promise<{ sha256: string; bytes: number }> {
-  const ws = createWriteStream(path);
-  const sha = createHash("sha256");
-  let bytes = 0;
-  let buf = "";
-  const flush = async (): Promise<void> => {
-    const b = Buffer.from(buf);
-    buf = "";
-    sha.update(b);
-    bytes += b.length;
-    if (!ws.write(b)) await once(ws, "drain");
-  };
-  for (const l of lines) {
-    buf += l;
-    if (buf.length > 1 << 20) await flush();
-  }
-  await flush();
-  ws.end();
-  await once(ws, "finish");
-  return { sha256: sha.digest("hex"), bytes };
-}
-
-async function makeDump(dir: string, n: number): Promise<Manifest> {
-  const engine = createEngine("auto", { threads: "auto" });
-  const ids: bigint[] = [];
-  const hashes = new Uint8Array(n * 32);
-  const block = 65536;
-  for (let i = 0; i < n; i += block) {
-    const vs = Array.from({ length: Math.min(block, n - i) }, (_, k) => vault(i + k));
-    const hs = await hashLeaves(
-      engine,
-      "vault",
-      vs.map((v) => v.leaf),
-    );
-    vs.forEach((v, k) => {
-      ids.push(v.id);
-      hashes.set(hs[k]!, (i + k) * 32);
-    });
-  }
-  const vaultRoot = await buildMerkle(
-    engine,
-    await emptyRoots(engine, "vault", 31),
-    { ids, hashes },
-    () => undefined,
-  );
-  const orders = Array.from(
-    { length: 1000 },
-    (_, i) => [BigInt(i) * 7_000_000_000_000n + 5n, BigInt(i + 1)] as const,
-  );
-  const orderHashes = new Uint8Array(orders.length * 32);
-  orders.forEach(([, v], i) => orderHashes.set(bigintToBytes32(v), i * 32));
-  const orderRoot = await buildMerkle(
-    engine,
-    await emptyRoots(engine, "order", 63),
-    { ids: orders.map(([id]) => id), hashes: orderHashes },
-    () => undefined,
-  );
-  await engine.close?.();
-
-  const vaultFile = await writeFileHashed(
-    join(dir, "vaults.csv"),
-    (function* () {
-      yield CSV_HEADERS.vault + "\n";
-      for (let i = 0; i < n; i++) {
-        const { id, leaf } = vault(i);
-        yield `${id},0x${leaf.key.toString(16)},0x${leaf.token.toString(16)},${leaf.balance}\n`;
-      }
-    })(),
-  );
-  const orderFile = await writeFileHashed(
-    join(dir, "orders.csv"),
-    (function* () {
-      yield CSV_HEADERS.order + "\n";
-      for (const [id, v] of orders) yield `${id},${v}\n`;
-    })(),
-  );
-  const roots = { vault: toHex64(vaultRoot), order: toHex64(orderRoot) };
-  const manifest: Manifest = {
-    format: DUMP_FORMAT,
-    profile: "spot-v4.0",
-    batch_id: 41,
-    prev_batch_id: 40,
-    sequence_number: 41,
-    claim_hash: toHex0x(computeClaimHash(profile, { vault: vaultRoot, order: orderRoot }, 41)),
-    heights: { vault: 31, order: 63 },
-    roots,
-    trees: {
-      vault: {
-        kind: "merkle",
-        leaf: "vault",
-        height: 31,
-        root: roots.vault,
-        file: "vaults.csv",
-        leaves: n,
-        ...vaultFile,
-      },
-      order: {
-        kind: "merkle",
-        leaf: "order",
-        height: 63,
-        root: roots.order,
-        file: "orders.csv",
-        leaves: orders.length,
-        ...orderFile,
-      },
-    },
-    created_at: new Date().toISOString(),
-  };
-  await writeFile(join(dir, "manifest.json"), JSON.stringify(manifest, null, 2));
-  return manifest;
-}
-
 /** Peak anonymous and file-backed resident memory (Linux), sampled every 100 ms. */
 function sampleRss(): () => { anon_mib: number; file_mib: number } {
   const peak = { anon_mib: 0, file_mib: 0 };
@@ -216,7 +80,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), "dacd-dump-bench-"));
   try {
     const t0 = performance.now();
-    const manifest = await makeDump(join(dir), n);
+    const manifest = await makeVaultDump(dir, n);
     const made = Math.round(performance.now() - t0);
     const load = runChild("load", join(dir, "db"), dir);
     const dump = runChild("dump", join(dir, "out"), join(dir, "db"));

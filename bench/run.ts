@@ -17,6 +17,7 @@ import { runReferenceImport } from "./reference-import.js";
 import { loadAltVerifier, runWorkload, W_SPOT, type WorkloadResult } from "./workloads.js";
 import { parseKernelOption, parseScaleFactor, shrunkSize } from "./scale-options.js";
 import { runScale, scaleTable } from "./scale.js";
+import { escapeKitTable, runEscapeKitBench } from "./escape-kit.js";
 
 keepInitialOldSpaceToMainThread();
 
@@ -54,6 +55,8 @@ keepInitialOldSpaceToMainThread();
  * signed by another; `--scale-cache-levels N` gives the larger state's signing process a node cache
  * of N levels instead of `--cache-levels`.
  * `--mapped-tables N` sets how many table files LevelDB memory-maps (`store_mapped_tables`).
+ * `--only escape-kit` (after `npm run build`): `dacd escape-kit` of a state of `--kit-vaults N`
+ * vaults (default 1,000,000) in a process of its own: time and peak RSS (bench/escape-kit.ts).
  * `--sequential-ids` gives the Merkle trees' ids out in sequence (W-spot, W-perp, W-scale), where
  * they are otherwise uniform over each tree's range: the top levels then hold few nodes.
  */
@@ -70,10 +73,17 @@ const wasmRuns = Number(arg("--wasm-runs") ?? (besideDump ? 0 : 3));
 const nativeRuns = Number(arg("--native-runs") ?? (besideDump ? 8 : 5));
 const cacheLevels = Number(arg("--cache-levels") ?? DEFAULT_CACHE_LEVELS);
 const onlyArg = besideDump ? "spot" : arg("--only");
-if (onlyArg !== undefined && onlyArg !== "spot" && onlyArg !== "perp" && onlyArg !== "reference-import")
-  throw new Error("--only takes spot, perp, reference-import or dump-beside");
+if (
+  onlyArg !== undefined &&
+  onlyArg !== "spot" &&
+  onlyArg !== "perp" &&
+  onlyArg !== "reference-import" &&
+  onlyArg !== "escape-kit"
+)
+  throw new Error("--only takes spot, perp, reference-import, escape-kit or dump-beside");
 const referenceOnly = onlyArg === "reference-import";
-const only: "spot" | "perp" | undefined = onlyArg === "reference-import" ? undefined : onlyArg;
+const only: "spot" | "perp" | undefined =
+  onlyArg === "reference-import" || onlyArg === "escape-kit" ? undefined : onlyArg;
 const mappedTables = arg("--mapped-tables") === undefined ? undefined : Number(arg("--mapped-tables"));
 if (mappedTables !== undefined && setMappedTables(mappedTables) !== "set")
   throw new Error("--mapped-tables needs dacd's build of LevelDB's binding");
@@ -196,6 +206,13 @@ if (process.argv.includes("--scale")) {
   clearInterval(sampler);
   for (const line of scaleTable(w)) console.log(line);
   if (jsonPath) await writeFile(jsonPath, JSON.stringify({ w_scale: w }, null, 2) + "\n");
+  process.exit(0);
+}
+if (onlyArg === "escape-kit") {
+  const kit = await runEscapeKitBench({ vaults: Number(arg("--kit-vaults") ?? 1_000_000), log });
+  clearInterval(sampler);
+  for (const line of escapeKitTable(kit)) console.log(line);
+  if (jsonPath) await writeFile(jsonPath, JSON.stringify({ escape_kit: kit }, null, 2) + "\n");
   process.exit(0);
 }
 if (referenceOnly) {

@@ -281,6 +281,7 @@ async function startWithKey(
         maxConcurrency: config.escapeApiMaxConcurrency,
         connectionsPerAddress: config.escapeApiConnectionsPerAddress,
         connectionRate: config.escapeApiConnectionRate,
+        contracts: config.escapeContracts,
         observe: metrics.onEscapeApiRequest,
         observeRefused: metrics.onEscapeApiConnectionRefused,
       });

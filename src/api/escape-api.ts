@@ -24,6 +24,7 @@ import type { HashEngine } from "../hash/engine.js";
 import type { TreeSpec } from "../model/profile.js";
 import { DAEMON_WALK_CHUNK, PACE_MAX_WAIT_MS } from "../control/escape-routes.js";
 import { OPENAPI } from "./openapi.js";
+import { PAGE_CSP, PAGE_FILES } from "../escape/page/assets.js";
 import { RateLimiter } from "./rate-limit.js";
 import { clientKey } from "./client-address.js";
 import { answerClientError } from "./client-error.js";
@@ -50,6 +51,8 @@ export interface EscapeApiOptions {
   readonly connectionRate?: number;
   /** Time allowed for a JSON answer. */
   readonly answerTimeoutMs?: number;
+  /** The base chain's contracts, shown on the escape page (escape_contracts). */
+  readonly contracts?: { readonly exchange: string; readonly verifier: string };
   /** Called once per request with its route, status and duration (metrics). */
   readonly observe?: (route: ApiRoute, status: number, seconds: number) => void;
   /** Called for each connection closed as it was accepted, with the limit it hit (metrics). */
@@ -61,6 +64,8 @@ export const API_ROUTES = [
   "leaf",
   "proof",
   "escape",
+  "escape_info",
+  "page",
   "dump",
   "openapi",
   "unknown",
@@ -147,6 +152,8 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
         switch (route) {
           case "openapi":
             return sendJson(req, res, 200, OPENAPI, "public, max-age=3600");
+          case "page":
+            return sendPage(req, res, path === "/" ? "index.html" : path.slice(1));
           case "dump":
             return dump(req, res, seg[3]!, query.batch);
           case "unknown":
@@ -188,6 +195,22 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
   ): Promise<{ body: unknown; batchGiven: boolean }> {
     return withSnapshot(opts.store, async (view) => {
       const record = await signedBatch(view, batchText);
+      if (route === "escape_info") {
+        // What the escape page needs besides a proof: the tree, the latest root, the contracts.
+        const { profile } = await storeProfile(view);
+        return {
+          body: {
+            profile: profile.name,
+            tree: profile.main.name,
+            batch_id: record.batch_id,
+            sequence_number: record.sequence_number,
+            root: "0x" + (record.roots[profile.main.name] ?? ""),
+            tree_height: profile.main.height,
+            escape_contracts: opts.contracts ?? null,
+          },
+          batchGiven: false,
+        };
+      }
       if (route === "batches_latest") {
         return {
           body: {
@@ -320,6 +343,8 @@ const onchain = (): Promise<typeof import("../escape/onchain/from-proof.js")> =>
   import("../escape/onchain/from-proof.js");
 
 function routeOf(path: string): ApiRoute {
+  if (path === "/" || Object.hasOwn(PAGE_FILES, path.slice(1))) return "page";
+  if (path === "/v1/escape/info") return "escape_info";
   if (path === "/v1/batches/latest") return "batches_latest";
   if (path === "/v1/openapi.json") return "openapi";
   if (/^\/v1\/(leaf|proof)\/[^/]+\/[^/]+$/.test(path)) return path.startsWith("/v1/leaf/") ? "leaf" : "proof";
@@ -423,6 +448,20 @@ function sendJson(
     "cache-control": cache,
   });
   res.end(req.method === "HEAD" ? undefined : text);
+}
+
+/** A file of the escape page, with the CSP that keeps it to its own files. */
+function sendPage(req: IncomingMessage, res: ServerResponse, name: string): void {
+  const file = PAGE_FILES[name]!;
+  res.writeHead(200, {
+    "content-type": file.type,
+    "content-length": Buffer.byteLength(file.body),
+    "cache-control": "public, max-age=300",
+    "content-security-policy": PAGE_CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+  });
+  res.end(req.method === "HEAD" ? undefined : file.body);
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {

@@ -8,6 +8,9 @@ import { directorySink, type DumpSink } from "../escape/dump.js";
 import type { Manifest } from "../escape/formats.js";
 import type { Proof } from "../escape/proof.js";
 import type { OnchainEscape } from "../escape/onchain/from-proof.js";
+import { decodePaths } from "../escape/kit/path-frames.js";
+import type { LeafPath } from "../escape/kit/path-walk.js";
+import type { KitHead, PathSource } from "../escape/kit/source.js";
 
 /**
  * `dacd proof`, `dacd dump` and `dacd check` through a running daemon (it holds LevelDB's lock).
@@ -109,4 +112,64 @@ export async function checkViaDaemon(
     const p = frameJson<{ batch_id: number; tree: string; nodes: number }>(frame);
     progress?.(p.batch_id, p.tree, p.nodes);
   })) as CheckReport | undefined;
+}
+
+/**
+ * The escape kit's leaves and paths from the daemon's snapshot: the daemon walks, this process
+ * builds the proofs (`consume`, given the source once the daemon named the batch). Undefined when
+ * no daemon answers. The socket is read only as fast as `consume` takes the blocks.
+ */
+export async function kitViaDaemon<T>(
+  dataDir: string,
+  batchId: number | undefined,
+  consume: (source: PathSource) => Promise<T>,
+): Promise<T | undefined> {
+  const query: Record<string, string> = {};
+  if (batchId !== undefined) query.batch = String(batchId);
+  // Frames arrive by push; the blocks are pulled by consume: one block is handed over at a time.
+  const queue: { block?: LeafPath[]; end?: true; error?: unknown }[] = [];
+  let wake: (() => void) | undefined;
+  let taken: (() => void) | undefined;
+  const push = (item: (typeof queue)[number]): void => {
+    queue.push(item);
+    wake?.();
+  };
+  async function* blocks(): AsyncGenerator<LeafPath[]> {
+    for (;;) {
+      if (queue.length === 0) await new Promise<void>((r) => (wake = r));
+      wake = undefined;
+      const item = queue.shift()!;
+      taken?.();
+      if (item.error !== undefined) throw item.error;
+      if (item.end) return;
+      yield item.block!;
+    }
+  }
+  let result: Promise<T> | undefined;
+  let failed: unknown;
+  const answered = await streamFromDaemon(dataDir, "/kit-paths", query, async (frame) => {
+    if (frame.type === Frame.head) {
+      const head = frameJson<KitHead>(frame);
+      result = consume({ head, blocks: blocks() });
+      // A kit that fails (say, a full disk) stops the daemon's walk with it.
+      result.catch((err: unknown) => {
+        failed = err;
+        taken?.();
+      });
+      return;
+    }
+    if (frame.type !== Frame.data || !result) return;
+    if (failed !== undefined) throw failed;
+    push({ block: decodePaths(frame.payload) });
+    // The socket waits while a block is queued: memory holds at most one block ahead.
+    if (queue.length > 1) await new Promise<void>((r) => (taken = r));
+    if (failed !== undefined) throw failed;
+  }).catch((err: unknown) => {
+    push({ error: err });
+    throw err;
+  });
+  if (answered === undefined) return undefined;
+  if (!result) throw new DacdError("STORE", "the daemon sent no escape kit header");
+  push({ end: true });
+  return result;
 }

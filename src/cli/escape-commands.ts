@@ -16,14 +16,16 @@ import { compareWithJournal } from "../service/journal-check.js";
 import type { HashEngine } from "../hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../hash/select.js";
 import { checkSummary } from "./check-summary.js";
-import { checkViaDaemon, dumpViaDaemon, proofViaDaemon } from "./daemon-escape.js";
+import { checkViaDaemon, dumpViaDaemon, kitViaDaemon, proofViaDaemon } from "./daemon-escape.js";
+import { loadConfigFor } from "./config-path.js";
 import { EXIT } from "./exit-codes.js";
 import { idSummary, printJson, wantsJson } from "./output.js";
 import { openStoreAt, parseBatchId, storeDirOf, storeOptions, type StoreOptions } from "./store-options.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
- * verify-proof, load, check, prune. While `dacd run` runs, dump, proof and check ask it over its
+ * verify-proof, escape-kit, load, check, prune. While `dacd run` runs, dump, proof, escape-kit and
+ * check ask it over its
  * control socket (daemon-escape.ts); otherwise, and for load and prune, they open the store directly
  * (LevelDB admits one process; the daemon itself runs pruneStore in-process). dump, proof and check
  * only read: the store must exist and is not changed. Exit statuses: exit-codes.ts.
@@ -198,6 +200,53 @@ export function registerEscapeCommands(program: Command): void {
           readOnly: true,
         })),
     );
+  });
+
+  storeOptions(
+    program
+      .command("escape-kit")
+      .description(
+        "every non-empty vault (spot) or position (perpetual) as its on-chain escape proof, one JSON file each, with the escape page and a manifest, for any static host",
+      )
+      .requiredOption("--out <dir>", "output directory (created; must be absent or empty)")
+      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
+  ).action(async (opts: StoreOptions & { out: string; batch?: string }) => {
+    const batch = batchId(opts.batch);
+    const bar = progressLine();
+    const started = Date.now();
+    const contracts = opts.db === undefined ? loadConfigFor(opts.config).escapeContracts : undefined;
+    // Loaded only here: the kit's encoder and the ABI code are not needed by any other command.
+    const { buildKit } = await import("../escape/kit/build.js");
+    const { storePaths } = await import("../escape/kit/source.js");
+    const kitOptions = {
+      out: opts.out,
+      contracts,
+      progress: (n: number) =>
+        bar.update(`escape kit: ${n} proofs, ${((Date.now() - started) / 1000).toFixed(1)} s`),
+    };
+    // Beside a running daemon this process builds the proofs from the paths the daemon walks.
+    let engine: HashEngine | undefined;
+    try {
+      const manifest =
+        (await kitViaDaemon(storeDirOf(opts).dir, batch, (source) => {
+          engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
+            warn: (m) => process.stderr.write(`${m}\n`),
+          });
+          return buildKit(engine, source, kitOptions);
+        })) ??
+        (await run(
+          opts,
+          {},
+          async (store, storeEngine) =>
+            buildKit(storeEngine, await storePaths(store, storeEngine, batch), kitOptions),
+          { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+        ));
+      bar.done();
+      const { shards: _, ...summary } = manifest;
+      print({ ...summary, out: opts.out, duration_ms: Date.now() - started });
+    } finally {
+      await engine?.close?.();
+    }
   });
 
   program

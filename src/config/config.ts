@@ -19,6 +19,7 @@ import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { validate as validateCron } from "node-cron";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
+import { isAddress } from "./address.js";
 import { DacdError } from "../errors.js";
 import { DEFAULT_HEIGHTS, type Heights, type ProfileName } from "../model/profile.js";
 import {
@@ -445,6 +446,10 @@ export function loadConfig(path: string, env: Env = process.env): Config {
       p.add(`validate_rollup: true does not apply to profile ${profile} (it has no rollup vault tree)`);
     }
   }
+  const contracts = escapeContracts(
+    raw.escape_contracts as Record<string, string | undefined> | undefined,
+    p,
+  );
   const availability = raw.availability_gateway_url as string | undefined;
   if (raw.certificates_path !== undefined && availability !== undefined && availability.startsWith("http:")) {
     p.add(`certificates_path is set but availability_gateway_url ${availability} is not https`);
@@ -514,5 +519,31 @@ export function loadConfig(path: string, env: Env = process.env): Config {
   for (const [field, key] of optional) {
     if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];
   }
+  if (contracts) config.escapeContracts = contracts;
   return config;
+}
+
+/** `escape_contracts`: both addresses or neither, each a 20-byte address (EIP-55 when mixed case). */
+function escapeContracts(
+  raw: Record<string, string | undefined> | undefined,
+  p: Problems,
+): { exchange: string; verifier: string } | undefined {
+  const { exchange, verifier } = raw ?? {};
+  if (exchange === undefined && verifier === undefined) return undefined;
+  let ok = true;
+  for (const [key, value] of [
+    ["exchange", exchange],
+    ["verifier", verifier],
+  ] as const) {
+    if (value === undefined) {
+      p.add(`escape_contracts.${key} is missing: give both the exchange and the verifier, or neither`);
+      ok = false;
+    } else if (!isAddress(value)) {
+      p.add(
+        `escape_contracts.${key} ${JSON.stringify(value.slice(0, 60))} is not an address (0x and 40 hex digits, EIP-55 checksum when mixed case)`,
+      );
+      ok = false;
+    }
+  }
+  return ok ? { exchange: exchange!, verifier: verifier! } : undefined;
 }

@@ -32,6 +32,7 @@
  *   base_chain_rpc_url → baseChainRpcUrl    starkex_contract_address → starkexContractAddress
  *   base_chain_confirmations → baseChainConfirmations
  *   base_chain_poll_interval_s → baseChainPollIntervalS
+ *   escape_contracts.{exchange,verifier} → escapeContracts.{exchange,verifier}
  */
 
 import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
@@ -157,6 +158,11 @@ export interface Config {
   /** Blocks on top of an event's block before dacd acts on it (0: its own block is enough). */
   baseChainConfirmations: number;
   baseChainPollIntervalS: number;
+  /**
+   * The base chain's contracts a user escapes through (the frozen exchange and its escape
+   * verifier), shown on the escape page and in the escape kit's manifest. Both or neither.
+   */
+  escapeContracts?: { exchange: string; verifier: string };
   /** Non-fatal remarks (ignored DACD_* variables, shadowed variables) for the caller to log. */
   warnings: string[];
 }
@@ -238,6 +244,10 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   base_chain_confirmations: { kind: "int", min: 0, max: 10_000, default: 12 },
   // One poll a block (Ethereum's slot is 12 s).
   base_chain_poll_interval_s: { kind: "number", exclusiveMin: 0, default: 12 },
+  escape_contracts: {
+    kind: "object",
+    fields: { exchange: { kind: "string" }, verifier: { kind: "string" } },
+  },
 };
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */

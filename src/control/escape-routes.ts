@@ -2,6 +2,8 @@ import { DacdError } from "../errors.js";
 import { checkStore } from "../maintenance/integrity-check.js";
 import { dumpStore, type DumpSink } from "../escape/dump.js";
 import { makeProof } from "../escape/proof.js";
+import { encodePaths } from "../escape/kit/path-frames.js";
+import { storePaths } from "../escape/kit/source.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { withSnapshot } from "../storage/snapshot.js";
 import type { HashEngine } from "../hash/engine.js";
@@ -12,7 +14,7 @@ import type { ControlStream, FrameOut } from "./stream-server.js";
 /**
  * The escape commands answered by the running daemon over its control socket (`dacd proof`, in
  * either format,
- * `dacd dump`, `dacd check`): each answer reads one LevelDB snapshot of the store, so it is
+ * `dacd dump`, `dacd check`, `dacd escape-kit`): each answer reads one LevelDB snapshot of the store, so it is
  * consistent at one batch while the daemon keeps signing, and a dump streams with the socket's
  * backpressure instead of being built in memory.
  */
@@ -81,6 +83,24 @@ export function escapeRoutes(
             chunk: DAEMON_WALK_CHUNK,
           }),
         ),
+      ),
+    },
+    // The escape kit's leaves with their paths: the walk here, the proofs built by the command.
+    "/kit-paths": {
+      stream: limited((q, out) =>
+        withSnapshot(store, async (view) => {
+          const source = await storePaths(view, engine, batchParam(q.get("batch")), {
+            pace,
+            chunk: DAEMON_WALK_CHUNK,
+          });
+          await out.send(Frame.head, source.head);
+          let leaves = 0;
+          for await (const block of source.blocks) {
+            for (const piece of encodePaths(block)) await out.send(Frame.data, piece);
+            leaves += block.length;
+          }
+          return { leaves };
+        }),
       ),
     },
     "/check": {

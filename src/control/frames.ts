@@ -15,6 +15,8 @@ export const Frame = {
   data: 0x64, // d
   /** The current file is complete: JSON {leaves, bytes, sha256}. */
   end: 0x65, // e
+  /** What the data frames that follow are about (an escape kit's batch and tree): JSON. */
+  head: 0x68, // h
   /** Progress: JSON. */
   progress: 0x70, // p
   /** The answer (a manifest, a check report): JSON; the last frame. */

@@ -323,7 +323,7 @@ export class DacdMetrics {
     });
     this.escapeApiRequests = new Counter({
       name: `${PREFIX}escape_api_requests_total`,
-      help: "Escape API requests by route (batches_latest, leaf, proof, escape, dump, openapi, unknown) and HTTP status",
+      help: "Escape API requests by route (batches_latest, leaf, proof, escape, escape_info, page, dump, openapi, unknown) and HTTP status",
       labelNames: ["route", "status"],
       registers,
     });

@@ -1,0 +1,138 @@
+import { keccak_256 } from "@noble/hashes/sha3.js";
+import type { PositionLeaf, VaultLeaf } from "../../model/state-update.js";
+import { PERPETUAL_ESCAPE_FORMAT, SHARED_STATE_NOTE } from "../onchain/perpetual.js";
+import { SPOT_ESCAPE_FORMAT } from "../onchain/spot.js";
+import { sourceFields, type EscapeSource } from "../onchain/source.js";
+
+/**
+ * The text of an on-chain proof for the kit, byte for byte what `dacd proof … --format starkex`
+ * prints (the onchain module's spotEscape / perpetualEscape through printJson), built from proof
+ * rows that are already text (path-stack.ts). The onchain module encodes one proof in about a
+ * millisecond (viem's ABI encoder, bigint words); a kit of millions of leaves cannot afford that,
+ * and most of a leaf's rows are its neighbour's. build.ts compares this text with the onchain
+ * module's for a sample of the leaves and stops on any difference.
+ */
+
+const MASK_248 = (1n << 248n) - 1n;
+
+const selector = (signature: string): string =>
+  Buffer.from(keccak_256(new TextEncoder().encode(signature)).subarray(0, 4)).toString("hex");
+const VERIFY_ESCAPE = selector("verifyEscape(uint256[])");
+const ESCAPE = selector("escape(uint256,uint256,uint256,uint256)");
+
+const hex64 = (v: bigint): string => v.toString(16).padStart(64, "0");
+const hex63 = (v: bigint): string => {
+  if (v < 0n || v >> 252n !== 0n) throw new RangeError(`0x${v.toString(16)} is not a field element`);
+  return v.toString(16).padStart(63, "0");
+};
+/** A row of two values (each below 2^252) as 128 hex digits. */
+const row = (left: bigint, right: bigint): string => hex63(left) + hex63(right) + "00";
+/** The last row: root ‖ 4 zero bits ‖ a 248-bit index. */
+const lastRow = (rootHex63: string, index: bigint): string => {
+  if (index < 0n || index > MASK_248) throw new RangeError(`index ${index} does not fit 248 bits`);
+  return rootHex63 + hex63(index) + "00";
+};
+const words = (rows: readonly string[]): string[] =>
+  rows.flatMap((r) => ["0x" + r.slice(0, 64), "0x" + r.slice(64)]);
+
+export interface KitTree {
+  /** The tree's root as 63 hex digits (a field element). */
+  readonly rootHex63: string;
+  readonly height: number;
+  readonly source: EscapeSource;
+}
+
+/** The spot proof (SpotEscape) of a vault; `pathRows` are the tree's rows, leaf level first. */
+export function spotProofText(
+  tree: KitTree,
+  index: bigint,
+  vault: VaultLeaf,
+  keyAssetHash: Uint8Array,
+  pathRows: readonly string[],
+): string {
+  const rows = [
+    row(vault.key, vault.token),
+    Buffer.from(keyAssetHash).toString("hex").slice(1) + hex63(vault.balance) + "00",
+    ...pathRows,
+    lastRow(tree.rootHex63, index),
+  ];
+  const root = BigInt("0x" + tree.rootHex63);
+  const claim = keccak_256(
+    Buffer.from(
+      hex64(vault.key) +
+        hex64(vault.token) +
+        hex64(vault.balance) +
+        hex64(root) +
+        hex64(BigInt(tree.height)) +
+        hex64(index),
+      "hex",
+    ),
+  );
+  const proof = words(rows);
+  return (
+    JSON.stringify(
+      {
+        format: SPOT_ESCAPE_FORMAT,
+        ...sourceFields(tree.source),
+        empty: vault.key === 0n && vault.token === 0n && vault.balance === 0n,
+        vault_id: index.toString(),
+        stark_key: "0x" + hex64(vault.key),
+        asset_id: "0x" + hex64(vault.token),
+        quantized_amount: vault.balance.toString(),
+        vault_root: "0x0" + tree.rootHex63,
+        tree_height: tree.height,
+        escape_proof: proof,
+        claim_hash: "0x" + Buffer.from(claim).toString("hex"),
+        calldata: {
+          verify_escape: "0x" + VERIFY_ESCAPE + hex64(32n) + hex64(BigInt(proof.length)) + rows.join(""),
+          escape: "0x" + ESCAPE + hex64(vault.key) + hex64(index) + hex64(vault.token) + hex64(vault.balance),
+        },
+      },
+      null,
+      2,
+    ) + "\n"
+  );
+}
+
+/**
+ * The perpetual proof (PerpetualEscape) of a position: `values` are its hash chain's values
+ * (positionValues) and `states` the chain's states from 0 (states[values.length] the leaf).
+ */
+export function perpetualProofText(
+  tree: KitTree,
+  index: bigint,
+  position: PositionLeaf,
+  values: readonly bigint[],
+  states: readonly bigint[],
+  pathRows: readonly string[],
+): string {
+  const rows = [
+    ...values.map((v, i) => row(states[i]!, v)),
+    ...pathRows,
+    lastRow(tree.rootHex63, index << BigInt(values.length)),
+  ];
+  return (
+    JSON.stringify(
+      {
+        format: PERPETUAL_ESCAPE_FORMAT,
+        ...sourceFields(tree.source),
+        empty: position.publicKey === 0n && position.collateral === 0n && position.assets.length === 0,
+        position_id: index.toString(),
+        public_key: "0x" + hex64(position.publicKey),
+        collateral_balance: position.collateral.toString(),
+        assets: position.assets.map((a) => ({
+          asset_id: "0x" + hex64(a.assetId),
+          balance: a.balance.toString(),
+          cached_funding_index: a.fundingIndex.toString(),
+        })),
+        n_assets: position.assets.length,
+        position_root: "0x0" + tree.rootHex63,
+        tree_height: tree.height,
+        merkle_proof: words(rows),
+        note: SHARED_STATE_NOTE,
+      },
+      null,
+      2,
+    ) + "\n"
+  );
+}
