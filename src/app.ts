@@ -8,13 +8,11 @@ import { DacdError } from "./errors.js";
 import { showBatch, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
 import { escapeJobs } from "./service/maintenance-jobs.js";
-import { checkImportedStore } from "./escape/reference-store.js";
 import { listenOpsServer, type OpsListener } from "./service/http-server.js";
 import { DacdMetrics, type MetricsState } from "./service/metrics.js";
 import {
   memberMetricsState,
   startOperations,
-  validateSchedules,
   type JobImplementations,
   type Operations,
 } from "./service/operations.js";
@@ -25,7 +23,7 @@ import { loadPrivateKey } from "./signer/key-file.js";
 import type { Signer } from "./signer/signer.js";
 import { LevelStore } from "./storage/level-store.js";
 import { levelBindingName, mappedTablesInEffect, setMappedTables } from "./storage/level-binding.js";
-import { ensureLocalDir } from "./storage/local-dir.js";
+import { runConfigChecks, runStoreChecks } from "./service/startup-checks.js";
 import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
@@ -95,16 +93,16 @@ async function startDaemonWith(
   const profile = makeProfile(config.profile, config.heights);
   const validateRollup = profile.rollup ? config.validateRollup : undefined;
 
+  // Scheduled integrity check (light scan + deep check of the newest trees) and pruning; they
+  // hash with the engine created below, uncounted by the metrics.
+  const jobImplementations: JobImplementations = escapeJobs(() => baseEngine);
+  // The same checks as `dacd config check` (service/startup-checks.ts).
+  await runConfigChecks(config, { createDataDir: true, jobs: jobImplementations });
   const key = await loadPrivateKey(config.privateKeyPath, {
     passwordPath: config.privateKeyPasswordPath,
     allowInsecurePermissions: opts.allowInsecureKeyFile,
     warn: (m) => log.warn(m),
   });
-  await ensureDataDir(config.dataDir);
-  // Scheduled integrity check (light scan + deep check of the newest trees) and pruning; they
-  // hash with the engine created below, uncounted by the metrics.
-  const jobImplementations: JobImplementations = escapeJobs(() => baseEngine);
-  validateSchedules(config, jobImplementations);
 
   // Created first so that the gateway clients, the engine and the run loop can report to it; it
   // reads the member's state at scrape time.
@@ -175,7 +173,7 @@ async function startDaemonWith(
   let journal: Awaited<ReturnType<typeof openMemberJournal>> | undefined;
   let escapeApi: EscapeApi | undefined;
   try {
-    await checkImportedStore(store, validateRollup);
+    await runStoreChecks(config, store);
     journal = await openMemberJournal(config, store, {
       log,
       onConflict: () => metrics.conflictingClaims.inc(),
@@ -356,15 +354,6 @@ function mergeEvents(a: MemberEvents, b: MemberEvents | undefined): MemberEvents
       b.onBatchTimes?.(batchId, times);
     },
   };
-}
-
-/** Creates data_dir if needed and checks it is a writable directory on a real file system, in bounded time. */
-async function ensureDataDir(dir: string): Promise<void> {
-  try {
-    await ensureLocalDir(dir);
-  } catch (err) {
-    throw new DacdError("CONFIG", `data_dir ${dir} is not a writable directory: ${(err as Error).message}`);
-  }
 }
 
 /** Asks the gateway which base chain it settles on; an old gateway without the endpoint means Ethereum. */

@@ -3,7 +3,7 @@ import { stringify } from "yaml";
 import type { Config } from "../config/config.js";
 import { DacdError } from "../errors.js";
 import { escapeJobs } from "../service/maintenance-jobs.js";
-import { validateSchedules } from "../service/operations.js";
+import { checkExistingStore, runConfigChecks } from "../service/startup-checks.js";
 import { loadPrivateKey } from "../signer/key-file.js";
 import { CONFIG_HELP, configPathOf, loadConfigFor } from "./config-path.js";
 
@@ -16,8 +16,9 @@ interface CheckOptions {
 
 /**
  * `dacd config check`: what `dacd run` would refuse for configuration reasons, found without
- * starting anything — the file and DACD_* variables, the schedules, and (unless --no-key) that
- * the key file and its password load. Prints the effective configuration (file, defaults and
+ * starting anything — the file and DACD_* variables, run's start-up checks that need no gateway
+ * (service/startup-checks.ts: schedules, certificates, data_dir, the store it names), and (unless
+ * --no-key) that the key file and its password load. Prints the effective configuration (file, defaults and
  * environment merged) with credentials in URLs redacted; exit 0, or 78 with one line.
  */
 export function registerConfigCommand(program: Command): void {
@@ -33,12 +34,13 @@ export function registerConfigCommand(program: Command): void {
     .option("--allow-insecure-key-file", "accept a key file readable by group or others, as `dacd run` would")
     .action(async (opts: CheckOptions) => {
       const cfg = loadConfigFor(opts.config);
-      validateSchedules(
-        cfg,
-        escapeJobs(() => {
+      // Every start-up check of `dacd run` that needs no gateway, from the same list.
+      await runConfigChecks(cfg, {
+        createDataDir: false,
+        jobs: escapeJobs(() => {
           throw new DacdError("CONFIG", "no engine in config check");
         }),
-      );
+      });
       const warnings = [...cfg.warnings];
       if (opts.key !== false) {
         const key = await loadPrivateKey(cfg.privateKeyPath, {
@@ -48,6 +50,8 @@ export function registerConfigCommand(program: Command): void {
         });
         key.fill(0);
       }
+      const storeNote = await checkExistingStore(cfg);
+      if (storeNote) warnings.push(storeNote);
       for (const w of warnings) process.stderr.write(`dacd: warning: ${w}\n`);
       const effective = effectiveConfig(cfg);
       process.stdout.write(
