@@ -1,14 +1,24 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { keygenCommand } from "./keygen.js";
 
 export function registerKeygenCommand(program: Command): void {
   program
     .command("keygen")
-    .description("generate a new member key as an Ethereum V3 keystore (mode 0600) and print its address")
-    .requiredOption("--out <file>", "keystore file to create (never overwritten)")
-    .requiredOption("--password-file <file>", "file holding the keystore password")
-    .option("--kdf <kdf>", "scrypt | pbkdf2", "scrypt")
-    .action(async (opts: { out: string; passwordFile: string; kdf: "scrypt" | "pbkdf2" }) => {
-      await keygenCommand({ out: opts.out, passwordFile: opts.passwordFile, kdf: opts.kdf });
+    .description(
+      "generate a new member key (mode 0600, never overwriting) and print its address: a V3 keystore " +
+        "whose password is asked twice at the terminal or read from --password-file, or with --raw a hex key file",
+    )
+    .requiredOption("--out <file>", "key file to create (never overwritten)")
+    .option("--password-file <file>", "file holding the keystore password (for scripts; else asked)")
+    .addOption(
+      new Option("--raw", "write the key as hex, unencrypted (no password)").conflicts("passwordFile"),
+    )
+    .addOption(
+      new Option("--kdf <kdf>", "the keystore's key derivation")
+        .choices(["scrypt", "pbkdf2"])
+        .default("scrypt"),
+    )
+    .action(async (opts: { out: string; passwordFile?: string; raw?: boolean; kdf: "scrypt" | "pbkdf2" }) => {
+      await keygenCommand(opts);
     });
 }
