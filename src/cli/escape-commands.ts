@@ -18,7 +18,15 @@ import { checkSummary } from "./check-summary.js";
 import { checkViaDaemon, dumpViaDaemon, proofViaDaemon } from "./daemon-escape.js";
 import { EXIT } from "./exit-codes.js";
 import { idSummary, printJson, wantsJson } from "./output.js";
-import { openStoreAt, parseBatchId, storeDirOf, storeOptions, type StoreOptions } from "./store-options.js";
+import {
+  openStoreAt,
+  parseBatchId,
+  parseLeafId,
+  parseLeafObject,
+  storeDirOf,
+  storeOptions,
+  type StoreOptions,
+} from "./store-options.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
@@ -172,7 +180,9 @@ export function registerEscapeCommands(program: Command): void {
         "a leaf's authentication path to its batch's root, as JSON (an empty leaf: non-membership)",
       )
       .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
-  ).action(async (object: string, id: string, opts: StoreOptions & { batch?: string }) => {
+  ).action(async (objectArg: string, idArg: string, opts: StoreOptions & { batch?: string }) => {
+    const object = parseLeafObject(objectArg);
+    const id = parseLeafId(idArg);
     const batch = batchId(opts.batch);
     print(
       (await proofViaDaemon(storeDirOf(opts).dir, object, id, batch)) ??
