@@ -114,7 +114,10 @@ export function registerEscapeCommands(program: Command): void {
         "--out <path>",
         "output directory (created; must be empty); with --format reference a new file",
       )
-      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)")
+      .option(
+        "--batch <n>",
+        "batch id (default: the newest verified batch: accepted, or verified in shadow mode)",
+      )
       .option(
         "--format <format>",
         "dacd (a directory with a manifest) or reference (the reference member's state archive)",
@@ -179,7 +182,10 @@ export function registerEscapeCommands(program: Command): void {
       .description(
         "a leaf's authentication path to its batch's root, as JSON (an empty leaf: non-membership)",
       )
-      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
+      .option(
+        "--batch <n>",
+        "batch id (default: the newest verified batch: accepted, or verified in shadow mode)",
+      ),
   ).action(async (objectArg: string, idArg: string, opts: StoreOptions & { batch?: string }) => {
     const object = parseLeafObject(objectArg);
     const id = parseLeafId(idArg);

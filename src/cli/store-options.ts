@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { DacdError } from "../errors.js";
+import { TREE_ALIASES } from "../inspect/inspect.js";
 import { TREE_NAMES } from "../model/profile.js";
 import { LevelStore, type LevelTuning } from "../storage/level-store.js";
 import { claimsJournalPathOf } from "../storage/member-journal.js";
@@ -55,7 +56,7 @@ export function parseLeafId(v: string): string {
 
 /** A tree's leaf kind given on the command line (vault, order, position, rollup_vault), else a usage error. */
 export function parseLeafObject(v: string): string {
-  if (!(TREE_NAMES as readonly string[]).includes(v))
+  if (!Object.hasOwn(TREE_ALIASES, v))
     throw new DacdError("USAGE", `${JSON.stringify(v)} is not one of ${TREE_NAMES.join(", ")}`);
   return v;
 }

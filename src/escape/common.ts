@@ -1,4 +1,5 @@
 import { DacdError } from "../errors.js";
+import { defaultBatchId } from "../inspect/newest-verified.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { isPruned } from "../storage/prune-info.js";
@@ -15,13 +16,9 @@ export interface LoadedBatchRecord extends BatchRecord {
   readonly loaded_from_dump?: true;
 }
 
-/** The batch a read command works on: `--batch N`, else the last accepted, else the newest stored. */
+/** The batch a read command works on: `--batch N`, else the default (inspect/newest-verified.ts). */
 export async function resolveBatch(store: LevelStore, batchId?: number): Promise<BatchRecord> {
-  let id = batchId;
-  if (id === undefined) {
-    const accepted = (await store.getCursor())?.last_accepted_batch_id;
-    id = accepted !== undefined && accepted >= 0 ? accepted : await store.lastBatchId();
-  }
+  const id = batchId ?? (await defaultBatchId(store));
   if (id === undefined) throw new DacdError("BAD_INPUT", "the store holds no batch yet");
   const record = await store.getBatch(id);
   if (!record) throw new DacdError("BAD_INPUT", `batch ${id} is not in the store`);

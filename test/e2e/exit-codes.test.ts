@@ -32,8 +32,8 @@ describe("exit codes agree across commands", () => {
     usage(["show", "leaf", "vault", "abc", "--db", NO_STORE], /leaf id "abc"/);
     usage(["proof", "vault", "abc", "--db", NO_STORE], /leaf id "abc"/);
     usage(
-      ["proof", "vaults", "1", "--db", NO_STORE],
-      /"vaults" is not one of position, vault, order, rollup_vault/,
+      ["proof", "vaultz", "1", "--db", NO_STORE],
+      /"vaultz" is not one of position, vault, order, rollup_vault/,
     );
     usage(["proof", "vault", "1", "--batch", "x", "--db", NO_STORE], /batch id "x"/);
   }, 60_000);
