@@ -24,8 +24,9 @@ function shellWord(s: string): string {
 export function demoNextSteps(opts: { configPath: string; metricsPort: number }): string {
   const base = `http://127.0.0.1:${opts.metricsPort}`;
   return [
-    "try next, in another terminal:",
-    `  dacd status --config ${shellWord(opts.configPath)}`,
+    // npx finds the checkout's own dacd, which is not on the PATH after `npm ci`.
+    "try next, in another terminal in this directory:",
+    `  npx dacd status --config ${shellWord(opts.configPath)}`,
     `  curl ${base}/metrics`,
     `  curl ${base}/readyz`,
     "stop the demo with Ctrl-C",

@@ -106,7 +106,7 @@ function reload(running: Config, log: Logger, levelFixed: boolean): void {
   log.info(
     { signal: "SIGHUP", applied, restart_needed: restart },
     restart.length > 0
-      ? `configuration re-read; ${restart.join(", ")} take effect after a restart`
+      ? `configuration re-read; ${restart.join(", ")} ${restart.length === 1 ? "takes" : "take"} effect after a restart`
       : "configuration re-read",
   );
 }
