@@ -13,6 +13,7 @@ import { DacdError } from "../errors.js";
 import { checkImportedStore } from "../escape/reference-store.js";
 import { makeProfile } from "../model/profile.js";
 import { checkTlsOptions } from "../poller/http.js";
+import { resolveChainKind } from "../storage/chain-pin.js";
 import { isLockError, LevelStore } from "../storage/level-store.js";
 import { ensureLocalDir } from "../storage/local-dir.js";
 import { validateSchedules, type JobImplementations } from "./operations.js";
@@ -60,10 +61,23 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
 
 /**
  * Checks of the configuration against the store it names (the store's node format is checked by
- * every open).
+ * every open). The claims journal's pin of the chain kind is left to run, which opens the journal.
  */
 export const STORE_CHECKS: readonly StoreCheck[] = [
   { name: "validate_rollup", run: (config, store) => checkImportedStore(store, validateRollupOf(config)) },
+  {
+    name: "chain",
+    run: async (config, store) => {
+      if (!config.chain) return;
+      const stored = await store.getPinnedChain();
+      // The pins compared as run compares them; the gateway's answer (run asks it) is left out by
+      // giving the configured kind in its place, and nothing is pinned here.
+      await resolveChainKind(
+        { getPinnedChain: async () => stored, pinChain: async () => undefined },
+        { configured: config.chain, gateway: config.chain },
+      );
+    },
+  },
 ];
 
 /** validate_rollup as the member applies it: only a profile with a rollup tree has one. */

@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LevelStore } from "../../src/storage/level-store.js";
 import { FIXTURES } from "../helpers/vectors.js";
 
 /**
@@ -110,6 +111,12 @@ describe("start-up checks", () => {
     const rollup = join(dir, "imported-rollup.yaml");
     await writeFile(rollup, (await readFile(imported, "utf8")) + "validate_rollup: true\n");
     cases.push(rollup);
+    // A store pinned to one chain kind, configured for the other.
+    const pinned = await configFile("pinned", [`availability_gateway_url: ${gatewayUrl}`, "chain: starknet"]);
+    const store = await LevelStore.open(join(dir, "pinned-db"));
+    await store.pinChain("ethereum");
+    await store.close();
+    cases.push(pinned);
 
     for (const path of cases) {
       const check = dacd("config", "check", "--config", path);
