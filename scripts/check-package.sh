@@ -20,11 +20,15 @@ tarball="$tmp/$(tail -n 1 "$tmp/pack.out")"
 tar tzf "$tarball" >"$tmp/files"
 echo "check-package: $(basename "$tarball"), $(wc -l <"$tmp/files") files, $(du -k "$tarball" | cut -f1) KiB"
 
-# What it carries: the compiled CLI, the addon's sources and install script; no tests, benchmarks,
-# CI files, TypeScript sources or source maps.
+# What it carries: the compiled CLI, the addon's sources and install script, the licence, the
+# changelog, the documentation, the alert rules with their tests, the dashboard and the units; no
+# tests, benchmarks, CI files, TypeScript sources or source maps.
 for f in bin/dacd.js dist/src/cli/main.js native/binding.gyp native/pedersen-worker.mjs \
   native/pedersen/addon.c native/level/dacd_level.cc scripts/build-native.mjs scripts/build-level.mjs \
-  scripts/native-toolchain.mjs scripts/window-bits.mjs; do
+  scripts/native-toolchain.mjs scripts/window-bits.mjs LICENSE CHANGELOG.md README.md \
+  docs/operations.md docs/escape.md docs/hardening.md docs/escape-api.openapi.json \
+  ops/prometheus/dacd-alerts.yml ops/prometheus/dacd-alerts.test.yml ops/grafana/dacd-dashboard.json \
+  systemd/dacd.service systemd/dacd@.service config/spot.yaml; do
   grep -qx "package/$f" "$tmp/files" || fail "the tarball lacks $f"
 done
 if grep -E '^package/(test|bench|\.ci|src|dist/bench|dist/test|native/build)/|\.map$|\.ts$' "$tmp/files"; then
@@ -42,13 +46,19 @@ golden=test/fixtures/vectors/spot-golden
 node -e 'process.stdout.write(require(process.argv[1]).private_key)' "$PWD/$golden/expected.json" >"$tmp/member.key"
 chmod 600 "$tmp/member.key"
 
-# npm 11 has allowScripts: name the two packages whose install scripts this install needs.
+# npm 11 has allowScripts: name the two packages whose install scripts this install needs, as the
+# README does. npm matches a tarball by its absolute path (a registry package by its name), and
+# --strict-allow-scripts fails the install when the list does not cover every install script.
 allow=()
-[ "$(npm config get allow-scripts)" != undefined ] && allow=(--allow-scripts=dacd,classic-level)
+if [ "$(npm config get allow-scripts)" != undefined ]; then
+  allow=("--allow-scripts=$tarball,classic-level")
+  [ "$(npm config get strict-allow-scripts)" != undefined ] && allow+=(--strict-allow-scripts)
+fi
 
 check_install() {
   local mode="$1" prefix="$tmp/$1"
   shift
+  mkdir -p "$prefix/lib"
   npm install -g --omit=dev --no-audit --no-fund --loglevel=error --prefix "$prefix" "$@" "$tarball" \
     >"$tmp/$mode.install" 2>&1 || { cat "$tmp/$mode.install" >&2; fail "$mode: npm install failed"; }
   "$prefix/bin/dacd" --help | grep -q '^  replay' || fail "$mode: dacd --help does not list replay"

@@ -8,13 +8,11 @@ import { DacdError } from "./errors.js";
 import { showBatchOnchain, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
 import { escapeJobs } from "./service/maintenance-jobs.js";
-import { checkImportedStore } from "./escape/reference-store.js";
 import { listenOpsServer, type OpsListener } from "./service/http-server.js";
 import { DacdMetrics, type MetricsState } from "./service/metrics.js";
 import {
   memberMetricsState,
   startOperations,
-  validateSchedules,
   type JobImplementations,
   type Operations,
 } from "./service/operations.js";
@@ -26,7 +24,7 @@ import type { MemberKey } from "./service/member-signer.js";
 import { Pkcs11Signer } from "./signer/pkcs11/pkcs11-signer.js";
 import { LevelStore } from "./storage/level-store.js";
 import { levelBindingName, mappedTablesInEffect, setMappedTables } from "./storage/level-binding.js";
-import { ensureLocalDir } from "./storage/local-dir.js";
+import { runConfigChecks, runStoreChecks } from "./service/startup-checks.js";
 import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
@@ -123,11 +121,11 @@ async function startWithKey(
   const { log } = opts;
   const profile = makeProfile(config.profile, config.heights);
   const validateRollup = profile.rollup ? config.validateRollup : undefined;
-  await ensureDataDir(config.dataDir);
   // Scheduled integrity check (light scan + deep check of the newest trees) and pruning; they
   // hash with the engine created below, uncounted by the metrics.
   const jobImplementations: JobImplementations = escapeJobs(() => baseEngine);
-  validateSchedules(config, jobImplementations);
+  // The same checks as `dacd config check` (service/startup-checks.ts).
+  await runConfigChecks(config, { createDataDir: true, jobs: jobImplementations });
 
   // Created first so that the gateway clients, the engine and the run loop can report to it; it
   // reads the member's state at scrape time.
@@ -196,7 +194,7 @@ async function startWithKey(
   let escapeApi: EscapeApi | undefined;
   let chainWatch: ChainWatch | undefined;
   try {
-    await checkImportedStore(store, validateRollup);
+    await runStoreChecks(config, store);
     journal = await openMemberJournal(config, store, {
       log,
       onConflict: () => metrics.conflictingClaims.inc(),
@@ -435,15 +433,6 @@ function mergeEvents(a: MemberEvents, b: MemberEvents | undefined): MemberEvents
       b.onBatchTimes?.(batchId, times);
     },
   };
-}
-
-/** Creates data_dir if needed and checks it is a writable directory on a real file system, in bounded time. */
-async function ensureDataDir(dir: string): Promise<void> {
-  try {
-    await ensureLocalDir(dir);
-  } catch (err) {
-    throw new DacdError("CONFIG", `data_dir ${dir} is not a writable directory: ${(err as Error).message}`);
-  }
 }
 
 /** Asks the gateway which base chain it settles on; an old gateway without the endpoint means Ethereum. */

@@ -3,8 +3,8 @@ import { stringify } from "yaml";
 import type { Config } from "../config/config.js";
 import { DacdError } from "../errors.js";
 import { escapeJobs } from "../service/maintenance-jobs.js";
-import { validateSchedules } from "../service/operations.js";
 import { discardMemberKey, loadMemberKey } from "../service/member-signer.js";
+import { checkExistingStore, runConfigChecks } from "../service/startup-checks.js";
 import { CONFIG_HELP, configPathOf, loadConfigFor } from "./config-path.js";
 
 interface CheckOptions {
@@ -16,9 +16,11 @@ interface CheckOptions {
 
 /**
  * `dacd config check`: what `dacd run` would refuse for configuration reasons, found without
- * starting anything — the file and DACD_* variables, the schedules, and (unless --no-key) that
- * the key file and its password load (or, with signer: pkcs11, that the token opens with the PIN
- * and holds a secp256k1 key under the label: its address is printed). Prints the effective configuration (file, defaults and
+ * starting anything — the file and DACD_* variables, run's start-up checks that need no gateway
+ * (service/startup-checks.ts: schedules, certificates, data_dir, the store it names), and (unless
+ * --no-key) that the key file and its password load (or, with signer: pkcs11, that the token opens
+ * with the PIN and holds a secp256k1 key under the label: its address is printed). Prints the
+ * effective configuration (file, defaults and
  * environment merged) with credentials in URLs redacted; exit 0, or 78 with one line.
  */
 export function registerConfigCommand(program: Command): void {
@@ -34,12 +36,13 @@ export function registerConfigCommand(program: Command): void {
     .option("--allow-insecure-key-file", "accept a key file readable by group or others, as `dacd run` would")
     .action(async (opts: CheckOptions) => {
       const cfg = loadConfigFor(opts.config);
-      validateSchedules(
-        cfg,
-        escapeJobs(() => {
+      // Every start-up check of `dacd run` that needs no gateway, from the same list.
+      await runConfigChecks(cfg, {
+        createDataDir: false,
+        jobs: escapeJobs(() => {
           throw new DacdError("CONFIG", "no engine in config check");
         }),
-      );
+      });
       const warnings = [...cfg.warnings];
       let tokenKey: string | undefined;
       if (opts.key !== false) {
@@ -54,6 +57,8 @@ export function registerConfigCommand(program: Command): void {
             `(PKCS#11 token ${JSON.stringify(cfg.pkcs11TokenLabel)}, key ${JSON.stringify(cfg.pkcs11KeyLabel)})`;
         await discardMemberKey(member);
       }
+      const storeNote = await checkExistingStore(cfg);
+      if (storeNote) warnings.push(storeNote);
       for (const w of warnings) process.stderr.write(`dacd: warning: ${w}\n`);
       const effective = effectiveConfig(cfg);
       if (tokenKey && opts.json) process.stderr.write(`dacd: ${tokenKey}\n`);

@@ -30,16 +30,17 @@ export function demoNextSteps(opts: {
   const base = `http://127.0.0.1:${opts.metricsPort}`;
   const config = shellWord(opts.configPath);
   return [
-    "try next, in another terminal:",
-    `  dacd status --config ${config}`,
+    // npx finds the checkout's own dacd, which is not on the PATH after `npm ci`.
+    "try next, in another terminal in this directory:",
+    `  npx dacd status --config ${config}`,
     `  curl ${base}/metrics`,
     `  curl ${base}/readyz`,
     ...(opts.freeze
       ? [
           "rehearse a freeze and an exit:",
-          `  dacd devnet freeze --availability-url ${shellWord(opts.freeze.url)}`,
-          `  dacd status --config ${config}`,
-          `  dacd proof ${opts.freeze.tree} 0 --config ${config}`,
+          `  npx dacd devnet freeze --availability-url ${shellWord(opts.freeze.url)}`,
+          `  npx dacd status --config ${config}`,
+          `  npx dacd proof ${opts.freeze.tree} 0 --config ${config}`,
         ]
       : []),
     "stop the demo with Ctrl-C",

@@ -20,7 +20,15 @@ import { checkViaDaemon, dumpViaDaemon, kitViaDaemon, proofViaDaemon } from "./d
 import { loadConfigFor } from "./config-path.js";
 import { EXIT } from "./exit-codes.js";
 import { idSummary, printJson, wantsJson } from "./output.js";
-import { openStoreAt, parseBatchId, storeDirOf, storeOptions, type StoreOptions } from "./store-options.js";
+import {
+  openStoreAt,
+  parseBatchId,
+  parseLeafId,
+  parseLeafObject,
+  storeDirOf,
+  storeOptions,
+  type StoreOptions,
+} from "./store-options.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
@@ -100,6 +108,10 @@ function progressLine(): { update: (text: string) => void; done: () => void } {
   };
 }
 
+/** What the escape commands' --batch defaults to (escape/common.ts, resolveBatch). */
+const DEFAULT_BATCH_HELP =
+  "batch id (default: the frozen batch once the exchange is frozen, else the newest verified: accepted, or verified in shadow mode)";
+
 export function registerEscapeCommands(program: Command): void {
   storeOptions(
     program
@@ -109,7 +121,7 @@ export function registerEscapeCommands(program: Command): void {
         "--out <path>",
         "output directory (created; must be empty); with --format reference a new file",
       )
-      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)")
+      .option("--batch <n>", DEFAULT_BATCH_HELP)
       .option(
         "--format <format>",
         "dacd (a directory with a manifest) or reference (the reference member's state archive)",
@@ -174,33 +186,37 @@ export function registerEscapeCommands(program: Command): void {
       .description(
         "a leaf's authentication path to its batch's root, as JSON (an empty leaf: non-membership)",
       )
-      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)")
+      .option("--batch <n>", DEFAULT_BATCH_HELP)
       .option(
         "--format <format>",
         "dacd (dacd-proof/1) or starkex (the words and call data the base chain's escape verifier takes; vault or position)",
         "dacd",
       ),
-  ).action(async (object: string, id: string, opts: StoreOptions & { batch?: string; format: string }) => {
-    const batch = batchId(opts.batch);
-    const format = proofFormat(opts.format, object);
-    if (format === "starkex") {
-      // Loaded only here: the ABI encoder is not needed by any other command.
-      const { makeOnchainProof } = await import("../escape/onchain/from-proof.js");
+  ).action(
+    async (objectArg: string, idArg: string, opts: StoreOptions & { batch?: string; format: string }) => {
+      const object = parseLeafObject(objectArg);
+      const id = parseLeafId(idArg);
+      const batch = batchId(opts.batch);
+      const format = proofFormat(opts.format, object);
+      if (format === "starkex") {
+        // Loaded only here: the ABI encoder is not needed by any other command.
+        const { makeOnchainProof } = await import("../escape/onchain/from-proof.js");
+        print(
+          (await proofViaDaemon(storeDirOf(opts).dir, object, id, batch, format)) ??
+            (await run(opts, {}, (store, engine) => makeOnchainProof(store, engine, object, id, batch), {
+              readOnly: true,
+            })),
+        );
+        return;
+      }
       print(
-        (await proofViaDaemon(storeDirOf(opts).dir, object, id, batch, format)) ??
-          (await run(opts, {}, (store, engine) => makeOnchainProof(store, engine, object, id, batch), {
+        (await proofViaDaemon(storeDirOf(opts).dir, object, id, batch)) ??
+          (await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batch), {
             readOnly: true,
           })),
       );
-      return;
-    }
-    print(
-      (await proofViaDaemon(storeDirOf(opts).dir, object, id, batch)) ??
-        (await run(opts, {}, (store, engine) => makeProof(store, engine, object, id, batch), {
-          readOnly: true,
-        })),
-    );
-  });
+    },
+  );
 
   storeOptions(
     program
@@ -209,7 +225,7 @@ export function registerEscapeCommands(program: Command): void {
         "every non-empty vault (spot) or position (perpetual) as its on-chain escape proof, one JSON file each, with the escape page and a manifest, for any static host",
       )
       .requiredOption("--out <dir>", "output directory (created; must be absent or empty)")
-      .option("--batch <n>", "batch id (default: the last signed batch, else the newest stored)"),
+      .option("--batch <n>", DEFAULT_BATCH_HELP),
   ).action(async (opts: StoreOptions & { out: string; batch?: string }) => {
     const batch = batchId(opts.batch);
     const bar = progressLine();

@@ -5,7 +5,15 @@ import type { LevelStore } from "../storage/level-store.js";
 import { createEngine } from "../hash/select.js";
 import { printJson, snakeKeys, wantsJson } from "./output.js";
 import { statusSummary } from "./status-summary.js";
-import { openStoreAt, parseBatchId, storeDirOf, storeOptions, type StoreOptions } from "./store-options.js";
+import {
+  openStoreAt,
+  parseBatchId,
+  parseLeafId,
+  parseLeafObject,
+  storeDirOf,
+  storeOptions,
+  type StoreOptions,
+} from "./store-options.js";
 
 type InspectOptions = StoreOptions & { json?: boolean };
 
@@ -62,7 +70,9 @@ export function registerInspectCommands(program: Command): void {
       .command("leaf <object> <id>")
       .description("a leaf (vault, order, position, rollup_vault) at a batch (default: the last signed)")
       .option("--batch <n>", "batch id"),
-  ).action(async (object: string, id: string, opts: InspectOptions & { batch?: string }) => {
+  ).action(async (objectArg: string, idArg: string, opts: InspectOptions & { batch?: string }) => {
+    const object = parseLeafObject(objectArg);
+    const id = parseLeafId(idArg);
     const batchId = opts.batch !== undefined ? parseBatchId(opts.batch) : undefined;
     const query: Record<string, string> = { object, id };
     if (batchId !== undefined) query.batch = String(batchId);

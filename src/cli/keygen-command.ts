@@ -1,4 +1,4 @@
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { DacdError } from "../errors.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
 import { keygenCommand } from "./keygen.js";
@@ -7,6 +7,7 @@ import { keygenPkcs11 } from "./keygen-pkcs11.js";
 interface KeygenFlags {
   out?: string;
   passwordFile?: string;
+  raw?: boolean;
   kdf: "scrypt" | "pbkdf2";
   pkcs11?: boolean;
   config?: string;
@@ -16,22 +17,31 @@ export function registerKeygenCommand(program: Command): void {
   program
     .command("keygen")
     .description(
-      "generate a new member key as an Ethereum V3 keystore (mode 0600), or inside the configured PKCS#11 token (--pkcs11), and print its address",
+      "generate a new member key (mode 0600, never overwriting) and print its address: a V3 keystore " +
+        "whose password is asked twice at the terminal or read from --password-file, with --raw a hex key file, " +
+        "or with --pkcs11 a key pair inside the configured PKCS#11 token",
     )
-    .option("--out <file>", "keystore file to create (never overwritten)")
-    .option("--password-file <file>", "file holding the keystore password")
-    .option("--kdf <kdf>", "scrypt | pbkdf2", "scrypt")
+    .option("--out <file>", "key file to create (never overwritten)")
+    .option("--password-file <file>", "file holding the keystore password (for scripts; else asked)")
+    .addOption(
+      new Option("--raw", "write the key as hex, unencrypted (no password)").conflicts("passwordFile"),
+    )
+    .addOption(
+      new Option("--kdf <kdf>", "the keystore's key derivation")
+        .choices(["scrypt", "pbkdf2"])
+        .default("scrypt"),
+    )
     .option("--pkcs11", "generate the key pair inside the token named by the configuration (pkcs11_* keys)")
     .option("--config <file>", `with --pkcs11: ${CONFIG_HELP}`)
     .action(async (opts: KeygenFlags) => {
       if (opts.pkcs11) {
-        if (opts.out !== undefined || opts.passwordFile !== undefined)
-          throw new DacdError("USAGE", "keygen --pkcs11 takes --config, not --out or --password-file");
+        if (opts.out !== undefined || opts.passwordFile !== undefined || opts.raw)
+          throw new DacdError("USAGE", "keygen --pkcs11 takes --config, not --out, --password-file or --raw");
         await keygenPkcs11(loadConfigFor(opts.config), (line) => process.stdout.write(line + "\n"));
         return;
       }
-      if (opts.out === undefined || opts.passwordFile === undefined)
-        throw new DacdError("USAGE", "keygen needs --out and --password-file (or --pkcs11 --config FILE)");
-      await keygenCommand({ out: opts.out, passwordFile: opts.passwordFile, kdf: opts.kdf });
+      if (opts.out === undefined)
+        throw new DacdError("USAGE", "keygen needs --out FILE (or --pkcs11 --config FILE)");
+      await keygenCommand({ out: opts.out, passwordFile: opts.passwordFile, raw: opts.raw, kdf: opts.kdf });
     });
 }

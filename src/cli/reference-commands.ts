@@ -24,8 +24,13 @@ function target(opts: ReferenceLoadCliOptions): { dataDir: string; profile: stri
     // The heights as the daemon reads them (app.ts), so that the store fits its configuration.
     return { dataDir: c.dataDir, profile: c.profile, heights: c.heights };
   }
-  if (opts.db && opts.profile) return { dataDir: opts.db, profile: opts.profile };
-  throw new DacdError("CONFIG", "name the store with --config FILE, or --db DIR with --profile");
+  if (opts.db && opts.profile) {
+    if (!isProfileName(opts.profile))
+      throw new DacdError("USAGE", `--profile ${JSON.stringify(opts.profile)} is not a profile name`);
+    return { dataDir: opts.db, profile: opts.profile };
+  }
+  // How the command was called, not what a configuration says: a usage error.
+  throw new DacdError("USAGE", "name the store with --config FILE, or --db DIR with --profile");
 }
 
 export async function loadFromReference(archive: string, opts: ReferenceLoadCliOptions): Promise<unknown> {

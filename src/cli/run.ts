@@ -103,12 +103,14 @@ function reload(running: Config, log: Logger, levelFixed: boolean): void {
     applied.push("log_level");
   }
   const restart = changed.filter((k) => k !== "logLevel").map(snakeCase);
-  log.info(
-    { signal: "SIGHUP", applied, restart_needed: restart },
-    restart.length > 0
-      ? `configuration re-read; ${restart.join(", ")} take effect after a restart`
-      : "configuration re-read",
-  );
+  log.info({ signal: "SIGHUP", applied, restart_needed: restart }, reloadMessage(restart));
+}
+
+/** The SIGHUP log line: which changed keys wait for a restart. */
+export function reloadMessage(restartNeeded: readonly string[]): string {
+  if (restartNeeded.length === 0) return "configuration re-read";
+  const verb = restartNeeded.length === 1 ? "takes" : "take";
+  return `configuration re-read; ${restartNeeded.join(", ")} ${verb} effect after a restart`;
 }
 
 const snakeCase = (k: string): string => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

@@ -9,6 +9,7 @@ export function statusSummary(s: Record<string, unknown>, fromDaemon: boolean): 
     "daemon",
     fromDaemon ? `running, ${String(runtime?.phase ?? "?")}` : "not running (store read directly)",
   ]);
+  rows.push(["mode", modeLine(s.mode, fromDaemon)]);
   if (s.member_key) rows.push(["member key", String(s.member_key)]);
   const signer = obj(s.signer);
   if (signer) {
@@ -28,11 +29,12 @@ export function statusSummary(s: Record<string, unknown>, fromDaemon: boolean): 
   if (cursor) rows.push(["next batch", String(cursor.next_batch_id)]);
   if (runtime?.feeder_last_batch_id !== undefined)
     rows.push(["feeder's last", String(runtime.feeder_last_batch_id)]);
+  rows.push(["newest verified", verifiedLine(obj(s.newest_verified_batch))]);
   const last = obj(s.last_signed_batch);
   rows.push([
-    "last signed",
-    last
-      ? `batch ${String(last.batch_id)} (sequence ${String(last.sequence_number)}), accepted ${String(last.accepted_at ?? "?")}`
+    "last accepted",
+    last?.accepted_at
+      ? `batch ${String(last.batch_id)} (sequence ${String(last.sequence_number)}), accepted ${String(last.accepted_at)}`
       : "none",
   ]);
   const pending = obj(s.pending_batch);
@@ -59,4 +61,26 @@ export function statusSummary(s: Record<string, unknown>, fromDaemon: boolean): 
     ]);
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}\n`).join("");
+}
+
+function modeLine(mode: unknown, fromDaemon: boolean): string {
+  const what =
+    mode === "shadow"
+      ? "shadow (verifies and signs, posts nothing)"
+      : mode === "active"
+        ? "signing"
+        : "no run yet";
+  return fromDaemon || mode === undefined || mode === null ? what : `${what}, in its last run`;
+}
+
+function verifiedLine(b: Record<string, unknown> | undefined): string {
+  if (!b) return "none";
+  const how = b.shadowed_at
+    ? `verified in shadow mode ${String(b.shadowed_at)}`
+    : b.accepted_at
+      ? `accepted ${String(b.accepted_at)}`
+      : b.loaded_from_dump
+        ? "loaded from a dump or the reference member's archive"
+        : `verified ${String(b.verified_at)}`;
+  return `batch ${String(b.batch_id)} (sequence ${String(b.sequence_number)}), ${how}`;
 }

@@ -1,5 +1,7 @@
 import type { Command } from "commander";
 import { DacdError } from "../errors.js";
+import { TREE_ALIASES } from "../inspect/inspect.js";
+import { TREE_NAMES } from "../model/profile.js";
 import { LevelStore, type LevelTuning } from "../storage/level-store.js";
 import { claimsJournalPathOf } from "../storage/member-journal.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
@@ -43,4 +45,18 @@ export function parseBatchId(v: string): number {
   if (!/^(0|[1-9][0-9]*)$/.test(v))
     throw new DacdError("USAGE", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
   return Number(v);
+}
+
+/** A leaf id given on the command line: a non-negative decimal integer, else a usage error. */
+export function parseLeafId(v: string): string {
+  if (!/^(0|[1-9][0-9]*)$/.test(v))
+    throw new DacdError("USAGE", `leaf id ${JSON.stringify(v)} is not a non-negative integer`);
+  return v;
+}
+
+/** A tree's leaf kind given on the command line (vault, order, position, rollup_vault), else a usage error. */
+export function parseLeafObject(v: string): string {
+  if (!Object.hasOwn(TREE_ALIASES, v))
+    throw new DacdError("USAGE", `${JSON.stringify(v)} is not one of ${TREE_NAMES.join(", ")}`);
+  return v;
 }

@@ -1,4 +1,5 @@
 import { DacdError } from "../errors.js";
+import { defaultBatchId } from "../inspect/newest-verified.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { isPruned } from "../storage/prune-info.js";
@@ -17,14 +18,10 @@ export interface LoadedBatchRecord extends BatchRecord {
 
 /**
  * The batch a read command works on: `--batch N`, else the batch the exchange froze at (escapes
- * are checked against it), else the last accepted, else the newest stored.
+ * are checked against it), else the newest verified (inspect/newest-verified.ts).
  */
 export async function resolveBatch(store: LevelStore, batchId?: number): Promise<BatchRecord> {
-  let id = batchId ?? (await store.frozenBatchId());
-  if (id === undefined) {
-    const accepted = (await store.getCursor())?.last_accepted_batch_id;
-    id = accepted !== undefined && accepted >= 0 ? accepted : await store.lastBatchId();
-  }
+  const id = batchId ?? (await store.frozenBatchId()) ?? (await defaultBatchId(store));
   if (id === undefined) throw new DacdError("BAD_INPUT", "the store holds no batch yet");
   const record = await store.getBatch(id);
   if (!record) throw new DacdError("BAD_INPUT", `batch ${id} is not in the store`);

@@ -393,13 +393,30 @@ function orderConsumer(profile: Profile, k: number, files: Map<number, FileLeave
       for (let i = 0; i < rows.length; i++) {
         const line = before + i + 1;
         const f = p.fields(line, rows[i]!, ORDER_FIELDS);
-        const id = p.id(line, f[0]!);
-        if (id >> shift !== prefix)
+        const mismatch = (): void => {
+          const other = otherSpotProfile(profile, k, f[0]!);
+          if (other)
+            p.fail(
+              line,
+              "order_id",
+              `the archive's orders fit profile ${other}'s order tree, not ${profile.name}'s: the profile does not match the archive (load it with profile ${other})`,
+            );
+        };
+        let id: bigint;
+        try {
+          id = p.id(line, f[0]!);
+        } catch (err) {
+          mismatch();
+          throw err;
+        }
+        if (id >> shift !== prefix) {
+          mismatch();
           p.fail(
             line,
             "order_id",
             `order ${id} is not under the order tree's node ${k} (its subtree ${k - n} of ${n})`,
           );
+        }
         leaves.add(line, id);
         leaves.hashes.pushBigint(p.amount(line, "fulfilled_amount", f[1]!));
       }
@@ -407,6 +424,23 @@ function orderConsumer(profile: Profile, k: number, files: Map<number, FileLeave
     },
     end: () => Promise.resolve(),
   };
+}
+
+/**
+ * The other spot profile, when an order id that does not fit this profile's order tree fits its
+ * order tree under the same subtree: the usual reason is an archive of the other StarkEx version
+ * (Patricia order tree of 251 levels, or Merkle of 63), which a row error would not say.
+ */
+function otherSpotProfile(profile: Profile, k: number, idText: string): ProfileName | undefined {
+  if (!/^(0|[1-9][0-9]*)$/.test(idText)) return undefined;
+  const other: ProfileName | undefined =
+    profile.name === "spot" ? "spot-v4.0" : profile.name === "spot-v4.0" ? "spot" : undefined;
+  if (!other) return undefined;
+  const height = makeProfile(other).order.height;
+  const id = BigInt(idText);
+  const n = subtreeCountOf(k);
+  if (id >= 1n << BigInt(height)) return undefined;
+  return id >> BigInt(height - Math.log2(n)) === BigInt(k - n) ? other : undefined;
 }
 
 /** Every file the archive must hold, once: info.json, vaults.csv and orders_<k>.csv for k in [n, 2n). */

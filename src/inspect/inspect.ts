@@ -14,6 +14,7 @@ import {
   type TreeSpec,
 } from "../model/profile.js";
 import { readLeaf } from "../trees/read-leaf.js";
+import { defaultBatchId, modeOfRecord, newestVerifiedBatch } from "./newest-verified.js";
 import type { Leaf, PositionLeaf, VaultLeaf } from "../model/state-update.js";
 
 /**
@@ -35,10 +36,22 @@ export interface StoreStatus {
   profile: string | null;
   /** The last batch the gateway accepted a signature for; the daemon continues after it. */
   cursor: Cursor | null;
-  last_signed_batch: Pick<
-    BatchRecord,
-    "batch_id" | "sequence_number" | "roots" | "claim_hash" | "accepted_at"
-  > | null;
+  /**
+   * The mode of the run that handled the newest batch (a running daemon answers with its own):
+   * `shadow` verifies and signs but never posts, `active` signs and posts.
+   */
+  mode: "shadow" | "active" | null;
+  last_signed_batch:
+    | (Pick<BatchRecord, "batch_id" | "sequence_number" | "roots" | "claim_hash" | "accepted_at"> & {
+        loaded_from_dump?: true;
+      })
+    | null;
+  /** The newest batch verified and passed: accepted, verified in shadow mode, or loaded. */
+  newest_verified_batch:
+    | (Pick<BatchRecord, "batch_id" | "sequence_number" | "verified_at" | "accepted_at" | "shadowed_at"> & {
+        loaded_from_dump?: true;
+      })
+    | null;
   /** The batch the member last failed on and why (cleared once it gets past it). */
   failing: unknown;
   /** Verified and stored, signature not yet acknowledged by the gateway. */
@@ -84,8 +97,12 @@ export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
       : undefined;
   const newest = await store.lastBatchId();
   const newestRecord = newest !== undefined ? await store.getBatch(newest) : undefined;
+  const verified = await newestVerifiedBatch(store);
+  const loaded = (r: BatchRecord): { loaded_from_dump?: true } =>
+    (r as { loaded_from_dump?: true }).loaded_from_dump ? { loaded_from_dump: true } : {};
   return {
     profile: identity?.profile ?? null,
+    mode: modeOfRecord(newestRecord) ?? null,
     cursor: cursor ?? null,
     last_signed_batch: last
       ? {
@@ -94,11 +111,26 @@ export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
           roots: last.roots,
           claim_hash: last.claim_hash,
           accepted_at: last.accepted_at,
+          ...loaded(last),
+        }
+      : null,
+    newest_verified_batch: verified
+      ? {
+          batch_id: verified.batch_id,
+          sequence_number: verified.sequence_number,
+          verified_at: verified.verified_at,
+          accepted_at: verified.accepted_at,
+          shadowed_at: verified.shadowed_at,
+          ...loaded(verified),
         }
       : null,
     failing: (await store.getNote("failing")) ?? null,
+    // A batch a shadow run verified is never posted, so it is never waiting for acceptance.
     pending_batch:
-      newestRecord && !newestRecord.accepted_at
+      newestRecord &&
+      !newestRecord.accepted_at &&
+      !newestRecord.shadowed_at &&
+      newestRecord.batch_id !== verified?.batch_id
         ? {
             batch_id: newestRecord.batch_id,
             sequence_number: newestRecord.sequence_number,
@@ -128,7 +160,8 @@ export async function showBatchOnchain(
   return { ...record, onchain: (await store.getOnchainBatch(batchId)) ?? null };
 }
 
-const TREE_ALIASES: Record<string, TreeName> = {
+/** The leaf kinds a command names a tree by, singular or plural. */
+export const TREE_ALIASES: Readonly<Record<string, TreeName>> = {
   vault: "vault",
   vaults: "vault",
   order: "order",
@@ -155,8 +188,7 @@ export async function resolveTree(
       `no ${object} tree in a ${profile.name} store (trees: ${trees.map((t) => t.name).join(", ")})`,
     );
   }
-  const accepted = (await store.getCursor())?.last_accepted_batch_id;
-  const id = batchId ?? (accepted !== undefined && accepted >= 0 ? accepted : await store.lastBatchId());
+  const id = batchId ?? (await defaultBatchId(store));
   if (id === undefined) throw new DacdError("BAD_INPUT", "the store holds no batch yet");
   return { spec, record: await showBatch(store, id), profile };
 }

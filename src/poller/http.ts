@@ -142,6 +142,11 @@ export function loadTlsMaterial(certificatesPath: string): Required<TlsMaterial>
   return { cert: read("user.crt"), key: read("user.key"), ca: read("server.crt") };
 }
 
+/** The checks a client makes of its TLS material when it is created, without creating one. */
+export function checkTlsOptions(tls: TlsOptions): void {
+  resolveTls(tls);
+}
+
 function resolveTls(tls: TlsOptions): TlsMaterial {
   const material = "certificatesPath" in tls ? loadTlsMaterial(tls.certificatesPath) : tls;
   if ((material.cert === undefined) !== (material.key === undefined)) {

@@ -195,7 +195,7 @@ export class LevelStore implements NodeSource {
       throw new DacdError(
         "CONFIG",
         `the store ${this.dir} holds tree nodes in format ${format}, this dacd reads format ${NODE_FORMAT}: ` +
-          "export its leaves with the dacd that wrote it (dacd escape dump) and load them here (dacd escape load)",
+          "export its leaves with the dacd that wrote it (dacd dump) and load them here (dacd load --from)",
       );
     }
   }

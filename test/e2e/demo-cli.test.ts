@@ -37,7 +37,7 @@ describe("dacd demo", () => {
     });
     await waitFor(() => /stop the demo with Ctrl-C/.test(demo.out()), 60_000, "the next steps");
     const out = demo.out();
-    const status = /^ {2}dacd status --config (\S+)$/m.exec(out);
+    const status = /^ {2}npx dacd status --config (\S+)$/m.exec(out);
     expect(status?.[1]).toBe(join(dir, "dacd.yaml"));
     const metricsUrl = /^ {2}curl (http:\/\/127\.0\.0\.1:\d+\/metrics)$/m.exec(out)?.[1];
     const readyUrl = /^ {2}curl (http:\/\/127\.0\.0\.1:\d+\/readyz)$/m.exec(out)?.[1];

@@ -207,19 +207,23 @@ describe("keygenCommand", () => {
     expect("0x" + doc.address).toBe(printed[0]!.toLowerCase());
 
     const before = readFileSync(out, "utf8");
-    expect(await configError(keygenCommand({ out, passwordFile: pwFile, fastForTests: true }))).toMatch(
-      /already exists/,
+    const refused = await keygenCommand({ out, passwordFile: pwFile, fastForTests: true }).catch(
+      (e: unknown) => e,
     );
+    expect(isDacdError(refused, "BAD_INPUT"), String(refused)).toBe(true); // exit 2: not overwritten
+    expect((refused as Error).message).toMatch(/already exists/);
     expect(readFileSync(out, "utf8")).toBe(before);
   });
 
   it("refuses an empty password file", async () => {
     const pwFile = join(dir, "empty-pw");
     writeFileSync(pwFile, "\n", { mode: 0o600 });
-    expect(
-      await configError(
-        keygenCommand({ out: join(dir, "k2.json"), passwordFile: pwFile, fastForTests: true }),
-      ),
-    ).toMatch(/empty/);
+    const refused = await keygenCommand({
+      out: join(dir, "k2.json"),
+      passwordFile: pwFile,
+      fastForTests: true,
+    }).catch((e: unknown) => e);
+    expect(isDacdError(refused, "USAGE"), String(refused)).toBe(true);
+    expect((refused as Error).message).toMatch(/empty/);
   });
 });
