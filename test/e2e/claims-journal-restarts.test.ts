@@ -47,25 +47,30 @@ async function journalRecords(path: string): Promise<string[]> {
   return lines.flatMap((l) => (l.kind === "record" ? [l.text] : []));
 }
 
+/** A devnet whose batches are cut by the test, and a member of its one-key committee (not started). */
+async function devnetMember(seed: number) {
+  const dn = await startDevnet({
+    variant: "G",
+    committee: [ADDRESS],
+    quorum: 1,
+    traffic: 0,
+    batchIntervalMs: 0,
+    seed,
+  });
+  cleanups.push(() => dn.close());
+  const setup = await memberSetup({
+    profile: "spot",
+    privateKey: KEY,
+    gatewayUrl: dn.urls.availability,
+    extra: `feeder_gateway_url: "${dn.urls.feeder}"`,
+  });
+  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+  return { dn, setup, journalPath: defaultClaimsJournalPath(setup.config.dataDir) };
+}
+
 describe("claims journal across restarts of the member over a growing chain", () => {
   it("holds exactly one line per posted batch id, each the posted claim, after SIGTERMs and SIGKILLs at random", async () => {
-    const dn = await startDevnet({
-      variant: "G",
-      committee: [ADDRESS],
-      quorum: 1,
-      traffic: 0,
-      batchIntervalMs: 0,
-      seed: 11,
-    });
-    cleanups.push(() => dn.close());
-    const setup = await memberSetup({
-      profile: "spot",
-      privateKey: KEY,
-      gatewayUrl: dn.urls.availability,
-      extra: `feeder_gateway_url: "${dn.urls.feeder}"`,
-    });
-    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-    const journalPath = defaultClaimsJournalPath(setup.config.dataDir);
+    const { dn, setup, journalPath } = await devnetMember(11);
     const rand = prng(48);
     let seen: string[] = [];
     const signals: string[] = [];
@@ -129,23 +134,7 @@ describe("claims journal across restarts of the member over a growing chain", ()
   }, 240_000);
 
   it("a damaged complete line stops the member (exit 2, one line) until `dacd journal repair` merges a backup", async () => {
-    const dn = await startDevnet({
-      variant: "G",
-      committee: [ADDRESS],
-      quorum: 1,
-      traffic: 0,
-      batchIntervalMs: 0,
-      seed: 12,
-    });
-    cleanups.push(() => dn.close());
-    const setup = await memberSetup({
-      profile: "spot",
-      privateKey: KEY,
-      gatewayUrl: dn.urls.availability,
-      extra: `feeder_gateway_url: "${dn.urls.feeder}"`,
-    });
-    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-    const journalPath = defaultClaimsJournalPath(setup.config.dataDir);
+    const { dn, setup, journalPath } = await devnetMember(12);
     for (let i = 0; i < 4; i++) await dn.cutBatch(true);
     const first = startMember(setup.configPath);
     await dn.waitForQuorum(3, 60_000);

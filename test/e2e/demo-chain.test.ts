@@ -47,8 +47,9 @@ describe("dacd demo --chain", () => {
     await waitFor(() => /stop the demo with Ctrl-C/.test(demo.out()), 60_000, "the next steps");
     const out = demo.out();
     const metricsUrl = /^ {2}curl (http:\/\/127\.0\.0\.1:\d+\/metrics)$/m.exec(out)![1]!;
-    const freeze = /^ {2}(dacd devnet freeze .*)$/m.exec(out)![1]!;
-    const proof = /^ {2}(dacd proof vault 0 .*)$/m.exec(out)![1]!;
+    // The steps are printed as `npx dacd …`, run here with this checkout's bin/dacd.js.
+    const freeze = /^ {2}npx (dacd devnet freeze .*)$/m.exec(out)![1]!;
+    const proof = /^ {2}npx (dacd proof vault 0 .*)$/m.exec(out)![1]!;
     const gauge = async (name: string): Promise<number> =>
       Number(new RegExp(`^${name} (-?[0-9]+)$`, "m").exec(await (await fetch(metricsUrl)).text())?.[1]);
 

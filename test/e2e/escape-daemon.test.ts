@@ -109,10 +109,10 @@ describe.each([
       [...ids, "0"].map((id) => dacdAsync(["proof", ...cfg, tree, id, "--batch", String(last)])),
     );
     for (const p of proofs) expect(p.code).toBe(0);
-    // Exit codes (cli/exit-codes.ts): 2, the command could not run on that input.
+    // Exit codes (cli/exit-codes.ts): 64 for a malformed argument, 2 when the command could not run.
     const bad = await dacdAsync(["proof", ...cfg, tree, "12x"]);
-    expect(bad.code).toBe(2);
-    expect(bad.err).toMatch(/not a decimal integer/);
+    expect(bad.code).toBe(64);
+    expect(bad.err).toMatch(/leaf id "12x" is not a non-negative integer/);
     const missing = await dacdAsync(["dump", ...cfg, "--out", join(work, "nope"), "--batch", "99"]);
     expect(missing.code).toBe(2);
     expect(missing.err).toMatch(/batch 99 is not in the store/);
