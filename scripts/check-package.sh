@@ -59,7 +59,7 @@ check_install() {
   local mode="$1" prefix="$tmp/$1"
   shift
   mkdir -p "$prefix/lib"
-  npm install -g --omit=dev --no-audit --no-fund --loglevel=error --prefix "$prefix" "$@" "$tarball" \
+  npm install -g --omit=dev --omit=optional --no-audit --no-fund --loglevel=error --prefix "$prefix" "$@" "$tarball" \
     >"$tmp/$mode.install" 2>&1 || { cat "$tmp/$mode.install" >&2; fail "$mode: npm install failed"; }
   "$prefix/bin/dacd" --help | grep -q '^  replay' || fail "$mode: dacd --help does not list replay"
   # With the prebuilt addon (linux-x64) the native engine must load whether or not a script ran.
