@@ -185,7 +185,7 @@ describe("a skip the gateway takes back", () => {
     // than stay stuck at 5 with a previous batch it never verified.
     const { responses, expected } = loadChain("spot-chain");
     const { gw, setup } = await spotChainMember(cleanups);
-    let daemon: Awaited<ReturnType<typeof startQuietDaemon>> | undefined;
+    let daemon: Awaited<ReturnType<typeof startQuietDaemon>> | undefined = undefined;
     let badRootServed = false;
     let skipSeen = false;
     gw.interceptor = (_req, res, url) => {
