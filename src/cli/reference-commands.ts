@@ -7,7 +7,7 @@ import { removeOnSignal } from "./remove-on-signal.js";
 
 /**
  * `dacd load --from-reference` and `dacd dump --format reference`: the reference member's state
- * archive in and out (docs/operations.md, "Moving from the reference member").
+ * archive in and out (docs/reference-member.md).
  */
 
 export interface ReferenceLoadCliOptions {
