@@ -411,7 +411,7 @@ export function journalLines(text: Buffer): JournalLine[] {
 /** What an operator does about a damaged or replaced journal; said in the error and in docs/hardening.md. */
 export const REPAIR_ADVICE =
   "dacd signs nothing until it is repaired: stop dacd, keep this file, and run `dacd journal repair " +
-  '--from <newest backup>/claims.journal` (it merges, never replaces; docs/hardening.md, "A damaged claims journal")';
+  '--from <newest backup>/claims.journal` (it merges, never replaces; docs/hardening.md, "A damaged or lost claims journal")';
 
 /** Where a record's line lies in the file: offset and length, its newline included. */
 type LineSpan = [start: number, length: number];
