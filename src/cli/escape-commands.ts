@@ -16,7 +16,13 @@ import { compareWithJournal } from "../service/journal-check.js";
 import type { HashEngine } from "../hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../hash/select.js";
 import { checkSummary } from "./check-summary.js";
-import { checkViaDaemon, dumpViaDaemon, kitViaDaemon, proofViaDaemon } from "./daemon-escape.js";
+import {
+  checkViaDaemon,
+  dumpReferenceViaDaemon,
+  dumpViaDaemon,
+  kitViaDaemon,
+  proofViaDaemon,
+} from "./daemon-escape.js";
 import { loadConfigFor } from "./config-path.js";
 import { EXIT } from "./exit-codes.js";
 import { idSummary, printJson, wantsJson } from "./output.js";
@@ -135,21 +141,31 @@ export function registerEscapeCommands(program: Command): void {
       throw new DacdError("CONFIG", `--format ${JSON.stringify(opts.format)}: dacd or reference`);
     const batch = batchId(opts.batch);
     if (opts.format === "reference") {
-      // Loaded only here: every other command starts without the archive code.
-      const { dumpReference } = await import("../escape/reference-dump.js");
-      const result = await run(
-        opts,
-        {},
-        (store, engine) =>
-          dumpReference(store, engine, {
-            out: opts.out,
-            batchId: batch,
-            subtrees: Number(opts.subtrees),
-            progress: (tree, n) =>
-              bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
-          }),
-        { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+      const subtrees = Number(opts.subtrees);
+      const progress = (file: string, n: number, what: string): void =>
+        bar.update(`dump ${file}: ${n} ${what}, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      const viaDaemonRef = await dumpReferenceViaDaemon(
+        storeDirOf(opts).dir,
+        opts.out,
+        batch,
+        subtrees,
+        (f, n) => progress(f, n, "bytes"),
       );
+      const { dumpReference } = await import("../escape/reference-dump.js");
+      const result =
+        viaDaemonRef ??
+        (await run(
+          opts,
+          {},
+          (store, engine) =>
+            dumpReference(store, engine, {
+              out: opts.out,
+              batchId: batch,
+              subtrees,
+              progress: (tree, n) => progress(tree, n, "leaves"),
+            }),
+          { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+        ));
       bar.done();
       print(result);
       return;
