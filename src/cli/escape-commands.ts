@@ -51,6 +51,8 @@ type LoadCliOptions = StoreOptions & {
   fromReference?: string;
   profile?: string;
   force?: boolean;
+  batch?: string;
+  batchInfo?: string;
 };
 
 function batchId(v: string | undefined): number | undefined {
@@ -321,10 +323,20 @@ export function registerEscapeCommands(program: Command): void {
         "the reference member's state archive (state.bz2 from its dump_state)",
       )
       .option("--profile <name>", "with --db and --from-reference: the store's profile (spot or spot-v4.0)")
-      .option("--force", "with --from-reference: replace a non-empty store once the import succeeded"),
+      .option("--force", "with --from-reference: replace a non-empty store once the import succeeded")
+      .option(
+        "--batch <n>",
+        "with --from-reference: the archive's batch (an archive without info.json, as the reference member writes)",
+      )
+      .option(
+        "--batch-info <file>",
+        "with --batch: a JSON file of the batch's merkle_roots and sequence_number (else asked of the gateways of --config)",
+      ),
   ).action(async (opts: LoadCliOptions) => {
     if ((opts.from === undefined) === (opts.fromReference === undefined))
       throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
+    if (opts.from !== undefined && (opts.batch !== undefined || opts.batchInfo !== undefined))
+      throw new DacdError("USAGE", "--batch and --batch-info go with --from-reference (a dump names its batch)");
     if (opts.fromReference !== undefined) {
       const { loadFromReference } = await import("./reference-commands.js");
       print(await loadFromReference(opts.fromReference, opts));
