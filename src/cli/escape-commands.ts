@@ -336,7 +336,10 @@ export function registerEscapeCommands(program: Command): void {
     if ((opts.from === undefined) === (opts.fromReference === undefined))
       throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
     if (opts.from !== undefined && (opts.batch !== undefined || opts.batchInfo !== undefined))
-      throw new DacdError("USAGE", "--batch and --batch-info go with --from-reference (a dump names its batch)");
+      throw new DacdError(
+        "USAGE",
+        "--batch and --batch-info go with --from-reference (a dump names its batch)",
+      );
     if (opts.fromReference !== undefined) {
       const { loadFromReference } = await import("./reference-commands.js");
       print(await loadFromReference(opts.fromReference, opts));
