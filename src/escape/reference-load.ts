@@ -205,6 +205,7 @@ async function loadInto(
   try {
     const contents = await readArchive(writer, engine, profile, opts);
     const name = basename(opts.archive);
+    if (!contents.vaults) throw new DacdError("BAD_INPUT", `${name}: the archive has no ${VAULTS_FILE}`);
     const info = batchOf(name, contents, opts.stated);
     const n = checkFiles(name, contents, info);
     // The records are written under the archive's batch (storage/keys.ts).
