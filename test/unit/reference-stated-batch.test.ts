@@ -5,6 +5,7 @@ import { writeArchive } from "../../src/escape/reference-archive.js";
 import { parseBatchInfo, type StatedBatch } from "../../src/escape/reference-format.js";
 import { importReference } from "../../src/escape/reference-load.js";
 import { getOrdersMissing } from "../../src/escape/reference-store.js";
+import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { engine } from "../helpers/chain-store.js";
 import { readArchiveFiles } from "../helpers/reference-archive.js";
@@ -110,6 +111,9 @@ describe("a reference archive with its batch stated outside it", () => {
       expect(record.roots).toEqual(state.roots);
       expect(record.root_gens).toEqual({ vault: 4 });
       expect(await getOrdersMissing(store)).toMatchObject({ batch_id: 4 });
+      // The stated order root has no nodes under it, as the member was told: not damage.
+      const report = await checkStore(store, engine, { deep: true });
+      expect(report).toMatchObject({ ok: true, problems: [] });
     } finally {
       await store.close();
     }
