@@ -36,6 +36,7 @@ import { TopNodeCache } from "./trees/node-cache.js";
 import { warmTopNodes } from "./pipeline/warm-cache.js";
 import { bindVerifyContext } from "./pipeline/verify-batch.js";
 import { ChainWatch } from "./chain/watch.js";
+import { getOrdersMissing, ordersMissingWarning } from "./escape/reference-store.js";
 
 /**
  * The one place where dacd's parts are created and wired together for `dacd run`. Everything that
@@ -195,6 +196,10 @@ async function startWithKey(
   let chainWatch: ChainWatch | undefined;
   try {
     await runStoreChecks(config, store);
+    // A store imported without its order tree cannot validate orders: told at every start.
+    const ordersMissing = (await getOrdersMissing(store)) !== undefined;
+    const ordersWarning = await ordersMissingWarning(store, config.acceptMissingOrders);
+    if (ordersWarning) log.warn(ordersWarning);
     journal = await openMemberJournal(config, store, {
       log,
       onConflict: () => metrics.conflictingClaims.inc(),
@@ -209,7 +214,7 @@ async function startWithKey(
       profile,
       engine,
       signer,
-      options: { validateOrders: config.validateOrders, validateRollup },
+      options: { validateOrders: config.validateOrders && !ordersMissing, validateRollup },
       topNodes: new TopNodeCache(config.nodeCacheLevels),
       claims: journal,
       treeWalk,

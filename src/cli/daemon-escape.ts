@@ -6,6 +6,7 @@ import { DacdError } from "../errors.js";
 import type { CheckReport } from "../maintenance/integrity-check.js";
 import { directorySink, type DumpSink } from "../escape/dump.js";
 import type { Manifest } from "../escape/formats.js";
+import type { ReferenceDumpResult, ReferenceRows } from "../escape/reference-dump.js";
 import type { Proof } from "../escape/proof.js";
 import type { OnchainEscape } from "../escape/onchain/from-proof.js";
 import { decodePaths } from "../escape/kit/path-frames.js";
@@ -96,6 +97,52 @@ export async function dumpViaDaemon(
   }
   await dir.manifest(manifest);
   return manifest;
+}
+
+/**
+ * `dacd dump --format reference` through the daemon: it walks its snapshot and streams the row
+ * files and what info.json states; they are written beside `out`, each checked against the size
+ * and SHA-256 the daemon wrote, and packed here, as a stopped store's dump is (the same bytes).
+ * Undefined when no daemon answers.
+ */
+export async function dumpReferenceViaDaemon(
+  dataDir: string,
+  out: string,
+  batchId: number | undefined,
+  subtrees: number,
+  progress?: (file: string, bytes: number) => void,
+): Promise<ReferenceDumpResult | undefined> {
+  const query: Record<string, string> = { subtrees: String(subtrees) };
+  if (batchId !== undefined) query.batch = String(batchId);
+  // Loaded only here: every other command starts without the archive code.
+  const { writeReferenceArchive } = await import("../escape/reference-dump.js");
+  return writeReferenceArchive(
+    out,
+    async (file) => {
+      const sink: DumpSink = {
+        begin: async () => undefined,
+        file(name) {
+          const inner = file(name);
+          let bytes = 0;
+          return {
+            async write(buf) {
+              bytes += buf.length;
+              await inner.write(buf);
+              progress?.(name, bytes);
+            },
+            end: () => inner.end(),
+          };
+        },
+        manifest: async () => undefined,
+      };
+      const rows = (await streamFromDaemon(dataDir, "/dump-reference", query, framesToSink(sink))) as
+        ReferenceRows | undefined;
+      if (rows !== undefined && (typeof rows.info !== "object" || !Array.isArray(rows.files)))
+        throw new DacdError("STORE", "the daemon's reference archive rows came without their info");
+      return rows;
+    },
+    true,
+  );
 }
 
 export async function checkViaDaemon(

@@ -16,7 +16,13 @@ import { compareWithJournal } from "../service/journal-check.js";
 import type { HashEngine } from "../hash/engine.js";
 import { createEngine, type CreateEngineOptions } from "../hash/select.js";
 import { checkSummary } from "./check-summary.js";
-import { checkViaDaemon, dumpViaDaemon, kitViaDaemon, proofViaDaemon } from "./daemon-escape.js";
+import {
+  checkViaDaemon,
+  dumpReferenceViaDaemon,
+  dumpViaDaemon,
+  kitViaDaemon,
+  proofViaDaemon,
+} from "./daemon-escape.js";
 import { loadConfigFor } from "./config-path.js";
 import { EXIT } from "./exit-codes.js";
 import { idSummary, printJson, wantsJson } from "./output.js";
@@ -45,6 +51,8 @@ type LoadCliOptions = StoreOptions & {
   fromReference?: string;
   profile?: string;
   force?: boolean;
+  batch?: string;
+  batchInfo?: string;
 };
 
 function batchId(v: string | undefined): number | undefined {
@@ -135,21 +143,31 @@ export function registerEscapeCommands(program: Command): void {
       throw new DacdError("CONFIG", `--format ${JSON.stringify(opts.format)}: dacd or reference`);
     const batch = batchId(opts.batch);
     if (opts.format === "reference") {
-      // Loaded only here: every other command starts without the archive code.
-      const { dumpReference } = await import("../escape/reference-dump.js");
-      const result = await run(
-        opts,
-        {},
-        (store, engine) =>
-          dumpReference(store, engine, {
-            out: opts.out,
-            batchId: batch,
-            subtrees: Number(opts.subtrees),
-            progress: (tree, n) =>
-              bar.update(`dump ${tree}: ${n} leaves, ${((Date.now() - started) / 1000).toFixed(1)} s`),
-          }),
-        { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+      const subtrees = Number(opts.subtrees);
+      const progress = (file: string, n: number, what: string): void =>
+        bar.update(`dump ${file}: ${n} ${what}, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      const viaDaemonRef = await dumpReferenceViaDaemon(
+        storeDirOf(opts).dir,
+        opts.out,
+        batch,
+        subtrees,
+        (f, n) => progress(f, n, "bytes"),
       );
+      const { dumpReference } = await import("../escape/reference-dump.js");
+      const result =
+        viaDaemonRef ??
+        (await run(
+          opts,
+          {},
+          (store, engine) =>
+            dumpReference(store, engine, {
+              out: opts.out,
+              batchId: batch,
+              subtrees,
+              progress: (tree, n) => progress(tree, n, "leaves"),
+            }),
+          { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+        ));
       bar.done();
       print(result);
       return;
@@ -305,10 +323,23 @@ export function registerEscapeCommands(program: Command): void {
         "the reference member's state archive (state.bz2 from its dump_state)",
       )
       .option("--profile <name>", "with --db and --from-reference: the store's profile (spot or spot-v4.0)")
-      .option("--force", "with --from-reference: replace a non-empty store once the import succeeded"),
+      .option("--force", "with --from-reference: replace a non-empty store once the import succeeded")
+      .option(
+        "--batch <n>",
+        "with --from-reference: the archive's batch (an archive without info.json, as the reference member writes)",
+      )
+      .option(
+        "--batch-info <file>",
+        "with --batch: a JSON file of the batch's merkle_roots and sequence_number (else asked of the gateways of --config)",
+      ),
   ).action(async (opts: LoadCliOptions) => {
     if ((opts.from === undefined) === (opts.fromReference === undefined))
       throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
+    if (opts.from !== undefined && (opts.batch !== undefined || opts.batchInfo !== undefined))
+      throw new DacdError(
+        "USAGE",
+        "--batch and --batch-info go with --from-reference (a dump names its batch)",
+      );
     if (opts.fromReference !== undefined) {
       const { loadFromReference } = await import("./reference-commands.js");
       print(await loadFromReference(opts.fromReference, opts));

@@ -1,9 +1,17 @@
-import { loadConfig } from "../config/config.js";
+import { readFile } from "node:fs/promises";
+import { loadConfig, type Config } from "../config/config.js";
 import { DacdError } from "../errors.js";
+import { parseBatchInfo, type StatedBatch } from "../escape/reference-format.js";
 import { importReference, type ReferenceProgress } from "../escape/reference-load.js";
+import { ordersMissingText } from "../escape/reference-store.js";
 import { createEngine } from "../hash/select.js";
-import { isProfileName, type Heights } from "../model/profile.js";
+import { isProfileName, makeProfile, type Heights } from "../model/profile.js";
+import { AvailabilityGateway, FeederGateway, type HttpClientOptions } from "../poller/gateway-client.js";
+import { validateRollupOf } from "../service/startup-checks.js";
+import { toHex64 } from "../util/bytes.js";
+import { child, readInteger, readRoot, required, type At } from "../wire/fields.js";
 import { removeOnSignal } from "./remove-on-signal.js";
+import { parseBatchId } from "./store-options.js";
 
 /**
  * `dacd load --from-reference` and `dacd dump --format reference`: the reference member's state
@@ -15,18 +23,32 @@ export interface ReferenceLoadCliOptions {
   readonly db?: string;
   readonly profile?: string;
   readonly force?: boolean;
+  /** The archive's batch, for an archive without info.json (the reference member's own). */
+  readonly batch?: string;
+  /** A JSON file stating the batch's roots and sequence number (reference-format.ts, parseBatchInfo). */
+  readonly batchInfo?: string;
 }
 
 /** The store directory and profile: from the configuration, or --db with --profile. */
-function target(opts: ReferenceLoadCliOptions): { dataDir: string; profile: string; heights?: Heights } {
+function target(opts: ReferenceLoadCliOptions): {
+  dataDir: string;
+  profile: string;
+  heights?: Heights;
+  config?: Config;
+} {
   if (opts.config) {
     const c = loadConfig(opts.config);
     // The heights as the daemon reads them (app.ts), so that the store fits its configuration.
-    return { dataDir: c.dataDir, profile: c.profile, heights: c.heights };
+    return { dataDir: c.dataDir, profile: c.profile, heights: c.heights, config: c };
   }
   if (opts.db && opts.profile) {
     if (!isProfileName(opts.profile))
       throw new DacdError("USAGE", `--profile ${JSON.stringify(opts.profile)} is not a profile name`);
+    if (makeProfile(opts.profile).variant !== "G")
+      throw new DacdError(
+        "USAGE",
+        `--profile ${opts.profile}: the reference member's state archive holds vaults and orders, a spot member's state (spot or spot-v4.0)`,
+      );
     return { dataDir: opts.db, profile: opts.profile };
   }
   // How the command was called, not what a configuration says: a usage error.
@@ -34,8 +56,9 @@ function target(opts: ReferenceLoadCliOptions): { dataDir: string; profile: stri
 }
 
 export async function loadFromReference(archive: string, opts: ReferenceLoadCliOptions): Promise<unknown> {
-  const { dataDir, profile, heights } = target(opts);
+  const { dataDir, profile, heights, config } = target(opts);
   if (!isProfileName(profile)) throw new DacdError("CONFIG", `unknown profile ${JSON.stringify(profile)}`);
+  const stated = await statedBatch(opts, config);
   const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
     warn: (m) => process.stderr.write(`${m}\n`),
     threads: "auto",
@@ -53,8 +76,10 @@ export async function loadFromReference(archive: string, opts: ReferenceLoadCliO
       force: opts.force === true,
       progress: show.update,
       onBuilding: (dir) => (building = dir),
+      stated,
     });
     show.done();
+    if (result.orders_missing) process.stderr.write(`dacd: warning: ${ordersMissingText(result.batch_id)}\n`);
     return { ...result, data_dir: dataDir, duration_ms: Date.now() - started };
   } catch (err) {
     show.done();
@@ -64,6 +89,91 @@ export async function loadFromReference(archive: string, opts: ReferenceLoadCliO
     building = undefined;
     unhandle();
     await engine.close?.();
+  }
+}
+
+/**
+ * The batch named with --batch: its roots and sequence number from --batch-info FILE, or else from
+ * the gateways of the configuration (get_batch_data's roots, the feeder's sequence number).
+ */
+async function statedBatch(
+  opts: ReferenceLoadCliOptions,
+  config: Config | undefined,
+): Promise<StatedBatch | undefined> {
+  if (opts.batch === undefined) {
+    if (opts.batchInfo !== undefined)
+      throw new DacdError("USAGE", "--batch-info FILE needs --batch N, the batch it states");
+    return undefined;
+  }
+  const batchId = parseBatchId(opts.batch);
+  if (opts.batchInfo !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(opts.batchInfo, "utf8");
+    } catch (err) {
+      throw new DacdError(
+        "BAD_INPUT",
+        `cannot read --batch-info ${opts.batchInfo}: ${(err as Error).message}`,
+      );
+    }
+    return parseBatchInfo(text, opts.batchInfo, batchId);
+  }
+  if (!config)
+    throw new DacdError(
+      "USAGE",
+      `--batch ${batchId} needs the batch's roots and sequence number: --batch-info FILE, or --config (its gateways state them)`,
+    );
+  return statedByGateway(config, batchId);
+}
+
+/** Batch N as the operator's gateways state it: the roots of get_batch_data, the feeder's sequence number. */
+async function statedByGateway(c: Config, batchId: number): Promise<StatedBatch> {
+  if (!c.feederGatewayUrl)
+    throw new DacdError(
+      "CONFIG",
+      `batch ${batchId}'s sequence number: get_batch_data does not state it and feeder_gateway_url (whose get_batch_info does) is not set; set it, or give --batch-info FILE`,
+    );
+  const http = (baseUrl: string): HttpClientOptions => ({
+    baseUrl,
+    timeoutMs: c.httpRequestTimeoutS * 1000,
+    deadlineMs: c.httpRequestDeadlineS * 1000,
+    maxBodyBytes: c.maxResponseBytes,
+    tls: c.certificatesPath ? { certificatesPath: c.certificatesPath } : undefined,
+  });
+  const availability = new AvailabilityGateway(http(c.availabilityGatewayUrl));
+  const feeder = new FeederGateway({ ...http(c.feederGatewayUrl), variant: "G" });
+  try {
+    const update = await availability.getBatchData(batchId, validateRollupOf(c));
+    if (update === null)
+      throw new DacdError(
+        "GATEWAY",
+        `get_batch_data: the gateway has no batch ${batchId} yet (update null)`,
+        {
+          batchId,
+        },
+      );
+    const at: At = { batchId, path: "" };
+    const root = (field: string): string => toHex64(readRoot(required(update, field, at), child(at, field)));
+    const info = await feeder.getBatchInfo(batchId);
+    const feederAt: At = { batchId, path: "get_batch_info" };
+    return {
+      batch_id: batchId,
+      batch_info: {
+        merkle_roots: {
+          vault: root("vault_root"),
+          order: root("order_root"),
+          ...(update.rollup_vault_root === undefined ? {} : { rollup_vault: root("rollup_vault_root") }),
+        },
+        sequence_number: readInteger(
+          required(info, "sequence_number", feederAt),
+          child(feederAt, "sequence_number"),
+          0,
+        ),
+      },
+      source: "the gateway",
+    };
+  } finally {
+    await Promise.all([availability.close(), feeder.close()]);
   }
 }
 

@@ -471,6 +471,7 @@ export function loadConfig(path: string, env: Env = process.env): Config {
     dataDir: raw.data_dir as string,
     pollingIntervalS: raw.polling_interval_s as number,
     validateOrders: raw.validate_orders as boolean,
+    acceptMissingOrders: raw.accept_missing_orders as boolean,
     httpRequestTimeoutS: raw.http_request_timeout_s as number,
     heights,
     metricsHost: raw.metrics_host as string,

@@ -7,6 +7,7 @@
  *   private_key_password_path → privateKeyPasswordPath
  *   data_dir → dataDir                      polling_interval_s → pollingIntervalS
  *   validate_orders → validateOrders        validate_rollup → validateRollup
+ *   accept_missing_orders → acceptMissingOrders
  *   certificates_path → certificatesPath    http_request_timeout_s → httpRequestTimeoutS
  *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollup_vault,position}
  *   metrics_port → metricsPort              metrics_host → metricsHost
@@ -91,6 +92,8 @@ export interface Config {
   dataDir: string;
   pollingIntervalS: number;
   validateOrders: boolean;
+  /** A store imported without its order tree runs without validating orders: true silences the start-up warning. */
+  acceptMissingOrders: boolean;
   /** true / false: sent as validate_rollup=True/False; undefined: not sent at all. */
   validateRollup?: boolean;
   /** Absolute; a directory with user.crt, user.key, server.crt (mutual TLS to the availability gateway). */
@@ -200,6 +203,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   polling_interval_s: { kind: "number", exclusiveMin: 0, default: 5 },
   prefetch_batches: { kind: "int", min: 0, max: 16, default: 2 },
   validate_orders: { kind: "bool", default: true },
+  accept_missing_orders: { kind: "bool", default: false },
   validate_rollup: { kind: "bool" },
   certificates_path: { kind: "path" },
   http_request_timeout_s: { kind: "number", exclusiveMin: 0, default: 30 },

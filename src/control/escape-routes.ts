@@ -1,6 +1,7 @@
 import { DacdError } from "../errors.js";
 import { checkStore } from "../maintenance/integrity-check.js";
 import { dumpStore, type DumpSink } from "../escape/dump.js";
+import { referenceRows } from "../escape/reference-dump.js";
 import { makeProof } from "../escape/proof.js";
 import { encodePaths } from "../escape/kit/path-frames.js";
 import { storePaths } from "../escape/kit/source.js";
@@ -13,8 +14,7 @@ import type { ControlStream, FrameOut } from "./stream-server.js";
 
 /**
  * The escape commands answered by the running daemon over its control socket (`dacd proof`, in
- * either format,
- * `dacd dump`, `dacd check`, `dacd escape-kit`): each answer reads one LevelDB snapshot of the store, so it is
+ * either format, `dacd dump` in either format, `dacd check`, `dacd escape-kit`): each answer reads one LevelDB snapshot of the store, so it is
  * consistent at one batch while the daemon keeps signing, and a dump streams with the socket's
  * backpressure instead of being built in memory.
  */
@@ -83,6 +83,25 @@ export function escapeRoutes(
             chunk: DAEMON_WALK_CHUNK,
           }),
         ),
+      ),
+    },
+    // The reference member's archive: its row files and info here, packed (bzip2) by the command.
+    "/dump-reference": {
+      stream: limited((q, out) =>
+        withSnapshot(store, (view) => {
+          const sink = frameSink(out);
+          return referenceRows(
+            view,
+            engine,
+            {
+              batchId: batchParam(q.get("batch")),
+              subtrees: q.has("subtrees") ? Number(q.get("subtrees")) : undefined,
+              pace,
+              chunk: DAEMON_WALK_CHUNK,
+            },
+            (name) => sink.file(name),
+          );
+        }),
       ),
     },
     // The escape kit's leaves with their paths: the walk here, the proofs built by the command.
@@ -172,7 +191,7 @@ export function framesToSink(sink: DumpSink): (frame: DecodedFrame) => Promise<v
     if (frame.type === Frame.file) {
       const { name } = JSON.parse(frame.payload.toString("utf8")) as { name: string };
       // A name the daemon sends is a dump file's own name, never a path.
-      if (!/^[a-z_]+\.(csv|jsonl)$/.test(name))
+      if (!/^[a-z][a-z0-9_]*\.(csv|jsonl)$/.test(name))
         throw new DacdError("STORE", `the daemon named a dump file ${JSON.stringify(name)}`);
       file = sink.file(name);
     } else if (frame.type === Frame.data) {

@@ -13,15 +13,19 @@ export type ArchiveEntry = { readonly name: string } & (
 /**
  * Writes a bzip2-compressed tar of `entries` (flat, in this order) to `out`, through `out`.tmp and
  * a rename, so that a file at `out` is always a whole archive. Memory: one chunk of a file at a time.
+ * Every header carries `mtime`: the same entries make the same bytes.
  */
-export async function writeArchive(out: string, entries: readonly ArchiveEntry[]): Promise<void> {
+export async function writeArchive(
+  out: string,
+  entries: readonly ArchiveEntry[],
+  mtime: Date = new Date(),
+): Promise<void> {
   const tmp = `${out}.tmp`;
   const tar = tarPack();
   const bz = bzip2(basename(out));
   const writing = Promise.all([pipeline(tar, bz.input), pipeline(bz.output, createWriteStream(tmp))]);
   writing.catch(() => undefined);
   try {
-    const mtime = new Date();
     for (const e of entries) {
       const header = { name: e.name, mode: 0o644, mtime, uname: "dacd", gname: "dacd" };
       if ("data" in e) {

@@ -1,6 +1,5 @@
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createHash } from "node:crypto";
 import { access, mkdir, rm } from "node:fs/promises";
-import { once } from "node:events";
 import { dirname, join, basename } from "node:path";
 import { DacdError } from "../errors.js";
 import { storeProfile, storedRootGen } from "../inspect/inspect.js";
@@ -23,13 +22,31 @@ import {
   type ReferenceInfo,
 } from "./reference-format.js";
 import { walkLeaves } from "../trees/walk-leaves.js";
+import { fileSink, type DumpFileSink } from "./dump.js";
 
-export interface ReferenceDumpOptions {
-  readonly out: string;
+export interface ReferenceRowsOptions {
   readonly batchId?: number;
   /** Order subtrees, a power of two (default 4, as the reference member writes). */
   readonly subtrees?: number;
   readonly progress?: (tree: string, leaves: number) => void;
+  /** Awaited before each read of a walk (the daemon: yield to a batch being verified). */
+  readonly pace?: () => Promise<void>;
+  /** Subtrees per store read. */
+  readonly chunk?: number;
+}
+
+export interface ReferenceDumpOptions extends ReferenceRowsOptions {
+  readonly out: string;
+}
+
+/** An archive's row files as written, and what its info.json and tar headers hold. */
+export interface ReferenceRows {
+  readonly info: ReferenceInfo;
+  /** The batch's verification time: every tar header's mtime, so that a batch's archive is always the same bytes. */
+  readonly mtime: string;
+  readonly leaves: { vault: number; order: number };
+  /** Each row file's size and SHA-256, in archive order. */
+  readonly files: { readonly name: string; readonly bytes: number; readonly sha256: string }[];
 }
 
 export interface ReferenceDumpResult {
@@ -40,6 +57,9 @@ export interface ReferenceDumpResult {
   readonly leaves: { vault: number; order: number };
   readonly order_subtree_roots: string[];
 }
+
+/** Where the row files go, one after another (a directory, or the daemon's control socket). */
+export type RowFileSink = (name: string) => DumpFileSink;
 
 /**
  * Writes a batch's state as the reference member's state archive (what its `load_state` reads, and
@@ -52,6 +72,84 @@ export async function dumpReference(
   engine: HashEngine,
   opts: ReferenceDumpOptions,
 ): Promise<ReferenceDumpResult> {
+  return writeReferenceArchive(opts.out, (sink) => referenceRows(store, engine, opts, sink));
+}
+
+/**
+ * The archive at `out` from row files that `rows` writes into a directory beside it (the caller's
+ * rows: this store's, or a running daemon's): refused if `out` exists; the files are removed after.
+ */
+export async function writeReferenceArchive(
+  out: string,
+  rows: (sink: RowFileSink) => Promise<ReferenceRows | undefined>,
+): Promise<ReferenceDumpResult>;
+export async function writeReferenceArchive(
+  out: string,
+  rows: (sink: RowFileSink) => Promise<ReferenceRows | undefined>,
+  allowNone: true,
+): Promise<ReferenceDumpResult | undefined>;
+export async function writeReferenceArchive(
+  out: string,
+  rows: (sink: RowFileSink) => Promise<ReferenceRows | undefined>,
+  allowNone = false,
+): Promise<ReferenceDumpResult | undefined> {
+  const exists = await access(out).then(
+    () => true,
+    () => false,
+  );
+  if (exists) throw new DacdError("BAD_INPUT", `${out} exists; name a new file`);
+  const parts = join(dirname(out), `.${basename(out)}.parts`);
+  await rm(parts, { recursive: true, force: true });
+  await mkdir(parts, { recursive: true, mode: 0o700 });
+  try {
+    const written = new Map<string, { bytes: number; sha256: string }>();
+    const result = await rows((name) => {
+      if (!/^[a-z][a-z0-9_]*\.csv$/.test(name))
+        throw new DacdError("STORE", `a reference archive has no file ${JSON.stringify(name)}`);
+      return checkedFile(join(parts, name), (stats) => written.set(name, stats));
+    });
+    if (result === undefined) {
+      if (allowNone) return undefined;
+      throw new DacdError("STORE", "no rows were written");
+    }
+    for (const f of result.files) {
+      const got = written.get(f.name);
+      if (!got || got.bytes !== f.bytes || got.sha256 !== f.sha256)
+        throw new DacdError(
+          "STORE",
+          `the archive's ${f.name} as received (${got?.bytes ?? 0} bytes, sha256 ${got?.sha256 ?? "none"}) is not the one written (${f.bytes} bytes, sha256 ${f.sha256})`,
+        );
+    }
+    const entries: ArchiveEntry[] = [
+      { name: INFO_FILE, data: JSON.stringify(result.info, null, 4) },
+      ...result.files.map((f) => ({ name: f.name, path: join(parts, f.name) })),
+    ];
+    const mtime = new Date(result.mtime);
+    await writeArchive(out, entries, Number.isNaN(mtime.getTime()) ? new Date(0) : mtime);
+    const { info } = result;
+    return {
+      out,
+      batch_id: info.batch_id,
+      sequence_number: info.batch_info.sequence_number,
+      roots: { ...info.batch_info.merkle_roots },
+      leaves: result.leaves,
+      order_subtree_roots: info.order_subtree_roots,
+    };
+  } finally {
+    await rm(parts, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A batch's archive rows, file by file, into `sink` (vaults.csv, then orders_<k>.csv for k in
+ * [n, 2n)), and what info.json states: everything of an archive but its packing.
+ */
+export async function referenceRows(
+  store: LevelStore,
+  engine: HashEngine,
+  opts: ReferenceRowsOptions,
+  sink: RowFileSink,
+): Promise<ReferenceRows> {
   const { profile } = await storeProfile(store);
   if (profile.variant !== "G")
     throw new DacdError(
@@ -71,11 +169,6 @@ export async function dumpReference(
       `--subtrees ${n}: a power of two from 1 to ${MAX_ORDER_SUBTREES} is needed`,
     );
   const record = await resolveBatch(store, opts.batchId);
-  const exists = await access(opts.out).then(
-    () => true,
-    () => false,
-  );
-  if (exists) throw new DacdError("BAD_INPUT", `${opts.out} exists; name a new file`);
   const orderRoot = rootOf(record, profile.order);
   if (record.root_gens[profile.order.name] === undefined)
     throw new DacdError(
@@ -83,66 +176,77 @@ export async function dumpReference(
       `the order tree of batch ${record.batch_id} is not stored (orders were not validated): the archive needs its orders`,
     );
 
-  const parts = join(dirname(opts.out), `.${basename(opts.out)}.parts`);
-  await rm(parts, { recursive: true, force: true });
-  await mkdir(parts, { recursive: true, mode: 0o700 });
-  try {
-    const vaults = await dumpVaults(
-      store,
-      engine,
-      profile.main,
-      rootOf(record, profile.main),
-      storedRootGen(record, profile.main),
-      join(parts, VAULTS_FILE),
-      opts,
-    );
-    const orderGen = storedRootGen(record, profile.order);
-    const orders = await dumpOrders(store, engine, profile.order, orderRoot, orderGen, n, parts, opts);
-    const roots: ReferenceInfo["batch_info"]["merkle_roots"] = {
-      vault: record.roots[profile.main.name]!,
-      order: record.roots[profile.order.name]!,
-      ...(record.roots.rollup_vault === undefined ? {} : { rollup_vault: record.roots.rollup_vault }),
-    };
-    const info: ReferenceInfo = {
+  const files: ReferenceRows["files"] = [];
+  const counted = (name: string): RowFile =>
+    new RowFile(sink(name), (stats) => files.push({ name, ...stats }));
+  const vaults = await dumpVaults(
+    store,
+    engine,
+    profile.main,
+    rootOf(record, profile.main),
+    storedRootGen(record, profile.main),
+    counted(VAULTS_FILE),
+    opts,
+  );
+  const orderGen = storedRootGen(record, profile.order);
+  const orders = await dumpOrders(store, engine, profile.order, orderRoot, orderGen, n, counted, opts);
+  const roots: ReferenceInfo["batch_info"]["merkle_roots"] = {
+    vault: record.roots[profile.main.name]!,
+    order: record.roots[profile.order.name]!,
+    ...(record.roots.rollup_vault === undefined ? {} : { rollup_vault: record.roots.rollup_vault }),
+  };
+  return {
+    info: {
       batch_id: record.batch_id,
       batch_info: { merkle_roots: roots, sequence_number: record.sequence_number },
       order_subtree_roots: orders.subtreeRoots,
-    };
-    const entries: ArchiveEntry[] = [
-      { name: INFO_FILE, data: JSON.stringify(info, null, 4) },
-      { name: VAULTS_FILE, path: join(parts, VAULTS_FILE) },
-    ];
-    for (let k = n; k < 2 * n; k++) entries.push({ name: ordersFile(k), path: join(parts, ordersFile(k)) });
-    await writeArchive(opts.out, entries);
-    return {
-      out: opts.out,
-      batch_id: record.batch_id,
-      sequence_number: record.sequence_number,
-      roots: { ...roots },
-      leaves: { vault: vaults, order: orders.count },
-      order_subtree_roots: orders.subtreeRoots,
-    };
-  } finally {
-    await rm(parts, { recursive: true, force: true });
+    },
+    mtime: record.verified_at,
+    leaves: { vault: vaults, order: orders.count },
+    files,
+  };
+}
+
+/** A row file: text written in order (latin1), its size and SHA-256 told when it ends. */
+class RowFile {
+  private readonly sha = createHash("sha256");
+  private bytes = 0;
+  private ended = false;
+  constructor(
+    private readonly file: DumpFileSink,
+    private readonly onEnd: (stats: { bytes: number; sha256: string }) => void,
+  ) {}
+  async write(text: string): Promise<void> {
+    if (text === "") return;
+    const buf = Buffer.from(text, "latin1");
+    this.sha.update(buf);
+    this.bytes += buf.length;
+    await this.file.write(buf);
+  }
+  async close(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    await this.file.end();
+    this.onEnd({ bytes: this.bytes, sha256: this.sha.digest("hex") });
   }
 }
 
-/** A file written row by row, waiting when the stream's buffer is full. */
-class RowFile {
-  private readonly ws: WriteStream;
-  private readonly failed: Promise<never>;
-  constructor(path: string) {
-    this.ws = createWriteStream(path);
-    this.failed = new Promise<never>((_, reject) => this.ws.once("error", reject));
-    this.failed.catch(() => undefined);
-  }
-  async write(text: string): Promise<void> {
-    if (!this.ws.write(text, "latin1")) await Promise.race([once(this.ws, "drain"), this.failed]);
-  }
-  async close(): Promise<void> {
-    this.ws.end();
-    await Promise.race([once(this.ws, "finish"), this.failed]);
-  }
+/** A file on disk as a DumpFileSink, its size and SHA-256 told when it ends. */
+function checkedFile(path: string, onEnd: (stats: { bytes: number; sha256: string }) => void): DumpFileSink {
+  const inner = fileSink(path);
+  const sha = createHash("sha256");
+  let bytes = 0;
+  return {
+    async write(buf) {
+      sha.update(buf);
+      bytes += buf.length;
+      await inner.write(buf);
+    },
+    async end() {
+      await inner.end();
+      onEnd({ bytes, sha256: sha.digest("hex") });
+    },
+  };
 }
 
 async function dumpVaults(
@@ -151,14 +255,12 @@ async function dumpVaults(
   spec: TreeSpec,
   root: Uint8Array,
   rootGen: number,
-  path: string,
-  opts: ReferenceDumpOptions,
+  file: RowFile,
+  opts: ReferenceRowsOptions,
 ): Promise<number> {
-  const file = new RowFile(path);
   let count = 0;
   try {
-    const getNodes = (h: readonly Uint8Array[], gens: ArrayLike<number>) => store.getNodes(h, gens);
-    for await (const block of walkLeaves(engine, spec, root, rootGen, { getNodes })) {
+    for await (const block of walkLeaves(engine, spec, root, rootGen, walkOptions(store, opts))) {
       const records = await store.getLeafRecords(
         block.map((t) => t.hash),
         block.map((t) => t.gen),
@@ -181,6 +283,16 @@ async function dumpVaults(
   return count;
 }
 
+function walkOptions(store: LevelStore, opts: ReferenceRowsOptions): Parameters<typeof walkLeaves>[4] {
+  return {
+    chunk: opts.chunk,
+    getNodes: async (h, gens) => {
+      await opts.pace?.();
+      return store.getNodes(h, gens);
+    },
+  };
+}
+
 /** The order rows, one file per subtree, and the subtrees' roots from the tree rebuilt from them. */
 async function dumpOrders(
   store: LevelStore,
@@ -189,25 +301,27 @@ async function dumpOrders(
   root: Uint8Array,
   rootGen: number,
   n: number,
-  parts: string,
-  opts: ReferenceDumpOptions,
+  open: (name: string) => RowFile,
+  opts: ReferenceRowsOptions,
 ): Promise<{ count: number; subtreeRoots: string[] }> {
   const shift = BigInt(spec.height - Math.log2(n));
   const ids: bigint[] = [];
   let values = new Uint8Array(32 * 4096);
   let current = n;
-  let file = new RowFile(join(parts, ordersFile(n)));
+  let file = open(ordersFile(n));
+  let text = "";
   try {
-    const getNodes = (h: readonly Uint8Array[], gens: ArrayLike<number>) => store.getNodes(h, gens);
-    for await (const block of walkLeaves(engine, spec, root, rootGen, { getNodes })) {
+    for await (const block of walkLeaves(engine, spec, root, rootGen, walkOptions(store, opts))) {
       for (const t of block) {
         const k = n + Number(t.index >> shift);
         while (current < k) {
+          await file.write(text);
+          text = "";
           await file.close();
-          file = new RowFile(join(parts, ordersFile(++current)));
+          file = open(ordersFile(++current));
         }
         const amount = decodeLeafRecord("order", t.hash) as bigint;
-        await file.write(`${t.index},${amount}\r\n`);
+        text += `${t.index},${amount}\r\n`;
         if ((ids.length + 1) * 32 > values.length) {
           const bigger = new Uint8Array(values.length * 2);
           bigger.set(values);
@@ -216,11 +330,13 @@ async function dumpOrders(
         writeBigint32(amount, values, ids.length * 32);
         ids.push(t.index);
       }
+      await file.write(text);
+      text = "";
       opts.progress?.("order", ids.length);
     }
     while (current < 2 * n - 1) {
       await file.close();
-      file = new RowFile(join(parts, ordersFile(++current)));
+      file = open(ordersFile(++current));
     }
   } finally {
     await file.close();

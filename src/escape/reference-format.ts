@@ -5,7 +5,9 @@ import { FIELD_PRIME } from "../model/field.js";
  * The reference member's state archive (what its `dump_state` writes and `load_state` reads): a
  * bzip2-compressed tar holding, flat, `info.json`, `vaults.csv` and `orders_<k>.csv` for k in
  * [n, 2n), n being the number of order subtree roots. Rows have no header, decimal fields, and
- * end in CRLF; empty leaves are left out. See docs/reference-member.md.
+ * end in CRLF; empty leaves are left out. The reference member's own `dump_state` writes only
+ * vaults.csv (its info and order steps fail): such an archive is read with the batch stated
+ * outside it (StatedBatch). See docs/reference-member.md.
  */
 
 export const INFO_FILE = "info.json";
@@ -92,6 +94,72 @@ export function parseInfo(text: string, orderHeight: number): ReferenceInfo {
       sequence_number: count(info.sequence_number, "batch_info.sequence_number"),
     },
     order_subtree_roots: subtrees.map((r, i) => hex(r, `order_subtree_roots[${i}]`)),
+  };
+}
+
+/**
+ * A batch's state as stated outside the archive (the reference member's own archive has no
+ * info.json): its id, its roots and its sequence number, and where they were read (named in a
+ * refusal).
+ */
+export interface StatedBatch {
+  readonly batch_id: number;
+  readonly batch_info: ReferenceInfo["batch_info"];
+  /** Where the values come from, for messages: `--batch-info FILE`, `the gateway`. */
+  readonly source: string;
+}
+
+const ROOT = /^(0x)?[0-9a-fA-F]{1,64}$/;
+
+/**
+ * Parses a `--batch-info` file: the reference member's batch info for the batch (what it stores per
+ * batch and its info.json holds under `batch_info`):
+ * `{"merkle_roots": {"vault": R, "order": R, "rollup_vault": R}, "sequence_number": N}`, the roots
+ * hex as the gateway writes them (rollup_vault optional); a `batch_id`, if present, must be `batchId`.
+ */
+export function parseBatchInfo(text: string, file: string, batchId: number): StatedBatch {
+  const bad = (field: string, what: string): never => {
+    throw new DacdError("BAD_INPUT", `${file}, field ${field}: ${what}`);
+  };
+  let o: unknown;
+  try {
+    o = JSON.parse(text);
+  } catch (err) {
+    return bad("(whole file)", `not JSON (${(err as Error).message})`);
+  }
+  const obj = (v: unknown, field: string): Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : bad(field, "missing or not an object");
+  const root = (v: unknown, field: string): string =>
+    typeof v === "string" && ROOT.test(v)
+      ? v.replace(/^0x/, "").toLowerCase().padStart(64, "0")
+      : bad(field, `${JSON.stringify(v)} is not a root (up to 64 hex digits)`);
+  const top = obj(o, "(whole file)");
+  for (const k of Object.keys(top))
+    if (k !== "batch_id" && k !== "merkle_roots" && k !== "sequence_number") bad(k, "unexpected field");
+  if (top.batch_id !== undefined && top.batch_id !== batchId)
+    bad("batch_id", `${JSON.stringify(top.batch_id)}, but --batch is ${batchId}`);
+  const roots = obj(top.merkle_roots, "merkle_roots");
+  for (const k of Object.keys(roots))
+    if (k !== "vault" && k !== "order" && k !== "rollup_vault")
+      bad(`merkle_roots.${k}`, "not a tree of a spot member");
+  const seq = top.sequence_number;
+  if (!Number.isSafeInteger(seq) || (seq as number) < 0)
+    bad("sequence_number", `${JSON.stringify(seq)} is not a non-negative integer`);
+  return {
+    batch_id: batchId,
+    batch_info: {
+      merkle_roots: {
+        vault: root(roots.vault, "merkle_roots.vault"),
+        order: root(roots.order, "merkle_roots.order"),
+        ...(roots.rollup_vault === undefined
+          ? {}
+          : { rollup_vault: root(roots.rollup_vault, "merkle_roots.rollup_vault") }),
+      },
+      sequence_number: seq as number,
+    },
+    source: file,
   };
 }
 

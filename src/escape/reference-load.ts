@@ -33,8 +33,9 @@ import {
   VAULT_FIELDS,
   VAULTS_FILE,
   type ReferenceInfo,
+  type StatedBatch,
 } from "./reference-format.js";
-import type { ImportedFrom } from "./reference-store.js";
+import type { ImportedFrom, OrdersMissing } from "./reference-store.js";
 import { buildBeside } from "./store-placement.js";
 
 export interface ReferenceProgress {
@@ -59,6 +60,8 @@ export interface ReferenceLoadOptions {
   readonly progress?: (p: ReferenceProgress) => void;
   /** Told the directory the store is built in, once it is this import's own; null once it is moved into place. */
   readonly onBuilding?: (dir: string | null) => void;
+  /** The batch as stated outside the archive: needed when it has no info.json, checked against it otherwise. */
+  readonly stated?: StatedBatch;
 }
 
 export interface ReferenceLoadResult {
@@ -69,13 +72,17 @@ export interface ReferenceLoadResult {
   readonly order_subtrees: number;
   readonly nodes_written: number;
   readonly claim_hash: string;
+  /** The archive had no order files: the store keeps the stated order root and does not validate orders. */
+  readonly orders_missing: boolean;
 }
 
 /**
  * Imports the reference member's state archive into a new store at `dataDir`: the archive is
  * decompressed and parsed as a stream, every row range-checked, the vault and order trees built
- * with the bulk loader, their roots and each order subtree's root compared with info.json, and
- * batch N's record and the cursor (continue at N + 1) written. The store is built beside dataDir
+ * with the bulk loader, their roots and each order subtree's root compared with info.json (or the
+ * batch stated outside the archive), and batch N's record and the cursor (continue at N + 1)
+ * written. Without order files the order root is kept as stated and the store is marked so
+ * (reference-store.ts): it runs without validating orders. The store is built beside dataDir
  * and moved into place only when all of that succeeded; on any refusal nothing is left behind.
  */
 export async function importReference(
@@ -171,6 +178,15 @@ class FileLeaves {
   }
 }
 
+/** The batch the archive holds: info.json's or the stated one, and where it was read. */
+interface BatchInfo {
+  readonly batch_id: number;
+  readonly batch_info: ReferenceInfo["batch_info"];
+  /** info.json's order subtree roots (none when the batch was stated outside the archive). */
+  readonly order_subtree_roots?: readonly string[];
+  readonly source: string;
+}
+
 /** What the stream held, once read. */
 interface Contents {
   info?: ReferenceInfo;
@@ -188,28 +204,33 @@ async function loadInto(
   const writer = store.bulkWriter();
   try {
     const contents = await readArchive(writer, engine, profile, opts);
-    const info = contents.info!;
+    const name = basename(opts.archive);
+    if (!contents.vaults) throw new DacdError("BAD_INPUT", `${name}: the archive has no ${VAULTS_FILE}`);
+    const info = batchOf(name, contents, opts.stated);
+    const n = checkFiles(name, contents, info);
     // The records are written under the archive's batch (storage/keys.ts).
     if (info.batch_id > MAX_GEN)
       throw new DacdError(
         "BAD_INPUT",
-        `${INFO_FILE}, field batch_id: ${info.batch_id} is above ${MAX_GEN}, the largest the store keys take`,
+        `${info.source}, field batch_id: ${info.batch_id} is above ${MAX_GEN}, the largest the store keys take`,
       );
-    const result = await buildTrees(writer, engine, profile, contents, opts);
+    const result = await buildTrees(writer, engine, profile, contents, info, n, opts);
     const total = writer.taken;
     opts.progress?.({ phase: "writing", count: 0, done: 0, total });
     await writer.finish(info.batch_id, (written) =>
       opts.progress?.({ phase: "writing", count: written, done: written, total }),
     );
-    await writeBatch(store, profile, info, result.roots, result.rootGens);
+    const claimRoots = withStatedOrder(profile, info, result.roots);
+    await writeBatch(store, profile, info, claimRoots, result.rootGens, n === 0);
     return {
       batch_id: info.batch_id,
       sequence_number: info.batch_info.sequence_number,
-      roots: recordRoots(info, result.roots),
+      roots: recordRoots(info, claimRoots),
       leaves: result.leaves,
-      order_subtrees: info.order_subtree_roots.length,
+      order_subtrees: n,
       nodes_written: result.nodesWritten,
-      claim_hash: toHex0x(computeClaimHash(profile, result.roots, info.batch_info.sequence_number)),
+      claim_hash: toHex0x(computeClaimHash(profile, claimRoots, info.batch_info.sequence_number)),
+      orders_missing: n === 0,
     };
   } finally {
     await writer.abandon();
@@ -318,7 +339,6 @@ async function readArchive(
     );
   }
   report();
-  checkFiles(name, contents);
   return contents;
 }
 
@@ -443,21 +463,59 @@ function otherSpotProfile(profile: Profile, k: number, idText: string): ProfileN
   return id >> BigInt(height - Math.log2(n)) === BigInt(k - n) ? other : undefined;
 }
 
-/** Every file the archive must hold, once: info.json, vaults.csv and orders_<k>.csv for k in [n, 2n). */
-function checkFiles(name: string, c: Contents): void {
+/**
+ * The batch the archive holds: info.json's, or the one stated outside it (both: they must agree).
+ * An archive without info.json and no stated batch is refused: that is how the reference member's
+ * own dump_state leaves it, and the command must be told the batch.
+ */
+function batchOf(name: string, c: Contents, stated: StatedBatch | undefined): BatchInfo {
+  if (!c.info) {
+    if (!stated)
+      throw new DacdError(
+        "USAGE",
+        `${name} has no ${INFO_FILE} (the reference member's dump_state writes none): name its batch with --batch N, with its roots and sequence number from --batch-info FILE or the gateway (--config)`,
+      );
+    return { ...stated };
+  }
+  const info = { ...c.info, source: INFO_FILE };
+  if (!stated) return info;
+  const differ = (what: string, inArchive: unknown, given: unknown): never => {
+    throw new DacdError(
+      "BAD_INPUT",
+      `${name}: ${INFO_FILE} states ${what} ${String(inArchive)}, ${stated.source} ${String(given)}`,
+    );
+  };
+  if (info.batch_id !== stated.batch_id) differ("batch", info.batch_id, stated.batch_id);
+  const a = info.batch_info;
+  const b = stated.batch_info;
+  if (a.sequence_number !== b.sequence_number)
+    differ("sequence number", a.sequence_number, b.sequence_number);
+  for (const tree of ["vault", "order", "rollup_vault"] as const)
+    if (b.merkle_roots[tree] !== undefined && a.merkle_roots[tree] !== b.merkle_roots[tree])
+      differ(`the ${tree} root`, a.merkle_roots[tree] ?? "none", b.merkle_roots[tree]);
+  return info;
+}
+
+/**
+ * Every file the archive must hold, once: vaults.csv, and either no order file at all (the
+ * reference member's own archive) or orders_<k>.csv for every k in [n, 2n), n as info.json says
+ * or, without it, as the lowest file's k says. Returns n (0: no order files).
+ */
+function checkFiles(name: string, c: Contents, info: BatchInfo): number {
   const missing = (file: string): never => {
     throw new DacdError("BAD_INPUT", `${name}: the archive has no ${file}`);
   };
-  if (!c.info) return missing(INFO_FILE);
   if (!c.vaults) return missing(VAULTS_FILE);
-  const n = c.info.order_subtree_roots.length;
+  if (c.orders.size === 0) return 0;
+  const n = info.order_subtree_roots?.length ?? subtreeCountOf(Math.min(...c.orders.keys()));
   for (const k of c.orders.keys())
     if (k < n || k >= 2 * n)
       throw new DacdError(
         "BAD_INPUT",
-        `${name}: extra file ${ordersFile(k)} (info.json has ${n} order subtrees: orders_${n}.csv to orders_${2 * n - 1}.csv)`,
+        `${name}: extra file ${ordersFile(k)} (${info.order_subtree_roots ? `${INFO_FILE} has` : "the files make"} ${n} order subtrees: orders_${n}.csv to orders_${2 * n - 1}.csv)`,
       );
   for (let k = n; k < 2 * n; k++) if (!c.orders.has(k)) missing(ordersFile(k));
+  return n;
 }
 
 /** Builds both trees (their records spilled to the writer) and checks every stated root. */
@@ -466,6 +524,8 @@ async function buildTrees(
   engine: HashEngine,
   profile: Profile,
   c: Contents,
+  info: BatchInfo,
+  n: number,
   opts: ReferenceLoadOptions,
 ): Promise<{
   roots: Roots;
@@ -473,7 +533,6 @@ async function buildTrees(
   leaves: { vault: number; order: number };
   nodesWritten: number;
 }> {
-  const info = c.info!;
   let nodesWritten = 0;
   const sinkFor =
     (phase: "vault tree" | "order tree"): NodeSink =>
@@ -485,7 +544,9 @@ async function buildTrees(
   const mismatch = (field: string, tree: string, stated: string, computed: Uint8Array): never => {
     throw new DacdError(
       "BAD_INPUT",
-      `${INFO_FILE}, field ${field}: the ${tree} root built from the archive is ${toHex64(computed)}, info.json states ${stated}`,
+      info.source === INFO_FILE
+        ? `${INFO_FILE}, field ${field}: the ${tree} root built from the archive is ${toHex64(computed)}, info.json states ${stated}`
+        : `the ${tree} root built from the archive is ${toHex64(computed)}; ${info.source} states ${stated} for batch ${info.batch_id}`,
     );
   };
 
@@ -503,8 +564,16 @@ async function buildTrees(
   if (toHex64(vaultRoot) !== statedVault)
     mismatch("batch_info.merkle_roots.vault", "vault tree", statedVault, vaultRoot);
 
+  const main0 = { [main.name]: vaults.ids.length === 0 ? 0 : info.batch_id };
+  if (n === 0)
+    return {
+      roots: { [main.name]: vaultRoot },
+      rootGens: main0,
+      leaves: { vault: vaults.ids.length, order: 0 },
+      nodesWritten,
+    };
+
   // The order files in subtree order: each one's ids lie under its own node, so the whole is sorted.
-  const n = info.order_subtree_roots.length;
   const ids: bigint[] = [];
   const hashes = new Packed();
   for (let k = n; k < 2 * n; k++) {
@@ -542,9 +611,10 @@ async function buildTrees(
   if (toHex64(orderRoot) !== statedOrder)
     mismatch("batch_info.merkle_roots.order", "order tree", statedOrder, orderRoot);
   const emptySubtree = emptyOrders ? emptyOrders[probeHeight]! : ZERO32;
-  for (let j = 0; j < n; j++) {
+  const subtreeRoots = info.order_subtree_roots ?? [];
+  for (let j = 0; j < subtreeRoots.length; j++) {
     const computed = subtrees.get(BigInt(j)) ?? emptySubtree;
-    const stated = info.order_subtree_roots[j]!;
+    const stated = subtreeRoots[j]!;
     if (!bytesEqual(computed, hexToBytes32(stated)!))
       throw new DacdError(
         "BAD_INPUT",
@@ -554,17 +624,20 @@ async function buildTrees(
   return {
     roots: { [main.name]: vaultRoot, [order.name]: orderRoot },
     // An empty tree has no record; the others' roots were written under the batch's id.
-    rootGens: {
-      [main.name]: vaults.ids.length === 0 ? 0 : info.batch_id,
-      [order.name]: ids.length === 0 ? 0 : info.batch_id,
-    },
+    rootGens: { ...main0, [order.name]: ids.length === 0 ? 0 : info.batch_id },
     leaves: { vault: vaults.ids.length, order: ids.length },
     nodesWritten,
   };
 }
 
-/** The batch record's roots: the two built, and a stated rollup vault root kept as stated. */
-function recordRoots(info: ReferenceInfo, roots: Roots): Record<string, string> {
+/** The roots the claim is made of: those built, and the order root as stated when no order files were read. */
+function withStatedOrder(profile: Profile, info: BatchInfo, roots: Roots): Roots {
+  if (roots[profile.order.name]) return roots;
+  return { ...roots, [profile.order.name]: hexToBytes32(info.batch_info.merkle_roots.order)! };
+}
+
+/** The batch record's roots: the two built (or stated), and a stated rollup vault root kept as stated. */
+function recordRoots(info: BatchInfo, roots: Roots): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, root] of Object.entries(roots)) out[name] = toHex64(root);
   const rollup = info.batch_info.merkle_roots.rollup_vault;
@@ -576,9 +649,10 @@ function recordRoots(info: ReferenceInfo, roots: Roots): Record<string, string> 
 async function writeBatch(
   store: LevelStore,
   profile: Profile,
-  info: ReferenceInfo,
+  info: BatchInfo,
   roots: Roots,
   rootGens: Record<string, number>,
+  ordersMissing: boolean,
 ): Promise<void> {
   const sequenceNumber = info.batch_info.sequence_number;
   const heights = keptHeights(profile, false);
@@ -603,5 +677,10 @@ async function writeBatch(
     batch_id: info.batch_id,
     at: record.verified_at,
   };
-  await store.putBatchAndCursor(record, cursor, { identity, meta: { [Meta.importedFrom]: imported } });
+  const meta: Record<string, unknown> = { [Meta.importedFrom]: imported };
+  if (ordersMissing) {
+    const missing: OrdersMissing = { batch_id: info.batch_id, at: record.verified_at };
+    meta[Meta.ordersMissing] = missing;
+  }
+  await store.putBatchAndCursor(record, cursor, { identity, meta });
 }

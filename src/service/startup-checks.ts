@@ -10,7 +10,7 @@ import { stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import type { Config } from "../config/config.js";
 import { DacdError } from "../errors.js";
-import { checkImportedStore } from "../escape/reference-store.js";
+import { checkImportedStore, ordersMissingWarning } from "../escape/reference-store.js";
 import { makeProfile } from "../model/profile.js";
 import { checkTlsOptions } from "../poller/http.js";
 import { resolveChainKind } from "../storage/chain-pin.js";
@@ -99,7 +99,8 @@ export async function runStoreChecks(config: Config, store: LevelStore): Promise
 
 /**
  * config check's look at the store: opened read-only when one exists and no member holds it. A
- * running member made these checks when it started; that it holds the store is returned as a note.
+ * running member made these checks when it started; that it holds the store is returned as a note,
+ * and so is the warning run gives at every start for a store without its order tree.
  */
 export async function checkExistingStore(config: Config): Promise<string | undefined> {
   if (!existsSync(join(config.dataDir, "CURRENT"))) return undefined;
@@ -113,10 +114,10 @@ export async function checkExistingStore(config: Config): Promise<string | undef
   }
   try {
     await runStoreChecks(config, store);
+    return await ordersMissingWarning(store, config.acceptMissingOrders);
   } finally {
     await store.close();
   }
-  return undefined;
 }
 
 /** What `ensureLocalDir` would find without creating anything: a directory, or a place for one. */

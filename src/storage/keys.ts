@@ -89,6 +89,8 @@ export const Meta = {
   prune: "prune",
   /** → ImportedFrom: the store was imported from the reference member's archive (escape/reference-store.ts). */
   importedFrom: "imported_from",
+  /** → OrdersMissing: imported without the order tree; orders are not validated (escape/reference-store.ts). */
+  ordersMissing: "orders_missing",
   /** → OnchainCursor: where the base-chain watch continues and what it saw last (onchain-record.ts). */
   onchain: "onchain",
 } as const;

@@ -39,7 +39,11 @@ const P = 2n ** 251n + 17n * 2n ** 192n + 1n;
 
 const cases: [string, (files: Files) => ArchiveEntry[] | void, RegExp][] = [
   ["a missing vaults.csv", (f) => void f.delete("vaults.csv"), /state\.bz2: the archive has no vaults\.csv$/],
-  ["a missing info.json", (f) => void f.delete("info.json"), /the archive has no info\.json$/],
+  [
+    "a missing info.json (and no batch named)",
+    (f) => void f.delete("info.json"),
+    /state\.bz2 has no info\.json \(the reference member's dump_state writes none\): name its batch with --batch N/,
+  ],
   ["a missing order subtree", (f) => void f.delete("orders_6.csv"), /the archive has no orders_6\.csv$/],
   ["an extra file", (f) => void f.set("notes.txt", "hello"), /extra file "notes\.txt"/],
   [
@@ -222,8 +226,8 @@ describe("a damaged reference state archive", () => {
     await writeFile(join(dir, "plain.bz2"), "just text, not an archive\n");
     await refusedLeavesNothing(join(dir, "plain.bz2"), /^plain\.bz2: bzip2 decompression failed: .*/);
     const notTar = join(dir, "nottar.bz2");
-    await writeArchive(join(dir, "x.bz2"), []); // a valid empty tar: no info.json
-    await refusedLeavesNothing(join(dir, "x.bz2"), /the archive has no info\.json/);
+    await writeArchive(join(dir, "x.bz2"), []); // a valid empty tar: no vaults.csv, no info.json
+    await refusedLeavesNothing(join(dir, "x.bz2"), /x\.bz2: the archive has no vaults\.csv$/);
     // bzip2 of bytes that are not a tar
     const { bzip2 } = await import("../../src/escape/bzip2.js");
     const bz = bzip2("nottar.bz2");
