@@ -92,10 +92,10 @@ export class TopNodeCache {
    * forgotten, since their positions no longer mean the same nodes.
    */
   setTop(tree: string, depth: number, index: bigint): void {
-    const was = this.tops.get(tree);
-    if (was && was.depth === depth && was.index === index) return;
+    const was = this.topOf(tree);
+    if (was.depth === depth && was.index === index) return;
     this.tops.set(tree, { depth, index });
-    if (was) this.forget(tree);
+    this.forget(tree);
   }
 
   /** Where the cached levels of `tree` start (setTop); the root when never set. */
