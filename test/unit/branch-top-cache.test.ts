@@ -11,7 +11,6 @@ import { findBranchTop } from "../../src/trees/branch-top.js";
 import { computeRoots, emptyRoots, type TreeState } from "../../src/trees/compute-roots.js";
 import { TopNodeCache } from "../../src/trees/node-cache.js";
 import type { NodeSource } from "../../src/trees/node-source.js";
-import { NodeWrites } from "../../src/trees/node-writes.js";
 import { walkLeaves } from "../../src/trees/walk-leaves.js";
 import { defaultTreeWalk, type TreeWalk } from "../../src/trees/tree-walk.js";
 import { walkOf } from "../helpers/compare-walks.js";
