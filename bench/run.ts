@@ -117,8 +117,9 @@ if (mappedTables !== undefined && setMappedTables(mappedTables) !== "set")
 const cpuProfile = arg("--cpu-profile");
 const heapProfile = arg("--heap-profile");
 const level: LevelTuning = {
-  // The member's default unless told otherwise, so that the bench measures the daemon as it runs.
-  maxOpenFiles: DEFAULT_MAX_OPEN_FILES,
+  // The member's default unless told otherwise, so that the bench measures the daemon as it runs
+  // (W-scale's signing processes take the memory plan's instead).
+  ...(process.argv.includes("--scale") ? {} : { maxOpenFiles: DEFAULT_MAX_OPEN_FILES }),
   ...(JSON.parse(arg("--level") ?? "{}") as LevelTuning),
   ...(arg("--max-open-files") === undefined ? {} : { maxOpenFiles: Number(arg("--max-open-files")) }),
 };

@@ -156,8 +156,13 @@ async function main(config: ScaleStateConfig): Promise<void> {
     };
   }
   const mapped = plan?.store_mapped_tables ?? config.mappedTables;
-  if (mapped !== undefined && setMappedTables(mapped) !== "set")
-    throw new Error("mapped tables: dacd's build of LevelDB's binding is not loaded");
+  if (mapped !== undefined && setMappedTables(mapped) !== "set") {
+    if (config.mappedTables !== undefined)
+      throw new Error("mapped tables: dacd's build of LevelDB's binding is not loaded");
+    log(
+      `the plan's ${mapped} mapped tables need dacd's build of LevelDB's binding (not loaded): LevelDB keeps its own number`,
+    );
+  }
   await turn(config.phase === "load" ? "bulk load" : "cache warm-up");
   const native = createEngine("native", { threads: "auto", kernel: config.kernel });
   if (config.phase === "load") {
