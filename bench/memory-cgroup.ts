@@ -12,7 +12,8 @@ import { systemCgroupPaths } from "../src/config/memory-limit.js";
 export interface BenchCgroup {
   readonly version: 1 | 2;
   readonly dir: string;
-  readonly limitMib: number;
+  /** 0 until limitCgroup. */
+  limitMib: number;
   /** The file a process writes its pid to, to join. */
   readonly procs: string;
 }
@@ -30,8 +31,8 @@ export interface CgroupMemory {
 
 const MIB = 2 ** 20;
 
-/** Creates `name` under this process's own cgroup with a limit of `limitMib`; or why it could not. */
-export function createMemoryCgroup(name: string, limitMib: number): BenchCgroup | { error: string } {
+/** Creates `name` under this process's own cgroup, without a limit (limitCgroup); or why it could not. */
+export function createMemoryCgroup(name: string): BenchCgroup | { error: string } {
   const { root, selfCgroup } = systemCgroupPaths();
   const lines = (selfCgroup ?? "").split("\n");
   const v1Path = lines
@@ -42,8 +43,7 @@ export function createMemoryCgroup(name: string, limitMib: number): BenchCgroup 
     if (v1Path) {
       const dir = join(root, "memory", v1Path[2]!, name);
       mkdirSync(dir);
-      writeFileSync(join(dir, "memory.limit_in_bytes"), String(limitMib * MIB));
-      return { version: 1, dir, limitMib, procs: join(dir, "cgroup.procs") };
+      return { version: 1, dir, limitMib: 0, procs: join(dir, "cgroup.procs") };
     }
     if (v2Path) {
       const parent = join(root, v2Path[1]!);
@@ -51,12 +51,28 @@ export function createMemoryCgroup(name: string, limitMib: number): BenchCgroup 
         writeFileSync(join(parent, "cgroup.subtree_control"), "+memory");
       const dir = join(parent, name);
       mkdirSync(dir);
-      writeFileSync(join(dir, "memory.max"), String(limitMib * MIB));
-      return { version: 2, dir, limitMib, procs: join(dir, "cgroup.procs") };
+      return { version: 2, dir, limitMib: 0, procs: join(dir, "cgroup.procs") };
     }
     return { error: "no memory cgroup in /proc/self/cgroup" };
   } catch (err) {
     return { error: (err as Error).message };
+  }
+}
+
+/**
+ * Limits the cgroup to `limitMib` (the kernel reclaims its page cache down to it first) and starts
+ * its peak counter afresh where the kernel lets it (v1; v2's memory.peak since Linux 6.12).
+ */
+export function limitCgroup(cg: BenchCgroup, limitMib: number): void {
+  writeFileSync(
+    join(cg.dir, cg.version === 1 ? "memory.limit_in_bytes" : "memory.max"),
+    String(limitMib * MIB),
+  );
+  cg.limitMib = limitMib;
+  try {
+    writeFileSync(join(cg.dir, cg.version === 1 ? "memory.max_usage_in_bytes" : "memory.peak"), "0");
+  } catch {
+    // An older v2 kernel: the peak includes the load's.
   }
 }
 

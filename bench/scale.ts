@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import type { ScaleBatchesResult, ScaleLoadResult, ScaleMessage, ScaleStateConfig } from "./scale-state.js";
-import { createMemoryCgroup, removeCgroup, type BenchCgroup } from "./memory-cgroup.js";
+import { createMemoryCgroup, limitCgroup, removeCgroup, type BenchCgroup } from "./memory-cgroup.js";
 import { scaledSize } from "./scale-options.js";
 import { median } from "./dump-beside.js";
 import type { WorkloadSize } from "./workloads.js";
@@ -143,8 +143,23 @@ export async function runScale(opts: {
   try {
     // Loaded one at a time: each bulk load has the machine (but this helper's) alone.
     const loads: ScaleLoadResult[] = [];
-    for (const config of configs) {
-      const loader = new StateProcess({ ...config, phase: "load" }, tmp);
+    // Each state's cgroup is made first, without a limit, and its load runs in it too: the table
+    // pages the load leaves in the page cache are then charged to the cgroup the member signs in,
+    // as they are to a unit that loaded its store, rather than to the bench's own cgroup.
+    let cgroupError: string | undefined = opts.cgroupMib > 0 ? undefined : "--cgroup-mib 0";
+    const stateCgroups = configs.map((config, i): BenchCgroup | undefined => {
+      if (cgroupError) return undefined;
+      const made = createMemoryCgroup(`dacd-bench-${process.pid}-${i}`);
+      if ("error" in made) {
+        cgroupError = made.error;
+        opts.log(`scale: no memory cgroup for ${config.label}: ${cgroupError}`);
+        return undefined;
+      }
+      cgroups.push(made);
+      return made;
+    });
+    for (const [i, config] of configs.entries()) {
+      const loader = new StateProcess({ ...config, phase: "load", cgroup: stateCgroups[i] }, tmp);
       states.push(loader);
       await loader.next(); // waiting for "bulk load"
       opts.log(`scale: loading ${config.label}`);
@@ -153,17 +168,11 @@ export async function runScale(opts: {
       loads.push(m.result);
       await loader.gone;
     }
-    // Then the batches' processes, each in a memory cgroup of its own at the budget (where one
-    // can be made), their caches warmed one at a time.
-    let cgroupError: string | undefined = opts.cgroupMib > 0 ? undefined : "--cgroup-mib 0";
+    // Then the batches' processes, each in its state's cgroup, now limited to the budget, their
+    // caches warmed one at a time.
     const batches = configs.map((config, i) => {
-      let cgroup: BenchCgroup | undefined;
-      if (opts.cgroupMib > 0) {
-        const made = createMemoryCgroup(`dacd-bench-${process.pid}-${i}`, opts.cgroupMib);
-        if ("error" in made) cgroupError = made.error;
-        else cgroups.push((cgroup = made));
-      }
-      if (cgroupError) opts.log(`scale: no memory cgroup for ${config.label}: ${cgroupError}`);
+      const cgroup = stateCgroups[i];
+      if (cgroup) limitCgroup(cgroup, opts.cgroupMib);
       return new StateProcess({ ...config, phase: "batches", cgroup }, tmp);
     });
     states.push(...batches);
@@ -199,7 +208,7 @@ export async function runScale(opts: {
       ),
       mapped_tables: big.memory_plan.store_mapped_tables,
       states: results,
-      ...(cgroups.length === batches.length && cgroups.length > 0 ? { cgroup_mib: opts.cgroupMib } : {}),
+      ...(!cgroupError && cgroups.length === batches.length ? { cgroup_mib: opts.cgroupMib } : {}),
       ...(cgroupError ? { cgroup_error: cgroupError } : {}),
       warm_s: big.workload.warm_s,
       records_read_per_batch: median(big.workload.records_read),
