@@ -8,7 +8,8 @@ import { setMappedTables } from "../src/storage/level-binding.js";
 import { loadNativeAddon } from "../src/hash/native-engine.js";
 import { createEngine } from "../src/hash/select.js";
 import { WasmEngine } from "../src/hash/wasm-engine.js";
-import { DEFAULT_CACHE_LEVELS } from "../src/trees/node-cache.js";
+import { cgroupMemoryLimit } from "../src/config/memory-limit.js";
+import { memoryBudget, planMemory } from "../src/config/memory-plan.js";
 import { join } from "node:path";
 import { dumpBeside, median } from "./dump-beside.js";
 import { printCatchup, runCatchup } from "./catchup.js";
@@ -58,7 +59,14 @@ keepInitialOldSpaceToMainThread();
  * `--only escape-kit` (after `npm run build`): `dacd escape-kit` of a state of `--kit-vaults N`
  * vaults (default 1,000,000) in a process of its own: time and peak RSS (bench/escape-kit.ts).
  * `--sequential-ids` gives the Merkle trees' ids out in sequence (W-spot, W-perp, W-scale), where
- * they are otherwise uniform over each tree's range: the top levels then hold few nodes.
+ * they are otherwise uniform over each tree's range. Without it the default run has W-spot-seq and
+ * W-perp-seq beside W-spot and W-perp: the same with ids in sequence (`--only w-spot-seq` alone).
+ * The node cache is sized as a member sizes it (memory-plan.ts): from `--budget-mib N`, else the
+ * bench's cgroup limit less headroom, else the default budget (`--cache-levels N` overrides). Each
+ * workload reports the records it read from LevelDB, looked up and wrote per batch, and the cache's
+ * warm-up. `--scale` puts each signing process in a memory cgroup of `--cgroup-mib N` (default
+ * 2048; 0: none; needs root), sizes it from that budget, and reports the cgroup's anonymous and
+ * file memory (`w_scale.cgroup_mib`, absent when no cgroup could be made; `w_scale.warm_s`).
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -71,27 +79,47 @@ const jsonPath = arg("--json");
 const besideDump = arg("--only") === "dump-beside";
 const wasmRuns = Number(arg("--wasm-runs") ?? (besideDump ? 0 : 3));
 const nativeRuns = Number(arg("--native-runs") ?? (besideDump ? 8 : 5));
-const cacheLevels = Number(arg("--cache-levels") ?? DEFAULT_CACHE_LEVELS);
-const onlyArg = besideDump ? "spot" : arg("--only");
+/**
+ * The node cache as a member sizes it (memory-plan.ts): from `--budget-mib N`, else this process's
+ * cgroup limit less headroom, else the default budget; `--cache-levels N` sets the levels instead,
+ * without a node bound, as `node_cache_levels` does.
+ */
+const budget = memoryBudget(
+  arg("--budget-mib") === undefined ? undefined : Number(arg("--budget-mib")),
+  cgroupMemoryLimit(),
+);
+const cacheFor = (trees: number): { levels: number; nodes?: number } => {
+  if (arg("--cache-levels") !== undefined) return { levels: Number(arg("--cache-levels")) };
+  const plan = planMemory(budget, 0, trees);
+  return { levels: plan.node_cache_levels, nodes: plan.node_cache_nodes };
+};
+const cacheLevels = cacheFor(3).levels;
+const onlyArg = besideDump ? "spot" : arg("--only")?.replace(/^w-/, "");
+const WORKLOADS = ["spot", "perp", "spot-seq", "perp-seq"] as const;
+type WorkloadName = (typeof WORKLOADS)[number];
 if (
   onlyArg !== undefined &&
-  onlyArg !== "spot" &&
-  onlyArg !== "perp" &&
+  !(WORKLOADS as readonly string[]).includes(onlyArg) &&
   onlyArg !== "reference-import" &&
   onlyArg !== "escape-kit"
 )
-  throw new Error("--only takes spot, perp, reference-import, escape-kit or dump-beside");
+  throw new Error(
+    "--only takes spot, perp, spot-seq, perp-seq (or w-spot …), reference-import, escape-kit or dump-beside",
+  );
 const referenceOnly = onlyArg === "reference-import";
-const only: "spot" | "perp" | undefined =
-  onlyArg === "reference-import" || onlyArg === "escape-kit" ? undefined : onlyArg;
+const only: WorkloadName | undefined =
+  onlyArg === "reference-import" || onlyArg === "escape-kit"
+    ? undefined
+    : (onlyArg as WorkloadName | undefined);
 const mappedTables = arg("--mapped-tables") === undefined ? undefined : Number(arg("--mapped-tables"));
 if (mappedTables !== undefined && setMappedTables(mappedTables) !== "set")
   throw new Error("--mapped-tables needs dacd's build of LevelDB's binding");
 const cpuProfile = arg("--cpu-profile");
 const heapProfile = arg("--heap-profile");
 const level: LevelTuning = {
-  // The member's default unless told otherwise, so that the bench measures the daemon as it runs.
-  maxOpenFiles: DEFAULT_MAX_OPEN_FILES,
+  // The member's default unless told otherwise, so that the bench measures the daemon as it runs
+  // (W-scale's signing processes take the memory plan's instead).
+  ...(process.argv.includes("--scale") ? {} : { maxOpenFiles: DEFAULT_MAX_OPEN_FILES }),
   ...(JSON.parse(arg("--level") ?? "{}") as LevelTuning),
   ...(arg("--max-open-files") === undefined ? {} : { maxOpenFiles: Number(arg("--max-open-files")) }),
 };
@@ -107,11 +135,16 @@ const log = (s: string): void => void process.stderr.write(s + "\n");
  * RssShmem): cheap to read, where smaps_rollup walks every page table of the process and would
  * take a timed batch's main thread for a noticeable while.
  */
+let kindsAtPeak: { anon_mib: number; file_mib: number } | undefined;
 function rssKinds(): string | undefined {
   try {
     const text = readFileSync("/proc/self/status", "utf8");
     const mib = (name: string): number =>
       Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? NaN) / 1024;
+    kindsAtPeak = {
+      anon_mib: Math.round(mib("RssAnon")),
+      file_mib: Math.round(mib("RssFile") + mib("RssShmem")),
+    };
     return `anonymous ${mib("RssAnon").toFixed(0)} MiB, file-backed (mapped tables, code) ${(mib("RssFile") + mib("RssShmem")).toFixed(0)} MiB`;
   } catch {
     return undefined;
@@ -195,7 +228,8 @@ if (process.argv.includes("--scale")) {
     base: { ...(quick ? shrunkSize(W_SPOT, 0.1) : W_SPOT), sequentialIds },
     factor: parseScaleFactor(arg("--scale-factor")),
     nativeRuns,
-    cacheLevels,
+    cacheLevels: arg("--cache-levels") === undefined ? undefined : cacheLevels,
+    cgroupMib: Number(arg("--cgroup-mib") ?? 2048),
     largeCacheLevels:
       arg("--scale-cache-levels") === undefined ? undefined : Number(arg("--scale-cache-levels")),
     level,
@@ -251,27 +285,31 @@ const kernelEngines =
   forcedKernels.length > 1 ? forcedKernels.map((name) => ({ name, engine: nativeWith(name) })) : undefined;
 const wasm = new WasmEngine();
 const results: Record<string, WorkloadResult> = {};
-for (const kind of only ? [only] : (["spot", "perp"] as const)) {
-  results[kind] = await runWorkload(kind, {
+// The -seq workloads: the same with ids given out in sequence (W-spot-seq, W-perp-seq).
+for (const name of only ? [only] : sequentialIds ? (["spot", "perp"] as const) : WORKLOADS) {
+  const kind = name.startsWith("spot") ? "spot" : "perp";
+  const cache = cacheFor(kind === "spot" ? 3 : 2);
+  results[name] = await runWorkload(kind, {
     quick,
-    sequentialIds,
+    sequentialIds: sequentialIds ?? (name.endsWith("-seq") || undefined),
     native,
     wasm,
     nativeRuns,
     wasmRuns,
-    cacheLevels,
+    cacheLevels: cache.levels,
+    cacheNodes: cache.nodes,
     level,
     compactAfterLoad: process.argv.includes("--compact-after-load"),
     profile: cpuProfile
-      ? { kind: "cpu", path: `${cpuProfile}-${kind}.cpuprofile` }
+      ? { kind: "cpu", path: `${cpuProfile}-${name}.cpuprofile` }
       : heapProfile
-        ? { kind: "heap", path: `${heapProfile}-${kind}.heapprofile` }
+        ? { kind: "heap", path: `${heapProfile}-${name}.heapprofile` }
         : undefined,
     log,
-    phase: (name) => (phase = `${kind} ${name}`),
+    phase: (step) => (phase = `${name} ${step}`),
     alt,
     altNodeCache,
-    kernels: kind === "spot" ? kernelEngines : undefined,
+    kernels: name === "spot" ? kernelEngines : undefined,
     beside: besideDump
       ? dumpBeside(native, join(import.meta.dirname, "..", "..", "bin", "dacd.js"), log)
       : undefined,
@@ -293,6 +331,20 @@ console.log("|---|---|---|---|---|---|---|");
 for (const [kind, r] of Object.entries(results)) {
   console.log(
     `| W-${kind} | ${r.batch_s_native.toFixed(3)} | ${r.batch_s_wasm.toFixed(2)} | ${(r.batch_s_wasm / r.batch_s_native).toFixed(1)}× | ${r.hashes.toLocaleString("en")} | ${r.storage_ops.toLocaleString("en")} | ${r.bulk_load_s.toFixed(1)} |`,
+  );
+}
+console.log(
+  `\nRecords per native batch (medians) and the node cache (budget ${Math.round(budget.bytes / 2 ** 20)} MiB: ${budget.source})`,
+);
+console.log(
+  "| workload | read from LevelDB | looked up (cache or LevelDB) | written | cache levels | node bound | nodes warm | warm-up s |",
+);
+console.log("|---|---|---|---|---|---|---|---|");
+for (const [name, r] of Object.entries(results)) {
+  console.log(
+    `| W-${name} | ${median(r.records_read).toLocaleString("en")} | ${median(r.nodes_looked_up).toLocaleString("en")} | ` +
+      `${median(r.records_written).toLocaleString("en")} | ${r.cache.levels} | ${r.cache.max_nodes?.toLocaleString("en") ?? "none"} | ` +
+      `${r.cache.nodes_warm.toLocaleString("en")} | ${r.warm_s.toFixed(1)} |`,
   );
 }
 console.log("\nWhere the median native batch went (s; wall time with such calls in flight, overlapping)");
@@ -359,8 +411,13 @@ if (jsonPath) {
         native_window_bits: windowBits,
         w_spot: results.spot,
         w_perp: results.perp,
+        w_spot_seq: results["spot-seq"],
+        w_perp_seq: results["perp-seq"],
+        memory_budget: { mib: Math.round(budget.bytes / 2 ** 20), source: budget.source },
         ...(byKernel ? { w_spot_by_kernel: byKernel } : {}),
         peak_rss_mib: Math.round(peakMiB),
+        // Anonymous memory and file pages (mapped tables, code) near the peak (/proc/self/status).
+        ...(kindsAtPeak ? { rss_kinds_at_peak_mib: kindsAtPeak } : {}),
       },
       null,
       2,

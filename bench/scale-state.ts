@@ -5,6 +5,9 @@ import { directorySize } from "../src/service/metrics.js";
 import { setMappedTables } from "../src/storage/level-binding.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import { readLoadedState, writeLoadedState } from "./loaded-state.js";
+import { cgroupMemory, joinCgroup, type BenchCgroup, type CgroupMemory } from "./memory-cgroup.js";
+import { cgroupMemoryLimit } from "../src/config/memory-limit.js";
+import { describePlan, memoryBudget, planMemory, type MemoryPlan } from "../src/config/memory-plan.js";
 import { loadWorkload, runWorkload, type WorkloadResult, type WorkloadSize } from "./workloads.js";
 
 /**
@@ -30,8 +33,11 @@ export interface ScaleStateConfig {
   statePath: string;
   size: WorkloadSize;
   nativeRuns: number;
-  cacheLevels: number;
+  /** Unset: the memory plan's, from the budget this process runs under (as a member sizes it). */
+  cacheLevels?: number;
   level: LevelTuning;
+  /** The memory cgroup the signing process joins first (bench/memory-cgroup.ts). */
+  cgroup?: BenchCgroup;
   /** LevelDB's memory-mapped tables in this process (setMappedTables); unset: LevelDB's number. */
   mappedTables?: number;
   kernel?: string;
@@ -53,6 +59,10 @@ export interface ScaleBatchesResult {
   rss_kinds_at_peak_mib_batches: RssKinds;
   /** The kernel's maximum RSS of the process that signs (its whole life). */
   max_rss_mib: number;
+  /** Its cgroup's memory after the batches and at its peak, when it ran in one. */
+  cgroup?: CgroupMemory;
+  /** What the signing process planned from its budget and its store (memory-plan.ts). */
+  memory_plan: MemoryPlan;
 }
 
 export type ScaleMessage =
@@ -122,8 +132,37 @@ async function main(config: ScaleStateConfig): Promise<void> {
   const log = (s: string): void => void process.stderr.write(`[${config.label}] ${s}\n`);
   const mib = (b: number): number => Math.round(b / 2 ** 20);
 
-  if (config.mappedTables !== undefined && setMappedTables(config.mappedTables) !== "set")
-    throw new Error("mapped tables: dacd's build of LevelDB's binding is not loaded");
+  // First of all, so that everything the process maps or allocates is charged to the cgroup.
+  if (config.cgroup) joinCgroup(config.cgroup.procs);
+  let plan: MemoryPlan | undefined;
+  let level = config.level;
+  let cache: { levels: number; nodes?: number } | undefined;
+  if (config.phase === "batches") {
+    const state = await readLoadedState(config.statePath);
+    plan = planMemory(memoryBudget(undefined, cgroupMemoryLimit()), await directorySize(state.dir), 3, {
+      nodeCacheLevels: config.cacheLevels,
+      storeMappedTables: config.mappedTables,
+      storeMaxOpenFiles: config.level.maxOpenFiles,
+    });
+    log(describePlan(plan));
+    level = {
+      ...config.level,
+      maxOpenFiles: plan.store_max_open_files,
+      cacheSize: plan.store_block_cache_mib * 2 ** 20,
+    };
+    cache = {
+      levels: plan.node_cache_levels,
+      nodes: config.cacheLevels === undefined ? plan.node_cache_nodes : undefined,
+    };
+  }
+  const mapped = plan?.store_mapped_tables ?? config.mappedTables;
+  if (mapped !== undefined && setMappedTables(mapped) !== "set") {
+    if (config.mappedTables !== undefined)
+      throw new Error("mapped tables: dacd's build of LevelDB's binding is not loaded");
+    log(
+      `the plan's ${mapped} mapped tables need dacd's build of LevelDB's binding (not loaded): LevelDB keeps its own number`,
+    );
+  }
   await turn(config.phase === "load" ? "bulk load" : "cache warm-up");
   const native = createEngine("native", { threads: "auto", kernel: config.kernel });
   if (config.phase === "load") {
@@ -152,8 +191,9 @@ async function main(config: ScaleStateConfig): Promise<void> {
       wasm: new WasmEngine(),
       nativeRuns: config.nativeRuns,
       wasmRuns: 0,
-      cacheLevels: config.cacheLevels,
-      level: config.level,
+      cacheLevels: cache!.levels,
+      cacheNodes: cache!.nodes,
+      level,
       log,
       warmUpBatches: WARM_UP_BATCHES,
       gate: (i) => turn(`batch ${i + 1}`),
@@ -172,6 +212,8 @@ async function main(config: ScaleStateConfig): Promise<void> {
         peak_rss_mib_batches: mib(peak),
         rss_kinds_at_peak_mib_batches: kinds,
         max_rss_mib: mib(process.resourceUsage().maxRSS * 1024),
+        ...(config.cgroup ? { cgroup: cgroupMemory(config.cgroup) } : {}),
+        memory_plan: plan!,
       },
     });
   }

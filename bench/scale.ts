@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import type { ScaleBatchesResult, ScaleLoadResult, ScaleMessage, ScaleStateConfig } from "./scale-state.js";
-import { LEVELDB_MAPPED_TABLES } from "../src/storage/level-binding.js";
+import { createMemoryCgroup, limitCgroup, removeCgroup, type BenchCgroup } from "./memory-cgroup.js";
 import { scaledSize } from "./scale-options.js";
 import { median } from "./dump-beside.js";
 import type { WorkloadSize } from "./workloads.js";
@@ -38,6 +38,16 @@ export interface WScale {
   mapped_tables: number;
   /** Both states' figures, the base state first. */
   states: ScaleStateResult[];
+  /** The memory cgroup limit each signing process ran under; absent when none could be made. */
+  cgroup_mib?: number;
+  /** Why the signing processes ran without a cgroup, when they did. */
+  cgroup_error?: string;
+  /** The large state's node cache warm-up, seconds. */
+  warm_s: number;
+  /** The large state's records per batch (medians): read from LevelDB, looked up, written. */
+  records_read_per_batch: number;
+  nodes_looked_up_per_batch: number;
+  records_written_per_batch: number;
 }
 
 class StateProcess {
@@ -95,9 +105,12 @@ export async function runScale(opts: {
   base: WorkloadSize;
   factor: number;
   nativeRuns: number;
-  cacheLevels: number;
+  /** Unset: each signing process plans its cache from its budget (memory-plan.ts). */
+  cacheLevels?: number;
   /** The larger state's cache levels; unset: `cacheLevels`. */
   largeCacheLevels?: number;
+  /** The memory cgroup limit of each signing process (MiB); 0: none. */
+  cgroupMib: number;
   level: LevelTuning;
   mappedTables?: number;
   kernel?: string;
@@ -118,6 +131,7 @@ export async function runScale(opts: {
     kernel: opts.kernel,
   }));
   const states: StateProcess[] = [];
+  const cgroups: BenchCgroup[] = [];
   // Interrupted (Ctrl-C, kill): the children and their stores (GBs at full size) go too.
   const interrupted = (signal: NodeJS.Signals): void => {
     opts.log(`scale: ${signal}, removing the state processes and ${tmp}`);
@@ -129,8 +143,23 @@ export async function runScale(opts: {
   try {
     // Loaded one at a time: each bulk load has the machine (but this helper's) alone.
     const loads: ScaleLoadResult[] = [];
-    for (const config of configs) {
-      const loader = new StateProcess({ ...config, phase: "load" }, tmp);
+    // Each state's cgroup is made first, without a limit, and its load runs in it too: the table
+    // pages the load leaves in the page cache are then charged to the cgroup the member signs in,
+    // as they are to a unit that loaded its store, rather than to the bench's own cgroup.
+    let cgroupError: string | undefined = opts.cgroupMib > 0 ? undefined : "--cgroup-mib 0";
+    const stateCgroups = configs.map((config, i): BenchCgroup | undefined => {
+      if (cgroupError) return undefined;
+      const made = createMemoryCgroup(`dacd-bench-${process.pid}-${i}`);
+      if ("error" in made) {
+        cgroupError = made.error;
+        opts.log(`scale: no memory cgroup for ${config.label}: ${cgroupError}`);
+        return undefined;
+      }
+      cgroups.push(made);
+      return made;
+    });
+    for (const [i, config] of configs.entries()) {
+      const loader = new StateProcess({ ...config, phase: "load", cgroup: stateCgroups[i] }, tmp);
       states.push(loader);
       await loader.next(); // waiting for "bulk load"
       opts.log(`scale: loading ${config.label}`);
@@ -139,8 +168,13 @@ export async function runScale(opts: {
       loads.push(m.result);
       await loader.gone;
     }
-    // Then the batches' processes, their caches warmed one at a time.
-    const batches = configs.map((config) => new StateProcess({ ...config, phase: "batches" }, tmp));
+    // Then the batches' processes, each in its state's cgroup, now limited to the budget, their
+    // caches warmed one at a time.
+    const batches = configs.map((config, i) => {
+      const cgroup = stateCgroups[i];
+      if (cgroup) limitCgroup(cgroup, opts.cgroupMib);
+      return new StateProcess({ ...config, phase: "batches", cgroup }, tmp);
+    });
     states.push(...batches);
     for (const state of batches) {
       await state.next(); // waiting for "cache warm-up"
@@ -172,12 +206,19 @@ export async function runScale(opts: {
       compaction_bytes_per_batch: Math.round(
         (compaction.reduce((a, b) => a + b, 0) / Math.max(1, compaction.length)) * 2 ** 20,
       ),
-      mapped_tables: opts.mappedTables ?? LEVELDB_MAPPED_TABLES,
+      mapped_tables: big.memory_plan.store_mapped_tables,
       states: results,
+      ...(!cgroupError && cgroups.length === batches.length ? { cgroup_mib: opts.cgroupMib } : {}),
+      ...(cgroupError ? { cgroup_error: cgroupError } : {}),
+      warm_s: big.workload.warm_s,
+      records_read_per_batch: median(big.workload.records_read),
+      nodes_looked_up_per_batch: median(big.workload.nodes_looked_up),
+      records_written_per_batch: median(big.workload.records_written),
     };
   } finally {
     process.off("SIGINT", interrupted).off("SIGTERM", interrupted);
     await Promise.all(states.map((state) => state.kill()));
+    await Promise.all(cgroups.map((cg) => removeCgroup(cg)));
     await rm(tmp, { recursive: true, force: true });
   }
 }
@@ -202,6 +243,15 @@ export function scaleTable(w: WScale): string[] {
       `${rssCell(s, "load")} | ${rssCell(s, "batches")} | ${s.max_rss_mib} |`
     );
   });
+  const cg = (s: ScaleStateResult): string =>
+    s.cgroup
+      ? `cgroup v${s.cgroup.version} ${s.cgroup.limit_mib} MiB: peak ${s.cgroup.peak_mib ?? "?"}, anon ${s.cgroup.anon_mib}, file ${s.cgroup.file_mib} (mapped ${s.cgroup.mapped_file_mib})`
+      : "no cgroup";
+  const notes = w.states.map(
+    (s) =>
+      `${s.label}: ${cg(s)}; records per batch read ${median(s.workload.records_read)}, looked up ${median(s.workload.nodes_looked_up)}, ` +
+      `written ${median(s.workload.records_written)}; cache ${s.workload.cache.levels} levels, ${s.workload.cache.nodes_warm} nodes warm in ${s.workload.warm_s.toFixed(1)} s`,
+  );
   return [
     `\nW-scale: W-spot batches (10k/5k/2k leaves) on two states, each loaded by a process and signed by another, batches alternated; LevelDB maps up to ${w.mapped_tables} tables`,
     "| state | leaves | bulk load s | store MB after load | store MB after batches | bytes/leaf | median batch s | compaction MiB/batch, mean | peak RSS MiB, load | peak RSS MiB, batches | max RSS MiB |",
@@ -209,5 +259,7 @@ export function scaleTable(w: WScale): string[] {
     ...rows,
     `batch at ${w.factor}× the state: ${(w.batch_s / w.batch_s_1m_same_run).toFixed(2)}× the base state's batch (target ≤ 1.25×); ` +
       `bulk load ${(w.bulk_load_s / 60).toFixed(1)} min (target ≤ 8); peak RSS ${w.peak_rss_mib} MiB (target ≤ 2048)`,
+    ...notes,
+    ...(w.cgroup_error ? [`the signing processes ran without a memory cgroup: ${w.cgroup_error}`] : []),
   ];
 }

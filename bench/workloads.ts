@@ -63,6 +63,18 @@ export interface WorkloadResult {
   batch_s_by_kernel?: Record<string, number>;
   /** With `kernels`: the median CPU seconds (all threads) of a batch per kernel. */
   cpu_s_by_kernel?: Record<string, number>;
+  /** Per timed native batch: records read from LevelDB (what the node cache did not hold). */
+  records_read: number[];
+  /** Per timed native batch: node lookups, from the node cache or LevelDB (tree statistics). */
+  nodes_looked_up: number[];
+  /** Per timed native batch: records written (nodes, leaves and the batch record). */
+  records_written: number[];
+  /** The node cache: levels below each tree's first branch, its node bound, its nodes once warm. */
+  cache: { levels: number; max_nodes: number | null; nodes_warm: number };
+  /** Seconds the node cache's warm-up took (the first one, from the loaded state). */
+  warm_s: number;
+  /** Ids given out in sequence (`-seq` workloads). */
+  sequential_ids: boolean;
 }
 
 /** Sizes: the full workload, or a tenth of it with --quick. */
@@ -466,6 +478,8 @@ export async function runWorkload(
     nativeRuns: number;
     wasmRuns: number;
     cacheLevels: number;
+    /** The node cache's bound in nodes (the memory plan's); unset: none. */
+    cacheNodes?: number;
     /** Compact the whole store after the bulk load (timed apart). */
     compactAfterLoad?: boolean;
     /** LevelDB's tunables (unset: LevelDB's defaults). */
@@ -593,14 +607,18 @@ export async function runWorkload(
     // state, as a daemon warms its cache at start (app.ts). The pipelines run one after the other,
     // so that only one cache is alive at a time, as in a daemon.
     const native = new CountingEngine(opts.native);
+    let warmS: number | undefined;
+    let warmNodes = 0;
     const warmedCache = async (
       fromBatch: number,
       addon?: NativeNodeCacheAddon | null,
     ): Promise<TopNodeCache> => {
-      const cache = new TopNodeCache(opts.cacheLevels, addon);
+      const cache = new TopNodeCache(opts.cacheLevels, addon, opts.cacheNodes);
       const t = performance.now();
       const warmed = await warmTopNodes(cache, store, opts.native, trees, fromBatch);
-      opts.log(`${kind}: cache warm-up ${((performance.now() - t) / 1000).toFixed(1)} s, ${warmed} nodes`);
+      const s = (performance.now() - t) / 1000;
+      if (warmS === undefined) [warmS, warmNodes] = [s, cache.size];
+      opts.log(`${kind}: cache warm-up ${s.toFixed(1)} s, ${warmed} nodes`);
       return cache;
     };
     const treeWalk = treeWalkFromEnv();
@@ -631,6 +649,9 @@ export async function runWorkload(
     const kernelCpu = new Map<string, number[]>(kernels.map((k) => [k.name, []]));
     const nativeRuns = opts.nativeRuns * Math.max(1, kernels.length);
     const compactionMb: number[] = [];
+    const recordsRead: number[] = [];
+    const recordsWritten: number[] = [];
+    const lookups: number[] = [];
     // A process's first batches after its start grow its heap, a page fault per new page, which a
     // member pays once, not per batch: where asked, they run untimed first.
     const warmUp = opts.warmUpBatches ?? 0;
@@ -679,8 +700,13 @@ export async function runWorkload(
         const faultsBefore = process.resourceUsage().minorPageFault;
         const majorBefore = process.resourceUsage().majorPageFault;
         const storageBefore = storageReadBytes();
-        await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
+        const { detail } = await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
         const total = (performance.now() - t) / 1000;
+        if (!other && !stopBeside) {
+          recordsRead.push(reads);
+          recordsWritten.push(writes);
+          lookups.push(Object.values(detail.trees ?? {}).reduce((sum, t) => sum + t.nodes_read, 0));
+        }
         await stopBeside?.();
         // LevelDB's flushes and merges that finished during the batch, on its background thread.
         const merged = store.compactionWrittenMb() - mergedBefore;
@@ -752,6 +778,16 @@ export async function runWorkload(
       bulk_load_s: bulkLoadS,
       ...(opts.beside ? { batch_s_native_beside: besideTimes, batch_s_native_alone: nativeTimes } : {}),
       compaction_mb: compactionMb,
+      records_read: recordsRead,
+      nodes_looked_up: lookups,
+      records_written: recordsWritten,
+      cache: {
+        levels: opts.cacheLevels,
+        max_nodes: opts.cacheNodes === undefined || opts.cacheNodes === Infinity ? null : opts.cacheNodes,
+        nodes_warm: warmNodes,
+      },
+      warm_s: warmS ?? NaN,
+      sequential_ids: size.sequentialIds === true,
       ...(kernels.length > 0
         ? {
             batch_s_by_kernel: Object.fromEntries([...kernelTimes].map(([k, ts]) => [k, median(ts)])),

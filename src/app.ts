@@ -10,6 +10,8 @@ import type { Logger } from "./logging.js";
 import { escapeJobs } from "./service/maintenance-jobs.js";
 import { listenOpsServer, type OpsListener } from "./service/http-server.js";
 import { DacdMetrics, type MetricsState } from "./service/metrics.js";
+import { memoryPlanFor } from "./service/memory-setup.js";
+import { describePlan } from "./config/memory-plan.js";
 import {
   memberMetricsState,
   startOperations,
@@ -33,7 +35,7 @@ import { treeWalkFromEnv, treeWalkName } from "./trees/tree-walk.js";
 import { createEngine } from "./hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
 import { TopNodeCache } from "./trees/node-cache.js";
-import { warmTopNodes } from "./pipeline/warm-cache.js";
+import { placeBranchTops, warmTopNodes } from "./pipeline/warm-cache.js";
 import { bindVerifyContext } from "./pipeline/verify-batch.js";
 import { ChainWatch } from "./chain/watch.js";
 import { getOrdersMissing, ordersMissingWarning } from "./escape/reference-store.js";
@@ -166,25 +168,28 @@ async function startWithKey(
   const baseEngine = createEngine(config.hashEngine, { warn: (m) => log.warn(m), threads: "auto" });
   const engine = metrics.countingEngine(baseEngine);
   const treeWalk = treeWalkFromEnv();
-  const mapped = setMappedTables(config.storeMappedTables);
+  const memory = await memoryPlanFor(config, keptTrees(profile, validateRollup).length);
+  log.info({ memory }, describePlan(memory));
+  const mapped = setMappedTables(memory.store_mapped_tables);
   if (mapped !== "set")
     log.warn(
-      { store_mapped_tables: config.storeMappedTables, mapped_tables: mappedTablesInEffect() },
+      { store_mapped_tables: memory.store_mapped_tables, mapped_tables: mappedTablesInEffect() },
       mapped === "unsupported"
         ? "store_mapped_tables needs dacd's build of LevelDB's binding (not loaded): LevelDB keeps its own number"
         : "store_mapped_tables is read once per process, and a store was opened here before: LevelDB keeps the number it has",
     );
-  const store = await LevelStore.open(config.dataDir, { maxOpenFiles: config.storeMaxOpenFiles }).catch(
-    async (err: unknown) => {
-      await engine.close?.();
-      throw err;
-    },
-  );
-  const tablesOpen = tableFilesWithinLimit(config.storeMaxOpenFiles);
-  if (tablesOpen < config.storeMaxOpenFiles)
+  const store = await LevelStore.open(config.dataDir, {
+    maxOpenFiles: memory.store_max_open_files,
+    cacheSize: memory.store_block_cache_mib * 2 ** 20,
+  }).catch(async (err: unknown) => {
+    await engine.close?.();
+    throw err;
+  });
+  const tablesOpen = tableFilesWithinLimit(memory.store_max_open_files);
+  if (tablesOpen < memory.store_max_open_files)
     log.warn(
       {
-        store_max_open_files: config.storeMaxOpenFiles,
+        store_max_open_files: memory.store_max_open_files,
         open_file_limit: openFileLimit(),
         tables_open: tablesOpen,
       },
@@ -215,7 +220,7 @@ async function startWithKey(
       engine,
       signer,
       options: { validateOrders: config.validateOrders && !ordersMissing, validateRollup },
-      topNodes: new TopNodeCache(config.nodeCacheLevels),
+      topNodes: new TopNodeCache(memory.node_cache_levels, undefined, memory.node_cache_nodes),
       claims: journal,
       treeWalk,
     });
@@ -317,6 +322,8 @@ async function startWithKey(
       },
       config.mode === "shadow" ? "dacd started in shadow mode: nothing will be posted" : "dacd started",
     );
+    // Where each tree's cached levels start, before the first batch (a read per level of its top path).
+    await placeBranchTops(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup));
     const done = member.run(abort.signal);
     // Beside the member, never in its way: its RPC calls and small writes run between batches.
     await chainWatch?.start();

@@ -102,6 +102,9 @@ typedef struct {
 
 struct mt_update {
   int height, remembered;
+  /** Where the remembered levels start (mt_set_top): positions count from that node. */
+  int top_depth;
+  u256 top_index;
   /** The gen of the records this update writes. */
   uint32_t batch_gen;
   size_t n;
@@ -197,10 +200,38 @@ static const uint8_t *empty_at(const mt_update *u, int h) { return u->empty + 32
 
 /* ---- positions ---- */
 
-/** The index at height h of the node above leaf i, or −1 below the remembered levels. */
-static int32_t index_at(const mt_update *u, int32_t leaf, int h) {
-  if (u->height - h >= u->remembered) return -1;
-  return (int32_t)u_shr(u->ids[leaf], (unsigned)h).w[0];
+/**
+ * The index at height h of the node above leaf `id`, among the nodes of its depth below the top
+ * node (mt_set_top); −1 above the top, outside it or below the remembered levels.
+ */
+static int32_t index_of(const mt_update *u, const u256 *id, int h) {
+  int r = u->height - h - u->top_depth;
+  if (r < 0 || r >= u->remembered) return -1;
+  if (u->top_depth > 0) {
+    u256 top = u_shr(*id, (unsigned)(u->height - u->top_depth));
+    if (memcmp(&top, &u->top_index, sizeof top) != 0) return -1;
+  }
+  return (int32_t)(u_shr(*id, (unsigned)h).w[0] & ((UINT64_C(1) << r) - 1));
+}
+
+/** index_of for the node at height h above leaf i. */
+static int32_t index_at(const mt_update *u, int32_t leaf, int h) { return index_of(u, &u->ids[leaf], h); }
+
+/** index_of for the child on `side` at height h of the node at h + 1 above leaf i. */
+static int32_t side_index(const mt_update *u, int32_t leaf, int h, int side) {
+  u256 id = u->ids[leaf];
+  id.w[h / 64] = (id.w[h / 64] & ~(UINT64_C(1) << (h % 64))) | ((uint64_t)side << (h % 64));
+  return index_of(u, &id, h);
+}
+
+/** The depth below the top node of a node at height h (negative above it). */
+static int32_t depth_at(const mt_update *u, int h) { return u->height - h - u->top_depth; }
+
+int mt_set_top(mt_update *u, int depth, const uint8_t *index) {
+  if (depth < 0 || depth > u->height) return -1;
+  u->top_depth = depth;
+  u->top_index = u_from_be(index);
+  return u_bit_length(u->top_index) <= (unsigned)depth ? 0 : -1;
 }
 
 static void decimal(u256 v, char *out) {
@@ -347,7 +378,7 @@ static int need(mt_update *u, int h, size_t j) {
   size_t at = u->base[h] + j;
   memcpy(hashes + 32 * k, (uint8_t *)u->b.arena.p + u->old_off[at], 32);
   gens[k] = u->old_gen[at];
-  positions[2 * k] = u->height - h;
+  positions[2 * k] = depth_at(u, h);
   positions[2 * k + 1] = index_at(u, u->starts[at], h);
   nodes[k] = (int32_t)j;
   u->need_count = k + 1;
@@ -681,7 +712,7 @@ static uint8_t *emit(mt_update *u, const uint8_t *hash, size_t len, int h, int32
   if (!hashes || !lengths || !positions || !records) return NULL;
   memcpy(hashes + 32 * k, hash, 32);
   lengths[k] = (uint32_t)len;
-  positions[2 * k] = u->height - h;
+  positions[2 * k] = depth_at(u, h);
   positions[2 * k + 1] = index;
   u->out_count = k + 1;
   u->out_bytes += len;
@@ -703,9 +734,7 @@ int mt_chains_climbed(mt_update *u, const uint8_t *tops, const uint8_t *marks) {
     const chain *ch = chain_of(u, (int32_t)i);
     int top = ch->top, from = ch->from;
     int32_t index = ch->node >= 0 ? index_at(u, u->starts[u->base[top] + (size_t)ch->node], top)
-                    : u->height - top < u->remembered
-                        ? index_at(u, u->starts[u->base[top + 1] + (size_t)ch->parent], top + 1) * 2 + ch->side
-                        : -1;
+                                  : side_index(u, u->starts[u->base[top + 1] + (size_t)ch->parent], top, ch->side);
     size_t len = edge_length(top);
     uint8_t *rec = emit(u, tops + 32 * i, len, top, index);
     if (!rec) return -1;

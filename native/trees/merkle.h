@@ -31,6 +31,12 @@ typedef struct mt_update mt_update;
  */
 mt_update *mt_create(int height, int remembered, const uint8_t *ids, size_t n, const uint8_t *old_root,
                      uint32_t old_root_gen, uint32_t batch_gen, const uint8_t *empty, char *err, size_t err_len);
+/**
+ * Counts positions from the node `depth` below the root at `index` (32 bytes, big-endian) among
+ * its depth: the first branch of a tree whose ids share a prefix (src/trees/branch-top.ts). −1 when
+ * the index does not fit the depth.
+ */
+int mt_set_top(mt_update *u, int depth, const uint8_t *index);
 void mt_free(mt_update *u);
 
 /**

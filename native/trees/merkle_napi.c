@@ -40,12 +40,13 @@ static napi_value throw_failed(napi_env env, const mt_update *u) {
 }
 
 /**
- * merkleCreate(height, remembered, ids, oldRoot, oldRootGen, batchGen, empty[, cache, tree]): a
- * handle. `cache`: a node cache (node_cache_napi.c) the walk consults, `tree` the tree's id there.
+ * merkleCreate(height, remembered, ids, oldRoot, oldRootGen, batchGen, empty[, cache, tree[, topDepth,
+ * topIndex]]): a handle. `cache`: a node cache (node_cache_napi.c) the walk consults, `tree` the
+ * tree's id there; `topDepth`, `topIndex` (32 bytes): where positions count from (mt_set_top).
  */
 static napi_value create(napi_env env, napi_callback_info info) {
-  napi_value argv[9];
-  size_t argc = 9;
+  napi_value argv[11];
+  size_t argc = 11;
   NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 7) {
     napi_throw_type_error(env, NULL, "too few arguments");
@@ -68,6 +69,20 @@ static napi_value create(napi_env env, napi_callback_info info) {
   char err[160];
   mt_update *u = mt_create(height, remembered, ids, ni / 32, root, root_gen, batch_gen, empty, err, sizeof err);
   if (!u) return throw_input(env, err);
+  if (argc >= 11) {
+    int32_t top_depth = -1;
+    uint8_t *top_index = NULL;
+    size_t nt = 0;
+    if (!nu_typed(env, argv[10], napi_uint8_array, (void **)&top_index, &nt)) {
+      mt_free(u);
+      return NULL;
+    }
+    if (napi_get_value_int32(env, argv[9], &top_depth) != napi_ok || nt != 32 ||
+        mt_set_top(u, top_depth, top_index) < 0) {
+      mt_free(u);
+      return throw_input(env, "top: a depth and its index, 32 bytes, fitting it");
+    }
+  }
   return nc_walk_wrap(env, u, free_update, argv[7], argv[8], WHAT, "ERR_MERKLE_INPUT", "ERR_MERKLE_MEMORY");
 }
 

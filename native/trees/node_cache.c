@@ -26,6 +26,7 @@ typedef struct {
 
 struct nc_cache {
   int levels;
+  size_t max_nodes; /* new positions get no slot once this many are in use */
   uint8_t *slab;
   size_t used, cap;
   cell *table;
@@ -44,6 +45,7 @@ nc_cache *nc_create(int levels) {
   nc_cache *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->levels = levels;
+  c->max_nodes = SIZE_MAX;
   c->table = calloc(MIN_TABLE, sizeof(cell));
   if (!c->table) {
     free(c);
@@ -64,6 +66,16 @@ void nc_free(nc_cache *c) {
 }
 
 int nc_levels(const nc_cache *c) { return c->levels; }
+
+void nc_set_max_nodes(nc_cache *c, size_t max_nodes) { c->max_nodes = max_nodes; }
+
+void nc_forget(nc_cache *c, int tree) {
+  if (tree < 0 || (size_t)tree >= c->tree_count) return;
+  for (int d = 0; d < NC_MAX_LEVELS; d++) {
+    free(c->trees[tree].depth[d]);
+    c->trees[tree].depth[d] = NULL;
+  }
+}
 size_t nc_size(const nc_cache *c) { return c->used; }
 
 static inline uint32_t gen_of(const nc_cache *c, size_t slot) {
@@ -156,6 +168,7 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
     if (holds(c, slot, hash, gen)) return 0;
     /* The slot now holds the newer node; the old one's table cell goes stale. */
   } else {
+    if (c->used >= c->max_nodes) return 0;
     /* Slots are never freed: a position, once used, keeps its slot for each newer node there. */
     if (c->used == c->cap) {
       size_t cap = c->cap ? c->cap * 2 : 1024;

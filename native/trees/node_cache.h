@@ -31,6 +31,10 @@ typedef struct nc_cache nc_cache;
 nc_cache *nc_create(int levels);
 void nc_free(nc_cache *c);
 int nc_levels(const nc_cache *c);
+/** New positions get no slot once `max_nodes` slots are in use (the budget); SIZE_MAX by default. */
+void nc_set_max_nodes(nc_cache *c, size_t max_nodes);
+/** Drops a tree's positions (its branch moved); its slots keep their nodes, findable by hash. */
+void nc_forget(nc_cache *c, int tree);
 /** How many slots are in use (one per position ever written). */
 size_t nc_size(const nc_cache *c);
 /** The slot of the node with this hash and gen (at any position), or −1. */

@@ -26,17 +26,22 @@ static napi_value throw_input(napi_env env, const char *msg) {
   return NULL;
 }
 
-/** nodeCacheCreate(levels): a handle. */
+/** nodeCacheCreate(levels, maxNodes): a handle (maxNodes: Infinity for no bound). */
 static napi_value create(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
-  if (!nu_args(env, info, 1, argv)) return NULL;
+  napi_value argv[2];
+  if (!nu_args(env, info, 2, argv)) return NULL;
   int32_t levels;
+  double max_nodes;
   NAPI_CALL(env, napi_get_value_int32(env, argv[0], &levels));
+  NAPI_CALL(env, napi_get_value_double(env, argv[1], &max_nodes));
   if (levels < 0 || levels > NC_MAX_LEVELS) return throw_input(env, "levels: 0..30");
+  if (!(max_nodes >= 0)) return throw_input(env, "maxNodes: 0 or more");
   nc_cache *c = nc_create(levels);
   if (!c) return throw_memory(env);
+  nc_set_max_nodes(c, max_nodes >= (double)SIZE_MAX ? SIZE_MAX : (size_t)max_nodes);
   return nu_wrap(env, c, release_cache, WHAT, "ERR_NODE_CACHE_MEMORY");
 }
+
 
 /** The call's first `want` arguments, the first being a live cache: that cache, or NULL (thrown). */
 static nc_cache *cache_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
@@ -132,6 +137,17 @@ static napi_value size(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/** nodeCacheForget(handle, tree): drops the tree's positions. */
+static napi_value forget(napi_env env, napi_callback_info info) {
+  napi_value argv[2];
+  nc_cache *c = cache_call(env, info, 2, argv);
+  if (!c) return NULL;
+  int32_t tree;
+  NAPI_CALL(env, napi_get_value_int32(env, argv[1], &tree));
+  nc_forget(c, tree);
+  return NULL;
+}
+
 int nc_register(napi_env env, napi_value exports) {
   static const nu_named_fn fns[] = {
       {"nodeCacheCreate", create},
@@ -139,6 +155,7 @@ int nc_register(napi_env env, napi_value exports) {
       {"nodeCacheRemember", remember},
       {"nodeCacheRememberPacked", remember_packed},
       {"nodeCacheSize", size},
+      {"nodeCacheForget", forget},
   };
   return nu_register_all(env, exports, fns, sizeof fns / sizeof fns[0]);
 }

@@ -6,6 +6,9 @@ import { escapeJobs } from "../service/maintenance-jobs.js";
 import { discardMemberKey, loadMemberKey } from "../service/member-signer.js";
 import { checkExistingStore, runConfigChecks } from "../service/startup-checks.js";
 import { CONFIG_HELP, configPathOf, loadConfigFor } from "./config-path.js";
+import { describePlan } from "../config/memory-plan.js";
+import { keptTrees, makeProfile } from "../model/profile.js";
+import { memoryPlanFor } from "../service/memory-setup.js";
 
 interface CheckOptions {
   config?: string;
@@ -61,12 +64,19 @@ export function registerConfigCommand(program: Command): void {
       if (storeNote) warnings.push(storeNote);
       for (const w of warnings) process.stderr.write(`dacd: warning: ${w}\n`);
       const effective = effectiveConfig(cfg);
+      // What `dacd run` would size its caches to, here and now (the cgroup of this shell may not be the unit's).
+      const profile = makeProfile(cfg.profile, cfg.heights);
+      const memory = await memoryPlanFor(
+        cfg,
+        keptTrees(profile, profile.rollup ? cfg.validateRollup : undefined).length,
+      );
       if (tokenKey && opts.json) process.stderr.write(`dacd: ${tokenKey}\n`);
       process.stdout.write(
         opts.json
-          ? JSON.stringify(effective, null, 2) + "\n"
+          ? JSON.stringify({ ...effective, memory_plan: memory }, null, 2) + "\n"
           : `# effective configuration of ${configPathOf(opts.config)}\n` +
               (tokenKey ? `# ${tokenKey}\n` : "") +
+              `# ${describePlan(memory)}\n` +
               stringify(effective),
       );
     });

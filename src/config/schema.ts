@@ -36,7 +36,6 @@
  *   escape_contracts.{exchange,verifier} → escapeContracts.{exchange,verifier}
  */
 
-import { DEFAULT_CACHE_LEVELS } from "../trees/node-cache.js";
 import { HASH_ENGINES, type EngineName } from "../model/engines.js";
 import { PROFILE_NAMES, TREE_NAMES, type Heights, type ProfileName } from "../model/profile.js";
 
@@ -112,12 +111,14 @@ export interface Config {
   logFormat: LogFormat;
   /** Pedersen engine: auto (native when built, else WASM), native, wasm or js. */
   hashEngine: EngineName;
-  /** Levels below each tree's root kept in memory between batches (0: none). */
-  nodeCacheLevels: number;
-  /** LevelDB's bound on open table files (kept open so that no read reopens one). */
-  storeMaxOpenFiles: number;
-  /** How many of them LevelDB memory-maps (the rest are read with pread): bounds their share of RSS. */
-  storeMappedTables: number;
+  /** What the caches are sized from (memory-plan.ts); absent: the cgroup's limit, else a default. */
+  memoryBudgetMib?: number;
+  /** Levels below each tree's first branch kept in memory between batches (0: none); absent: planned. */
+  nodeCacheLevels?: number;
+  /** LevelDB's bound on open table files (kept open so that no read reopens one); absent: planned. */
+  storeMaxOpenFiles?: number;
+  /** How many of them LevelDB memory-maps (the rest are read with pread); absent: planned. */
+  storeMappedTables?: number;
   /** Batches fetched and parsed ahead of the one being verified while catching up. */
   prefetchBatches: number;
   schedule: Schedule;
@@ -218,9 +219,11 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   log_level: { kind: "enum", values: LOG_LEVELS, default: "info" },
   log_format: { kind: "enum", values: LOG_FORMATS, default: "json" },
   hash_engine: { kind: "enum", values: HASH_ENGINES, default: "auto" },
-  node_cache_levels: { kind: "int", min: 0, max: 24, default: DEFAULT_CACHE_LEVELS },
-  store_max_open_files: { kind: "int", min: 16, default: DEFAULT_MAX_OPEN_FILES },
-  store_mapped_tables: { kind: "int", min: 0, default: DEFAULT_MAPPED_TABLES },
+  // Unset: the budget's plan (memory-plan.ts); set, they override it.
+  memory_budget_mib: { kind: "int", min: 256 },
+  node_cache_levels: { kind: "int", min: 0, max: 24 },
+  store_max_open_files: { kind: "int", min: 16 },
+  store_mapped_tables: { kind: "int", min: 0 },
   schedule: { kind: "object", fields: { check: cron, backup: cron, prune: cron } },
   backup_dir: { kind: "path" },
   backup_keep: { kind: "int", min: 1, default: 3 },

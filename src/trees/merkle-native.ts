@@ -1,6 +1,7 @@
 import { climbChains, type HashEngine } from "../hash/engine.js";
 import { CHECKPOINT_STEP, packedEmpties } from "./merkle-edge.js";
-import type { NodeSource } from "./node-source.js";
+import { ROOT_TOP, type NodeSource } from "./node-source.js";
+import { bigintToBytes32 } from "../util/bytes.js";
 import type { NodeWrites } from "./node-writes.js";
 import {
   asStoreError,
@@ -27,6 +28,9 @@ export interface NativeMerkle {
     /** The addon's node cache to consult (NodeSource.nativeCache), and the tree's id there. */
     cache?: object,
     tree?: number,
+    /** Where positions count from (NodeSource.rememberedTop): its depth, its index (32 bytes, big-endian). */
+    topDepth?: number,
+    topIndex?: Uint8Array,
   ): Handle;
   /**
    * null when the old paths are read; else the records it needs (with a cache, those it does not
@@ -75,6 +79,7 @@ export async function updateMerkleNative(
 ): Promise<{ root: Uint8Array; rootGen: number; newNodes: NodeWrites }> {
   const packedEmpty = packedEmpties(empty);
   const link = nodes.nativeCache;
+  const top = nodes.rememberedTop?.(treeName) ?? ROOT_TOP;
   const handle = native.merkleCreate(
     empty.length - 1,
     remembered,
@@ -85,6 +90,8 @@ export async function updateMerkleNative(
     packedEmpty,
     link?.handle,
     link?.treeId(treeName),
+    top.depth,
+    bigintToBytes32(top.index),
   );
   try {
     const step = () => asStoreError(treeName, () => native.merkleStep(handle));

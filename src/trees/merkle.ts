@@ -19,7 +19,7 @@ import {
 } from "./merkle-edge.js";
 import { NATIVE_MERKLE_MAX_REMEMBERED, updateMerkleNative } from "./merkle-native.js";
 import { childGen, EDGE_HEAD_LENGTH, isBinaryRecord, BINARY_RECORD_LENGTH, writeGen } from "./node-record.js";
-import type { NodeSource } from "./node-source.js";
+import { ROOT_TOP, type BranchTop, type NodeSource } from "./node-source.js";
 import { NodeWrites } from "./node-writes.js";
 import { PackedIds } from "./packed-ids.js";
 import { defaultTreeWalk, type TreeWalk } from "./tree-walk.js";
@@ -97,6 +97,8 @@ interface Paths {
   readonly remembered: number;
   /** The gen the update's new records are written under. */
   readonly batchGen: number;
+  /** Where the remembered levels start (NodeSource.rememberedTop). */
+  readonly top: BranchTop;
 }
 
 function changedPaths(
@@ -104,6 +106,7 @@ function changedPaths(
   height: number,
   remembered: number,
   batchGen: number,
+  top: BranchTop,
 ): Paths {
   const ids = new PackedIds(sortedIds);
   const n = sortedIds.length;
@@ -124,12 +127,29 @@ function changedPaths(
     for (let c = 1, j = 1; c < below.length; c++) if (meet[below[c]!]! > h) level[j++] = below[c]!;
     starts.push(level);
   }
-  return { ids, starts, height, remembered, batchGen };
+  return { ids, starts, height, remembered, batchGen, top };
 }
 
-/** The index among the nodes of its height of the path node at height h whose first leaf is `leaf`. */
-function indexAt(paths: Paths, leaf: number, h: number): number {
-  return paths.ids.bits(leaf, h, paths.height - h);
+/** The depth below the top (Paths.top) of a node at height h; negative above it. */
+function depthAt(paths: Paths, h: number): number {
+  return paths.height - h - paths.top.depth;
+}
+
+/**
+ * The index of the path node at height h whose first leaf is `leaf` among the nodes of its depth
+ * below the top; with `side` ≥ 0, of that node's child on `side` at height h − 1 instead. −1 above
+ * the top, outside it or below the remembered levels.
+ */
+function indexAt(paths: Paths, leaf: number, h: number, side = -1): number {
+  const at = side < 0 ? h : h - 1;
+  const depth = depthAt(paths, at);
+  if (depth < 0 || depth >= paths.remembered) return -1;
+  if (paths.top.depth === 0)
+    return side < 0 ? paths.ids.bits(leaf, h, depth) : paths.ids.bits(leaf, h, depth - 1) * 2 + side;
+  const above = paths.ids.at(leaf) >> BigInt(h);
+  const index = side < 0 ? above : (above << 1n) | BigInt(side);
+  if (index >> BigInt(depth) !== paths.top.index) return -1;
+  return Number(index & ((1n << BigInt(depth)) - 1n));
 }
 
 /**
@@ -235,7 +255,13 @@ export async function updateMerkleWhileHashing(
       out,
     );
   }
-  const paths = changedPaths(sortedIds, height, remembered, batchGen);
+  const paths = changedPaths(
+    sortedIds,
+    height,
+    remembered,
+    batchGen,
+    nodes.rememberedTop?.(treeName) ?? ROOT_TOP,
+  );
 
   const { old, splits } = await readOldPaths(nodes, empty, oldRoot, oldRootGen, paths, treeName);
   await climbToSplits(engine, empty, splits);
@@ -483,16 +509,15 @@ class PathLevels {
     recLength = rec.length,
   ): void {
     this.newNodes.add(hashBuf, hashOff, rec, recOff, recLength);
-    const { height, remembered, batchGen } = this.paths;
-    if (height - h >= remembered) return;
-    const index = side < 0 ? indexAt(this.paths, first, h) : indexAt(this.paths, first, h + 1) * 2 + side;
+    const index = side < 0 ? indexAt(this.paths, first, h) : indexAt(this.paths, first, h + 1, side);
+    if (index < 0) return;
     const hash = hashBuf.subarray(hashOff, hashOff + 32);
     this.nodes.remember!(
       this.treeName,
-      height - h,
+      depthAt(this.paths, h),
       index,
       hash,
-      batchGen,
+      this.paths.batchGen,
       rec.subarray(recOff, recOff + recLength),
     );
   }
@@ -619,8 +644,8 @@ async function readOldPaths(
         );
       }
       level.rec[j] = rec;
-      if (height - h < remembered)
-        nodes.remember!(treeName, height - h, indexAt(paths, firsts[j]!, h), hashes[j]!, gens[j]!, rec);
+      const index = remembered > 0 ? indexAt(paths, firsts[j]!, h) : -1;
+      if (index >= 0) nodes.remember!(treeName, depthAt(paths, h), index, hashes[j]!, gens[j]!, rec);
     }
     old[h] = level;
 

@@ -6,7 +6,8 @@ type Handle = object;
 
 /** The addon's node cache (native/trees/node_cache_napi.c, in the Pedersen addon). */
 export interface NativeNodeCacheAddon {
-  nodeCacheCreate(levels: number): Handle;
+  nodeCacheCreate(levels: number, maxNodes: number): Handle;
+  nodeCacheForget(h: Handle, tree: number): void;
   /** A copy of the record of the node with this hash and gen, or null. */
   nodeCacheGet(h: Handle, hash: Uint8Array, gen: number): Uint8Array | null;
   nodeCacheRemember(
@@ -37,7 +38,7 @@ export interface NativeNodeCacheAddon {
 export function nativeNodeCacheAddon(env: NodeJS.ProcessEnv = process.env): NativeNodeCacheAddon | null {
   if (env.DACD_NODE_CACHE?.trim() === "js") return null;
   const addon = loadNativeAddon() as unknown as Partial<NativeNodeCacheAddon> | null;
-  return addon && typeof addon.nodeCacheCreate === "function" ? (addon as NativeNodeCacheAddon) : null;
+  return addon && typeof addon.nodeCacheForget === "function" ? (addon as NativeNodeCacheAddon) : null;
 }
 
 /** The longest record the cache keeps (a slot's record bytes; node-cache.ts). */
@@ -56,8 +57,13 @@ export class NativeNodeStore {
   constructor(
     private readonly addon: NativeNodeCacheAddon,
     readonly levels: number,
+    maxNodes = Infinity,
   ) {
-    this.handle = addon.nodeCacheCreate(levels);
+    this.handle = addon.nodeCacheCreate(levels, maxNodes);
+  }
+
+  forget(tree: string): void {
+    this.addon.nodeCacheForget(this.handle, this.treeId(tree));
   }
 
   get size(): number {

@@ -1,6 +1,12 @@
 import { ByteChunks } from "../util/byte-chunks.js";
 import { readGen, writeGen } from "./node-record.js";
-import { MISSING_RECORD, type NodeSource, type PackedNodes } from "./node-source.js";
+import {
+  MISSING_RECORD,
+  ROOT_TOP,
+  type BranchTop,
+  type NodeSource,
+  type PackedNodes,
+} from "./node-source.js";
 import { NativeNodeStore, nativeNodeCacheAddon, type NativeNodeCacheAddon } from "./native-node-cache.js";
 
 /**
@@ -60,6 +66,7 @@ export class TopNodeCache {
   private readonly views = new WeakMap<NodeSource, NodeSource>();
   /** The cache in the addon, when there is one; null: this class's own storage. */
   private readonly native: NativeNodeStore | null;
+  private readonly tops = new Map<string, BranchTop>();
 
   /**
    * `levels`: how many levels below each root are kept (0 turns the cache off). `addon`: the
@@ -68,11 +75,38 @@ export class TopNodeCache {
   constructor(
     readonly levels: number,
     addon: NativeNodeCacheAddon | null = nativeNodeCacheAddon(),
+    readonly maxNodes = Infinity,
   ) {
     // 2^levels positions per depth array, and positions must be exact small integers.
     if (!Number.isInteger(levels) || levels < 0 || levels > 30)
       throw new RangeError(`node cache levels must be an integer in 0..30, got ${levels}`);
-    this.native = addon && levels > 0 ? new NativeNodeStore(addon, levels) : null;
+    if (!(maxNodes >= 0)) throw new RangeError(`node cache nodes must be 0 or more, got ${maxNodes}`);
+    this.native = addon && levels > 0 ? new NativeNodeStore(addon, levels, maxNodes) : null;
+  }
+
+  /**
+   * Where the cached levels of `tree` start: the node at `depth` below the root, `index` among the
+   * nodes of its height (the tree's first branch, branch-top.ts). Positions the walks report are
+   * then counted from there: depth 0 is that node, and only the nodes below it are kept. Set before
+   * the tree's first update or warm-up; set again (a new branch), the tree's cached nodes are
+   * forgotten, since their positions no longer mean the same nodes.
+   */
+  setTop(tree: string, depth: number, index: bigint): void {
+    const was = this.topOf(tree);
+    if (was.depth === depth && was.index === index) return;
+    this.tops.set(tree, { depth, index });
+    this.forget(tree);
+  }
+
+  /** Where the cached levels of `tree` start (setTop); the root when never set. */
+  topOf(tree: string): BranchTop {
+    return this.tops.get(tree) ?? ROOT_TOP;
+  }
+
+  /** Drops every position of `tree` (its nodes stay findable by hash until their slots are reused). */
+  private forget(tree: string): void {
+    if (this.native) this.native.forget(tree);
+    else this.byPosition.delete(tree);
   }
 
   /** Whether the cache lives in the native addon. */
@@ -147,6 +181,7 @@ export class TopNodeCache {
       if (this.holdsAt(slot, hash, off, gen)) return -1;
       // The slot now holds the newer node; the old one's table cell goes stale.
     } else {
+      if (this.used >= this.maxNodes) return -1;
       slot = this.allocate();
       level[index] = slot + 1;
     }
@@ -175,6 +210,7 @@ export class TopNodeCache {
         getNodes: (hashes, gens) => this.getNodes(source, hashes, gens),
         getCached: (hash, gen) => this.get(hash, gen),
         rememberedLevels: this.levels,
+        rememberedTop: (tree) => this.topOf(tree),
         remember: (tree, depth, index, hash, gen, record) =>
           this.remember(tree, depth, index, hash, gen, record),
         rememberPacked: (tree, hashes, gens, records, lengths, positions) =>
@@ -185,6 +221,7 @@ export class TopNodeCache {
       getNodes: (hashes, gens) => this.getNodes(source, hashes, gens),
       getCached: (hash, gen) => this.get(hash, gen),
       rememberedLevels: this.levels,
+      rememberedTop: (tree) => this.topOf(tree),
       remember: (tree, depth, index, hash, gen, record) =>
         this.remember(tree, depth, index, hash, gen, record),
       getPacked: (tree, hashes, positions, gens) => this.getPacked(source, tree, hashes, positions, gens),

@@ -8,8 +8,14 @@ export interface NodeSource {
   getNodes(hashes: readonly Uint8Array[], gens: ArrayLike<number>): Promise<(Uint8Array | undefined)[]>;
   /** A node's record if it is at hand in memory (a cache), without waiting; undefined otherwise. */
   getCached?(hash: Uint8Array, gen: number): Uint8Array | undefined;
-  /** How many levels below each root `remember` keeps (0 or absent: it keeps nothing). */
+  /** How many levels below each tree's top (rememberedTop) `remember` keeps (0 or absent: none). */
   readonly rememberedLevels?: number;
+  /**
+   * Where a tree's remembered levels start (absent: at the root). Positions handed to `remember`,
+   * `getPacked` and the native cache are then counted from that node: depth below it, index among
+   * the nodes of that depth under it; a node outside it, or above it, has no position (index −1).
+   */
+  rememberedTop?(tree: string): BranchTop;
   /**
    * Told where a node read or written by a tree update sits (depth below the root of `tree`, index
    * among the nodes of its height) and its record's gen, so that a cache of the top levels can keep
@@ -98,3 +104,12 @@ export interface PackedRecords {
   readonly from: Uint32Array;
   readonly to: Uint32Array;
 }
+
+/** A node of a tree by its depth below the root and its index among the nodes of that depth. */
+export interface BranchTop {
+  readonly depth: number;
+  readonly index: bigint;
+}
+
+/** The root: positions counted from it. */
+export const ROOT_TOP: BranchTop = { depth: 0, index: 0n };

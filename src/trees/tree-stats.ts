@@ -20,6 +20,7 @@ export interface TreeStats {
 export function countingSource(nodes: NodeSource, stats: TreeStats): NodeSource {
   const view: NodeSource = {
     rememberedLevels: nodes.rememberedLevels,
+    ...(nodes.rememberedTop && { rememberedTop: nodes.rememberedTop.bind(nodes) }),
     getNodes: (hashes, gens) => {
       stats.nodes_read += hashes.length;
       return nodes.getNodes(hashes, gens);

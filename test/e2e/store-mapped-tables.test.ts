@@ -34,6 +34,10 @@ describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")("st
   it("0: the member reads every table with pread, maps none, and signs every batch", async () => {
     const { lines, dataDir, daemon, start } = await member("store_mapped_tables: 0");
     expect(lines.find((l) => l.msg === "dacd started")).toMatchObject({ mapped_tables: 0 });
+    // The memory plan is logged at start, the operator's setting kept and named.
+    const plan = lines.find((l) => String(l.msg).startsWith("memory budget "));
+    expect(plan).toMatchObject({ memory: { store_mapped_tables: 0, overridden: ["store_mapped_tables"] } });
+    expect(String(plan?.msg)).toMatch(/node cache \d+ levels below each tree's first branch/);
     // Started again: LevelDB turns the log of the batches into a table and opens it.
     await daemon.stop();
     const again = await start();

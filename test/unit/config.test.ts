@@ -97,9 +97,6 @@ describe("loadConfig", () => {
       logLevel: "info",
       schedule: {},
       backupKeep: 3,
-      nodeCacheLevels: 19,
-      storeMaxOpenFiles: 5000,
-      storeMappedTables: 1000,
       prefetchBatches: 2,
     });
     expect(cfg.validateRollup).toBeUndefined();
@@ -109,6 +106,9 @@ describe("loadConfig", () => {
     expect(cfg).toMatchObject({ baseChainConfirmations: 12, baseChainPollIntervalS: 12 });
     expect("baseChainRpcUrl" in cfg).toBe(false);
     expect("starkexContractAddress" in cfg).toBe(false);
+    // Planned from the memory budget unless set (memory-plan.ts).
+    for (const key of ["memoryBudgetMib", "nodeCacheLevels", "storeMaxOpenFiles", "storeMappedTables"])
+      expect(key in cfg).toBe(false);
   });
 
   it("follows the base chain with both its RPC URL and the contract, under the gateway URLs' rules", () => {
@@ -174,6 +174,7 @@ max_ready_lag: 0
 max_stall_s: 30
 log_level: debug
 node_cache_levels: 20
+memory_budget_mib: 3000
 store_max_open_files: 300
 store_mapped_tables: 100
 prefetch_batches: 0
@@ -203,6 +204,7 @@ prune_keep_batches: 1000
       maxReadyLag: 0,
       maxStallS: 30,
       logLevel: "debug",
+      memoryBudgetMib: 3000,
       nodeCacheLevels: 20,
       storeMaxOpenFiles: 300,
       storeMappedTables: 100,
