@@ -36,7 +36,7 @@ if grep -E '^package/(test|bench|\.ci|src|dist/bench|dist/test|native/build)/|\.
 fi
 prebuilt=no
 if [ "$(node -p 'process.platform + "-" + process.arch')" = linux-x64 ]; then
-  grep -qx package/prebuilds/linux-x64/pedersen.node "$tmp/files" || fail "the tarball lacks the prebuilt addon"
+  grep -qx package/prebuilds/linux-x64/dacd_native.node "$tmp/files" || fail "the tarball lacks the prebuilt addon"
   grep -qx package/prebuilds/linux-x64/level/build/Release/classic_level.node "$tmp/files" ||
     fail "the tarball lacks the prebuilt LevelDB binding"
   prebuilt=yes

@@ -31,7 +31,7 @@ export interface NativeAddon {
   readonly windowBits: number;
 }
 
-const ADDON_RELATIVE = path.join("native", "build", "Release", "pedersen.node");
+const ADDON_RELATIVE = path.join("native", "build", "Release", "dacd_native.node");
 const WORKER_RELATIVE = path.join("native", "pedersen-worker.mjs");
 
 /**
@@ -61,7 +61,7 @@ export function nativeAddonPath(): string | null {
   if (!root) return null;
   const built = path.join(root, ADDON_RELATIVE);
   if (existsSync(built)) return built;
-  const prebuilt = path.join(root, "prebuilds", `${process.platform}-${process.arch}`, "pedersen.node");
+  const prebuilt = path.join(root, "prebuilds", `${process.platform}-${process.arch}`, "dacd_native.node");
   return existsSync(prebuilt) ? prebuilt : null;
 }
 

@@ -1,5 +1,6 @@
 import { loadNativeAddon } from "../hash/native-engine.js";
 import type { NativeCacheLink, NodeSource } from "./node-source.js";
+import { MAX_CACHED_RECORD_LENGTH } from "./node-record.js";
 
 /** An opaque handle to a cache inside the addon. */
 type Handle = object;
@@ -40,9 +41,6 @@ export function nativeNodeCacheAddon(env: NodeJS.ProcessEnv = process.env): Nati
   return addon && typeof addon.nodeCacheCreate === "function" ? (addon as NativeNodeCacheAddon) : null;
 }
 
-/** The longest record the cache keeps (a slot's record bytes; node-cache.ts). */
-const MAX_RECORD = 72;
-
 /**
  * TopNodeCache's storage when the addon is loaded: the same cache in native code (node_cache.c),
  * which the native walks are handed (NodeSource.nativeCache) and consult themselves, so that a
@@ -77,7 +75,7 @@ export class NativeNodeStore {
     record: Uint8Array,
   ): void {
     // Checked here too, so that the nodes the cache would ignore cost no call into the addon.
-    if (depth >= this.levels || index < 0 || record.length > MAX_RECORD) return;
+    if (depth >= this.levels || index < 0 || record.length > MAX_CACHED_RECORD_LENGTH) return;
     this.addon.nodeCacheRemember(this.handle, this.treeId(tree), depth, index, hash, gen, record);
   }
 

@@ -10,6 +10,7 @@ import { PoolEngine } from "../../src/hash/pool-engine.js";
 import { createEngine } from "../../src/hash/select.js";
 import { WasmEngine } from "../../src/hash/wasm-engine.js";
 import { packedFieldElements } from "../../bench/field-elements.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const vectors = JSON.parse(readFileSync(path.join(here, "../fixtures/vectors/pedersen.json"), "utf8")) as {
@@ -18,6 +19,7 @@ const vectors = JSON.parse(readFileSync(path.join(here, "../fixtures/vectors/ped
 };
 
 const addon = loadNativeAddon();
+const haveAddon = nativeAvailable("the native addon", addon !== null);
 const kernels = addon?.kernels() ?? [];
 const SKIP_REASON =
   "native addon not built (run `node scripts/build-native.mjs`); skipping native engine tests";
@@ -62,7 +64,7 @@ const EDGE: bigint[] = [
   0x1234567890abcdef1234567890abcdef1234567890abcdef1234567890abcdefn % P,
 ];
 
-describe.skipIf(!addon)(
+describe.skipIf(!haveAddon)(
   addon ? "native Pedersen engine" : `native Pedersen engine (SKIPPED: ${SKIP_REASON})`,
   () => {
     let xs: Uint8Array;

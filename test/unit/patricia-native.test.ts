@@ -14,6 +14,7 @@ import {
   type Walk,
 } from "../helpers/compare-walks.js";
 import { hex, RecordingStore } from "../helpers/recording-store.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 const engine = createEngine("auto");
 const HEIGHT = 251;
@@ -54,8 +55,9 @@ async function compareOnRandomBatches(
 }
 
 const native = defaultTreeWalk();
+const haveNative = nativeAvailable("the native tree walks", native !== null);
 
-describe.skipIf(!native)("the native Patricia walk", () => {
+describe.skipIf(!haveNative)("the native Patricia walk", () => {
   it("writes and remembers exactly what the JavaScript walk does, batch after batch", async () => {
     // Clustered ids and ids spread over 251 bits.
     await compareOnRandomBatches(HEIGHT, 77, 12, (rand) =>
