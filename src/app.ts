@@ -29,7 +29,9 @@ import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
 import type { HashEngine } from "./hash/engine.js";
-import { treeWalkFromEnv, treeWalkName } from "./trees/tree-walk.js";
+import { chooseTreeWalk, treeWalkName } from "./trees/tree-walk.js";
+import { nativeNodeCacheAddon } from "./trees/native-node-cache.js";
+import { runtimeSettings } from "./config/runtime-settings.js";
 import { createEngine } from "./hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
 import { TopNodeCache } from "./trees/node-cache.js";
@@ -69,7 +71,7 @@ export interface DaemonOptions {
   readonly events?: MemberEvents;
   /** Attempts for each gateway call in the loop (default from the client). */
   readonly retryAttempts?: number;
-  /** Environment for systemd notifications (default process.env). */
+  /** Environment for systemd notifications (default: the one dacd started with, runtime-settings.ts). */
   readonly env?: NodeJS.ProcessEnv;
 }
 
@@ -161,10 +163,15 @@ async function startWithKey(
   // match the kind pinned at the first start).
   const gatewayChain = await chainKind(config, log);
 
-  // DACD_HASH_ENGINE overrides the configured engine; large tree levels go to a worker pool.
-  const baseEngine = createEngine(config.hashEngine, { warn: (m) => log.warn(m), threads: "auto" });
+  // DACD_HASH_ENGINE overrides the configured engine (loadConfig); large tree levels go to a worker pool.
+  const settings = runtimeSettings();
+  const baseEngine = createEngine(config.hashEngine, {
+    warn: (m) => log.warn(m),
+    threads: "auto",
+    kernel: settings.hashKernel,
+  });
   const engine = metrics.countingEngine(baseEngine);
-  const treeWalk = treeWalkFromEnv();
+  const treeWalk = chooseTreeWalk(settings.treeWalk);
   const mapped = setMappedTables(config.storeMappedTables);
   if (mapped !== "set")
     log.warn(
@@ -210,7 +217,7 @@ async function startWithKey(
       engine,
       signer,
       options: { validateOrders: config.validateOrders, validateRollup },
-      topNodes: new TopNodeCache(config.nodeCacheLevels),
+      topNodes: new TopNodeCache(config.nodeCacheLevels, nativeNodeCacheAddon(settings.nodeCache)),
       claims: journal,
       treeWalk,
     });

@@ -1,9 +1,9 @@
 import { loadConfig } from "../config/config.js";
 import { DacdError } from "../errors.js";
 import { importReference, type ReferenceProgress } from "../escape/reference-load.js";
-import { createEngine } from "../hash/select.js";
 import { isProfileName, type Heights } from "../model/profile.js";
 import { removeOnSignal } from "./remove-on-signal.js";
+import { commandEngine } from "./command-engine.js";
 
 /**
  * `dacd load --from-reference` and `dacd dump --format reference`: the reference member's state
@@ -36,8 +36,7 @@ function target(opts: ReferenceLoadCliOptions): { dataDir: string; profile: stri
 export async function loadFromReference(archive: string, opts: ReferenceLoadCliOptions): Promise<unknown> {
   const { dataDir, profile, heights } = target(opts);
   if (!isProfileName(profile)) throw new DacdError("CONFIG", `unknown profile ${JSON.stringify(profile)}`);
-  const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
-    warn: (m) => process.stderr.write(`${m}\n`),
+  const engine = commandEngine({
     threads: "auto",
   });
   const started = Date.now();

@@ -49,14 +49,20 @@ function findRoot(): string | null {
   return null;
 }
 
+let addonOverride: string | undefined;
+
+/** Loads the addon from `file` instead (DACD_NATIVE_ADDON, which the entry point passes); undefined: the usual one. */
+export function useNativeAddon(file: string | undefined): void {
+  addonOverride = file || undefined;
+}
+
 /**
- * Path of the addon (`DACD_NATIVE_ADDON` overrides it): the one built on this host (native/build/),
+ * Path of the addon (useNativeAddon overrides it): the one built on this host (native/build/),
  * else the one the package carries prebuilt for this platform (prebuilds/linux-x64/, used when the
  * install script did not run or could not build); null when neither is there.
  */
 export function nativeAddonPath(): string | null {
-  const override = process.env.DACD_NATIVE_ADDON;
-  if (override) return existsSync(override) ? path.resolve(override) : null;
+  if (addonOverride) return existsSync(addonOverride) ? path.resolve(addonOverride) : null;
   const root = findRoot();
   if (!root) return null;
   const built = path.join(root, ADDON_RELATIVE);

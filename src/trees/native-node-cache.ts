@@ -35,8 +35,8 @@ export interface NativeNodeCacheAddon {
  * The addon's node cache, where the addon is loaded and has one; else null (the JavaScript cache).
  * `DACD_NODE_CACHE=js` keeps the cache in JavaScript (to compare, or should the native one fail).
  */
-export function nativeNodeCacheAddon(env: NodeJS.ProcessEnv = process.env): NativeNodeCacheAddon | null {
-  if (env.DACD_NODE_CACHE?.trim() === "js") return null;
+export function nativeNodeCacheAddon(mode: "auto" | "js" = "auto"): NativeNodeCacheAddon | null {
+  if (mode === "js") return null;
   const addon = loadNativeAddon() as unknown as Partial<NativeNodeCacheAddon> | null;
   return addon && typeof addon.nodeCacheCreate === "function" ? (addon as NativeNodeCacheAddon) : null;
 }

@@ -93,8 +93,8 @@ describe.skipIf(!haveAddon)("a forced kernel in the bench's engine (worker pool)
   it.each(parseKernelOption("all", addon?.kernels() ?? []))(
     "%s gives every pinned vector's hash, as the default kernel does",
     async (kernel) => {
-      const forced = createEngine("native", { threads: 2, kernel, env: {} }) as PoolEngine;
-      const best = createEngine("native", { threads: 2, env: {} }) as PoolEngine;
+      const forced = createEngine("native", { threads: 2, kernel }) as PoolEngine;
+      const best = createEngine("native", { threads: 2 }) as PoolEngine;
       try {
         expect(forced.kernel).toBe(kernel);
         expect(best.kernel).toBe(addon!.bestKernel);

@@ -25,8 +25,8 @@ describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
   it("is the default where the addon is loaded, and DACD_NODE_CACHE=js keeps it in JavaScript", () => {
     expect(new TopNodeCache(4).isNative).toBe(true);
     expect(new TopNodeCache(4, null).isNative).toBe(false);
-    expect(nativeNodeCacheAddon({ DACD_NODE_CACHE: "js" })).toBeNull();
-    expect(nativeNodeCacheAddon({ DACD_NODE_CACHE: "auto" })).toBe(addon);
+    expect(nativeNodeCacheAddon("js")).toBeNull();
+    expect(nativeNodeCacheAddon("auto")).toBe(addon);
     // No levels, nothing to keep: no native cache either.
     expect(new TopNodeCache(0).isNative).toBe(false);
   });
