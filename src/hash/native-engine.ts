@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ChainClimb, ClimbedChains, HashEngine } from "./engine.js";
 
-/** What the C addon (native/pedersen/addon.c) exports. */
+/** What the C addon's Pedersen engine (native/pedersen/pedersen_napi.c) exports. */
 export interface NativeAddon {
   /** Hashes n packed pairs into `out`; throws a RangeError naming the first input >= p. */
   hashMany(xs: Uint8Array, ys: Uint8Array, out: Uint8Array, kernel?: string): void;

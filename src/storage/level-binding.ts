@@ -9,7 +9,8 @@ import type { PackedRecords } from "../trees/node-source.js";
  * Which binding classic-level loads: dacd's build of it (scripts/build-level.mjs: classic-level's
  * own sources with batch_put_records, db_get_packed and set_mapped_tables added, in
  * native/build/level) where the install built one, else classic-level's prebuilt binding. Both
- * hold the same LevelDB; dacd's puts a batch's records in one call instead of one call per record,
+ * hold LevelDB 1.20, dacd's with the changes native/README.md lists (the files they write are the
+ * same); dacd's puts a batch's records in one call instead of one call per record,
  * answers a read of many keys in one buffer instead of a Buffer per record, and can bound the
  * tables LevelDB memory-maps. `DACD_LEVEL_BINDING=stock` keeps classic-level's.
  *
