@@ -157,7 +157,8 @@ export function levelSources() {
   )
     throw new Error("classic-level's package carries no sources");
   const napiMacrosDir = packageDir(levelDir, "napi-macros/napi-macros.h", "napi-macros is not installed");
-  const gyp = patchedGyp(readFileSync(path.join(levelDir, "binding.gyp"), "utf8"), napiMacrosDir);
+  const originalGyp = readFileSync(path.join(levelDir, "binding.gyp"), "utf8");
+  const gyp = patchedGyp(originalGyp, napiMacrosDir);
   if (!gyp) throw new Error("classic-level's binding.gyp is not laid out as this script expects");
   const files = applyPatches(levelDir);
   files.set("binding.gyp", gyp);
@@ -166,11 +167,16 @@ export function levelSources() {
   for (const header of LEVELDB_HEADERS)
     files.set(path.join(db, header), readFileSync(path.join(levelNative, header), "utf8"));
   // Node-API: one build serves every Node version, so the digest names only the sources: the
-  // rest of the deps directory comes with classic-level's version, in package.json.
+  // rest of the deps directory comes with classic-level's version, in package.json. binding.gyp
+  // counts as classic-level ships it: the copy written names this host's napi-macros directory.
   const version = JSON.parse(readFileSync(path.join(levelDir, "package.json"), "utf8")).version;
   const stamp = createHash("sha256").update(`classic-level ${version}\0`);
   for (const [file, text] of [...files].sort(([a], [b]) => (a < b ? -1 : 1)))
-    stamp.update(file).update("\0").update(text).update("\0");
+    stamp
+      .update(file)
+      .update("\0")
+      .update(file === "binding.gyp" ? originalGyp : text)
+      .update("\0");
   return { digest: stamp.digest("hex"), files, levelDir, version };
 }
 
