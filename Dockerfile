@@ -1,4 +1,4 @@
-# dacd as a container image (docs/operations.md, "In a container"). Two stages: the package is
+# dacd as a container image (docs/deployment.md, "In a container"). Two stages: the package is
 # built and packed as for any install (npm ci, npm pack: dist/ and the prebuilt addon and LevelDB
 # binding for linux-x64), then installed into a slim Node 20 image, which needs no compiler since
 # the install keeps the prebuilt binaries made from the same sources.

@@ -104,8 +104,8 @@ const log = (s: string): void => void process.stderr.write(s + "\n");
 
 /**
  * The RSS by kind of page, from the kernel's counters in /proc/self/status (RssAnon, RssFile,
- * RssShmem): cheap to read. smaps_rollup, read here before, walks every page table of the process
- * and cost up to 155 ms of a timed batch's main thread (CPU profile of a W-spot batch).
+ * RssShmem): cheap to read, where smaps_rollup walks every page table of the process and would
+ * take a timed batch's main thread for a noticeable while.
  */
 function rssKinds(): string | undefined {
   try {

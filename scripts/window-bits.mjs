@@ -4,10 +4,9 @@
 //
 // Wider windows mean fewer point additions per hash but larger tables (14 bits: 36 MiB, 16 bits:
 // 120 MiB), so the best width depends on how a kernel's arithmetic compares with its table loads.
-// Measured with native/pedersen/bench_main.c, builds alternated: on a Zen 3 without AVX-512, 16 bits
-// beat 14 by ~6% (adx); on a Zen 5 with AVX-512 IFMA, 14 bits beat 16 for every kernel (IFMA
-// 0.69-0.82 against 0.71-0.90 us/hash, adx 3.0 against 3.5-4.7), and in the W-perp bench 1.76
-// against 1.91 s per batch, bulk load 31.9 against 35.7 s, peak RSS ~80 MiB lower.
+// Without AVX-512 IFMA the additions are the larger cost, and 16 bits win; with IFMA's fast
+// arithmetic the table loads are, and 14 bits win for every kernel the CPU runs (and take less
+// memory). native/pedersen/bench_main.c times a build; `npm run bench -- --kernel all` compares.
 
 const MIN_WINDOW_BITS = 12;
 const MAX_WINDOW_BITS = 16;

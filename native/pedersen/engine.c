@@ -162,8 +162,8 @@ static void build_tables(void) {
     total += ped_table_size[j];
   }
   /* In 2 MiB pages where the OS has them: a hash looks up one random entry in each of 32 tables of
-   * up to 4 MiB, and with 4 KiB pages nearly every lookup also missed the TLB (adx 3.36 against
-   * 3.16 us/hash). Linux gives huge pages to such a block only when asked (madvise). */
+   * up to 4 MiB, and with 4 KiB pages nearly every lookup also misses the TLB. Linux gives huge
+   * pages to such a block only when asked (madvise). */
   const size_t huge = (size_t)2 << 20, bytes = (total * sizeof(ped_point) + huge - 1) / huge * huge;
   ped_point *block = (ped_point *)aligned_alloc(huge, bytes);
 #ifdef MADV_HUGEPAGE

@@ -10,7 +10,7 @@
  * differences dx and IG running products of them), one inversion of those products, and a backward
  * pass (the inverses of each dx, then the affine addition). The inversion multiplies its eight
  * lanes together and inverts that one value in scalar code (safegcd), a few thousand cycles where a
- * vector Fermat inversion was a chain of ~280 dependent products, a quarter of the kernel's time.
+ * vector Fermat inversion would be a chain of ~280 dependent products.
  * Table entries are read with plain 256-bit loads and a transpose rather than vpgatherqq, and the
  * next step's entries are prefetched throughout a step: the tables (120 MiB at 16-bit windows) are
  * mostly out of cache.
@@ -41,7 +41,7 @@
 #define IBATCH 1024
 #define IGROUPS (IBATCH / 8)
 /* Groups of eight lanes handled together (and product chains): four give the out-of-order core
- * independent chains to overlap, two were 4% slower and eight 10% (register spills). */
+ * independent chains to overlap; two give it too few, and eight spill registers. */
 #define IG_LOG 2
 #define IG (1 << IG_LOG)
 

@@ -20,10 +20,8 @@
 typedef unsigned __int128 ped_u128;
 #define PED_P3 0x0800000000000011ULL
 /* Below this many pairs per call, Jacobian additions with one inversion per hash beat the
- * batched-affine walk (which pays one inversion per window per batch). Measured with safegcd and
- * 16-bit windows (adx, us per hash, complete path against walk): 4 pairs 10.8 / 14.0, 6 pairs
- * 10.7 / 10.4, 47 pairs 11.0 / 4.1; one-sided 8.9 / 8.9, 8.9 / 6.5 and 8.8 / 2.2. It was 48 from
- * the days of Fermat's inversion. */
+ * batched-affine walk, which pays one inversion per window per batch: with safegcd that inversion
+ * is cheap, and the walk pays off from a handful of pairs (bench_main.c times both forms). */
 #define PED_SMALL 6
 /* Pairs processed together by the batched-affine walk. */
 #ifndef PED_BATCH
@@ -253,8 +251,8 @@ PED_ADX_MUL_FN(mul, PED_ADX_MUL_BODY PED_ADX_REDUCE)
 #undef PED_ADX_REDUCE
 #else
 /* mul_lazy in C, row by row: four 64x64->128 products, their low halves and high halves added in
- * two carry chains. Not inlined: inlined into hash_batch's large loops, gcc spilled and vectorised
- * it into a slower whole (portable 5.98 against 5.28 us/hash, two-sided). */
+ * two carry chains. Not inlined: inlined into hash_batch's large loops, gcc spills and vectorises
+ * it into a slower whole. */
 KATTR static __attribute__((noinline)) void KN(mul_lazy)(uint64_t r[4], const uint64_t a[4], const uint64_t b[4]) {
   uint64_t t[8];
   unsigned char c;
@@ -291,7 +289,7 @@ KATTR static __attribute__((noinline)) void KN(mul_lazy)(uint64_t r[4], const ui
 
 /* r = a*b/2^256 mod p in [0, 2p), for a, b < 2p. The batch walk keeps its accumulators and
  * differences in [0, 2p) (mul_lazy, sub_lazy), which spares every product its final conditional
- * subtraction (~5% of the kernel); the rest of the code works fully reduced (mul, add, sub). */
+ * subtraction; the rest of the code works fully reduced (mul, add, sub). */
 KATTR PED_INLINE void KN(sqr_lazy)(uint64_t r[4], const uint64_t a[4]) { KN(mul_lazy)(r, a, a); }
 
 #ifndef PED_ADX_ASM
@@ -354,7 +352,7 @@ KATTR PED_INLINE int KN(eq)(const uint64_t a[4], const uint64_t b[4]) {
 static const uint64_t KN(R3)[4] = {0xcc7177d1406df18eULL, 0x7545706677ffcc06ULL, 0xf47d84f836300018ULL,
                                    0x038e5f79873c0a6dULL};
 
-/* r = 1/a (Montgomery form in and out); a != 0. Safegcd (~1 us) rather than Fermat's 283 dependent
+/* r = 1/a (Montgomery form in and out); a != 0. Safegcd rather than Fermat's 283 dependent
  * products: one inversion per window per batch, so it counts. */
 KATTR static void KN(inv)(uint64_t r[4], const uint64_t a[4]) {
   uint64_t plain[4];

@@ -503,7 +503,7 @@ static const uint8_t *hash_of(const pt_update *u, int32_t node) {
 /**
  * The growing buffers of the last update freed on this thread, for the next one: a W-spot batch's
  * update fills ~20 MiB of them, which as fresh memory would cost a page fault per 4 KiB page in
- * every batch (expensive on the VMs measured). Per thread, since any thread may run updates.
+ * every batch. Per thread, since any thread may run updates.
  */
 typedef struct {
   int held;

@@ -7,7 +7,7 @@ import { commandEngine } from "./command-engine.js";
 
 /**
  * `dacd load --from-reference` and `dacd dump --format reference`: the reference member's state
- * archive in and out (docs/operations.md, "Moving from the reference member").
+ * archive in and out (docs/reference-member.md).
  */
 
 export interface ReferenceLoadCliOptions {

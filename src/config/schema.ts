@@ -60,7 +60,7 @@ export const DEFAULT_MAX_STALL_S = 120;
 export const MODES = ["active", "shadow"] as const;
 export type Mode = (typeof MODES)[number];
 
-/** file: the key is read from private_key_path; pkcs11: it stays in a PKCS#11 token (docs/operations.md). */
+/** file: the key is read from private_key_path; pkcs11: it stays in a PKCS#11 token (docs/signer.md). */
 export const SIGNERS = ["file", "pkcs11"] as const;
 export type SignerKind = (typeof SIGNERS)[number];
 

@@ -5,7 +5,7 @@ import { FIELD_PRIME } from "../model/field.js";
  * The reference member's state archive (what its `dump_state` writes and `load_state` reads): a
  * bzip2-compressed tar holding, flat, `info.json`, `vaults.csv` and `orders_<k>.csv` for k in
  * [n, 2n), n being the number of order subtree roots. Rows have no header, decimal fields, and
- * end in CRLF; empty leaves are left out. See docs/operations.md, "Moving from the reference member".
+ * end in CRLF; empty leaves are left out. See docs/reference-member.md.
  */
 
 export const INFO_FILE = "info.json";

@@ -2,7 +2,7 @@ import { pedersen } from "@scure/starknet";
 import { bigintToBytes32, bytesToBigint } from "../util/bytes.js";
 import { checkPackedInputs, type HashEngine } from "./engine.js";
 
-/** Pure-JS engine on @scure/starknet: slow (~1.4 ms/hash) but the audited reference for cross-checks. */
+/** Pure-JS engine on @scure/starknet: far too slow to follow an operator, but the audited reference. */
 export class JsEngine implements HashEngine {
   readonly name = "js";
 

@@ -67,7 +67,7 @@ interface ClimbSlice {
 
 /**
  * A call is cut into at most one slice per worker, and into no slices smaller than this (pairs or
- * chains): the split as it was measured when calls below 4096 pairs stayed on the calling thread.
+ * chains): a smaller slice costs a worker more in its round trip than it spares.
  */
 const MIN_SLICE = 2048;
 

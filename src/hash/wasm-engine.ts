@@ -6,7 +6,7 @@ const require = createRequire(import.meta.url);
 const wasm = require("pedersen-fast") as { pedersen_from_hex(x: string, y: string): string };
 
 /**
- * WASM engine (pedersen-fast, Rust compiled to WebAssembly, by L2BEAT): ~10x faster than the pure-JS
+ * WASM engine (pedersen-fast, Rust compiled to WebAssembly, by L2BEAT): far faster than the pure-JS
  * engine and needs no build step, so it is the fallback whenever the native addon is unavailable.
  * Its API takes hex strings, so each hash pays a conversion; inputs are range-checked here because
  * the library would otherwise reduce them silently.

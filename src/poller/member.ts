@@ -206,6 +206,8 @@ export class Member {
       await this.drain(); // before the refusal is handled: the batch before may fail yet
       if (isDacdError(err) && isRefusal(err.code)) {
         this.events.onRefused?.(batchId, err);
+        if (err.code === "UNKNOWN_PREV_BATCH" && (await this.rewindToSkipped(batchId, err, fetched)))
+          throw err;
         if (await this.abandonedByOperator(batchId)) return true;
       }
       throw err;
@@ -393,6 +395,30 @@ export class Member {
     this.log.warn(
       { batch_id: batchId, next_prev_batch_id: prev, outcome: "skipped" },
       `batch ${batchId} was refused and the operator moved on (batch ${batchId + 1} builds on ${prev}); skipping it unsigned`,
+    );
+    return true;
+  }
+
+  /**
+   * A batch that builds on a batch this member skipped as abandoned shows that the skip was wrong
+   * (the gateway named an earlier previous batch once, then went back): the cursor returns to the
+   * skipped batch, which is fetched and verified again after the usual back-off. Only when nothing
+   * after the skipped batch was stored, so no signed batch is revisited.
+   */
+  private async rewindToSkipped(batchId: number, err: DacdError, fetched: FetchedBatch): Promise<boolean> {
+    const prev = fetched.update().prevBatchId;
+    const cursor = await this.store.getCursor();
+    if (!cursor?.skipped?.includes(prev) || prev >= batchId) return false;
+    for (let id = prev + 1; id < batchId; id++) if (await this.store.getBatch(id)) return false;
+    await this.store.setCursor({
+      next_batch_id: prev,
+      last_accepted_batch_id: cursor.last_accepted_batch_id,
+      skipped: cursor.skipped.filter((id) => id < prev),
+    });
+    this.state.nextBatchId = prev;
+    this.log.warn(
+      { batch_id: batchId, prev_batch_id: prev, outcome: "rewound" },
+      `batch ${batchId} builds on batch ${prev}, which was skipped as abandoned: going back to batch ${prev} (${err.message})`,
     );
     return true;
   }

@@ -15,7 +15,9 @@ import { makeProfile } from "../model/profile.js";
 import { checkTlsOptions } from "../poller/http.js";
 import { resolveChainKind } from "../storage/chain-pin.js";
 import { isLockError, LevelStore } from "../storage/level-store.js";
+import { checkClaimsJournal } from "../storage/claims-journal.js";
 import { ensureLocalDir } from "../storage/local-dir.js";
+import { claimsJournalPathOf } from "../storage/member-journal.js";
 import { validateSchedules, type JobImplementations } from "./operations.js";
 
 export interface StartupContext {
@@ -57,11 +59,13 @@ export const CONFIG_CHECKS: readonly ConfigCheck[] = [
       }
     },
   },
+  { name: "claims_journal", run: async (config) => checkClaimsJournal(claimsJournalPathOf(config)) },
 ];
 
 /**
  * Checks of the configuration against the store it names (the store's node format is checked by
- * every open). The claims journal's pin of the chain kind is left to run, which opens the journal.
+ * every open). The claims journal's pin of the chain kind is left to run, which opens the journal
+ * (its damage is a config check).
  */
 export const STORE_CHECKS: readonly StoreCheck[] = [
   { name: "validate_rollup", run: (config, store) => checkImportedStore(store, validateRollupOf(config)) },

@@ -25,9 +25,8 @@ export const BULK_SPILL_DIR = ".bulk-load";
  * The memtable size (LevelDB's `writeBufferSize`) to open a store with for a load. Written in key
  * order, each table LevelDB flushes stays as it is (compaction only moves it), so its size is the
  * memtable's plus one write, ~3 MiB here, near the 2 MiB tables compaction writes. A later dump
- * memory-maps the tables it keeps open, so their size bounds its RSS: 1M vaults dumped at 414 MiB
- * peak RSS from a store loaded this way, at 545 MiB after a load with LevelDB's default 4 MiB
- * memtable and 9 MiB writes (bench/dump-rss.ts; a 1 MiB memtable: 360 MiB, but the dump 1.8x slower).
+ * memory-maps the tables it keeps open, so their size bounds its RSS; much smaller tables would
+ * bound it further but make the dump slower (bench/dump-rss.ts measures both).
  */
 export const BULK_LOAD_WRITE_BUFFER = 2 << 20;
 

@@ -12,10 +12,10 @@
  * ends in its newline and fails its checksum was written whole and damaged since; the batch id it
  * held is unknown, so the journal is refused until an operator repairs it (`dacd journal repair`).
  */
-import { constants } from "node:fs";
-import { open, readFile, stat, type FileHandle } from "node:fs/promises";
+import { constants, existsSync } from "node:fs";
+import { access, open, readFile, stat, type FileHandle } from "node:fs/promises";
 import type { Stats } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { crc32 } from "node:zlib";
 import { DacdError } from "../errors.js";
 import type { PostedSignature } from "../signer/signer.js";
@@ -62,7 +62,7 @@ export const CONFLICT_ADVICE =
   "the gateway serves the journaled batch again (dacd retries by itself)";
 
 export class ClaimsJournal implements ClaimsGuard {
-  private readonly claims = new Map<number, string>();
+  private claims = new Map<number, string>();
   /**
    * Where each batch id's line is: a re-post reads its journaled signature back from the file, so
    * that signatures need not all be kept in memory and no lookup reads the whole file.
@@ -121,19 +121,14 @@ export class ClaimsJournal implements ClaimsGuard {
     }
     const journal = new ClaimsJournal(path, fh, goodBytes < text.length, opts.onConflict);
     journal.bytes = goodBytes;
-    for (const [i, e] of entries.entries()) {
-      const had = journal.claims.get(e.batch_id);
-      if (had !== undefined && had !== e.claim_hash) {
-        await fh.close();
-        throw journalError(
-          path,
-          `holds two claims for batch ${e.batch_id} (${had} and ${e.claim_hash}); it has been edited`,
-        );
-      }
-      journal.claims.set(e.batch_id, e.claim_hash);
-      journal.lines.set(e.batch_id, spans[i]!);
-      journal.firstSignature ??= e.signature;
+    try {
+      journal.claims = claimsByBatch(path, entries);
+    } catch (err) {
+      await fh.close();
+      throw err;
     }
+    for (const [i, e] of entries.entries()) journal.lines.set(e.batch_id, spans[i]!);
+    journal.firstSignature = entries[0]?.signature;
     return journal;
   }
 
@@ -296,6 +291,54 @@ export class ClaimsJournal implements ClaimsGuard {
   }
 }
 
+/**
+ * What opening the journal at `path` would refuse, found without creating or changing anything
+ * (`dacd config check`): a damaged line, two claims for one batch, a file that cannot be read, or
+ * no place to create it.
+ */
+export async function checkClaimsJournal(path: string): Promise<void> {
+  let text: Buffer;
+  try {
+    text = await readFile(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw journalError(path, "cannot be read", err);
+    const dir = await nearestExisting(dirname(path));
+    try {
+      await access(dir, constants.W_OK);
+    } catch (err) {
+      throw journalError(
+        path,
+        "cannot be created (set claims_journal_path to a writable place outside data_dir)",
+        err,
+      );
+    }
+    return;
+  }
+  claimsByBatch(path, parseJournal(path, text).entries);
+}
+
+/** The journal's claims by batch id; a batch id with two different claims means an edited file. */
+function claimsByBatch(path: string, entries: readonly JournalEntry[]): Map<number, string> {
+  const claims = new Map<number, string>();
+  for (const e of entries) {
+    const had = claims.get(e.batch_id);
+    if (had !== undefined && had !== e.claim_hash)
+      throw journalError(
+        path,
+        `holds two claims for batch ${e.batch_id} (${had} and ${e.claim_hash}); it has been edited`,
+      );
+    claims.set(e.batch_id, e.claim_hash);
+  }
+  return claims;
+}
+
+/** `dir`, or its nearest ancestor that exists (where creating it would start). */
+async function nearestExisting(dir: string): Promise<string> {
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    if (existsSync(d) || dirname(d) === d) return d;
+  }
+}
+
 /** Reads a journal without opening it for writing (check, backup): its records by batch id. */
 export async function readClaimsJournal(path: string): Promise<Map<number, string> | undefined> {
   let text: Buffer;
@@ -368,7 +411,7 @@ export function journalLines(text: Buffer): JournalLine[] {
 /** What an operator does about a damaged or replaced journal; said in the error and in docs/hardening.md. */
 export const REPAIR_ADVICE =
   "dacd signs nothing until it is repaired: stop dacd, keep this file, and run `dacd journal repair " +
-  '--from <newest backup>/claims.journal` (it merges, never replaces; docs/hardening.md, "A damaged claims journal")';
+  '--from <newest backup>/claims.journal` (it merges, never replaces; docs/hardening.md, "A damaged or lost claims journal")';
 
 /** Where a record's line lies in the file: offset and length, its newline included. */
 type LineSpan = [start: number, length: number];

@@ -21,10 +21,10 @@
  *          id, big-endian → OnchainBatch (onchain-record.ts), what the base chain holds for a batch.
  *
  * Tree records lead with their batch because LevelDB merges a flushed table with every older
- * table whose key range it overlaps: under hash-led keys each batch's records spanned the whole
- * range and compaction rewrote the store's records again and again; led by the batch, a flushed
- * table overlaps none (docs/performance.md). The retire key sits in the batch's range for the
- * same reason.
+ * table whose key range it overlaps: hash-led keys would spread each batch's records over the
+ * whole range and have compaction rewrite the store's records again and again; led by the batch,
+ * a flushed table overlaps none (docs/performance.md). The retire key sits in the batch's range
+ * for the same reason.
  */
 import { readGen, writeGen } from "../trees/node-record.js";
 

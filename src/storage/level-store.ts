@@ -405,7 +405,8 @@ export class LevelStore implements NodeSource {
    */
   beginCommit(gen: number): PendingCommit {
     this.writable();
-    // A chained batch: about 3x faster than an array of operations for 100k nodes (bench/).
+    // A chained batch rather than an array of operations: no array of operation objects for a
+    // batch's hundreds of thousands of records.
     this.openCommits++;
     return new PendingCommit(this.db.batch(), gen, () => {
       if (--this.openCommits > 0) return;

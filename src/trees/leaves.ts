@@ -154,7 +154,7 @@ export function isLeafRecordLength(kind: LeafKind, length: number): boolean {
 /** Where leaf records are carved from: more than 64 bytes each, so an ArrayBuffer each otherwise. */
 const leafRecords = new ByteChunks();
 
-/** Written in place: a record per changed leaf used to cost a dozen temporary arrays. */
+/** Written in place into shared chunks: a record per changed leaf makes no temporary arrays. */
 export function encodeLeafRecord(kind: LeafKind, leaf: Leaf): Uint8Array | null {
   if (kind === "vault") {
     const v = normalizeVault(leaf as VaultLeaf);

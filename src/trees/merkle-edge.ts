@@ -30,10 +30,10 @@ import {
  * (node-record.ts), so the record is 69 + 32·⌊(h − 1)/8⌋ bytes: never 72, so it is told apart from
  * a binary node by its length. When a new leaf lands in the subtree, the old leaf's ancestor at the
  * split is climbed from the checkpoint below it: at most 7 hashes, 3.5 on average, batched over all
- * splits of a batch (ancestorsAt). Storing every ancestor instead would spare those hashes but made
- * a W-perp position's record 1,473 bytes instead of 225, most of the bytes a batch writes and most
- * of the store. Its first 65 bytes have the layout of a Patricia edge (bottom ‖ path ‖ length),
- * which is what the walkers read.
+ * splits of a batch (ancestorsAt). Storing every ancestor instead would spare those hashes but make
+ * a deep lone leaf's record (a position's, in a 64-high tree) several times larger, and these
+ * records are most of the bytes a batch writes and most of the store. Its first 65 bytes have the
+ * layout of a Patricia edge (bottom ‖ path ‖ length), which is what the walkers read.
  */
 
 /** Checkpoints are kept at the heights that are multiples of this (node-record.ts). */

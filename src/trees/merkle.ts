@@ -186,7 +186,7 @@ export async function updateMerkle(
 /**
  * updateMerkle for leaves whose hashes may still be on their way: `hashes[i]` is the hash of leaf
  * `ids[i]`. The old paths are read (and old edges split) while the leaves are hashed, since only
- * the new paths need their hashes: the leaf hashing no longer delays the tree's first read. The
+ * the new paths need their hashes, so the leaf hashing does not delay the tree's first read. The
  * old root's record was written by batch `oldRootGen`; the new records go under `batchGen`.
  */
 export async function updateMerkleWhileHashing(

@@ -5,10 +5,10 @@ import type { NodeWrite, PackedRecords } from "./node-source.js";
  * Records to be stored under their hashes, packed in the order they were added: hash i is 32 bytes
  * of `hashBuf` from 32i, record i is `recordBuf[ends[i], ends[i + 1])`.
  *
- * A W-spot batch makes ~170k node records and keeps them all until its commit. As `{hash, record}`
- * objects, each with two views, they were half a million small objects living through the whole
- * batch, which every young-generation collection copied and then promoted; packed, they are three
- * growing buffers, and the commit puts straight from them.
+ * A batch makes a record per changed node and keeps them all until its commit. As `{hash, record}`
+ * objects, each with two views, they would be several small objects per record living through the
+ * whole batch, which every young-generation collection copies and then promotes; packed, they are
+ * three growing buffers, and the commit puts straight from them.
  */
 export class NodeWrites implements Iterable<NodeWrite> {
   private hashBuf: Uint8Array;

@@ -2,10 +2,10 @@ import { bitAt, bytesToBigint, writeBigint32 } from "../util/bytes.js";
 
 /**
  * Leaf ids packed 32 bytes each (big-endian) in one buffer, with their bits read from the bytes.
- * A batch's tree update used to hold a BigInt per path node per level (for 20,000 leaves of a
- * 64-high tree, over a million of them, each a heap object the garbage collector had to move); the
- * nodes of a level are now described by their first leaf's position in here, and a node's side,
- * index and meeting height with its neighbour are read off these bytes.
+ * A BigInt per path node per level would be over a million heap objects for 20,000 leaves of a
+ * 64-high tree, each one for the garbage collector to move; instead the nodes of a level are
+ * described by their first leaf's position in here, and a node's side, index and meeting height
+ * with its neighbour are read off these bytes.
  */
 export class PackedIds {
   readonly bytes: Uint8Array;

@@ -370,8 +370,8 @@ class PatriciaWalk {
     const nl = this.walk(l, h - 1, this.indexBelow(index, h, 1, 0), lo, split);
     const nr = this.walk(r, h - 1, this.indexBelow(index, h, 1, 1), split, hi);
     // Most path nodes have changes on one side only, whose walk alone may wait for the store: one
-    // `then` there, rather than Promise.all's array, promise and two element callbacks (W-spot's
-    // order tree: ~27k such nodes per batch, ~5k with a wait on both sides).
+    // `then` there, rather than Promise.all's array, promise and two element callbacks per node:
+    // an order tree's update has tens of thousands of such nodes, few with a wait on both sides.
     if (nl instanceof Promise) {
       if (!(nr instanceof Promise)) return nl.then((a) => this.combine(a, nr, h, index));
       return Promise.all([nl, nr]).then(([a, b]) => this.combine(a, b, h, index));

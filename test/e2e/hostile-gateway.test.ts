@@ -178,6 +178,46 @@ describe("a hostile or broken gateway never crashes the daemon nor yields a wron
   });
 });
 
+describe("a skip the gateway takes back", () => {
+  it("returns to the skipped batch when a later batch builds on it, and signs the whole chain", async () => {
+    // Batch 4 is refused once (a wrong root on its first fetch); batch 5 names prev_batch_id 2
+    // until the member has skipped 4, then names 4 again. The member must go back to 4 rather
+    // than stay stuck at 5 with a previous batch it never verified.
+    const { responses, expected } = loadChain("spot-chain");
+    const { gw, setup } = await spotChainMember(cleanups);
+    let daemon: Awaited<ReturnType<typeof startQuietDaemon>> | undefined = undefined;
+    let badRootServed = false;
+    let skipSeen = false;
+    gw.interceptor = (_req, res, url) => {
+      if (!url.pathname.endsWith("get_batch_data")) return false;
+      const id = url.searchParams.get("batch_id");
+      const update = (n: number) =>
+        JSON.parse(JSON.stringify(responses[n]!.update)) as Record<string, unknown>;
+      if (id === "4" && !badRootServed) {
+        badRootServed = true;
+        return json(res, 200, JSON.stringify({ update: { ...update(4), vault_root: "1".repeat(64) } }));
+      }
+      if (id === "5" && !skipSeen) {
+        if ((daemon?.member.state.nextBatchId ?? 0) >= 5) skipSeen = true;
+        else return json(res, 200, JSON.stringify({ update: { ...update(5), prev_batch_id: 2 } }));
+      }
+      return false;
+    };
+    daemon = await startQuietDaemon(setup.config);
+    cleanups.push(() => daemon!.stop());
+    const all = expected.batches.map((b) => b.batch_id);
+    await waitFor(() => all.every((id) => gw.acceptedIds().includes(id)), 60_000, "every batch signed");
+    expect(badRootServed && skipSeen).toBe(true);
+    for (const post of gw.posts) {
+      expect(post.signature, `batch ${post.batch_id}`).toBe(
+        expected.batches.find((b) => b.batch_id === post.batch_id)!.signature,
+      );
+    }
+    await waitFor(() => daemon!.member.state.nextBatchId > Math.max(...all), 10_000, "cursor");
+    expect((await daemon.store.getCursor())?.skipped ?? []).toEqual([]);
+  });
+});
+
 describe("a batch that keeps failing", () => {
   it("is reported with its reason by status, from the daemon and from the store", async () => {
     const { responses } = loadChain("spot-chain");

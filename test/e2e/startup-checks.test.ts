@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { crc32 } from "node:zlib";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -129,4 +130,49 @@ describe("start-up checks", () => {
     // And with the problem gone, config check passes the imported store.
     expect(dacd("config", "check", "--config", imported).code).toBe(0);
   }, 180_000);
+
+  it("config check refuses a damaged claims journal as run does, with the same line and exit 2", async () => {
+    const path = await configFile("journal", [
+      `availability_gateway_url: ${gatewayUrl}`,
+      "claims_journal_path: journal/claims.journal",
+    ]);
+    expect(dacd("config", "check", "--config", path, "--no-key").code).toBe(0);
+    const line = (batchId: number, claim: string) => {
+      const body = JSON.stringify({
+        batch_id: batchId,
+        claim_hash: claim,
+        signature: "0x00",
+        member_key: "0x00",
+      });
+      return `${body}\t${crc32(body).toString(16).padStart(8, "0")}\n`;
+    };
+    await mkdir(join(dir, "journal"));
+    const journal = join(dir, "journal", "claims.journal");
+    // A terminated line whose checksum fails: damaged since it was written, not torn.
+    await writeFile(
+      journal,
+      line(0, "0x" + "1".repeat(64)) + line(1, "0x" + "2".repeat(64)).replace("2222", "3333"),
+    );
+    const check = dacd("config", "check", "--config", path);
+    const run = await dacdAsync("run", "--config", path);
+    expect(check.err).toMatch(/claims journal .* line 2 is damaged/);
+    expect(check.code).toBe(2);
+    expect(run.code).toBe(2);
+    expect(check.err).toBe(run.err);
+    // Two claims for one batch: an edited journal.
+    await writeFile(journal, line(0, "0x" + "1".repeat(64)) + line(0, "0x" + "2".repeat(64)));
+    const twice = dacd("config", "check", "--config", path);
+    expect(twice.err).toMatch(/holds two claims for batch 0/);
+    expect(twice.err).toBe((await dacdAsync("run", "--config", path)).err);
+    // A journal path below a file: refused by both, with the same line.
+    const nowhere = await configFile("journal-nowhere", [
+      `availability_gateway_url: ${gatewayUrl}`,
+      "claims_journal_path: a-file/claims.journal",
+    ]);
+    await writeFile(join(dir, "a-file"), "");
+    const below = dacd("config", "check", "--config", nowhere);
+    expect(below.err).toMatch(/claims journal .*a-file\/claims.journal cannot be read/);
+    expect(below.code).toBe(2);
+    expect(below.err).toBe((await dacdAsync("run", "--config", nowhere)).err);
+  }, 120_000);
 });
