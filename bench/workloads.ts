@@ -34,7 +34,8 @@ import type { NodeWrite } from "../src/trees/node-source.js";
 import { NodeWrites } from "../src/trees/node-writes.js";
 import { warmTopNodes } from "../src/pipeline/warm-cache.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/pipeline/verify-batch.js";
-import { treeWalkFromEnv } from "../src/trees/tree-walk.js";
+import { chooseTreeWalk } from "../src/trees/tree-walk.js";
+import { runtimeSettings } from "../src/config/runtime-settings.js";
 import { LoadedIds, type LoadedState } from "./loaded-state.js";
 import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/model/state-update.js";
 
@@ -621,7 +622,7 @@ export async function runWorkload(
       opts.log(`${kind}: cache warm-up ${s.toFixed(1)} s, ${warmed} nodes`);
       return cache;
     };
-    const treeWalk = treeWalkFromEnv();
+    const treeWalk = chooseTreeWalk(runtimeSettings().treeWalk);
     const ctxFor = (engine: HashEngine, topNodes: TopNodeCache): VerifyContext => ({
       profile,
       engine,

@@ -4,9 +4,10 @@
   },
   "targets": [
     {
-      "target_name": "pedersen",
+      "target_name": "dacd_native",
       "sources": [
-        "pedersen/addon.c",
+        "dacd_native.c",
+        "pedersen/pedersen_napi.c",
         "pedersen/engine.c",
         "pedersen/kernel_adx.c",
         "pedersen/kernel_ifma.c",
@@ -18,7 +19,8 @@
         "trees/patricia.c",
         "trees/patricia_napi.c",
         "trees/node_cache.c",
-        "trees/node_cache_napi.c"
+        "trees/node_cache_napi.c",
+        "trees/record_format_napi.c"
       ],
       "defines": ["PED_W=<(pedersen_window_bits)"],
       "cflags": ["-O3", "-std=gnu11", "-fno-strict-aliasing"],

@@ -1,16 +1,16 @@
 #!/usr/bin/env node
 /* global process, console */
-// Builds classic-level's binding from the sources its package carries, with dacd's functions
-// added (native/level/dacd_level.cc: a chained batch's puts in one call, a read of many keys
-// answered in one buffer, the number of memory-mapped tables, a hardware CRC32C), without Bloom
-// filters (REPLACED), with memtable inserts in key order that start where the last one ended and
-// a large write's log sync beside its memtable inserts (LEVELDB_PATCHES, in a copy of LevelDB's
-// sources), into native/build/level. dacd then loads that binding instead of classic-level's
-// prebuilt one (src/storage/level-binding.ts).
-// Run by `npm install`/`npm ci` after build-native.mjs. It never fails the install: without a
-// compiler, node-gyp or classic-level's sources, dacd keeps classic-level's own binding (the same
-// LevelDB, one put per call) and this prints one line saying so. Where the package's prebuilt
-// binding (scripts/build-prebuilds.mjs) was made from the same sources, it builds nothing.
+// Builds classic-level's binding from the sources its package carries, changed by the unified
+// diffs in native/level/*.patch (native/README.md says what each does and why: dacd's functions
+// added from native/level/dacd_level.cc, no Bloom filter, memtable inserts that start where the
+// last one ended, a large write's log sync beside its memtable inserts), into native/build/level.
+// dacd then loads that binding instead of classic-level's prebuilt one
+// (src/storage/level-binding.ts).
+// Run by `npm install`/`npm ci` after build-native.mjs. A patch that does not apply says which file
+// and hunk. Without a compiler, node-gyp or classic-level's sources, or with a patch that does not
+// apply, dacd keeps classic-level's own binding (stock LevelDB, one put per call) and this prints
+// why and exits 0; with DACD_REQUIRE_NATIVE=1 (CI) it exits 1 instead. Where the package's
+// prebuilt binding (scripts/build-prebuilds.mjs) was made from the same sources, it builds nothing.
 // DACD_SKIP_NATIVE=1 skips it; a binding already built from the same sources and loadable is kept
 // (DACD_NATIVE_REBUILD=1 forces a build).
 import { spawnSync } from "node:child_process";
@@ -19,13 +19,15 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, write
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { findNodeGyp, nodeDirArgs } from "./native-toolchain.mjs";
+import { applyPatch, parsePatch } from "diff";
+import { findNodeGyp, nativeRequired, nodeDirArgs } from "./native-toolchain.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const addition = path.join(root, "native", "level", "dacd_level.cc");
-/** dacd's code included into LevelDB's SkipList class and its DBImpl (LEVELDB_PATCHES). */
-const skiplistFinger = path.join(root, "native", "level", "dacd_skiplist_finger.h");
-const syncBeside = path.join(root, "native", "level", "dacd_sync_beside.h");
+const levelNative = path.join(root, "native", "level");
+/** The file the binding patch includes beside binding.cc: dacd's functions. */
+const ADDITION = "dacd_level.cc";
+/** dacd's headers the LevelDB patches include, placed beside LevelDB's db/skiplist.h. */
+const LEVELDB_HEADERS = ["dacd_skiplist_finger.h", "dacd_sync_beside.h"];
 /** The functions dacd_level.cc adds, exported beside classic-level's. */
 const ADDED = ["batch_put_records", "db_get_packed", "set_mapped_tables"];
 /** Where a build goes, below its work directory (node-gyp's layout, which node-gyp-build reads). */
@@ -39,131 +41,73 @@ const VERSION_FILE = "classic-level.version";
 export const PREBUILT_LEVEL_DIR = path.join("prebuilds", "linux-x64", "level");
 const verbose = process.env.DACD_NATIVE_VERBOSE === "1";
 
-/** Where this step stops: classic-level's own binding stays in use. */
+/** Where this step stops: classic-level's own binding stays in use, unless the native code is required. */
 function stock(reason) {
+  if (nativeRequired()) {
+    console.error(`dacd: LevelDB binding not built (${reason}), and DACD_REQUIRE_NATIVE=1 requires it`);
+    process.exit(1);
+  }
   const hint = verbose ? "" : "; DACD_NATIVE_VERBOSE=1 shows the build output";
   console.log(`dacd: LevelDB binding not built (${reason}); classic-level's own is used${hint}`);
   rmSync(binding, { force: true });
   process.exit(0);
 }
 
-/** The text between which the addition and its export go in classic-level's binding.cc. */
-const INIT = "NAPI_INIT() {";
-const EXPORT_AFTER = "NAPI_EXPORT_FUNCTION(batch_put);";
+/** The patch files, in the order they are applied (by name). */
+export function patchFiles(dir = levelNative) {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".patch"))
+    .sort()
+    .map((f) => path.join(dir, f));
+}
+
+/** A file's path in a patch, below the package's root (`a/binding.cc` → `binding.cc`). */
+function patchedPath(name) {
+  return name.replace(/^[ab]\//, "");
+}
+
+/** The hunk of `filePatch` that does not apply to `text` alone, for the error (the first such). */
+function failingHunk(filePatch, text) {
+  const hunk = filePatch.hunks.find((h) => applyPatch(text, { ...filePatch, hunks: [h] }) === false);
+  if (!hunk) return "the hunks together";
+  const first = hunk.lines.find((l) => l.startsWith("-")) ?? hunk.lines[0] ?? "";
+  return `hunk @@ -${hunk.oldStart},${hunk.oldLines} @@ (at ${JSON.stringify(first.slice(1).trim())})`;
+}
 
 /**
- * Lines of classic-level's binding.cc that dacd's build changes (each must occur exactly once):
- * - Tables are written and read without a Bloom filter. classic-level gives every store a 10-bit
- *   filter, which spares a block read when a lookup's key is in a table's key range but not in the
- *   table. dacd's tree records are keyed by the batch that wrote them, so the one table whose
- *   range holds a record's key holds the record: the filter never spares a read, yet every lookup
- *   probes it, and every table opened keeps its filter in memory. Tables written with a filter
- *   stay readable (LevelDB then ignores their filter), and those written without are readable by
- *   classic-level's own binding.
+ * The files `patches` change, as path below `packageDir` → patched text. Each patch is a unified
+ * diff whose paths are below classic-level's package root (a/…, b/…); its hunks must match the
+ * file's lines exactly (a hunk may sit at other line numbers). Throws an Error naming the patch,
+ * the file and the hunk that does not apply.
  */
-const REPLACED = [["options_.filter_policy = database->filterPolicy_;", "options_.filter_policy = NULL;"]];
-
-/**
- * Changes to LevelDB's own sources, made in a copy of classic-level's deps beside the build, as
- * [file, from, to] (each `from` must occur exactly once in its file):
- * - The memtable's skip list keeps a finger on its last insert, and an insert after it searches
- *   from there (native/level/dacd_skiplist_finger.h says why, and why it finds the same nodes).
- * - A large synced write's log is synced on a thread of its own while its records go into the
- *   memtable (native/level/dacd_sync_beside.h says why, and why nothing is read before it is
- *   synced).
- */
-const LEVELDB_PATCHES = [
-  [
-    "db/skiplist.h",
-    "  Node* FindLast() const;\n",
-    '  Node* FindLast() const;\n\n#include "db/dacd_skiplist_finger.h"\n',
-  ],
-  ["db/skiplist.h", "      rnd_(0xdeadbeef) {", "      rnd_(0xdeadbeef),\n      dacd_last_(NULL) {"],
-  [
-    "db/skiplist.h",
-    "    head_->SetNext(i, NULL);",
-    "    head_->SetNext(i, NULL);\n    dacd_finger_[i] = head_;",
-  ],
-  [
-    "db/skiplist.h",
-    "  Node* x = FindGreaterOrEqual(key, prev);",
-    "  Node* x = DacdFindGreaterOrEqual(key, prev);",
-  ],
-  [
-    "db/skiplist.h",
-    "    prev[i]->SetNext(i, x);\n  }\n",
-    "    prev[i]->SetNext(i, x);\n  }\n  DacdMoveFinger(x, height, prev);\n",
-  ],
-  [
-    "db/db_impl.cc",
-    '#include "util/mutexlock.h"\n',
-    '#include "util/mutexlock.h"\n#include "db/dacd_sync_beside.h"\n',
-  ],
-  [
-    "db/db_impl.cc",
-    "    // Add to log and apply to memtable.",
-    "    bool dacd_unpublished = false;\n    // Add to log and apply to memtable.",
-  ],
-  [
-    "db/db_impl.cc",
-    "      bool sync_error = false;\n",
-    [
-      "      bool sync_error = false;",
-      "      dacd::SyncBeside dacd_sync = {logfile_, Status()};",
-      "      pthread_t dacd_syncer;",
-      "      if (status.ok() && options.sync &&",
-      "          dacd::StartSyncBeside(&dacd_sync, WriteBatchInternal::ByteSize(updates), &dacd_syncer)) {",
-      "        status = WriteBatchInternal::InsertInto(updates, mem_);",
-      "        pthread_join(dacd_syncer, NULL);",
-      "        if (!dacd_sync.status.ok()) {",
-      "          status = dacd_sync.status;",
-      "          sync_error = true;",
-      "          dacd_unpublished = true;",
-      "        }",
-      "      } else {",
-      "",
-    ].join("\n"),
-  ],
-  [
-    "db/db_impl.cc",
-    "        status = WriteBatchInternal::InsertInto(updates, mem_);\n      }\n      mutex_.Lock();",
-    "        status = WriteBatchInternal::InsertInto(updates, mem_);\n      }\n      }\n      mutex_.Lock();",
-  ],
-  [
-    "db/db_impl.cc",
-    "    if (updates == tmp_batch_) tmp_batch_->Clear();\n\n    versions_->SetLastSequence(last_sequence);",
-    "    if (updates == tmp_batch_) tmp_batch_->Clear();\n\n    if (!dacd_unpublished) versions_->SetLastSequence(last_sequence);",
-  ],
-];
-
-/**
- * classic-level's binding.cc with REPLACED applied, the additions before NAPI_INIT and their
- * exports after batch_put's; null where it is not laid out as expected.
- */
-function patchedBinding(source, extra) {
-  let original = source;
-  for (const [from, to] of REPLACED) {
-    const at = original.indexOf(from);
-    if (at < 0 || original.indexOf(from, at + 1) >= 0) return null;
-    original = original.slice(0, at) + to + original.slice(at + from.length);
+export function applyPatches(packageDir, patches = patchFiles()) {
+  const files = new Map();
+  for (const patchFile of patches) {
+    const name = path.basename(patchFile);
+    const filePatches = parsePatch(readFileSync(patchFile, "utf8"));
+    if (!filePatches.length || filePatches.some((p) => !p.oldFileName || !p.hunks.length))
+      throw new Error(`${name} is not a unified diff`);
+    for (const filePatch of filePatches) {
+      const relative = patchedPath(filePatch.oldFileName);
+      const target = path.join(packageDir, relative);
+      if (!files.has(relative) && !existsSync(target))
+        throw new Error(`${name} does not apply: classic-level has no ${relative}`);
+      const text = files.get(relative) ?? readFileSync(target, "utf8");
+      const patched = applyPatch(text, filePatch);
+      if (patched === false)
+        throw new Error(
+          `${name} does not apply to ${relative}: ${failingHunk(filePatch, text)} does not match`,
+        );
+      files.set(relative, patched);
+    }
   }
-  const init = original.indexOf(INIT);
-  const exportAt = original.indexOf(EXPORT_AFTER);
-  if (init < 0 || exportAt < init) return null;
-  const afterExport = exportAt + EXPORT_AFTER.length;
-  return (
-    original.slice(0, init) +
-    extra +
-    original.slice(init, afterExport) +
-    ADDED.map((name) => `\n  NAPI_EXPORT_FUNCTION(${name});`).join("") +
-    original.slice(afterExport)
-  );
+  return files;
 }
 
 /**
  * classic-level's binding.gyp with napi-macros' headers resolved from its package (npm may nest
  * napi-macros below classic-level). Its LevelDB sources stay `<(module_root_dir)/deps/`: the build
- * directory's patched copy (patchedDeps).
+ * directory's patched copy.
  */
 function patchedGyp(original, napiMacrosDir) {
   const gyp = original.replace(`"<!(node -e \\"require('napi-macros')\\")"`, JSON.stringify(napiMacrosDir));
@@ -172,25 +116,13 @@ function patchedGyp(original, napiMacrosDir) {
     : null;
 }
 
-/**
- * The files of classic-level's deps directory that dacd's build changes, as path (relative to
- * it) → text: those LEVELDB_PATCHES changes, patched, and dacd's header beside skiplist.h. Null
- * where a file is not laid out as expected.
- */
-function patchedDeps(depsDir) {
-  const version = readdirSync(path.join(depsDir, "leveldb")).find((name) => /^leveldb-\d/.test(name));
-  if (!version) return null;
-  const files = new Map();
-  for (const [file, from, to] of LEVELDB_PATCHES) {
-    const relative = path.join("leveldb", version, file);
-    const source = files.get(relative) ?? readFileSync(path.join(depsDir, relative), "utf8");
-    const at = source.indexOf(from);
-    if (at < 0 || source.indexOf(from, at + 1) >= 0) return null;
-    files.set(relative, source.slice(0, at) + to + source.slice(at + from.length));
-  }
-  for (const header of [skiplistFinger, syncBeside])
-    files.set(path.join("leveldb", version, "db", path.basename(header)), readFileSync(header, "utf8"));
-  return files;
+/** The LevelDB source directory in classic-level's deps (deps/leveldb/leveldb-<version>), below the package. */
+function leveldbDir(levelDir) {
+  const version = readdirSync(path.join(levelDir, "deps", "leveldb")).find((name) =>
+    /^leveldb-\d/.test(name),
+  );
+  if (!version) throw new Error("classic-level's deps hold no leveldb-<version> directory");
+  return path.join("deps", "leveldb", version);
 }
 
 /** Loads the built binding in a child and checks the additions are there: true when they are. */
@@ -210,43 +142,52 @@ function packageDir(base, file, missing) {
 }
 
 /**
- * What a build is made from, as installed here: classic-level's binding.cc with dacd's
- * additions and its binding.gyp (`cc`, `gyp`), its deps directory (`depsDir`) and the files of it
- * dacd's build changes (`deps`, patchedDeps), classic-level's `version`, and the `digest` of those
- * sources. Throws an Error saying what is missing.
+ * What a build is made from, as installed here: the files of classic-level's package that dacd's
+ * build writes (`files`: path below the package → text: binding.cc and LevelDB's sources as the
+ * patches leave them, dacd's files they include, binding.gyp with napi-macros resolved), the
+ * package's directory (`levelDir`), classic-level's `version`, and the `digest` of those sources.
+ * Throws an Error saying what is missing or which patch does not apply.
  */
 export function levelSources() {
   const levelDir = packageDir(root, "classic-level/package.json", "classic-level is not installed");
-  const files = ["binding.cc", "binding.gyp", "package.json"].map((f) => path.join(levelDir, f));
-  const depsDir = path.join(levelDir, "deps");
-  if (!files.every((f) => existsSync(f)) || !existsSync(path.join(depsDir, "leveldb")))
+  const needed = ["binding.cc", "binding.gyp", "package.json"];
+  if (
+    !needed.every((f) => existsSync(path.join(levelDir, f))) ||
+    !existsSync(path.join(levelDir, "deps", "leveldb"))
+  )
     throw new Error("classic-level's package carries no sources");
   const napiMacrosDir = packageDir(levelDir, "napi-macros/napi-macros.h", "napi-macros is not installed");
-  const cc = patchedBinding(readFileSync(files[0], "utf8"), readFileSync(addition, "utf8"));
-  const gyp = patchedGyp(readFileSync(files[1], "utf8"), napiMacrosDir);
-  const deps = patchedDeps(depsDir);
-  if (!cc || !gyp || !deps)
-    throw new Error("classic-level's sources are not laid out as this script expects");
+  const originalGyp = readFileSync(path.join(levelDir, "binding.gyp"), "utf8");
+  const gyp = patchedGyp(originalGyp, napiMacrosDir);
+  if (!gyp) throw new Error("classic-level's binding.gyp is not laid out as this script expects");
+  const files = applyPatches(levelDir);
+  files.set("binding.gyp", gyp);
+  files.set(ADDITION, readFileSync(path.join(levelNative, ADDITION), "utf8"));
+  const db = path.join(leveldbDir(levelDir), "db");
+  for (const header of LEVELDB_HEADERS)
+    files.set(path.join(db, header), readFileSync(path.join(levelNative, header), "utf8"));
   // Node-API: one build serves every Node version, so the digest names only the sources: the
-  // rest of the deps directory comes with classic-level's version, in package.json.
-  const stamp = createHash("sha256");
-  for (const f of [...files, addition]) stamp.update(readFileSync(f)).update("\0");
-  stamp.update(JSON.stringify(REPLACED));
-  for (const [file, text] of deps) stamp.update(file).update("\0").update(text).update("\0");
-  const version = JSON.parse(readFileSync(files[2], "utf8")).version;
-  return { digest: stamp.digest("hex"), cc, gyp, depsDir, deps, version };
+  // rest of the deps directory comes with classic-level's version, in package.json. binding.gyp
+  // counts as classic-level ships it: the copy written names this host's napi-macros directory.
+  const version = JSON.parse(readFileSync(path.join(levelDir, "package.json"), "utf8")).version;
+  const stamp = createHash("sha256").update(`classic-level ${version}\0`);
+  for (const [file, text] of [...files].sort(([a], [b]) => (a < b ? -1 : 1)))
+    stamp
+      .update(file)
+      .update("\0")
+      .update(file === "binding.gyp" ? originalGyp : text)
+      .update("\0");
+  return { digest: stamp.digest("hex"), files, levelDir, version };
 }
 
 /** Builds the binding from `sources` in `dir` (node-gyp's layout); returns its path. Throws why not. */
 export function buildLevelBinding(sources, dir) {
   mkdirSync(dir, { recursive: true });
   rmSync(path.join(dir, STAMP), { force: true });
-  writeFileSync(path.join(dir, "binding.cc"), sources.cc);
-  writeFileSync(path.join(dir, "binding.gyp"), sources.gyp);
   const deps = path.join(dir, "deps");
   rmSync(deps, { recursive: true, force: true });
-  cpSync(sources.depsDir, deps, { recursive: true });
-  for (const [file, text] of sources.deps) writeFileSync(path.join(deps, file), text);
+  cpSync(path.join(sources.levelDir, "deps"), deps, { recursive: true });
+  for (const [file, text] of sources.files) writeFileSync(path.join(dir, file), text);
   const gypBin = findNodeGyp();
   if (!gypBin) throw new Error("node-gyp not found");
   const build = spawnSync(process.execPath, [gypBin, "rebuild", ...nodeDirArgs()], {

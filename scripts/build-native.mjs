@@ -1,18 +1,20 @@
 #!/usr/bin/env node
 /* global process, console */
 // Builds the optional native Pedersen addon (native/binding.gyp) with the node-gyp that npm bundles.
-// Run by `npm install`/`npm ci` through the "install" script. It never fails the install: if the
-// toolchain, the Node headers or the compiler are missing, dacd falls back to the WASM engine, so
-// this prints one line saying so and exits 0. Set DACD_SKIP_NATIVE=1 to skip the build. An addon
+// Run by `npm install`/`npm ci` through the "install" script. If the toolchain, the Node headers or
+// the compiler are missing, dacd falls back to the WASM engine, so this prints one line saying so
+// and exits 0; with DACD_REQUIRE_NATIVE=1 (CI) it fails the install instead. Set
+// DACD_SKIP_NATIVE=1 to skip the build. An addon
 // already built from the current sources, for the same window width, and loadable is kept; so is a
 // prebuilt one the package carries (prebuilds/), when it was built from these sources and loads.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   findNodeGyp,
   matchingPrebuilt,
+  nativeRequired,
   nodeDirArgs,
   nativeSources,
   probeAddon,
@@ -21,12 +23,16 @@ import { chooseWindowBits } from "./window-bits.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const nativeDir = path.join(root, "native");
-const addon = path.join(nativeDir, "build", "Release", "pedersen.node");
+const addon = path.join(nativeDir, "build", "Release", "dacd_native.node");
 const verbose = process.env.DACD_NATIVE_VERBOSE === "1";
 const platform = `${process.platform}-${process.arch}`;
 
 /** No addon built here: the package's prebuilt one is used where it loads, else the WASM engine. */
 function unavailable(reason) {
+  if (nativeRequired()) {
+    console.error(`dacd: native addon not built (${reason}), and DACD_REQUIRE_NATIVE=1 requires it`);
+    process.exit(1);
+  }
   const hint = verbose ? "" : "; DACD_NATIVE_VERBOSE=1 shows the build output";
   const prebuilt = matchingPrebuilt(root);
   const loaded = prebuilt ? probeAddon(prebuilt) : null;
@@ -89,16 +95,27 @@ if (fromPrebuilt?.windowBits === bits) {
 
 const gyp = findNodeGyp();
 if (!gyp) unavailable("node-gyp not found");
-const build = spawnSync(
-  process.execPath,
-  [gyp, "rebuild", ...nodeDirArgs(), `--pedersen-window-bits=${bits}`],
-  {
+// node-gyp's rebuild starts by deleting native/build, where build-level.mjs keeps the LevelDB
+// binding's build too: that is set aside meanwhile, so a new addon does not cost a LevelDB build.
+const levelBuild = path.join(nativeDir, "build", "level");
+const levelAside = path.join(nativeDir, "level-build.aside");
+rmSync(levelAside, { recursive: true, force: true });
+if (existsSync(levelBuild)) renameSync(levelBuild, levelAside);
+let build;
+try {
+  build = spawnSync(process.execPath, [gyp, "rebuild", ...nodeDirArgs(), `--pedersen-window-bits=${bits}`], {
     cwd: nativeDir,
     encoding: "utf8",
     stdio: verbose ? "inherit" : "pipe",
     timeout: 10 * 60_000,
-  },
-);
+  });
+} finally {
+  if (existsSync(levelAside)) {
+    mkdirSync(path.dirname(levelBuild), { recursive: true });
+    rmSync(levelBuild, { recursive: true, force: true });
+    renameSync(levelAside, levelBuild);
+  }
+}
 if (build.status !== 0 || !existsSync(addon)) {
   unavailable(build.error ? build.error.message : `node-gyp exited with ${build.status ?? build.signal}`);
 }

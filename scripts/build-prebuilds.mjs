@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /* global process, console */
 // Part of "prepack": builds the native Pedersen addon that the package carries prebuilt, for
-// linux-x64 only, into prebuilds/linux-x64/pedersen.node (and LevelDB's binding with dacd's
+// linux-x64 only, into prebuilds/linux-x64/dacd_native.node (and LevelDB's binding with dacd's
 // calls, into prebuilds/linux-x64/level: see the end), with the digest of the sources it was
 // built from beside it (sources.sha256). dacd loads it when the install script did not run (npm's
 // allowScripts, --ignore-scripts) or could not build (no compiler); the install script uses it
@@ -63,12 +63,12 @@ try {
   if (build.status !== 0) {
     fail(`node-gyp exited with ${build.status ?? build.signal}\n${build.stdout}${build.stderr}`);
   }
-  const built = path.join(work, "build", "Release", "pedersen.node");
+  const built = path.join(work, "build", "Release", "dacd_native.node");
   const probe = probeAddon(built);
   if (!probe || probe.windowBits !== PREBUILT_WINDOW_BITS) fail("the built addon does not load");
   const dir = prebuiltDir(root);
   mkdirSync(dir, { recursive: true });
-  cpSync(built, path.join(dir, "pedersen.node"));
+  cpSync(built, path.join(dir, "dacd_native.node"));
   writeFileSync(path.join(dir, PREBUILT_SOURCES), sourcesDigest(nativeDir) + "\n");
   console.log(
     `dacd: prebuilt addon for ${platform} (kernels here: ${probe.kernels}; ${PREBUILT_WINDOW_BITS}-bit windows)`,

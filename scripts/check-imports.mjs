@@ -2,7 +2,8 @@
 /* global process, console */
 // Fails when src/ has an import cycle or an import against the layers below: a folder may import
 // only from folders of a lower layer (and from itself), and a PRIVATE file only from its own
-// folder. Run by `npm run lint`.
+// folder; and when a module other than src/config/runtime-settings.ts reads process.env. Run by
+// `npm run lint`.
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,6 +35,12 @@ const LAYERS = [
  */
 const CLASSIC_LEVEL_DOOR = path.join("storage", "classic-level.ts");
 const CLASSIC_LEVEL_IMPORT = /(?:^|\n)\s*(?:import|export)\s+(?!type\b)[^'"]*?from\s*["']classic-level["']/;
+/**
+ * The one file that reads the environment (runtimeSettings, read once and passed down): no other
+ * module reads process.env or changes it.
+ */
+const ENVIRONMENT_DOOR = path.join("config", "runtime-settings.ts");
+const PROCESS_ENV = /\bprocess\.env\b/;
 /** Files only their own folder may import: LevelDB itself stays behind LevelStore's methods. */
 const PRIVATE = new Set([path.join("storage", "level-db.ts")]);
 
@@ -63,6 +70,10 @@ for (const file of files) {
   if (CLASSIC_LEVEL_IMPORT.test(text) && path.relative(src, file) !== CLASSIC_LEVEL_DOOR)
     problems.push(
       `${path.relative(src, file)} imports classic-level: import it from src/${CLASSIC_LEVEL_DOOR}`,
+    );
+  if (PROCESS_ENV.test(text) && path.relative(src, file) !== ENVIRONMENT_DOOR)
+    problems.push(
+      `${path.relative(src, file)} reads process.env: take the setting from src/${ENVIRONMENT_DOOR} (passed down)`,
     );
   for (const m of text.matchAll(IMPORT)) {
     const target = path.resolve(path.dirname(file), m[1] ?? m[2]).replace(/\.js$/, ".ts");

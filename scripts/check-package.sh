@@ -24,7 +24,8 @@ echo "check-package: $(basename "$tarball"), $(wc -l <"$tmp/files") files, $(du 
 # changelog, the documentation, the alert rules with their tests, the dashboard and the units; no
 # tests, benchmarks, CI files, TypeScript sources or source maps.
 for f in bin/dacd.js dist/src/cli/main.js native/binding.gyp native/pedersen-worker.mjs \
-  native/pedersen/addon.c native/level/dacd_level.cc scripts/build-native.mjs scripts/build-level.mjs \
+  native/dacd_native.c native/pedersen/pedersen_napi.c native/trees/record_format.h \
+  native/level/dacd_level.cc native/level/leveldb-sync-beside.patch scripts/build-native.mjs scripts/build-level.mjs \
   scripts/native-toolchain.mjs scripts/window-bits.mjs LICENSE CHANGELOG.md README.md \
   docs/operations.md docs/escape.md docs/hardening.md docs/escape-api.openapi.json \
   ops/prometheus/dacd-alerts.yml ops/prometheus/dacd-alerts.test.yml ops/grafana/dacd-dashboard.json \
@@ -36,7 +37,7 @@ if grep -E '^package/(test|bench|\.ci|src|dist/bench|dist/test|native/build)/|\.
 fi
 prebuilt=no
 if [ "$(node -p 'process.platform + "-" + process.arch')" = linux-x64 ]; then
-  grep -qx package/prebuilds/linux-x64/pedersen.node "$tmp/files" || fail "the tarball lacks the prebuilt addon"
+  grep -qx package/prebuilds/linux-x64/dacd_native.node "$tmp/files" || fail "the tarball lacks the prebuilt addon"
   grep -qx package/prebuilds/linux-x64/level/build/Release/classic_level.node "$tmp/files" ||
     fail "the tarball lacks the prebuilt LevelDB binding"
   prebuilt=yes

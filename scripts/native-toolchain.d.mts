@@ -8,3 +8,4 @@ export declare const PREBUILT_WINDOW_BITS: number;
 export declare function prebuiltDir(root: string): string;
 export declare const PREBUILT_SOURCES: string;
 export declare function matchingPrebuilt(root: string): string | null;
+export declare function nativeRequired(): boolean;

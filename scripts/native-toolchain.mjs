@@ -9,6 +9,14 @@ import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
+/**
+ * True under DACD_REQUIRE_NATIVE=1 (CI sets it): a native build that cannot be made then fails the
+ * install instead of leaving dacd on its fallbacks.
+ */
+export function nativeRequired() {
+  return process.env.DACD_REQUIRE_NATIVE === "1";
+}
+
 /** The node-gyp entry point: npm's own (npm passes it to scripts), else next to the npm on PATH. */
 export function findNodeGyp() {
   const candidates = [];
@@ -131,7 +139,7 @@ export const PREBUILT_SOURCES = "sources.sha256";
 
 /** The prebuilt addon for this platform when it was built from the sources in `root`/native, else null. */
 export function matchingPrebuilt(root) {
-  const p = path.join(prebuiltDir(root), "pedersen.node");
+  const p = path.join(prebuiltDir(root), "dacd_native.node");
   if (!existsSync(p)) return null;
   try {
     const stamp = readFileSync(path.join(prebuiltDir(root), PREBUILT_SOURCES), "utf8").trim();

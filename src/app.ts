@@ -31,7 +31,9 @@ import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
 import type { HashEngine } from "./hash/engine.js";
-import { treeWalkFromEnv, treeWalkName } from "./trees/tree-walk.js";
+import { chooseTreeWalk, treeWalkName } from "./trees/tree-walk.js";
+import { nativeNodeCacheAddon } from "./trees/native-node-cache.js";
+import { runtimeSettings } from "./config/runtime-settings.js";
 import { createEngine } from "./hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
 import { TopNodeCache } from "./trees/node-cache.js";
@@ -72,7 +74,7 @@ export interface DaemonOptions {
   readonly events?: MemberEvents;
   /** Attempts for each gateway call in the loop (default from the client). */
   readonly retryAttempts?: number;
-  /** Environment for systemd notifications (default process.env). */
+  /** Environment for systemd notifications (default: the one dacd started with, runtime-settings.ts). */
   readonly env?: NodeJS.ProcessEnv;
 }
 
@@ -164,10 +166,15 @@ async function startWithKey(
   // match the kind pinned at the first start).
   const gatewayChain = await chainKind(config, log);
 
-  // DACD_HASH_ENGINE overrides the configured engine; large tree levels go to a worker pool.
-  const baseEngine = createEngine(config.hashEngine, { warn: (m) => log.warn(m), threads: "auto" });
+  // DACD_HASH_ENGINE overrides the configured engine (loadConfig); large tree levels go to a worker pool.
+  const settings = runtimeSettings();
+  const baseEngine = createEngine(config.hashEngine, {
+    warn: (m) => log.warn(m),
+    threads: "auto",
+    kernel: settings.hashKernel,
+  });
   const engine = metrics.countingEngine(baseEngine);
-  const treeWalk = treeWalkFromEnv();
+  const treeWalk = chooseTreeWalk(settings.treeWalk);
   const memory = await memoryPlanFor(config, keptTrees(profile, validateRollup).length);
   log.info({ memory }, describePlan(memory));
   const mapped = setMappedTables(memory.store_mapped_tables);
@@ -220,7 +227,11 @@ async function startWithKey(
       engine,
       signer,
       options: { validateOrders: config.validateOrders && !ordersMissing, validateRollup },
-      topNodes: new TopNodeCache(memory.node_cache_levels, undefined, memory.node_cache_nodes),
+      topNodes: new TopNodeCache(
+        memory.node_cache_levels,
+        nativeNodeCacheAddon(settings.nodeCache),
+        memory.node_cache_nodes,
+      ),
       claims: journal,
       treeWalk,
     });

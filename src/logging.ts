@@ -29,9 +29,11 @@ export interface LoggerOptions {
   /**
    * Prefix each JSON line with its syslog priority (`<3>` for error…), which journald reads from a
    * service's stdout (SyslogLevelPrefix=, on by default): `journalctl -p err` then shows dacd's
-   * errors. Default: when stdout is the journal (journalStdout()).
+   * errors. Default: when stdout is the journal (journalStdout(journalStream)).
    */
   syslogPrefix?: boolean;
+  /** $JOURNAL_STREAM as systemd set it (the entry point passes it), for syslogPrefix's default. */
+  journalStream?: string;
 }
 
 /** Syslog priority of each pino level (sd-daemon(3)): fatal is crit, trace is debug. */
@@ -49,8 +51,7 @@ const PRIORITY: Readonly<Record<string, number>> = {
  * inode of that stream (systemd.exec(5)), so a redirected stdout (a file, a pipe to another
  * program) is told apart from the journal even under systemd.
  */
-export function journalStdout(env: NodeJS.ProcessEnv = process.env, fd = 1): boolean {
-  const stream = env.JOURNAL_STREAM;
+export function journalStdout(stream: string | undefined, fd = 1): boolean {
   if (!stream) return false;
   const m = /^(\d+):(\d+)$/.exec(stream);
   if (!m) return false;
@@ -90,7 +91,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       },
     });
   }
-  if (opts.syslogPrefix ?? (opts.destination === undefined && journalStdout())) {
+  if (opts.syslogPrefix ?? (opts.destination === undefined && journalStdout(opts.journalStream))) {
     options.hooks = { streamWrite: withSyslogPrefix };
   }
   return opts.destination ? pino(options, opts.destination) : pino(options);

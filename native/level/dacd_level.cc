@@ -1,4 +1,4 @@
-// dacd's additions to classic-level's binding (scripts/build-level.mjs inserts this file into a
+// dacd's additions to classic-level's binding (classic-level-binding.patch includes this file in a
 // copy of classic-level's binding.cc, before its NAPI_INIT, and exports batch_put_records,
 // db_get_packed and set_mapped_tables).
 //
@@ -6,7 +6,7 @@
 // pread); see the comment above it.
 //
 // It also gives LevelDB a hardware CRC32C (see leveldb::port::AcceleratedCRC32C below). The build
-// script also drops classic-level's Bloom filter (REPLACED there says why).
+// patch also drops classic-level's Bloom filter (native/README.md says why).
 //
 // batch_put_records(batch, head, hashes, records, starts, ends, order, from, to): puts into a
 // chained batch, for k in [from, to) and i = order[k], the key head ‖ hashes[32i, 32i + 32) with

@@ -1,6 +1,6 @@
-// Included inside LevelDB's SkipList class (db/skiplist.h) by scripts/build-level.mjs
-// (LEVELDB_PATCHES): inserts that go on in key order from the last one start their search where
-// the last one ended, instead of from the head of the list.
+// Included inside LevelDB's SkipList class (db/skiplist.h) by leveldb-skiplist-finger.patch:
+// inserts that go on in key order from the last one start their search where the last one ended,
+// instead of from the head of the list.
 //
 // Why: every write puts its records into the memtable, a skip list, one at a time, and each
 // insert searches the list from its head: about log2(n) key comparisons, most of them on nodes

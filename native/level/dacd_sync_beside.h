@@ -1,4 +1,4 @@
-// Included into LevelDB's db/db_impl.cc by scripts/build-level.mjs (LEVELDB_PATCHES): a large
+// Included into LevelDB's db/db_impl.cc by leveldb-sync-beside.patch: a large
 // synced write waits for its log's sync on a thread of its own while the writer puts its records
 // into the memtable, instead of one after the other.
 //

@@ -176,22 +176,22 @@ static void free_buffers(buffers *b) {
 
 /* ---- records (node-record.ts, merkle-edge.ts) ---- */
 
-/** A binary record: left ‖ right ‖ left gen ‖ right gen. */
-#define BINARY_LENGTH 72
+/* The layout is record_format.h's: binary records, and Merkle edges with their checkpoints. */
+static size_t checkpoint_bytes(int h) { return REC_CHECKPOINT_BYTES(h); }
+static size_t edge_length(int h) { return REC_MERKLE_EDGE_LENGTH(h); }
+static size_t checkpoint_offset(int k) { return REC_CHECKPOINT_AT(k); }
+/** An edge record's height (its length byte). */
+static int edge_height(const uint8_t *rec) { return rec[REC_EDGE_LENGTH_AT]; }
+/** The gen of an edge record's leaf, its last bytes. */
+static uint32_t edge_leaf_gen(const uint8_t *rec) { return rd_gen(rec + edge_length(edge_height(rec)) - REC_GEN_BYTES); }
 
-/** The checkpoints' bytes in an edge of height h; they follow its 65-byte head, and its leaf's gen them. */
-static size_t checkpoint_bytes(int h) { return 32 * (size_t)((h - 1) / MT_CHECKPOINT_STEP); }
-static size_t edge_length(int h) { return 65 + checkpoint_bytes(h) + 4; }
-static size_t checkpoint_offset(int k) { return 65 + 32 * (size_t)(k / MT_CHECKPOINT_STEP - 1); }
-/** The gen of an edge record's leaf, its last 4 bytes (the record's height is at byte 64). */
-static uint32_t edge_leaf_gen(const uint8_t *rec) { return rd_gen(rec + edge_length(rec[64]) - 4); }
-
-/** Bit k of an edge record's path (bytes 32..64, big-endian). */
-static int edge_path_bit(const uint8_t *rec, int k) { return (rec[32 + 31 - k / 8] >> (k % 8)) & 1; }
+/** Bit k of an edge record's path (32 bytes, big-endian). */
+static int edge_path_bit(const uint8_t *rec, int k) { return (rec[REC_EDGE_PATH_AT + 31 - k / 8] >> (k % 8)) & 1; }
 
 /** A well-formed edge record for a subtree of height h (isMerkleEdge). */
 static int is_edge(const uint8_t *rec, uint32_t len, int h) {
-  return h >= 1 && len == edge_length(h) && rec[64] == h && u_bit_length(u_from_be(rec + 32)) <= (unsigned)h;
+  return h >= 1 && len == edge_length(h) && edge_height(rec) == h &&
+         u_bit_length(u_from_be(rec + REC_EDGE_PATH_AT)) <= (unsigned)h;
 }
 
 static int equal32(const uint8_t *a, const uint8_t *b) { return memcmp(a, b, 32) == 0; }
@@ -404,7 +404,7 @@ static void descend_old(mt_update *u, int h) {
       case O_BINARY:
         next_kind[c] = O_HASH;
         next_off[c] = off[j] + 32 * (uint32_t)side;
-        next_gen[c] = rd_gen(arena + off[j] + 64 + 4 * side);
+        next_gen[c] = rd_gen(arena + off[j] + REC_BINARY_GENS_AT + REC_GEN_BYTES * side);
         break;
       case O_EDGE:
         /* Still inside the edge's subtree while the child is on its leaf's side. */
@@ -475,7 +475,7 @@ int mt_supply(mt_update *u, const uint8_t *records, size_t bytes, const uint32_t
     size_t at = u->base[h] + (size_t)nodes[k];
     uint32_t len = lengths[k];
     const uint8_t *rec = records + pos;
-    int kind = len == BINARY_LENGTH ? O_BINARY : len != MT_MISSING && is_edge(rec, len, h) ? O_EDGE : -1;
+    int kind = len == REC_BINARY_LENGTH ? O_BINARY : len != MT_MISSING && is_edge(rec, len, h) ? O_EDGE : -1;
     if (kind < 0) {
       char hex[65], index[80];
       hex32(hashes + 32 * k, hex);
@@ -538,12 +538,12 @@ static void sibling(const mt_update *u, slot *s, int h, int32_t j, int side) {
   const u256 *first = &u->ids[u->starts[at]];
   if (u->old_kind[at] == O_BINARY) {
     const uint8_t *rec = (const uint8_t *)u->b.arena.p + u->old_off[at];
-    s->hash.p = rec + 32 * side;
+    s->hash.p = rec + REC_HASH_BYTES * side;
     if (equal32(s->hash.p, empty_at(u, h - 1))) {
       s->hash.p = empty_at(u, h - 1);
       return;
     }
-    s->hash.gen = rd_gen(rec + 64 + 4 * side);
+    s->hash.gen = rd_gen(rec + REC_BINARY_GENS_AT + REC_GEN_BYTES * side);
     if (h > 1) {
       s->kind = N_STORED;
       return;
@@ -571,7 +571,7 @@ static void sibling(const mt_update *u, slot *s, int h, int32_t j, int side) {
     s->leaf = rec;
     s->leaf_gen = edge_leaf_gen(rec);
     s->old_rec = rec;
-    s->id = u_or(u_shl(u_shr(*first, (unsigned)h), (unsigned)h), u_low_bits(u_from_be(rec + 32), (unsigned)h));
+    s->id = u_or(u_shl(u_shr(*first, (unsigned)h), (unsigned)h), u_low_bits(u_from_be(rec + REC_EDGE_PATH_AT), (unsigned)h));
     /* The ancestor at h − 1 is the start when the split is at a checkpoint (or the leaf, at h = 1). */
     s->hash.p = s->from == h - 1 ? s->start : NULL;
     /* A chain of this update's, its record written where it ends; at h = 1, the old leaf itself. */
@@ -740,13 +740,13 @@ int mt_chains_climbed(mt_update *u, const uint8_t *tops, const uint8_t *marks) {
     if (!rec) return -1;
     memset(rec, 0, len);
     memcpy(rec, ch->leaf, 32);
-    u_to_be(u_low_bits(ch->path, (unsigned)top), rec + 32);
-    rec[64] = (uint8_t)top;
-    wr_gen(rec + len - 4, ch->leaf_gen);
+    u_to_be(u_low_bits(ch->path, (unsigned)top), rec + REC_EDGE_PATH_AT);
+    rec[REC_EDGE_LENGTH_AT] = (uint8_t)top;
+    wr_gen(rec + len - REC_GEN_BYTES, ch->leaf_gen);
     /* A split edge's checkpoints up to the chain's start (and below its top) are the old edge's. */
     if (ch->old_rec) {
       int kept_to = from + 1 < top ? from + 1 : top;
-      memcpy(rec + 65, ch->old_rec + 65, checkpoint_bytes(kept_to));
+      memcpy(rec + REC_EDGE_HEAD_LENGTH, ch->old_rec + REC_EDGE_HEAD_LENGTH, checkpoint_bytes(kept_to));
     }
     for (int k = from + MT_CHECKPOINT_STEP - from % MT_CHECKPOINT_STEP; k < top; k += MT_CHECKPOINT_STEP)
       memcpy(rec + checkpoint_offset(k), marks + ((i * (size_t)slots) + (size_t)(k / MT_CHECKPOINT_STEP) - 1) * 32,
@@ -801,12 +801,12 @@ void mt_level_hashes(mt_update *u, const uint8_t *hashes) {
   for (size_t p = u->pair_start[h], k = 0; p < u->pair_start[h + 1] && !u->failed; p++, k++) {
     memcpy(pair_hashes + 32 * p, hashes + 32 * k, 32);
     int32_t first = u->starts[u->base[h] + (size_t)pairs[p].node];
-    uint8_t *rec = emit(u, hashes + 32 * k, BINARY_LENGTH, h, index_at(u, first, h));
+    uint8_t *rec = emit(u, hashes + 32 * k, REC_BINARY_LENGTH, h, index_at(u, first, h));
     if (!rec) return;
     memcpy(rec, resolve(u, pairs[p].l), 32);
-    memcpy(rec + 32, resolve(u, pairs[p].r), 32);
-    wr_gen(rec + 64, pairs[p].l.gen);
-    wr_gen(rec + 68, pairs[p].r.gen);
+    memcpy(rec + REC_HASH_BYTES, resolve(u, pairs[p].r), 32);
+    wr_gen(rec + REC_BINARY_GENS_AT, pairs[p].l.gen);
+    wr_gen(rec + REC_BINARY_GENS_AT + REC_GEN_BYTES, pairs[p].r.gen);
   }
 }
 

@@ -14,12 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record_format.h"
+
 typedef struct mt_update mt_update;
 
 /** The length mt_supply takes for a record that is not in the store. */
 #define MT_MISSING UINT32_MAX
-/** Edge records keep the leaf's ancestors at multiples of this height (merkle-edge.ts). */
-#define MT_CHECKPOINT_STEP 8
+/** Edge records keep the leaf's ancestors at multiples of this height (record_format.h). */
+#define MT_CHECKPOINT_STEP REC_CHECKPOINT_STEP
 
 /**
  * A new update of the tree of `height` (1..255) whose root is `old_root` (its record written by batch

@@ -18,10 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record_format.h"
+
 typedef struct nc_cache nc_cache;
 
-/** The longest record a slot holds (binary nodes, Patricia edges, Merkle edges up to height 8). */
-#define NC_MAX_RECORD 72
+/** The longest record a slot holds (record_format.h). */
+#define NC_MAX_RECORD REC_MAX_CACHED_LENGTH
 /** The deepest `levels` (positions stay int32). */
 #define NC_MAX_LEVELS 30
 /** The length of a record that is not there (MT_MISSING, PT_MISSING). */

@@ -18,6 +18,7 @@
  * names, a new one the batch's.
  */
 #include "patricia.h"
+#include "record_format.h"
 #include "tree_util.h"
 #include "u256.h"
 
@@ -198,9 +199,8 @@ static int need(pt_update *u, int32_t node, int h, int64_t index) {
 }
 
 
-/** Records: binary `left ‖ right ‖ left gen ‖ right gen`, edge `bottom ‖ path ‖ length ‖ bottom gen`. */
-#define BINARY_LENGTH 72
-#define EDGE_LENGTH 69
+/* Records (record_format.h): binary `left ‖ right ‖ left gen ‖ right gen`, edge
+ * `bottom ‖ path ‖ length ‖ bottom gen`. */
 
 /**
  * The node that the record `rec` (`len` bytes in the store, PT_MISSING: not there) of `hash`, of
@@ -208,22 +208,24 @@ static int need(pt_update *u, int32_t node, int h, int64_t index) {
  * corrupt.
  */
 static int32_t decode(pt_update *u, const uint8_t *hash, uint32_t gen, const uint8_t *rec, uint32_t len, int h) {
-  if (len != BINARY_LENGTH && !(len == EDGE_LENGTH && rec[64] >= 1 && rec[64] <= h)) {
+  const int edge_len = len == REC_EDGE_LENGTH ? rec[REC_EDGE_LENGTH_AT] : 0;
+  if (len != REC_BINARY_LENGTH && !(len == REC_EDGE_LENGTH && edge_len >= 1 && edge_len <= h)) {
     char hex[65];
     hex32(hash, hex);
     if (len == PT_MISSING) fail(u, "node %s at height %d: missing", hex, h);
-    else if (len == EDGE_LENGTH) fail(u, "node %s at height %d: edge length %d", hex, h, rec[64]);
+    else if (len == REC_EDGE_LENGTH) fail(u, "node %s at height %d: edge length %d", hex, h, edge_len);
     else fail(u, "node %s at height %d: record of %u bytes", hex, h, len);
     return FAILED;
   }
   int32_t id;
-  if (len == BINARY_LENGTH) {
-    int32_t l = from_hash(u, rec, rd_gen(rec + 64), h - 1);
-    int32_t r = l >= 0 ? from_hash(u, rec + 32, rd_gen(rec + 68), h - 1) : FAILED;
+  if (len == REC_BINARY_LENGTH) {
+    int32_t l = from_hash(u, rec, rd_gen(rec + REC_BINARY_GENS_AT), h - 1);
+    int32_t r = l >= 0 ? from_hash(u, rec + REC_HASH_BYTES, rd_gen(rec + REC_BINARY_GENS_AT + REC_GEN_BYTES), h - 1)
+                       : FAILED;
     id = r >= 0 ? binary_node(u, l, r) : FAILED;
   } else {
-    int32_t bottom = from_hash(u, rec, rd_gen(rec + 65), h - rec[64]);
-    id = bottom >= 0 ? edge_node(u, u_from_be(rec + 32), rec[64], bottom) : FAILED;
+    int32_t bottom = from_hash(u, rec, rd_gen(rec + REC_EDGE_HEAD_LENGTH), h - edge_len);
+    id = bottom >= 0 ? edge_node(u, u_from_be(rec + REC_EDGE_PATH_AT), edge_len, bottom) : FAILED;
   }
   if (id < 0) return FAILED;
   u->nodes[id].hashed = 1;
@@ -701,7 +703,7 @@ size_t pt_new_count(const pt_update *u) { return u->ranked_count; }
 size_t pt_new_bytes(const pt_update *u) {
   size_t bytes = 0;
   for (size_t i = 0; i < u->ranked_count; i++)
-    bytes += u->nodes[u->by_rank[i]].t == T_BINARY ? BINARY_LENGTH : EDGE_LENGTH;
+    bytes += u->nodes[u->by_rank[i]].t == T_BINARY ? REC_BINARY_LENGTH : REC_EDGE_LENGTH;
   return bytes;
 }
 
@@ -717,15 +719,15 @@ void pt_result(const pt_update *u, uint8_t *root, uint32_t *root_gen, uint8_t *h
     memcpy(hashes + 32 * i, p->hash, 32);
     memcpy(rec, hash_of(u, p->a), 32);
     if (p->t == T_BINARY) {
-      memcpy(rec + 32, hash_of(u, p->b), 32);
-      wr_gen(rec + 64, gen_of(u, p->a));
-      wr_gen(rec + 68, gen_of(u, p->b));
-      lengths[i] = BINARY_LENGTH;
+      memcpy(rec + REC_HASH_BYTES, hash_of(u, p->b), 32);
+      wr_gen(rec + REC_BINARY_GENS_AT, gen_of(u, p->a));
+      wr_gen(rec + REC_BINARY_GENS_AT + REC_GEN_BYTES, gen_of(u, p->b));
+      lengths[i] = REC_BINARY_LENGTH;
     } else {
-      u_to_be(p->path, rec + 32);
-      rec[64] = (uint8_t)p->len;
-      wr_gen(rec + 65, gen_of(u, p->a));
-      lengths[i] = EDGE_LENGTH;
+      u_to_be(p->path, rec + REC_EDGE_PATH_AT);
+      rec[REC_EDGE_LENGTH_AT] = (uint8_t)p->len;
+      wr_gen(rec + REC_EDGE_HEAD_LENGTH, gen_of(u, p->a));
+      lengths[i] = REC_EDGE_LENGTH;
     }
     rec += lengths[i];
     positions[2 * i] = u->height - p->h;

@@ -14,7 +14,7 @@ import type { LevelStore, LevelTuning } from "../storage/level-store.js";
 import { ClaimsJournal, readClaimsJournalEntries } from "../storage/claims-journal.js";
 import { compareWithJournal } from "../service/journal-check.js";
 import type { HashEngine } from "../hash/engine.js";
-import { createEngine, type CreateEngineOptions } from "../hash/select.js";
+import type { CreateEngineOptions } from "../hash/select.js";
 import { checkSummary } from "./check-summary.js";
 import {
   checkViaDaemon,
@@ -35,6 +35,7 @@ import {
   storeOptions,
   type StoreOptions,
 } from "./store-options.js";
+import { commandEngine } from "./command-engine.js";
 
 /**
  * Escape and maintenance commands on the member's own store (docs/escape.md): dump, proof,
@@ -70,8 +71,7 @@ async function run<T>(
   storeOpts: LevelTuning & { readOnly?: boolean } = {},
 ): Promise<T> {
   const { dir, profile } = storeDirOf(opts);
-  const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
-    warn: (m) => process.stderr.write(`${m}\n`),
+  const engine = commandEngine({
     ...engineOpts,
   });
   let store: LevelStore;
@@ -263,9 +263,7 @@ export function registerEscapeCommands(program: Command): void {
     try {
       const manifest =
         (await kitViaDaemon(storeDirOf(opts).dir, batch, (source) => {
-          engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
-            warn: (m) => process.stderr.write(`${m}\n`),
-          });
+          engine = commandEngine();
           return buildKit(engine, source, kitOptions);
         })) ??
         (await run(
@@ -297,9 +295,7 @@ export function registerEscapeCommands(program: Command): void {
         // Not a verdict on the proof: the command could not run.
         throw new DacdError("STORE", `cannot read the proof ${file}: ${(err as Error).message}`);
       }
-      const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
-        warn: (m) => process.stderr.write(`${m}\n`),
-      });
+      const engine = commandEngine();
       try {
         const verdict = isOnchainFormat(proof)
           ? await verifyOnchainProof(engine, proof, opts.root)

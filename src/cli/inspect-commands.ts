@@ -2,7 +2,6 @@ import type { Command } from "commander";
 import { askDaemon } from "../control/client.js";
 import { showBatchOnchain, showLeaf, storeStatus } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
-import { createEngine } from "../hash/select.js";
 import { printJson, snakeKeys, wantsJson } from "./output.js";
 import { statusSummary } from "./status-summary.js";
 import {
@@ -14,6 +13,7 @@ import {
   storeOptions,
   type StoreOptions,
 } from "./store-options.js";
+import { commandEngine } from "./command-engine.js";
 
 type InspectOptions = StoreOptions & { json?: boolean };
 
@@ -77,7 +77,7 @@ export function registerInspectCommands(program: Command): void {
     const query: Record<string, string> = { object, id };
     if (batchId !== undefined) query.batch = String(batchId);
     const { answer } = await inspect(opts, "/leaf", query, (store) =>
-      showLeaf(store, createEngine("auto"), object, id, batchId),
+      showLeaf(store, commandEngine(), object, id, batchId),
     );
     printJson(answer);
   });

@@ -14,6 +14,8 @@ import { registerJournalCommand } from "./journal-command.js";
 import { registerConfigCommand } from "./config-command.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
 import { keepInitialOldSpaceToMainThread } from "../util/heap-flags.js";
+import { useNativeAddon } from "../hash/native-engine.js";
+import { runtimeSettings } from "../config/runtime-settings.js";
 
 keepInitialOldSpaceToMainThread();
 
@@ -34,7 +36,10 @@ const program = new Command()
       ),
   })
   // Every DACD_* variable is checked before any command runs (not for --help or --version).
-  .hook("preAction", () => checkEnvironment());
+  .hook("preAction", () => {
+    checkEnvironment();
+    useNativeAddon(runtimeSettings().nativeAddon);
+  });
 
 registerRunCommand(program);
 registerConfigCommand(program);

@@ -4,7 +4,6 @@ import { DacdError } from "../errors.js";
 import { parseBatchInfo, type StatedBatch } from "../escape/reference-format.js";
 import { importReference, type ReferenceProgress } from "../escape/reference-load.js";
 import { ordersMissingText } from "../escape/reference-store.js";
-import { createEngine } from "../hash/select.js";
 import { isProfileName, makeProfile, type Heights } from "../model/profile.js";
 import { AvailabilityGateway, FeederGateway, type HttpClientOptions } from "../poller/gateway-client.js";
 import { validateRollupOf } from "../service/startup-checks.js";
@@ -12,6 +11,7 @@ import { toHex64 } from "../util/bytes.js";
 import { child, readInteger, readRoot, required, type At } from "../wire/fields.js";
 import { removeOnSignal } from "./remove-on-signal.js";
 import { parseBatchId } from "./store-options.js";
+import { commandEngine } from "./command-engine.js";
 
 /**
  * `dacd load --from-reference` and `dacd dump --format reference`: the reference member's state
@@ -59,8 +59,7 @@ export async function loadFromReference(archive: string, opts: ReferenceLoadCliO
   const { dataDir, profile, heights, config } = target(opts);
   if (!isProfileName(profile)) throw new DacdError("CONFIG", `unknown profile ${JSON.stringify(profile)}`);
   const stated = await statedBatch(opts, config);
-  const engine = createEngine(process.env.DACD_HASH_ENGINE ?? "auto", {
-    warn: (m) => process.stderr.write(`${m}\n`),
+  const engine = commandEngine({
     threads: "auto",
   });
   const started = Date.now();

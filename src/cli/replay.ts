@@ -8,8 +8,10 @@ import { createEngine } from "../hash/select.js";
 import { isProfileName, makeProfile } from "../model/profile.js";
 import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../trees/node-cache.js";
 import { bindVerifyContext, verifyAndStoreBatch } from "../pipeline/verify-batch.js";
-import { treeWalkFromEnv } from "../trees/tree-walk.js";
+import { chooseTreeWalk } from "../trees/tree-walk.js";
+import { nativeNodeCacheAddon } from "../trees/native-node-cache.js";
 import { HASH_ENGINES } from "../model/engines.js";
+import { runtimeSettings } from "../config/runtime-settings.js";
 
 interface ReplayOptions {
   profile: string;
@@ -52,15 +54,20 @@ async function replay(opts: ReplayOptions): Promise<number> {
     );
   const profile = makeProfile(opts.profile);
   const validateRollup = profile.rollup ? opts.validateRollup : undefined;
+  const settings = runtimeSettings();
   const key = await loadPrivateKey(opts.keyFile, {
     passwordPath: opts.passwordFile,
+    credentialsDirectory: settings.credentialsDirectory,
     // An offline tool run on test keys: warn about loose permissions instead of refusing.
     allowInsecurePermissions: true,
     warn: (m) => process.stderr.write(`warning: ${m}\n`),
   });
   const signer = createSigner("ethereum", key);
   const bodies = await readInput(opts.input);
-  const engine = await createEngine(opts.engine, { warn: (m) => process.stderr.write(`${m}\n`) });
+  const engine = await createEngine(settings.hashEngine ?? opts.engine, {
+    warn: (m) => process.stderr.write(`${m}\n`),
+    kernel: settings.hashKernel,
+  });
   const store = await openStoreAt(opts.db);
   let failed = 0;
   try {
@@ -69,8 +76,8 @@ async function replay(opts: ReplayOptions): Promise<number> {
       engine,
       signer,
       options: { validateOrders: opts.validateOrders, validateRollup },
-      topNodes: new TopNodeCache(DEFAULT_CACHE_LEVELS),
-      treeWalk: treeWalkFromEnv(),
+      topNodes: new TopNodeCache(DEFAULT_CACHE_LEVELS, nativeNodeCacheAddon(settings.nodeCache)),
+      treeWalk: chooseTreeWalk(settings.treeWalk),
     });
     for (let batchId = 0; batchId < bodies.length; batchId++) {
       try {

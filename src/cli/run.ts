@@ -4,6 +4,7 @@ import { loadConfig, LOG_LEVELS, type Config } from "../config/config.js";
 import { createLogger, type Logger, type LogFormat } from "../logging.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
 import { handleSignals } from "./signals.js";
+import { runtimeSettings } from "../config/runtime-settings.js";
 
 interface RunOptions {
   config?: string;
@@ -47,6 +48,7 @@ export function registerRunCommand(program: Command): void {
       const log = createLogger({
         level: levelFlag ?? config.logLevel,
         format: opts.logFormat ?? config.logFormat,
+        journalStream: runtimeSettings().journalStream,
       });
       // Until the daemon is up a SIGHUP must not end the process either (Node's default does).
       const ignoreHup = (): void => log.info({ signal: "SIGHUP" }, "SIGHUP ignored while starting");

@@ -19,6 +19,7 @@ import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { validate as validateCron } from "node-cron";
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document } from "yaml";
+import { runtimeSettings } from "./runtime-settings.js";
 import { isAddress } from "./address.js";
 import { DacdError } from "../errors.js";
 import { DEFAULT_HEIGHTS, type Heights, type ProfileName } from "../model/profile.js";
@@ -66,6 +67,7 @@ export const OTHER_ENV: ReadonlySet<string> = new Set([
   "DACD_NATIVE_REBUILD",
   "DACD_NATIVE_VERBOSE",
   "DACD_PEDERSEN_WINDOW_BITS",
+  "DACD_REQUIRE_NATIVE",
   "DACD_BZIP2",
 ]);
 
@@ -398,7 +400,7 @@ function checkSigner(raw: Record<string, unknown>, p: Problems, warnings: string
     if (raw[key] !== undefined) warnings.push(`${key} is not read with signer: file`);
 }
 
-export function loadConfig(path: string, env: Env = process.env): Config {
+export function loadConfig(path: string, env: Env = runtimeSettings().environment): Config {
   const configPath = resolve(path);
   let text: string;
   try {

@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { DacdError } from "../errors.js";
 import { OTHER_ENV } from "./config.js";
 import { HASH_ENGINES, TREE_WALKS } from "../model/engines.js";
+import { runtimeSettings } from "./runtime-settings.js";
 import { SCHEMA } from "./schema.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -32,11 +33,9 @@ const oneOf =
 /** Checks of the switches' values; undefined when the value is acceptable. */
 const SWITCHES: Readonly<Record<string, (value: string) => string | undefined>> = {
   DACD_TREE_WALK: oneOf(TREE_WALKS),
-  // Read where the node cache is made (src/trees/native-node-cache.ts).
+  // All but the install scripts' switches are read once, by runtime-settings.ts.
   DACD_NODE_CACHE: oneOf(["auto", "js"]),
-  // Read where the systemd notifier is made (src/service/systemd.ts).
   DACD_SYSTEMD_NOTIFY: oneOf(["auto", "exec"]),
-  // Read when classic-level loads (src/storage/level-binding.ts).
   DACD_LEVEL_BINDING: oneOf(["auto", "stock"]),
   // Also the hash_engine key, but read by every command, with or without a configuration.
   DACD_HASH_ENGINE: oneOf(HASH_ENGINES),
@@ -50,10 +49,12 @@ const SWITCHES: Readonly<Record<string, (value: string) => string | undefined>> 
   DACD_NATIVE_REBUILD: oneOf(["0", "1"]),
   DACD_NATIVE_VERBOSE: oneOf(["0", "1"]),
   DACD_PEDERSEN_WINDOW_BITS: oneOf(["12", "13", "14", "15", "16"]),
+  // Read by the install scripts and the tests: a native build or test that cannot run fails.
+  DACD_REQUIRE_NATIVE: oneOf(["0", "1"]),
 };
 
 /** The problems with the DACD_* variables of `env` (empty when all are fine). */
-export function environmentProblems(env: Env = process.env): string[] {
+export function environmentProblems(env: Env = runtimeSettings().environment): string[] {
   const known = configVariableNames();
   const problems: string[] = [];
   for (const [name, raw] of Object.entries(env)) {
@@ -75,7 +76,7 @@ export function environmentProblems(env: Env = process.env): string[] {
 }
 
 /** Throws DacdError("CONFIG") with every problem of environmentProblems, one per line. */
-export function checkEnvironment(env: Env = process.env): void {
+export function checkEnvironment(env: Env = runtimeSettings().environment): void {
   const problems = environmentProblems(env);
   if (problems.length === 1) throw new DacdError("CONFIG", problems[0]!);
   if (problems.length > 1) throw new DacdError("CONFIG", problems.join("; "));

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
+import { runtimeSettings } from "../config/runtime-settings.js";
 import { DacdError } from "../errors.js";
 
 /**
@@ -19,12 +20,13 @@ export interface Bzip2Process {
   kill(): void;
 }
 
-const BZIP2 = process.env.DACD_BZIP2 ?? "bzip2";
+/** The bzip2 program (DACD_BZIP2, else bzip2 on PATH). */
+const bzip2Program = (): string => runtimeSettings().bzip2;
 
 function run(args: string[], archive: string, what: string): Bzip2Process {
   let child: ChildProcess;
   try {
-    child = spawn(BZIP2, args, { stdio: ["pipe", "pipe", "pipe"] });
+    child = spawn(bzip2Program(), args, { stdio: ["pipe", "pipe", "pipe"] });
   } catch (err) {
     throw cannotRun(err);
   }
@@ -62,7 +64,7 @@ function run(args: string[], archive: string, what: string): Bzip2Process {
 function cannotRun(err: unknown): DacdError {
   return new DacdError(
     "CONFIG",
-    `cannot run ${BZIP2} (the system's bzip2, e.g. Debian's bzip2 package): ${(err as Error).message}`,
+    `cannot run ${bzip2Program()} (the system's bzip2, e.g. Debian's bzip2 package): ${(err as Error).message}`,
   );
 }
 

@@ -80,7 +80,7 @@ export function chainHashes(job: ChainClimb): number {
 
 /**
  * Throws a RangeError unless the job is well formed: the shapes the native addon checks (climbChains
- * in addon.c), with the same messages, and every start and every E[k] below the field prime.
+ * in pedersen_napi.c), with the same messages, and every start and every E[k] below the field prime.
  */
 export function checkChainClimb(job: ChainClimb): void {
   const { starts, paths, from, to, empty, step, slots } = job;

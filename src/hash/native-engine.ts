@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ChainClimb, ClimbedChains, HashEngine } from "./engine.js";
 
-/** What the C addon (native/pedersen/addon.c) exports. */
+/** What the C addon's Pedersen engine (native/pedersen/pedersen_napi.c) exports. */
 export interface NativeAddon {
   /** Hashes n packed pairs into `out`; throws a RangeError naming the first input >= p. */
   hashMany(xs: Uint8Array, ys: Uint8Array, out: Uint8Array, kernel?: string): void;
@@ -31,7 +31,7 @@ export interface NativeAddon {
   readonly windowBits: number;
 }
 
-const ADDON_RELATIVE = path.join("native", "build", "Release", "pedersen.node");
+const ADDON_RELATIVE = path.join("native", "build", "Release", "dacd_native.node");
 const WORKER_RELATIVE = path.join("native", "pedersen-worker.mjs");
 
 /**
@@ -49,19 +49,25 @@ function findRoot(): string | null {
   return null;
 }
 
+let addonOverride: string | undefined;
+
+/** Loads the addon from `file` instead (DACD_NATIVE_ADDON, which the entry point passes); undefined: the usual one. */
+export function useNativeAddon(file: string | undefined): void {
+  addonOverride = file || undefined;
+}
+
 /**
- * Path of the addon (`DACD_NATIVE_ADDON` overrides it): the one built on this host (native/build/),
+ * Path of the addon (useNativeAddon overrides it): the one built on this host (native/build/),
  * else the one the package carries prebuilt for this platform (prebuilds/linux-x64/, used when the
  * install script did not run or could not build); null when neither is there.
  */
 export function nativeAddonPath(): string | null {
-  const override = process.env.DACD_NATIVE_ADDON;
-  if (override) return existsSync(override) ? path.resolve(override) : null;
+  if (addonOverride) return existsSync(addonOverride) ? path.resolve(addonOverride) : null;
   const root = findRoot();
   if (!root) return null;
   const built = path.join(root, ADDON_RELATIVE);
   if (existsSync(built)) return built;
-  const prebuilt = path.join(root, "prebuilds", `${process.platform}-${process.arch}`, "pedersen.node");
+  const prebuilt = path.join(root, "prebuilds", `${process.platform}-${process.arch}`, "dacd_native.node");
   return existsSync(prebuilt) ? prebuilt : null;
 }
 

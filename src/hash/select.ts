@@ -12,7 +12,7 @@ export type { EngineName };
 export interface CreateEngineOptions {
   /** Told once when "auto" falls back from the native engine to WASM. */
   warn?: (message: string) => void;
-  /** Native kernel to force (default: the best this CPU runs); env DACD_HASH_KERNEL overrides. */
+  /** Native kernel to force (default: the best this CPU runs; DACD_HASH_KERNEL, passed by the caller). */
   kernel?: string;
   /**
    * Native worker threads: 1 (default) hashes on the calling thread; a larger number or "auto"
@@ -23,8 +23,6 @@ export interface CreateEngineOptions {
   poolThreshold?: number;
   /** Hashes below which chain climbs stay on the calling thread (PoolEngine's default otherwise). */
   poolClimbThreshold?: number;
-  /** Environment to read overrides from (default process.env). */
-  env?: Record<string, string | undefined>;
 }
 
 function isEngineName(s: string): s is EngineName {
@@ -32,8 +30,8 @@ function isEngineName(s: string): s is EngineName {
 }
 
 /**
- * Picks the Pedersen engine. `DACD_HASH_ENGINE` (native | wasm | js | auto) overrides `requested`;
- * an unknown name is an error. Default "auto".
+ * Picks the Pedersen engine `requested` (native | wasm | js | auto; the callers pass
+ * DACD_HASH_ENGINE or the hash_engine key); an unknown name is an error. Default "auto".
  * "auto" takes the native addon when it loads and otherwise WASM, telling `warn` once; an explicit
  * "native" that cannot load is an error.
  */
@@ -41,15 +39,14 @@ export function createEngine(
   requested: EngineName | (string & {}) = "auto",
   opts: CreateEngineOptions = {},
 ): HashEngine {
-  const env = opts.env ?? process.env;
-  const override = env.DACD_HASH_ENGINE?.trim();
-  const chosen = override || requested;
-  if (!isEngineName(chosen)) {
-    const from = override ? "DACD_HASH_ENGINE" : "hash engine";
-    throw new DacdError("CONFIG", `${from} must be one of ${HASH_ENGINES.join(", ")} (got "${chosen}")`);
-  }
+  const chosen = requested.trim();
+  if (!isEngineName(chosen))
+    throw new DacdError(
+      "CONFIG",
+      `hash engine (DACD_HASH_ENGINE, hash_engine) must be one of ${HASH_ENGINES.join(", ")} (got "${chosen}")`,
+    );
   const name: EngineName = chosen;
-  const kernel = env.DACD_HASH_KERNEL?.trim() || opts.kernel;
+  const kernel = opts.kernel?.trim() || undefined;
   switch (name) {
     case "js":
       return new JsEngine();

@@ -5,7 +5,7 @@ import { addSmall, bytesEqual, hexToBytes32, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "../trees/compute-roots.js";
 import { type HashEngine } from "../hash/engine.js";
 import { isBelowPrime } from "../model/field.js";
-import { decodeLeafRecord, hashLeaves, hashPairs } from "../trees/leaves.js";
+import { decodeLeafRecord, hashLeaves, hashPairs, isLeafRecordLength } from "../trees/leaves.js";
 import { isMerkleEdge, recomputeMerkleEdges, type MerkleEdgeCheck } from "../trees/merkle-edge.js";
 import type { TreeSpec } from "../model/profile.js";
 import type { LoadedBatchRecord } from "../escape/common.js";
@@ -189,7 +189,7 @@ async function deepCheck(
     const empty = spec.kind === "merkle" ? await emptyRoots(engine, spec.leaf, spec.height) : undefined;
     const onNodes = async (read: WalkNode[]): Promise<void> => {
       nodes += read.length;
-      // A Merkle record that is not binary (72 bytes) is an edge (merkle-edge.ts), even one of 69.
+      // A Merkle record that is not binary is an edge (merkle-edge.ts), even one as long as a Patricia edge.
       const edges = empty ? read.filter((n) => !isBinaryRecord(n.record)) : [];
       const pairs = empty ? read.filter((n) => isBinaryRecord(n.record)) : read;
       await checkPairs(pairs);
@@ -261,9 +261,7 @@ async function deepCheck(
       block.forEach((t, i) => {
         const rec = recs[i];
         if (!rec) report(problemOf(spec, t, "leaf record missing"));
-        else if (
-          spec.leaf === "vault" ? rec.length !== 96 : rec.length < 40 || (rec.length - 40) % 32 !== 0
-        ) {
+        else if (!isLeafRecordLength(spec.leaf, rec.length)) {
           report(problemOf(spec, t, `leaf record of ${rec.length} bytes`));
         } else present.push({ t, rec });
       });

@@ -10,6 +10,7 @@ import { loadPrivateKey, readSecretLine, secretPath } from "../signer/key-file.j
 import { Pkcs11Signer } from "../signer/pkcs11/pkcs11-signer.js";
 import type { TokenSpec } from "../signer/pkcs11/token.js";
 import type { Signer } from "../signer/signer.js";
+import { runtimeSettings } from "../config/runtime-settings.js";
 
 /** systemd credential name (LoadCredential=) holding the token's user PIN. */
 export const PIN_CREDENTIAL = "dacd-pkcs11-pin";
@@ -37,6 +38,7 @@ export async function loadMemberKey(config: Config, opts: MemberKeyOptions = {})
   }
   const key = await loadPrivateKey(config.privateKeyPath!, {
     passwordPath: config.privateKeyPasswordPath,
+    credentialsDirectory: runtimeSettings().credentialsDirectory,
     allowInsecurePermissions: opts.allowInsecureKeyFile,
     warn: opts.warn,
   });
@@ -45,7 +47,7 @@ export async function loadMemberKey(config: Config, opts: MemberKeyOptions = {})
 
 /** The token, key and PIN the configuration names (the PIN from its file or systemd credential). */
 export async function tokenSpec(config: Config, opts: MemberKeyOptions = {}): Promise<TokenSpec> {
-  const pinPath = secretPath(config.pkcs11PinPath, PIN_CREDENTIAL);
+  const pinPath = secretPath(config.pkcs11PinPath, PIN_CREDENTIAL, runtimeSettings().credentialsDirectory);
   if (pinPath === undefined)
     throw new DacdError(
       "CONFIG",

@@ -13,6 +13,7 @@
 import { spawn } from "node:child_process";
 import { access, constants } from "node:fs/promises";
 import { delimiter, join } from "node:path";
+import { runtimeSettings } from "../config/runtime-settings.js";
 import { loadNativeAddon } from "../hash/native-engine.js";
 import type { Logger } from "../logging.js";
 
@@ -59,7 +60,7 @@ function run(bin: string, args: string[], env: NodeJS.ProcessEnv): Promise<void>
 }
 
 export async function createSystemdNotifier(opts: NotifierOptions): Promise<SystemdNotifier> {
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? runtimeSettings().environment;
   const disabled: SystemdNotifier = {
     enabled: false,
     ready: async () => undefined,

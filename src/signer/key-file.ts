@@ -14,6 +14,8 @@ export interface LoadPrivateKeyOptions {
   /** Accept a key/password file readable or writable by group or others (warns). */
   allowInsecurePermissions?: boolean;
   warn?: (msg: string) => void;
+  /** Where systemd hands over credentials ($CREDENTIALS_DIRECTORY, passed by the caller). */
+  credentialsDirectory?: string;
 }
 
 /** systemd credential name (LoadCredential=/SetCredentialEncrypted=) holding the keystore password. */
@@ -85,7 +87,7 @@ function parseRawKey(text: string, path: string): Uint8Array {
 }
 
 async function readPassword(keyPath: string, opts: LoadPrivateKeyOptions): Promise<string> {
-  const passwordPath = secretPath(opts.passwordPath, PASSWORD_CREDENTIAL);
+  const passwordPath = secretPath(opts.passwordPath, PASSWORD_CREDENTIAL, opts.credentialsDirectory);
   if (passwordPath === undefined)
     throw configError(
       `key file ${keyPath} is a keystore but no password file is configured ` +
@@ -121,12 +123,16 @@ export async function readSecretLine(
 
 /**
  * The file a secret comes from: the configured path, or else the systemd credential `credential`
- * (LoadCredential=, handed over in $CREDENTIALS_DIRECTORY); undefined when there is neither.
+ * (LoadCredential=, handed over in `credentialsDirectory`: $CREDENTIALS_DIRECTORY); undefined when
+ * there is neither.
  */
-export function secretPath(configured: string | undefined, credential: string): string | undefined {
+export function secretPath(
+  configured: string | undefined,
+  credential: string,
+  credentialsDirectory: string | undefined,
+): string | undefined {
   if (configured !== undefined) return configured;
-  const dir = process.env.CREDENTIALS_DIRECTORY;
-  return dir ? join(dir, credential) : undefined;
+  return credentialsDirectory ? join(credentialsDirectory, credential) : undefined;
 }
 
 /**

@@ -8,9 +8,9 @@
  * - tree:  0x00 ‖ u32 gen ‖ kind ‖ 32-byte hash, where gen is the id of the batch that wrote the
  *          record (big-endian, so a batch's records sort above every older batch's) and kind
  *          TreeKind's:
- *          - node → the node's record (trees/node-record.ts: binary 72 bytes, Patricia edge 69,
- *            Merkle edge 69 + 32 per checkpoint), content-addressed: a record names each child by
- *            its hash and gen;
+ *          - node → the node's record (trees/node-record.ts: binary, Patricia edge or Merkle
+ *            edge, told apart by length), content-addressed: a record names each child by its
+ *            hash and gen;
  *          - leaf → the leaf's record (trees/leaves.ts: the vault, order or position fields the
  *            hash was computed from);
  *          - retire (no hash) → never holds a value: deleted after the batch's write to retire

@@ -1,29 +1,32 @@
 import { existsSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { createRequire, Module } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { runtimeSettings } from "../config/runtime-settings.js";
 import type { PackedRecords } from "../trees/node-source.js";
 
 /**
  * Which binding classic-level loads: dacd's build of it (scripts/build-level.mjs: classic-level's
  * own sources with batch_put_records, db_get_packed and set_mapped_tables added, in
  * native/build/level) where the install built one, else classic-level's prebuilt binding. Both
- * hold the same LevelDB; dacd's puts a batch's records in one call instead of one call per record,
+ * hold LevelDB 1.20, dacd's with the changes native/README.md lists (the files they write are the
+ * same); dacd's puts a batch's records in one call instead of one call per record,
  * answers a read of many keys in one buffer instead of a Buffer per record, and can bound the
  * tables LevelDB memory-maps. `DACD_LEVEL_BINDING=stock` keeps classic-level's.
  *
- * classic-level finds its binding with node-gyp-build when it is first imported, and node-gyp-build
- * looks in `$CLASSIC_LEVEL_PREBUILD` first when that is set. So this module sets it while it loads
- * the binding itself (node's module cache then hands classic-level the same one), and puts it back
- * so that processes dacd starts choose for themselves. classic-level.ts, the one module that
- * imports classic-level, imports this module first.
+ * classic-level loads its binding through its binding.js (node-gyp-build) when it is first
+ * imported. This module loads dacd's build itself and files it in node's module cache as that
+ * binding.js, so classic-level's require finds it there; the environment is left as it is (a
+ * `$CLASSIC_LEVEL_PREBUILD` set by the operator still steers node-gyp-build). classic-level.ts, the
+ * one module that imports classic-level, imports this module first.
  */
 const BINDING_IN_DIR = path.join("build", "Release", "classic_level.node");
 const LOCAL_BUILD = path.join("native", "build", "level");
 /** The package's prebuilt binding (scripts/build-prebuilds.mjs), beside the version it was made from. */
 const PREBUILT = path.join("prebuilds", "linux-x64", "level");
 const PREBUILT_VERSION = "classic-level.version";
-const ENV = "CLASSIC_LEVEL_PREBUILD";
+/** node-gyp-build's override of where classic-level's binding is, which an operator may set. */
+const PREBUILD_OVERRIDE = "CLASSIC_LEVEL_PREBUILD";
 
 /** A file's text, trimmed, or undefined where it cannot be read. */
 function readTrimmed(file: string): string | undefined {
@@ -49,7 +52,9 @@ function classicLevelVersion(): string | undefined {
  * beside the classic-level version it was built from, since classic-level's JavaScript calls it.
  */
 function dacdBuildDir(): string | undefined {
-  if (process.env.DACD_LEVEL_BINDING === "stock" || process.env.PREBUILDS_ONLY) return undefined;
+  const settings = runtimeSettings();
+  if (settings.levelBinding === "stock" || settings.environment[PREBUILD_OVERRIDE] !== undefined)
+    return undefined;
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 8; i++) {
     if (existsSync(path.join(dir, "package.json"))) {
@@ -114,13 +119,19 @@ interface Additions {
 }
 
 function loadBinding(): Additions {
-  const chosen = process.env[ENV] === undefined ? dacdBuildDir() : undefined;
-  if (chosen) process.env[ENV] = chosen;
-  try {
-    return createRequire(import.meta.url)("classic-level/binding.js") as Additions;
-  } finally {
-    if (chosen) delete process.env[ENV];
+  const require = createRequire(import.meta.url);
+  const chosen = dacdBuildDir();
+  if (chosen) {
+    const bindingJs = require.resolve("classic-level/binding.js");
+    if (!require.cache[bindingJs]) {
+      const entry = new Module(bindingJs);
+      entry.filename = bindingJs;
+      entry.exports = require(path.join(chosen, BINDING_IN_DIR)) as unknown;
+      entry.loaded = true;
+      require.cache[bindingJs] = entry;
+    }
   }
+  return require("classic-level/binding.js") as Additions;
 }
 
 const binding = loadBinding();

@@ -68,19 +68,20 @@ async function hashVaultRecords(
   vaults: readonly VaultLeaf[],
 ): Promise<{ hashes: Uint8Array[]; records: Uint8Array }> {
   const n = vaults.length;
-  const records = new Uint8Array(n * 96);
+  const records = new Uint8Array(n * VAULT_RECORD_LENGTH);
   if (n === 0) return { hashes: [], records };
   const keys = new Uint8Array(n * 32);
   const tokens = new Uint8Array(n * 32);
   const balances = new Uint8Array(n * 32);
   for (let i = 0; i < n; i++) {
     const v = normalizeVault(vaults[i]!);
-    writeBigint32(v.key, records, i * 96);
-    writeBigint32(v.token, records, i * 96 + 32);
-    writeBigint32(v.balance, records, i * 96 + 64);
-    copy32(keys, i * 32, records, i * 96);
-    copy32(tokens, i * 32, records, i * 96 + 32);
-    copy32(balances, i * 32, records, i * 96 + 64);
+    const at = i * VAULT_RECORD_LENGTH;
+    writeBigint32(v.key, records, at);
+    writeBigint32(v.token, records, at + 32);
+    writeBigint32(v.balance, records, at + 64);
+    copy32(keys, i * 32, records, at);
+    copy32(tokens, i * 32, records, at + 32);
+    copy32(balances, i * 32, records, at + 64);
   }
   const inner = await engine.hashMany(keys, tokens);
   return { hashes: unpack(await engine.hashMany(inner, balances)), records };
@@ -135,6 +136,21 @@ function readU64(b: Uint8Array, offset: number): bigint {
   return new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(offset);
 }
 
+/** A vault's record: key ‖ token ‖ balance, 32 bytes each. */
+export const VAULT_RECORD_LENGTH = 96;
+/** A position's record: public key (32) ‖ collateral (8), then an asset entry per asset. */
+export const POSITION_RECORD_HEAD = 40;
+/** A position's asset entry: asset id (16) ‖ balance (8) ‖ funding index (8). */
+export const POSITION_ASSET_LENGTH = 32;
+
+/** True when `length` is that of a well-formed leaf record of `kind` (orders have none). */
+export function isLeafRecordLength(kind: LeafKind, length: number): boolean {
+  if (kind === "vault") return length === VAULT_RECORD_LENGTH;
+  if (kind === "position")
+    return length >= POSITION_RECORD_HEAD && (length - POSITION_RECORD_HEAD) % POSITION_ASSET_LENGTH === 0;
+  return false;
+}
+
 /** Where leaf records are carved from: more than 64 bytes each, so an ArrayBuffer each otherwise. */
 const leafRecords = new ByteChunks();
 
@@ -142,7 +158,7 @@ const leafRecords = new ByteChunks();
 export function encodeLeafRecord(kind: LeafKind, leaf: Leaf): Uint8Array | null {
   if (kind === "vault") {
     const v = normalizeVault(leaf as VaultLeaf);
-    const rec = leafRecords.take(96);
+    const rec = leafRecords.take(VAULT_RECORD_LENGTH);
     writeBigint32(v.key, rec, 0);
     writeBigint32(v.token, rec, 32);
     writeBigint32(v.balance, rec, 64);
@@ -150,13 +166,13 @@ export function encodeLeafRecord(kind: LeafKind, leaf: Leaf): Uint8Array | null 
   }
   if (kind === "position") {
     const p = leaf as PositionLeaf;
-    const rec = leafRecords.take(40 + 32 * p.assets.length);
+    const rec = leafRecords.take(POSITION_RECORD_HEAD + POSITION_ASSET_LENGTH * p.assets.length);
     const view = new DataView(rec.buffer, rec.byteOffset, rec.byteLength);
     writeBigint32(p.publicKey, rec, 0);
     view.setBigUint64(32, p.collateral + B63);
     const id = new Uint8Array(32);
     p.assets.forEach((a, i) => {
-      const o = 40 + 32 * i;
+      const o = POSITION_RECORD_HEAD + POSITION_ASSET_LENGTH * i;
       writeBigint32(a.assetId, id, 0); // asset ids are below 2^128: their low 16 bytes
       rec.set(id.subarray(16), o);
       view.setBigUint64(o + 16, a.balance + B63);
@@ -178,7 +194,10 @@ export async function hashAndEncodeLeaves(
 ): Promise<{ hashes: Uint8Array[]; records: (Uint8Array | null)[] }> {
   if (kind === "vault") {
     const { hashes, records } = await hashVaultRecords(engine, leaves as VaultLeaf[]);
-    return { hashes, records: hashes.map((_, i) => records.subarray(i * 96, i * 96 + 96)) };
+    return {
+      hashes,
+      records: hashes.map((_, i) => records.subarray(i * VAULT_RECORD_LENGTH, (i + 1) * VAULT_RECORD_LENGTH)),
+    };
   }
   const hashes = await hashLeaves(engine, kind, leaves);
   return { hashes, records: leaves.map((leaf) => encodeLeafRecord(kind, leaf)) };
@@ -190,7 +209,7 @@ export function decodeLeafRecord(kind: LeafKind, rec: Uint8Array): Leaf {
   }
   if (kind === "position") {
     const assets = [];
-    for (let o = 40; o + 32 <= rec.length; o += 32) {
+    for (let o = POSITION_RECORD_HEAD; o + POSITION_ASSET_LENGTH <= rec.length; o += POSITION_ASSET_LENGTH) {
       assets.push({
         assetId: bytesToBigint(rec, o, 16),
         balance: readU64(rec, o + 16) - B63,

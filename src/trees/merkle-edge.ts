@@ -1,7 +1,18 @@
 import { bigintToBytes32, bitAt, bytesEqual, bytesToBigint, copyLowBits } from "../util/bytes.js";
 import { ByteChunks } from "../util/byte-chunks.js";
 import { climbChains, type HashEngine } from "../hash/engine.js";
-import { BINARY_RECORD_LENGTH, EDGE_HEAD_LENGTH, GEN_BYTES, readGen, writeGen } from "./node-record.js";
+import {
+  BINARY_RECORD_LENGTH,
+  CHECKPOINT_STEP,
+  EDGE_HEAD_LENGTH,
+  EDGE_PATH_AT,
+  GEN_BYTES,
+  HASH_BYTES,
+  edgeLength,
+  readGen,
+  setEdgeLength,
+  writeGen,
+} from "./node-record.js";
 
 /**
  * A Merkle subtree that holds exactly one non-empty leaf is stored as one "edge" record instead of
@@ -25,8 +36,8 @@ import { BINARY_RECORD_LENGTH, EDGE_HEAD_LENGTH, GEN_BYTES, readGen, writeGen } 
  * layout of a Patricia edge (bottom ‖ path ‖ length), which is what the walkers read.
  */
 
-/** Checkpoints are kept at the heights that are multiples of this. */
-export const CHECKPOINT_STEP = 8;
+/** Checkpoints are kept at the heights that are multiples of this (node-record.ts). */
+export { CHECKPOINT_STEP };
 
 /** How many checkpoints an edge of this height keeps (those strictly below it). */
 export function checkpointCount(height: number): number {
@@ -40,11 +51,11 @@ export function isCheckpoint(k: number): boolean {
 
 /** Where the ancestor at height k (a checkpoint, k > 0) starts in an edge record. */
 export function checkpointOffset(k: number): number {
-  return EDGE_HEAD_LENGTH + 32 * (k / CHECKPOINT_STEP - 1);
+  return EDGE_HEAD_LENGTH + HASH_BYTES * (k / CHECKPOINT_STEP - 1);
 }
 
 export function merkleEdgeLength(height: number): number {
-  return EDGE_HEAD_LENGTH + 32 * checkpointCount(height) + GEN_BYTES;
+  return EDGE_HEAD_LENGTH + HASH_BYTES * checkpointCount(height) + GEN_BYTES;
 }
 
 /** The gen of an edge record's leaf (its last bytes). */
@@ -59,16 +70,21 @@ export function setEdgeLeafGen(rec: Uint8Array, gen: number): void {
 /** True when `rec` is a well-formed edge record for a subtree of this height. */
 export function isMerkleEdge(rec: Uint8Array, height: number): boolean {
   return (
-    height >= 1 && rec.length === merkleEdgeLength(height) && rec[64] === height && pathFits(rec, height)
+    height >= 1 &&
+    rec.length === merkleEdgeLength(height) &&
+    edgeLength(rec) === height &&
+    pathFits(rec, height)
   );
 }
 
-/** The path (bytes 32..64, big-endian) is below 2^height: no bit set at or above `height`. */
+/** The path (32 bytes, big-endian) is below 2^height: no bit set at or above `height`. */
 function pathFits(rec: Uint8Array, height: number): boolean {
   if (height >= 256) return true;
   const fullBytes = height >> 3; // low-order bytes that may be anything
-  for (let i = 32; i < 64 - fullBytes - 1; i++) if (rec[i] !== 0) return false;
-  return height % 8 === 0 ? rec[63 - fullBytes] === 0 : rec[63 - fullBytes]! >> (height % 8) === 0;
+  const end = EDGE_PATH_AT + HASH_BYTES;
+  for (let i = EDGE_PATH_AT; i < end - fullBytes - 1; i++) if (rec[i] !== 0) return false;
+  const top = rec[end - 1 - fullBytes]!;
+  return height % 8 === 0 ? top === 0 : top >> (height % 8) === 0;
 }
 
 /** Where single new edge records are carved from: a W-spot batch makes ~4,000 (split old edges). */
@@ -81,7 +97,7 @@ const edgeRecords = new ByteChunks();
  */
 export function newMerkleEdge(height: number, leaf?: bigint): Uint8Array {
   const rec = edgeRecords.take(merkleEdgeLength(height));
-  rec[64] = height;
+  setEdgeLength(rec, height);
   if (leaf !== undefined) setEdgePath(rec, bigintToBytes32(leaf), 0);
   return rec;
 }
@@ -97,15 +113,15 @@ export function newMerkleEdges(heights: readonly number[]): Uint8Array[] {
   let at = 0;
   return heights.map((h) => {
     const rec = buf.subarray(at, (at += merkleEdgeLength(h)));
-    rec[64] = h;
+    setEdgeLength(rec, h);
     return rec;
   });
 }
 
 /** Writes the path: the low bits (as many as the record's height) of 32 big-endian bytes of `src`. */
 export function setEdgePath(rec: Uint8Array, src: Uint8Array, offset: number): void {
-  rec.fill(0, 32, 64);
-  copyLowBits(rec, 32, src, offset, rec[64]!);
+  rec.fill(0, EDGE_PATH_AT, EDGE_PATH_AT + HASH_BYTES);
+  copyLowBits(rec, EDGE_PATH_AT, src, offset, edgeLength(rec));
 }
 
 /**
@@ -125,14 +141,15 @@ export function encodeMerkleEdge(chain: readonly Uint8Array[], path: bigint, lea
 
 /** The leaf's stored ancestor at height k: the leaf hash (k = 0) or a checkpoint below the edge. */
 export function edgeCheckpointAt(rec: Uint8Array, k: number): Uint8Array {
-  if (!isCheckpoint(k) || k >= rec[64]!) throw new RangeError(`an edge keeps no ancestor at height ${k}`);
+  if (!isCheckpoint(k) || k >= edgeLength(rec))
+    throw new RangeError(`an edge keeps no ancestor at height ${k}`);
   const off = k === 0 ? 0 : checkpointOffset(k);
-  return rec.subarray(off, off + 32);
+  return rec.subarray(off, off + HASH_BYTES);
 }
 
 /** The leaf's path within the subtree. */
 export function edgePath(rec: Uint8Array): bigint {
-  return bytesToBigint(rec, 32);
+  return bytesToBigint(rec, EDGE_PATH_AT);
 }
 
 /** The absolute index of the edge's leaf, for an edge record at (height, index). */
@@ -150,7 +167,7 @@ export interface MerkleEdgeCheck {
 
 /** Bit k of the path of an edge record (bit 0: the leaf's side at height 0). */
 export function edgePathBit(rec: Uint8Array, k: number): number {
-  return bitAt(rec, 32, k);
+  return bitAt(rec, EDGE_PATH_AT, k);
 }
 
 /**
@@ -172,9 +189,9 @@ export async function climbEdgeChains(
   const to = new Uint8Array(n);
   let tallest = 0;
   recs.forEach((rec, i) => {
-    starts.set(rec.subarray(0, 32), i * 32);
-    paths.set(rec.subarray(32, 64), i * 32);
-    to[i] = rec[64]!;
+    starts.set(rec.subarray(0, HASH_BYTES), i * 32);
+    paths.set(rec.subarray(EDGE_PATH_AT, EDGE_PATH_AT + HASH_BYTES), i * 32);
+    to[i] = edgeLength(rec);
     tallest = Math.max(tallest, to[i]);
   });
   const slots = checkpointCount(tallest);
@@ -221,7 +238,7 @@ export async function recomputeMerkleEdges(
   recs: readonly Uint8Array[],
 ): Promise<MerkleEdgeCheck[]> {
   recs.forEach((rec, i) => {
-    const h = rec.length > EDGE_HEAD_LENGTH && rec.length !== BINARY_RECORD_LENGTH ? rec[64]! : 0;
+    const h = rec.length > EDGE_HEAD_LENGTH && rec.length !== BINARY_RECORD_LENGTH ? edgeLength(rec) : 0;
     if (!isMerkleEdge(rec, h) || h >= empty.length)
       throw new RangeError(`record ${i} (${rec.length} bytes) is not a Merkle edge of this tree`);
   });
@@ -231,7 +248,7 @@ export async function recomputeMerkleEdges(
   }));
   await climbEdgeChains(engine, empty, recs, (i, k, h) => {
     const o = out[i]!;
-    if (k === recs[i]![64]) o.top = h.slice();
+    if (k === edgeLength(recs[i]!)) o.top = h.slice();
     else if (o.badChainAt === undefined && !bytesEqual(h, edgeCheckpointAt(recs[i]!, k))) o.badChainAt = k;
   });
   return out;
@@ -249,8 +266,8 @@ export async function ancestorsAt(
   heights: readonly number[],
 ): Promise<Uint8Array[]> {
   const out = recs.map((rec, i) => {
-    if (heights[i]! >= rec[64]!)
-      throw new RangeError(`an edge of height ${rec[64]} has no ancestor at ${heights[i]}`);
+    if (heights[i]! >= edgeLength(rec))
+      throw new RangeError(`an edge of height ${edgeLength(rec)} has no ancestor at ${heights[i]}`);
     const from = heights[i]! - (heights[i]! % CHECKPOINT_STEP);
     // A copy (new Uint8Array, not slice: a record read from LevelDB is a Buffer, whose slice is a view).
     return new Uint8Array(edgeCheckpointAt(rec, from));

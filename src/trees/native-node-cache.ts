@@ -1,5 +1,6 @@
 import { loadNativeAddon } from "../hash/native-engine.js";
 import type { NativeCacheLink, NodeSource } from "./node-source.js";
+import { MAX_CACHED_RECORD_LENGTH } from "./node-record.js";
 
 /** An opaque handle to a cache inside the addon. */
 type Handle = object;
@@ -35,14 +36,11 @@ export interface NativeNodeCacheAddon {
  * The addon's node cache, where the addon is loaded and has one; else null (the JavaScript cache).
  * `DACD_NODE_CACHE=js` keeps the cache in JavaScript (to compare, or should the native one fail).
  */
-export function nativeNodeCacheAddon(env: NodeJS.ProcessEnv = process.env): NativeNodeCacheAddon | null {
-  if (env.DACD_NODE_CACHE?.trim() === "js") return null;
+export function nativeNodeCacheAddon(mode: "auto" | "js" = "auto"): NativeNodeCacheAddon | null {
+  if (mode === "js") return null;
   const addon = loadNativeAddon() as unknown as Partial<NativeNodeCacheAddon> | null;
   return addon && typeof addon.nodeCacheForget === "function" ? (addon as NativeNodeCacheAddon) : null;
 }
-
-/** The longest record the cache keeps (a slot's record bytes; node-cache.ts). */
-const MAX_RECORD = 72;
 
 /**
  * TopNodeCache's storage when the addon is loaded: the same cache in native code (node_cache.c),
@@ -83,7 +81,7 @@ export class NativeNodeStore {
     record: Uint8Array,
   ): void {
     // Checked here too, so that the nodes the cache would ignore cost no call into the addon.
-    if (depth >= this.levels || index < 0 || record.length > MAX_RECORD) return;
+    if (depth >= this.levels || index < 0 || record.length > MAX_CACHED_RECORD_LENGTH) return;
     this.addon.nodeCacheRemember(this.handle, this.treeId(tree), depth, index, hash, gen, record);
   }
 

@@ -1,5 +1,5 @@
 import { ByteChunks } from "../util/byte-chunks.js";
-import { readGen, writeGen } from "./node-record.js";
+import { GEN_BYTES, HASH_BYTES, MAX_CACHED_RECORD_LENGTH, readGen, writeGen } from "./node-record.js";
 import {
   MISSING_RECORD,
   ROOT_TOP,
@@ -16,15 +16,12 @@ import { NativeNodeStore, nativeNodeCacheAddon, type NativeNodeCacheAddon } from
  */
 export const DEFAULT_CACHE_LEVELS = 19;
 
-/**
- * A slot: hash (32) ‖ gen (4) ‖ record length (1) ‖ record (up to 72: binary nodes, Patricia
- * edges, and Merkle edges up to height 8).
- */
-const SLOT = 109;
-/** Where a slot's record length and record start. */
-const LENGTH_AT = 36;
-const RECORD_AT = 37;
-const MAX_RECORD = SLOT - RECORD_AT;
+/** A slot: hash ‖ gen ‖ record length (1 byte) ‖ record (up to MAX_CACHED_RECORD_LENGTH). */
+const LENGTH_AT = HASH_BYTES + GEN_BYTES;
+/** Where a slot's record starts. */
+const RECORD_AT = LENGTH_AT + 1;
+const MAX_RECORD = MAX_CACHED_RECORD_LENGTH;
+const SLOT = RECORD_AT + MAX_RECORD;
 
 /**
  * The top levels of each tree, kept in memory from one batch to the next. Every batch changes

@@ -19,6 +19,9 @@ import { bytesToBigint, copy32, writeBigint32 } from "../util/bytes.js";
  * An empty child (E[h], or a Patricia tree's 0) has gen 0 and is never looked up.
  *
  * NODE_FORMAT numbers this layout; a store records it and one of another format is refused.
+ *
+ * This module is the layout's one statement in TypeScript; native/trees/record_format.h is the
+ * native code's, and test/unit/record-format.test.ts holds the two equal.
  */
 
 /**
@@ -33,17 +36,35 @@ export const GEN_BYTES = 4;
 /** The largest gen: batch ids above it cannot be stored. */
 export const MAX_GEN = 0xffff_ffff;
 
+/** Bytes of a hash, as a record names a child. */
+export const HASH_BYTES = 32;
+
 /** A binary node's record: left ‖ right ‖ left gen ‖ right gen. */
-export const BINARY_RECORD_LENGTH = 72;
+export const BINARY_RECORD_LENGTH = 2 * HASH_BYTES + 2 * GEN_BYTES;
+
+/** Where a binary record's gens start: the left child's, then the right's. */
+export const BINARY_GENS_AT = 2 * HASH_BYTES;
+
+/** Where an edge record keeps its path (32 bytes, big-endian), after the bottom. */
+export const EDGE_PATH_AT = HASH_BYTES;
+
+/** Where an edge record keeps its length (a Merkle edge: its height), after bottom and path. */
+export const EDGE_LENGTH_AT = 2 * HASH_BYTES;
 
 /** An edge's head, shared by Patricia and Merkle edges: bottom ‖ path ‖ length. */
-export const EDGE_HEAD_LENGTH = 65;
+export const EDGE_HEAD_LENGTH = EDGE_LENGTH_AT + 1;
 
 /** A Patricia edge's record: the head, then the bottom's gen. */
 export const EDGE_RECORD_LENGTH = EDGE_HEAD_LENGTH + GEN_BYTES;
 
-/** Where an edge record keeps its length (after bottom and path). */
-const LENGTH_AT = 64;
+/** Merkle edges keep the leaf's ancestors at the heights that are multiples of this (merkle-edge.ts). */
+export const CHECKPOINT_STEP = 8;
+
+/**
+ * The longest record a node cache slot holds: binary nodes, Patricia edges and Merkle edges up to
+ * height CHECKPOINT_STEP (longer Merkle edges are read from the store).
+ */
+export const MAX_CACHED_RECORD_LENGTH = BINARY_RECORD_LENGTH;
 
 export function isBinaryRecord(rec: Uint8Array): boolean {
   return rec.length === BINARY_RECORD_LENGTH;
@@ -56,12 +77,12 @@ export function isEdgeRecord(rec: Uint8Array): boolean {
 
 /** The first 32 bytes: a binary record's left child, an edge record's bottom. */
 export function firstHash(rec: Uint8Array): Uint8Array {
-  return rec.subarray(0, 32);
+  return rec.subarray(0, HASH_BYTES);
 }
 
 /** The second 32 bytes: a binary record's right child, an edge record's path as bytes. */
 export function secondHash(rec: Uint8Array): Uint8Array {
-  return rec.subarray(32, 64);
+  return rec.subarray(HASH_BYTES, 2 * HASH_BYTES);
 }
 
 /**
@@ -69,7 +90,7 @@ export function secondHash(rec: Uint8Array): Uint8Array {
  * a Merkle edge's leaf (side 0). The gens close every record, in the order of the children.
  */
 export function childGen(rec: Uint8Array, side: 0 | 1): number {
-  const at = rec.length === BINARY_RECORD_LENGTH ? 64 + 4 * side : rec.length - GEN_BYTES;
+  const at = rec.length === BINARY_RECORD_LENGTH ? BINARY_GENS_AT + GEN_BYTES * side : rec.length - GEN_BYTES;
   return readGen(rec, at);
 }
 
@@ -86,12 +107,17 @@ export function writeGen(buf: Uint8Array, at: number, gen: number): void {
 
 /** An edge record's length (any edge: Patricia's or Merkle's). */
 export function edgeLength(rec: Uint8Array): number {
-  return rec[LENGTH_AT]!;
+  return rec[EDGE_LENGTH_AT]!;
+}
+
+/** Sets an edge record's length (a Merkle edge's: its height). */
+export function setEdgeLength(rec: Uint8Array, length: number): void {
+  rec[EDGE_LENGTH_AT] = length;
 }
 
 /** An edge record's path, below 2^edgeLength in a well-formed record. */
 export function edgePath(rec: Uint8Array): bigint {
-  return bytesToBigint(rec, 32);
+  return bytesToBigint(rec, EDGE_PATH_AT);
 }
 
 /**
@@ -109,9 +135,9 @@ export function writeBinaryRecord(
   rightGen: number,
 ): void {
   copy32(out, at, left, leftAt);
-  copy32(out, at + 32, right, rightAt);
-  writeGen(out, at + 64, leftGen);
-  writeGen(out, at + 68, rightGen);
+  copy32(out, at + HASH_BYTES, right, rightAt);
+  writeGen(out, at + BINARY_GENS_AT, leftGen);
+  writeGen(out, at + BINARY_GENS_AT + GEN_BYTES, rightGen);
 }
 
 /**
@@ -129,8 +155,8 @@ export function writeEdgeRecord(
   pathAt = 0,
 ): void {
   copy32(out, at, bottom, bottomAt);
-  if (typeof path === "bigint") writeBigint32(path, out, at + 32);
-  else copy32(out, at + 32, path, pathAt);
-  out[at + LENGTH_AT] = length;
+  if (typeof path === "bigint") writeBigint32(path, out, at + EDGE_PATH_AT);
+  else copy32(out, at + EDGE_PATH_AT, path, pathAt);
+  out[at + EDGE_LENGTH_AT] = length;
   writeGen(out, at + EDGE_HEAD_LENGTH, bottomGen);
 }

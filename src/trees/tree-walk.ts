@@ -37,11 +37,6 @@ export function chooseTreeWalk(requested: string = "auto"): TreeWalk {
   return native;
 }
 
-/** The walk `DACD_TREE_WALK` names (default auto), for the places that wire the application. */
-export function treeWalkFromEnv(env: NodeJS.ProcessEnv = process.env): TreeWalk {
-  return chooseTreeWalk(env.DACD_TREE_WALK?.trim() || "auto");
-}
-
 let automatic: { walk: TreeWalk } | undefined;
 
 /** The `auto` walk, looked up once: the default of callers that do not choose (tools, tests). */

@@ -4,6 +4,9 @@ import { startDaemon } from "../../src/app.js";
 import { levelBindingName } from "../../src/storage/level-binding.js";
 import { createLogger } from "../../src/logging.js";
 import { spotChainMember, waitFor } from "../helpers/daemon.js";
+import { nativeAvailable } from "../helpers/native-required.js";
+
+const dacdBinding = nativeAvailable("dacd's LevelDB binding", levelBindingName === "dacd");
 
 // Each test file runs in a process of its own (vitest's forks pool): the first daemon here opens
 // the process's first store, so its store_mapped_tables is the one LevelDB takes.
@@ -30,7 +33,7 @@ async function member(extra: string) {
   return { lines, dataDir: setup.config.dataDir, daemon, start };
 }
 
-describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")("store_mapped_tables", () => {
+describe.skipIf(!dacdBinding || process.platform !== "linux")("store_mapped_tables", () => {
   it("0: the member reads every table with pread, maps none, and signs every batch", async () => {
     const { lines, dataDir, daemon, start } = await member("store_mapped_tables: 0");
     expect(lines.find((l) => l.msg === "dacd started")).toMatchObject({ mapped_tables: 0 });

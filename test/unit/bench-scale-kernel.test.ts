@@ -13,6 +13,7 @@ import {
   shrunkSize,
 } from "../../bench/scale-options.js";
 import { W_SPOT } from "../../bench/workloads.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const vectors = (
@@ -73,8 +74,9 @@ describe("bench options: --kernel and --scale-factor", () => {
 });
 
 const addon = loadNativeAddon();
+const haveAddon = nativeAvailable("the native addon", addon !== null);
 
-describe.skipIf(!addon)("a forced kernel in the bench's engine (worker pool)", () => {
+describe.skipIf(!haveAddon)("a forced kernel in the bench's engine (worker pool)", () => {
   // Repeated past the pool's threshold (256 pairs), so that the workers hash them too.
   const REPEAT = 20;
   const n = vectors.length * REPEAT;
@@ -91,8 +93,8 @@ describe.skipIf(!addon)("a forced kernel in the bench's engine (worker pool)", (
   it.each(parseKernelOption("all", addon?.kernels() ?? []))(
     "%s gives every pinned vector's hash, as the default kernel does",
     async (kernel) => {
-      const forced = createEngine("native", { threads: 2, kernel, env: {} }) as PoolEngine;
-      const best = createEngine("native", { threads: 2, env: {} }) as PoolEngine;
+      const forced = createEngine("native", { threads: 2, kernel }) as PoolEngine;
+      const best = createEngine("native", { threads: 2 }) as PoolEngine;
       try {
         expect(forced.kernel).toBe(kernel);
         expect(best.kernel).toBe(addon!.bestKernel);

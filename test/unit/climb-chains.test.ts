@@ -5,6 +5,7 @@ import { loadNativeAddon, NativeEngine } from "../../src/hash/native-engine.js";
 import { PoolEngine } from "../../src/hash/pool-engine.js";
 import { WasmEngine } from "../../src/hash/wasm-engine.js";
 import { prng } from "../../src/util/prng.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 /**
  * Chain climbing (HashEngine.climbChains): every native kernel and the pool against the generic
@@ -13,6 +14,7 @@ import { prng } from "../../src/util/prng.js";
  */
 
 const addon = loadNativeAddon();
+const haveAddon = nativeAvailable("the native addon", addon !== null);
 const kernels = addon?.kernels() ?? [];
 
 const be32 = (v: bigint): Uint8Array => new Uint8Array(Buffer.from(v.toString(16).padStart(64, "0"), "hex"));
@@ -82,7 +84,7 @@ describe("climbChains", () => {
     }
   });
 
-  it.skipIf(!addon).each(kernels)("kernel %s equals the generic climb", async (kernel) => {
+  it.skipIf(!haveAddon).each(kernels)("kernel %s equals the generic climb", async (kernel) => {
     const native = new NativeEngine(addon!, kernel);
     for (const [n, height, seed] of [
       [1, 5, 2],
@@ -100,7 +102,7 @@ describe("climbChains", () => {
     }
   });
 
-  it.skipIf(!addon)("the pool spreads chains over its workers and equals one thread", async () => {
+  it.skipIf(!haveAddon)("the pool spreads chains over its workers and equals one thread", async () => {
     const pool = PoolEngine.create({ threads: 2, climbThreshold: 64 })!;
     pools.push(pool);
     const job = randomJob(5000, 64, 6);
@@ -110,7 +112,7 @@ describe("climbChains", () => {
     expect(Buffer.from(got.marks).equals(Buffer.from(want.marks))).toBe(true);
   });
 
-  it.skipIf(!addon)(
+  it.skipIf(!haveAddon)(
     "refuses a start at or above the prime, naming it, natively and in the pool",
     async () => {
       const job = randomJob(3000, 31, 7);
@@ -125,7 +127,7 @@ describe("climbChains", () => {
     },
   );
 
-  it.skipIf(!addon)("refuses chains that need an E[k] it was not given, or marks without room", () => {
+  it.skipIf(!haveAddon)("refuses chains that need an E[k] it was not given, or marks without room", () => {
     const job = randomJob(4, 31, 8);
     const native = new NativeEngine(addon!);
     const tall = { ...job, to: Uint8Array.from(job.to, () => 40), from: new Uint8Array(4) };

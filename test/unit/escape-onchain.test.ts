@@ -23,7 +23,7 @@ import { removeTempDirs } from "../helpers/temp-dir.js";
  */
 
 /** The native engine: the tamper loops below check thousands of proofs. */
-const engine = createEngine("native", { env: {} });
+const engine = createEngine("native");
 const B63 = 1n << 63n;
 const H = async (x: bigint, y: bigint): Promise<bigint> =>
   bytesToBigint(await engine.hashMany(bigintToBytes32(x), bigintToBytes32(y)));

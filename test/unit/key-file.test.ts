@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { isDacdError } from "../../src/errors.js";
 import { loadPrivateKey } from "../../src/signer/key-file.js";
 import { encryptKeystore } from "../../src/signer/keystore.js";
@@ -98,12 +98,6 @@ describe("loadPrivateKey: permissions", () => {
 });
 
 describe("loadPrivateKey: keystore", () => {
-  const saved = process.env.CREDENTIALS_DIRECTORY;
-  afterEach(() => {
-    if (saved === undefined) delete process.env.CREDENTIALS_DIRECTORY;
-    else process.env.CREDENTIALS_DIRECTORY = saved;
-  });
-
   async function keystoreFile(password: string): Promise<string> {
     const ks = await encryptKeystore(Buffer.from(KEY_HEX, "hex"), password, {
       kdf: "scrypt",
@@ -122,12 +116,10 @@ describe("loadPrivateKey: keystore", () => {
     const ks = await keystoreFile("from-systemd");
     const credDir = mkdtempSync(join(dir, "creds-"));
     writeFileSync(join(credDir, "dacd-key-password"), "from-systemd\n", { mode: 0o400 });
-    process.env.CREDENTIALS_DIRECTORY = credDir;
-    expect(hex(await loadPrivateKey(ks))).toBe(KEY_HEX);
+    expect(hex(await loadPrivateKey(ks, { credentialsDirectory: credDir }))).toBe(KEY_HEX);
   });
 
   it("explains a missing password source", async () => {
-    delete process.env.CREDENTIALS_DIRECTORY;
     const ks = await keystoreFile("pw");
     expect(await configError(loadPrivateKey(ks))).toMatch(/no password file is configured/);
   });

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
 import { placeholderRecord } from "../helpers/batch-record.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 // Each test file runs in a process of its own (vitest's forks pool), so this one loads classic-level
 // with its own binding, as dacd does where the install could not build dacd's.
@@ -18,6 +19,10 @@ const { LevelStore: Store } = await import("../../src/storage/level-store.js");
 const record = placeholderRecord(3);
 const ROOT = join(import.meta.dirname, "..", "..");
 const DACD_BINDING = join(ROOT, "native", "build", "level", "build", "Release", "classic_level.node");
+const haveDacdBinding = nativeAvailable(
+  "dacd's LevelDB binding (native/build/level)",
+  existsSync(DACD_BINDING),
+);
 
 /** Runs `script` (an ES module) in a child process whose classic-level loads dacd's build or its own. */
 function runWithBinding(binding: "dacd" | "stock", script: string): SpawnSyncReturns<string> {
@@ -78,7 +83,7 @@ describe("classic-level's own binding (DACD_LEVEL_BINDING=stock)", () => {
 
   // dacd's build writes tables without classic-level's Bloom filter (scripts/build-level.mjs); a
   // table's metaindex names its filter block, so the name is in the file where there is one.
-  it.skipIf(!existsSync(DACD_BINDING))(
+  it.skipIf(!haveDacdBinding)(
     "writes tables without a Bloom filter, where classic-level's has one",
     async () => {
       const tableNames = async (binding: "dacd" | "stock"): Promise<string> => {
@@ -108,7 +113,7 @@ describe("classic-level's own binding (DACD_LEVEL_BINDING=stock)", () => {
 
   // dacd's build computes LevelDB's CRC32C in hardware (native/level/dacd_level.cc); LevelDB checks
   // every logged record's checksum when it replays the log, and drops a record that fails.
-  it.skipIf(!existsSync(DACD_BINDING))(
+  it.skipIf(!haveDacdBinding)(
     "reads a store that dacd's build wrote, its log checksums verified",
     async () => {
       const written = await mkdtemp(join(tmpdir(), "dacd-level-crc-"));

@@ -14,6 +14,12 @@ import {
 } from "../../src/storage/level-binding.js";
 import { batchPuts, putInOrder, type BatchPuts } from "../../src/storage/sorted-puts.js";
 import type { PackedRecords } from "../../src/trees/node-source.js";
+import { nativeAvailable } from "../helpers/native-required.js";
+
+const dacdBinding = nativeAvailable(
+  "dacd's LevelDB binding",
+  putRecordsInto !== undefined && getPacked !== undefined,
+);
 
 type Db = ClassicLevel<Uint8Array, Uint8Array>;
 
@@ -60,7 +66,7 @@ async function openDb(name: string): Promise<Db> {
 
 // Where the install could not build dacd's binding (no compiler), classic-level's own is loaded and
 // every put goes one at a time: these tests then have nothing to test.
-describe.skipIf(!putRecordsInto || !getPacked)("dacd's build of classic-level's binding", () => {
+describe.skipIf(!dacdBinding)("dacd's build of classic-level's binding", () => {
   it("is the one loaded, and classic-level's chained batches use it", async () => {
     expect(levelBindingName).toBe("dacd");
     // Set only while the binding loaded: processes dacd starts choose for themselves.

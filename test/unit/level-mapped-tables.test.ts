@@ -10,6 +10,9 @@ import {
   mappedTablesInEffect,
   setMappedTables,
 } from "../../src/storage/level-binding.js";
+import { nativeAvailable } from "../helpers/native-required.js";
+
+const dacdBinding = nativeAvailable("dacd's LevelDB binding", levelBindingName === "dacd");
 
 // Each test file runs in a process of its own (vitest's forks pool), and LevelDB reads the number
 // of mapped tables once per process: this file sets it before anything here opens a database.
@@ -24,7 +27,7 @@ async function mappedTablesOf(dir: string): Promise<number> {
   return new Set(maps.split("\n").filter((line) => line.includes(dir) && line.endsWith(".ldb"))).size;
 }
 
-describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")(
+describe.skipIf(!dacdBinding || process.platform !== "linux")(
   "the number of tables LevelDB memory-maps",
   () => {
     it("is refused when not a count, set before the first database, and fixed after it", async () => {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ClassicLevel } from "../../src/storage/classic-level.js";
 import { levelBindingName } from "../../src/storage/level-binding.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 // dacd's build of LevelDB starts a memtable insert after the last one where its key comes after
 // the last key (native/level/dacd_skiplist_finger.h). Writes in every order the store makes, and
@@ -46,7 +47,7 @@ function treeKey(batch: number, kind: number, hash: Uint8Array): Uint8Array {
 
 const sortedRun = (keys: Uint8Array[]): Uint8Array[] => [...keys].sort(compare);
 
-const dacdBinding = levelBindingName === "dacd";
+const dacdBinding = nativeAvailable("dacd's LevelDB binding", levelBindingName === "dacd");
 let dir: string;
 let db: Db;
 /** The model: each live key's value. */

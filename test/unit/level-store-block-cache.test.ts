@@ -9,11 +9,13 @@ import { levelBindingName, setMappedTables } from "../../src/storage/level-bindi
 import { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/trees/node-writes.js";
 import { placeholderRecord } from "../helpers/batch-record.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 // LevelDB caches only blocks it read with pread, never those of memory-mapped tables: each test file
 // runs in a process of its own (vitest's forks pool), and this one maps none, before anything here
 // opens a database, so that every lookup could fill the block cache.
-const dacdBinding = levelBindingName === "dacd" && process.platform === "linux";
+const dacdBinding =
+  process.platform === "linux" && nativeAvailable("dacd's LevelDB binding", levelBindingName === "dacd");
 if (dacdBinding) setMappedTables(0);
 
 const GEN = 3;

@@ -8,6 +8,9 @@ import { ClassicLevel } from "../../src/storage/classic-level.js";
 import { levelBindingName } from "../../src/storage/level-binding.js";
 import { recordKey, recordPuts, recordValue } from "../helpers/level-records.js";
 import { fill, smallDisk } from "../helpers/small-disk.js";
+import { nativeAvailable } from "../helpers/native-required.js";
+
+const dacdBinding = nativeAvailable("dacd's LevelDB binding", levelBindingName === "dacd");
 
 // dacd's build of LevelDB syncs a large write's log on a thread of its own while the records go
 // into the memtable (native/level/dacd_sync_beside.h). Such a write must be readable once it
@@ -50,7 +53,7 @@ afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
-describe.skipIf(levelBindingName !== "dacd" || process.platform !== "linux")(
+describe.skipIf(!dacdBinding || process.platform !== "linux")(
   "large writes synced beside the memtable inserts (dacd's LevelDB)",
   () => {
     it("are read back at once, and recovered from the log after a SIGKILL", async () => {

@@ -83,10 +83,10 @@ describe("log levels and journald priorities", () => {
     const fd = openSync(join(tmpdir(), `dacd-journal-${process.pid}`), "w");
     try {
       const st = fstatSync(fd);
-      expect(journalStdout({ JOURNAL_STREAM: `${st.dev}:${st.ino}` }, fd)).toBe(true);
-      expect(journalStdout({ JOURNAL_STREAM: `${st.dev}:${st.ino + 1}` }, fd)).toBe(false);
-      expect(journalStdout({}, fd)).toBe(false);
-      expect(journalStdout({ JOURNAL_STREAM: "garbage" }, fd)).toBe(false);
+      expect(journalStdout(`${st.dev}:${st.ino}`, fd)).toBe(true);
+      expect(journalStdout(`${st.dev}:${st.ino + 1}`, fd)).toBe(false);
+      expect(journalStdout(undefined, fd)).toBe(false);
+      expect(journalStdout("garbage", fd)).toBe(false);
     } finally {
       closeSync(fd);
     }

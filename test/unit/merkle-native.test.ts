@@ -19,9 +19,11 @@ import {
   type Walk,
 } from "../helpers/compare-walks.js";
 import { hex, RecordingStore } from "../helpers/recording-store.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 const engine = createEngine("auto");
 const native = defaultTreeWalk();
+const haveNative = nativeAvailable("the native tree walks", native !== null);
 
 /** E[0..height] with the empty leaf 0, as the naive root takes it. */
 const empties = (height: number) => emptySubtreeRoots(engine, new Uint8Array(32), height);
@@ -61,7 +63,7 @@ function randomIds(seed: number, n: number, bits: number) {
   return randomBatches(rand, n, () => BigInt(Math.floor(rand() * 2 ** bits)));
 }
 
-describe.skipIf(!native)("the native Merkle walk", () => {
+describe.skipIf(!haveNative)("the native Merkle walk", () => {
   it("writes and remembers exactly what the JavaScript walk does, batch after batch (height 31)", async () => {
     await compareOnBatches(31, 12, randomIds(91, 30, 31));
   });

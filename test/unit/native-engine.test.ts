@@ -5,11 +5,17 @@ import { pedersen } from "@scure/starknet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashWithConstant } from "../../src/hash/engine.js";
 import { FIELD_PRIME } from "../../src/model/field.js";
-import { loadNativeAddon, loadNativeEngine, NativeEngine } from "../../src/hash/native-engine.js";
+import {
+  loadNativeAddon,
+  loadNativeEngine,
+  NativeEngine,
+  useNativeAddon,
+} from "../../src/hash/native-engine.js";
 import { PoolEngine } from "../../src/hash/pool-engine.js";
 import { createEngine } from "../../src/hash/select.js";
 import { WasmEngine } from "../../src/hash/wasm-engine.js";
 import { packedFieldElements } from "../../bench/field-elements.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const vectors = JSON.parse(readFileSync(path.join(here, "../fixtures/vectors/pedersen.json"), "utf8")) as {
@@ -18,6 +24,7 @@ const vectors = JSON.parse(readFileSync(path.join(here, "../fixtures/vectors/ped
 };
 
 const addon = loadNativeAddon();
+const haveAddon = nativeAvailable("the native addon", addon !== null);
 const kernels = addon?.kernels() ?? [];
 const SKIP_REASON =
   "native addon not built (run `node scripts/build-native.mjs`); skipping native engine tests";
@@ -62,7 +69,7 @@ const EDGE: bigint[] = [
   0x1234567890abcdef1234567890abcdef1234567890abcdef1234567890abcdefn % P,
 ];
 
-describe.skipIf(!addon)(
+describe.skipIf(!haveAddon)(
   addon ? "native Pedersen engine" : `native Pedersen engine (SKIPPED: ${SKIP_REASON})`,
   () => {
     let xs: Uint8Array;
@@ -287,32 +294,28 @@ describe.skipIf(!addon)(
     });
 
     describe("engine selection", () => {
-      it("auto picks native; env overrides; explicit native fails when the addon is missing", () => {
+      it("auto picks native; the name given wins; explicit native fails when the addon is missing", () => {
         const warnings: string[] = [];
         const warn = (m: string) => warnings.push(m);
-        expect(createEngine("auto", { warn, env: {} }).name).toBe("native");
-        expect(createEngine(undefined, { warn, env: { DACD_HASH_ENGINE: "wasm" } }).name).toBe("wasm");
-        expect(createEngine("native", { env: { DACD_HASH_ENGINE: "js" } }).name).toBe("js");
-        expect(createEngine("auto", { env: {}, threads: 2 }).name).toBe("native-pool");
-        expect(
-          (createEngine("native", { env: { DACD_HASH_KERNEL: "portable" } }) as NativeEngine).kernel,
-        ).toBe("portable");
-        expect(() => createEngine("auto", { env: { DACD_HASH_ENGINE: "fast" } })).toThrow(/DACD_HASH_ENGINE/);
+        expect(createEngine("auto", { warn }).name).toBe("native");
+        expect(createEngine(" wasm ", { warn }).name).toBe("wasm");
+        expect(createEngine("js").name).toBe("js");
+        expect(createEngine("auto", { threads: 2 }).name).toBe("native-pool");
+        expect((createEngine("native", { kernel: "portable" }) as NativeEngine).kernel).toBe("portable");
+        expect(() => createEngine("fast")).toThrow(/DACD_HASH_ENGINE, hash_engine\) must be one of/);
         expect(warnings).toEqual([]);
 
-        const saved = process.env.DACD_NATIVE_ADDON;
-        process.env.DACD_NATIVE_ADDON = path.join(here, "no-such-dir", "pedersen.node");
+        useNativeAddon(path.join(here, "no-such-dir", "dacd_native.node"));
         try {
           expect(loadNativeEngine()).toBeNull();
           expect(PoolEngine.create()).toBeNull();
-          const e = createEngine("auto", { warn, env: {} });
+          const e = createEngine("auto", { warn });
           expect(e.name).toBe("wasm");
           expect(warnings).toHaveLength(1);
           expect(warnings[0]).toMatch(/falling back to the WASM engine/);
-          expect(() => createEngine("native", { warn, env: {} })).toThrow(/native Pedersen engine requested/);
+          expect(() => createEngine("native", { warn })).toThrow(/native Pedersen engine requested/);
         } finally {
-          if (saved === undefined) delete process.env.DACD_NATIVE_ADDON;
-          else process.env.DACD_NATIVE_ADDON = saved;
+          useNativeAddon(undefined);
         }
       });
     });

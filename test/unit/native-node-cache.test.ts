@@ -12,18 +12,21 @@ import { updatePatricia } from "../../src/trees/patricia.js";
 import { countingSource, type TreeStats } from "../../src/trees/tree-stats.js";
 import { randomBatches, walkOf, type Walk } from "../helpers/compare-walks.js";
 import { hex } from "../helpers/recording-store.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 const engine = createEngine("auto");
 const addon = nativeNodeCacheAddon();
+const haveAddon = nativeAvailable("the native addon", addon !== null);
+const haveWalks = nativeAvailable("the native tree walks", walkOf("native") !== null);
 const h = (n: number): Uint8Array => new Uint8Array(32).fill(n);
 const toHex = (b: Uint8Array | undefined): string => (b ? hex(b) : "-");
 
-describe.skipIf(!addon)("the node cache in the native addon", () => {
+describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
   it("is the default where the addon is loaded, and DACD_NODE_CACHE=js keeps it in JavaScript", () => {
     expect(new TopNodeCache(4).isNative).toBe(true);
     expect(new TopNodeCache(4, null).isNative).toBe(false);
-    expect(nativeNodeCacheAddon({ DACD_NODE_CACHE: "js" })).toBeNull();
-    expect(nativeNodeCacheAddon({ DACD_NODE_CACHE: "auto" })).toBe(addon);
+    expect(nativeNodeCacheAddon("js")).toBeNull();
+    expect(nativeNodeCacheAddon("auto")).toBe(addon);
     // No levels, nothing to keep: no native cache either.
     expect(new TopNodeCache(0).isNative).toBe(false);
   });
@@ -200,7 +203,7 @@ async function compareSetups(
   return runs;
 }
 
-describe.skipIf(!addon || !walkOf("native"))("the native walks with the native cache", () => {
+describe.skipIf(!haveAddon || !haveWalks)("the native walks with the native cache", () => {
   it("write, read and cache exactly what the other setups do, batch after batch (Merkle, height 40)", async () => {
     const empty = await emptySubtreeRoots(engine, new Uint8Array(32), 40);
     const update: Update = (nodes, root, rootGen, batchGen, leaves, walk) =>

@@ -31,7 +31,9 @@ describe("the prebuilt addon is taken only for the sources it was built from", (
   it("lists the addon's sources: binding.gyp and the C files, without the stand-alone benchmark", () => {
     const names = nativeSources(NATIVE).map((f) => path.relative(NATIVE, f).split(path.sep).join("/"));
     expect(names).toContain("binding.gyp");
-    expect(names).toContain("pedersen/addon.c");
+    expect(names).toContain("dacd_native.c");
+    expect(names).toContain("pedersen/pedersen_napi.c");
+    expect(names).toContain("trees/record_format.h");
     expect(names).toContain("trees/merkle.c");
     expect(names).toContain("napi_util.h");
     expect(names).not.toContain("pedersen/bench_main.c");
@@ -53,18 +55,18 @@ describe("the prebuilt addon is taken only for the sources it was built from", (
     expect(sourcesDigest(native)).not.toBe(before);
   });
 
-  it("finds prebuilds/<platform>-<arch>/pedersen.node when its stamp matches, and nothing otherwise", () => {
+  it("finds prebuilds/<platform>-<arch>/dacd_native.node when its stamp matches, and nothing otherwise", () => {
     const root = packageRoot();
     expect(matchingPrebuilt(root)).toBeNull();
     const dir = prebuiltDir(root);
     expect(dir).toBe(path.join(root, "prebuilds", `${process.platform}-${process.arch}`));
     mkdirSync(dir, { recursive: true });
-    writeFileSync(path.join(dir, "pedersen.node"), "not really an addon");
+    writeFileSync(path.join(dir, "dacd_native.node"), "not really an addon");
     expect(matchingPrebuilt(root)).toBeNull(); // no stamp
     writeFileSync(path.join(dir, PREBUILT_SOURCES), "0".repeat(64) + "\n");
     expect(matchingPrebuilt(root)).toBeNull(); // another source tree's stamp
     writeFileSync(path.join(dir, PREBUILT_SOURCES), sourcesDigest(path.join(root, "native")) + "\n");
-    expect(matchingPrebuilt(root)).toBe(path.join(dir, "pedersen.node"));
+    expect(matchingPrebuilt(root)).toBe(path.join(dir, "dacd_native.node"));
     writeFileSync(path.join(root, "native", "pedersen", "engine.c"), "\n", { flag: "a" });
     expect(matchingPrebuilt(root)).toBeNull(); // sources edited since
   });

@@ -21,6 +21,9 @@ import { keptHeights, makeProfile } from "../../src/model/profile.js";
 import { verifyAndStoreBatch } from "../../src/pipeline/verify-batch.js";
 import { loadChain, privateKeyBytes } from "../helpers/vectors.js";
 import { levelDb } from "../../src/storage/level-db.js";
+import { nativeAvailable } from "../helpers/native-required.js";
+
+const haveAddon = nativeAvailable("the native addon (sdNotify)", loadNativeAddon() !== null);
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -227,7 +230,7 @@ describe("systemd notifications", () => {
   });
 
   for (const kind of ["a path", "an abstract name"] as const) {
-    it.skipIf(!loadNativeAddon())(
+    it.skipIf(!haveAddon)(
       `send READY and watchdog pings from dacd's own process to NOTIFY_SOCKET as ${kind}`,
       async () => {
         const dir = await tempDir("dacd-notify-");
@@ -258,7 +261,7 @@ describe("systemd notifications", () => {
     );
   }
 
-  it.skipIf(!loadNativeAddon())("log a socket that is not there, and keep running", async () => {
+  it.skipIf(!haveAddon)("log a socket that is not there, and keep running", async () => {
     const lines: string[] = [];
     const log = createLogger({
       level: "warn",

@@ -18,6 +18,7 @@ import { prng } from "../../src/util/prng.js";
 import { walkLeaves } from "../../src/trees/walk-leaves.js";
 import { hashPairs } from "../../src/trees/leaves.js";
 import { readLeaf } from "../../src/trees/read-leaf.js";
+import { nativeAvailable } from "../helpers/native-required.js";
 
 const engine = new WasmEngine();
 // Reading back and checking proofs takes many hashes: the fastest engine built here.
@@ -372,7 +373,8 @@ describe("incremental trees equal a naive full recomputation", () => {
 
 // 480k hashes: seconds with the native engine, about a minute on WASM, so only where the addon is built.
 const fast = createEngine("auto");
-describe.skipIf(!fast.name.startsWith("native"))("large batches", () => {
+const fastEngine = nativeAvailable("the native Pedersen engine", fast.name.startsWith("native"));
+describe.skipIf(!fastEngine)("large batches", () => {
   it("handle more new nodes than a function call takes arguments (regression: push(...nodes))", async () => {
     const spec: TreeSpec = { name: "order", kind: "merkle", height: 63, leaf: "order" };
     // Consecutive ids: a dense subtree, one binary record per inner node (sparse leaves would

@@ -1,5 +1,6 @@
 /*
- * N-API binding for the Pedersen engine.
+ * The Pedersen engine's N-API functions, registered on the addon's exports by ped_register
+ * (native/dacd_native.c calls it):
  *
  *   hashMany(xs, ys, out, kernel?)  xs, ys: n packed 32-byte big-endian field elements each;
  *                                   out: n*32 bytes for the hashes. Throws a RangeError naming the
@@ -17,8 +18,6 @@
  *   kernels()                       names of the kernels this CPU can run, fastest first.
  *   bestKernel                      the kernel used when none is named.
  *   windowBits                      table window width the addon was built with.
- *   patricia…                       the Patricia tree update's walk (native/trees/patricia_napi.c),
- *                                   in this addon so that one build and one load serve both.
  *
  * Hashes public data only, so none of this is constant-time (see core.h).
  */
@@ -27,12 +26,8 @@
 #include <string.h>
 
 #include "core.h"
+#include "pedersen_napi.h"
 #include "../napi_call.h"
-#include "../sd_notify.h"
-#include "../trees/merkle_napi.h"
-#include "../trees/node_cache_napi.h"
-#include "../trees/patricia_napi.h"
-
 
 static int get_bytes(napi_env env, napi_value v, uint8_t **data, size_t *len, const char *what) {
   bool is_ta = false;
@@ -271,27 +266,23 @@ static napi_value kernels_js(napi_env env, napi_callback_info info) {
   return arr;
 }
 
-NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
+int ped_register(napi_env env, napi_value exports) {
   if (ped_init() != 0) {
     napi_throw_error(env, "ERR_PEDERSEN_INIT", ped_init_error());
-    return NULL;
+    return 0;
   }
   napi_value fn, v;
-  if (napi_create_function(env, "hashMany", NAPI_AUTO_LENGTH, hash_many, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "hashMany", fn) != napi_ok ||
-      napi_create_function(env, "hashConst", NAPI_AUTO_LENGTH, hash_const, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "hashConst", fn) != napi_ok ||
-      napi_create_function(env, "climbChains", NAPI_AUTO_LENGTH, climb_chains, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "climbChains", fn) != napi_ok ||
-      napi_create_function(env, "checkInputs", NAPI_AUTO_LENGTH, check_inputs_js, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "checkInputs", fn) != napi_ok ||
-      napi_create_function(env, "kernels", NAPI_AUTO_LENGTH, kernels_js, NULL, &fn) != napi_ok ||
-      napi_set_named_property(env, exports, "kernels", fn) != napi_ok ||
-      napi_create_string_utf8(env, find_kernel(NULL)->name, NAPI_AUTO_LENGTH, &v) != napi_ok ||
-      napi_set_named_property(env, exports, "bestKernel", v) != napi_ok ||
-      napi_create_uint32(env, PED_W, &v) != napi_ok || napi_set_named_property(env, exports, "windowBits", v) != napi_ok ||
-      !pt_register(env, exports) || !mt_register(env, exports) || !nc_register(env, exports) ||
-      !sd_register(env, exports))
-    return NULL;
-  return exports;
+  return napi_create_function(env, "hashMany", NAPI_AUTO_LENGTH, hash_many, NULL, &fn) == napi_ok &&
+         napi_set_named_property(env, exports, "hashMany", fn) == napi_ok &&
+         napi_create_function(env, "hashConst", NAPI_AUTO_LENGTH, hash_const, NULL, &fn) == napi_ok &&
+         napi_set_named_property(env, exports, "hashConst", fn) == napi_ok &&
+         napi_create_function(env, "climbChains", NAPI_AUTO_LENGTH, climb_chains, NULL, &fn) == napi_ok &&
+         napi_set_named_property(env, exports, "climbChains", fn) == napi_ok &&
+         napi_create_function(env, "checkInputs", NAPI_AUTO_LENGTH, check_inputs_js, NULL, &fn) == napi_ok &&
+         napi_set_named_property(env, exports, "checkInputs", fn) == napi_ok &&
+         napi_create_function(env, "kernels", NAPI_AUTO_LENGTH, kernels_js, NULL, &fn) == napi_ok &&
+         napi_set_named_property(env, exports, "kernels", fn) == napi_ok &&
+         napi_create_string_utf8(env, find_kernel(NULL)->name, NAPI_AUTO_LENGTH, &v) == napi_ok &&
+         napi_set_named_property(env, exports, "bestKernel", v) == napi_ok &&
+         napi_create_uint32(env, PED_W, &v) == napi_ok && napi_set_named_property(env, exports, "windowBits", v) == napi_ok;
 }
