@@ -14,6 +14,7 @@ import type { OnchainBatch, OnchainCursor, OnchainFreeze } from "../storage/onch
 import { EXCHANGE_ABI, WATCHED_EVENTS } from "./exchange-abi.js";
 import { onchainBatch, rootsMatch, rootsOf, type RootUpdateLog } from "./root-update.js";
 import { rpcClient, rpcFailure, rpcMessage, type RpcFailure } from "./rpc.js";
+import { readSharedStateOf, readSystemAssetType } from "./shared-state.js";
 
 export interface ChainWatchEvents {
   onRpcFailure?(reason: RpcFailure): void;
@@ -70,9 +71,14 @@ export class ChainWatch {
     return this.cursor;
   }
 
-  /** Reads the stored cursor and starts polling. */
+  /**
+   * Reads the stored cursor and starts polling. Root updates read before their batch was stored
+   * and not compared since (the member stored it, then stopped before the next poll) are compared
+   * at the first poll.
+   */
   async start(): Promise<void> {
     this.cursor = await this.opts.store.getOnchain();
+    for (const id of await this.opts.store.uncomparedOnchainBatchIds()) this.toCompare.add(id);
     const frozen = this.cursor?.contract === this.address ? this.cursor.frozen : undefined;
     if (frozen)
       this.opts.log.warn(
@@ -155,6 +161,47 @@ export class ChainWatch {
       });
       if (frozen) await this.record({ ...cursor, frozen: await this.freezeAt(safe) }, []);
     }
+    if (this.opts.mainTree === "position" && this.cursor?.frozen && !this.cursor.frozen.shared_state && !this.stopped)
+      await this.readSharedState(this.cursor);
+  }
+
+  /**
+   * Perpetual: the frozen batch's shared state, from the updateState transaction its
+   * LogUpdateState names, stored with the freeze (escapes need it). Tried again at each poll
+   * until it is read.
+   */
+  private async readSharedState(cursor: OnchainCursor): Promise<void> {
+    const frozen = cursor.frozen!;
+    const update = await this.opts.store.getOnchainBatch(frozen.batch_id);
+    if (!update)
+      throw new DacdError(
+        "STORE",
+        `the exchange froze at batch ${frozen.batch_id}, whose LogUpdateState was not read: its shared state cannot be located`,
+      );
+    const shared = await readSharedStateOf(this.client, this.address, update);
+    let assetType: string | undefined;
+    try {
+      assetType = await readSystemAssetType(this.client, this.address, frozen.block_number);
+    } catch (err) {
+      this.opts.log.warn(
+        `cannot read the exchange's getSystemAssetType(): ${rpcMessage(err)}; escapes are given without the withdraw call`,
+      );
+    }
+    const root = update.roots?.position;
+    if (root !== undefined && BigInt(shared.words[0]!) !== BigInt(`0x${root}`))
+      this.opts.log.error(
+        { batch_id: frozen.batch_id, tx_hash: update.tx_hash, shared_state_root: shared.words[0], view_root: root },
+        `the shared state of batch ${frozen.batch_id} names another position root than the contract's view`,
+      );
+    const withShared: OnchainCursor = {
+      ...cursor,
+      frozen: { ...frozen, shared_state: { ...shared, ...(assetType ? { system_asset_type: assetType } : {}) } },
+    };
+    await this.record(withShared, []);
+    this.opts.log.info(
+      { batch_id: frozen.batch_id, tx_hash: update.tx_hash, words: shared.words.length },
+      `read the frozen batch ${frozen.batch_id}'s shared state from its updateState transaction: perpetual escapes carry it`,
+    );
   }
 
   /**
