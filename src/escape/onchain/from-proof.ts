@@ -1,6 +1,7 @@
 import { DacdError } from "../../errors.js";
 import type { HashEngine } from "../../hash/engine.js";
 import type { LevelStore } from "../../storage/level-store.js";
+import type { FrozenSharedState } from "../../storage/onchain-record.js";
 import type { PositionLeaf, VaultLeaf } from "../../model/state-update.js";
 import { parseLeafLine } from "../formats.js";
 import { makeProof, type Proof } from "../proof.js";
@@ -84,6 +85,11 @@ export async function frozenSharedState(
 ): Promise<EscapeSharedState | undefined> {
   const s = (await store.getOnchain())?.frozen?.shared_state;
   if (!s || s.batch_id !== batchId) return undefined;
+  return escapeSharedState(s);
+}
+
+/** The stored shared state as an escape takes it. */
+export function escapeSharedState(s: FrozenSharedState): EscapeSharedState {
   return {
     words: s.words.map((w) => BigInt(w)),
     txHash: s.tx_hash,

@@ -80,14 +80,20 @@ export function withdrawalAmount(position: readonly bigint[], sharedState: reado
   return fxpBalance(position, sharedState) >> FXP_BITS;
 }
 
-/** keccak256(abi.encodePacked(sharedState)): what the exchange keeps and the fact names. */
+const hashes = new WeakMap<readonly bigint[], Hex>();
+
+/** keccak256(abi.encodePacked(sharedState)): what the exchange keeps and the fact names (kept per array: a kit asks once per leaf). */
 export function sharedStateHash(sharedState: readonly bigint[]): Hex {
-  return keccak256(
+  const known = hashes.get(sharedState);
+  if (known) return known;
+  const hash = keccak256(
     encodePacked(
       sharedState.map(() => "uint256"),
       [...sharedState],
     ),
   );
+  hashes.set(sharedState, hash);
+  return hash;
 }
 
 /**
