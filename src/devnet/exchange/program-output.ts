@@ -64,9 +64,13 @@ export function programOutput(prev: readonly bigint[], next: readonly bigint[], 
   ];
 }
 
-/** The application data: the batch id, the previous batch id, no conditional transfers. */
+/**
+ * The application data: the batch id, the previous batch id (none, −1, as the uint256 of all
+ * ones), no conditional transfers.
+ */
 export function applicationData(batchId: number, prevBatchId: number): bigint[] {
-  return [BigInt(batchId), BigInt(prevBatchId), 0n];
+  const prev = prevBatchId < 0 ? (1n << 256n) - 1n : BigInt(prevBatchId);
+  return [BigInt(batchId), prev, 0n];
 }
 
 /**
