@@ -26,7 +26,10 @@ export function sharedStateOfCall(input: Hex, batchId: number, what: string): bi
   const [programOutput, applicationData] = args;
   const named = applicationData[APP_DATA_BATCH_ID_OFFSET];
   if (named !== BigInt(batchId))
-    throw new DacdError("BAD_INPUT", `${what}: its application data names batch ${String(named)}, not ${batchId}`);
+    throw new DacdError(
+      "BAD_INPUT",
+      `${what}: its application data names batch ${String(named)}, not ${batchId}`,
+    );
   try {
     const words = newSharedState(programOutput);
     readSharedState(words);

@@ -161,7 +161,12 @@ export class ChainWatch {
       });
       if (frozen) await this.record({ ...cursor, frozen: await this.freezeAt(safe) }, []);
     }
-    if (this.opts.mainTree === "position" && this.cursor?.frozen && !this.cursor.frozen.shared_state && !this.stopped)
+    if (
+      this.opts.mainTree === "position" &&
+      this.cursor?.frozen &&
+      !this.cursor.frozen.shared_state &&
+      !this.stopped
+    )
       await this.readSharedState(this.cursor);
   }
 
@@ -190,12 +195,20 @@ export class ChainWatch {
     const root = update.roots?.position;
     if (root !== undefined && BigInt(shared.words[0]!) !== BigInt(`0x${root}`))
       this.opts.log.error(
-        { batch_id: frozen.batch_id, tx_hash: update.tx_hash, shared_state_root: shared.words[0], view_root: root },
+        {
+          batch_id: frozen.batch_id,
+          tx_hash: update.tx_hash,
+          shared_state_root: shared.words[0],
+          view_root: root,
+        },
         `the shared state of batch ${frozen.batch_id} names another position root than the contract's view`,
       );
     const withShared: OnchainCursor = {
       ...cursor,
-      frozen: { ...frozen, shared_state: { ...shared, ...(assetType ? { system_asset_type: assetType } : {}) } },
+      frozen: {
+        ...frozen,
+        shared_state: { ...shared, ...(assetType ? { system_asset_type: assetType } : {}) },
+      },
     };
     await this.record(withShared, []);
     this.opts.log.info(

@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { rm } from "node:fs/promises";
 import { createPublicClient, http, keccak256, parseAbi } from "viem";
@@ -7,9 +7,11 @@ import { loadConfig } from "../../src/config/config.js";
 import { startDevnet } from "../../src/devnet/main.js";
 import { makeOnchainProof } from "../../src/escape/onchain/from-proof.js";
 import type { PerpetualEscape } from "../../src/escape/onchain/perpetual.js";
+import { kitPath } from "../../src/escape/kit/layout.js";
 import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { freePort } from "../helpers/free-port.js";
 
 /**
  * A perpetual exchange frozen on the devnet's local Ethereum node: the member reads the frozen
@@ -87,6 +89,7 @@ describe("a perpetual exchange frozen on the base chain", () => {
     });
     cleanups.push(() => dn.close());
     const chain = dn.baseChain!;
+    const apiPort = await freePort();
     const setup = await memberSetup({
       profile: "perpetual",
       privateKey: KEY,
@@ -96,6 +99,7 @@ describe("a perpetual exchange frozen on the base chain", () => {
         `starkex_contract_address: "${chain.exchange.address}"`,
         "base_chain_confirmations: 0",
         "base_chain_poll_interval_s: 0.05",
+        `escape_api_port: ${apiPort}`,
       ].join("\n"),
     });
     cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
@@ -185,6 +189,9 @@ describe("a perpetual exchange frozen on the base chain", () => {
       const r = await dacdAsync(["proof", ...cfg, "position", e.position_id, "--format", "starkex"]);
       expect(r.code, r.err).toBe(0);
       live.set(n, r.out);
+      const api = await fetch(`http://127.0.0.1:${apiPort}/v1/escape/position/${e.position_id}`);
+      expect(api.status).toBe(200);
+      expect(await api.json()).toEqual(JSON.parse(r.out));
       await check(JSON.parse(r.out) as PerpetualEscape, `running, ${n} assets`);
     }
     await daemon.stop();
@@ -203,5 +210,11 @@ describe("a perpetual exchange frozen on the base chain", () => {
       expect(r.out).toBe(live.get(n));
       await check(JSON.parse(r.out) as PerpetualEscape, `stopped, ${n} assets`);
     }
+    // The kit's files are the same text (it writes them without viem; it stops on a difference).
+    const kit = join(setup.dir, "kit");
+    const built = await dacdAsync(["escape-kit", "--db", join(setup.dir, "data"), "--out", kit]);
+    expect(built.code, built.err).toBe(0);
+    for (const [n, e] of byAssets)
+      expect(await readFile(join(kit, kitPath("position", e.position_id)), "utf8")).toBe(live.get(n));
   }, 240_000);
 });

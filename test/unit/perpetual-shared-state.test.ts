@@ -138,7 +138,7 @@ describe("the perpetual escape with the shared state", () => {
 
     const verify = decodeFunctionData({ abi: VERIFIER, data: e.calldata!.verify_escape });
     expect(verify.functionName).toBe("verifyEscape");
-    expect(verify.args[0]!.map((w) => "0x" + hex64(w))).toEqual(e.merkle_proof);
+    expect((verify.args[0] as readonly bigint[]).map((w) => "0x" + hex64(w))).toEqual(e.merkle_proof);
     expect(verify.args[1]).toBe(BigInt(p.assets.length));
     expect(verify.args[2]).toEqual(words);
     expect(decodeFunctionData({ abi: VERIFIER, data: e.calldata!.escape }).args).toEqual([

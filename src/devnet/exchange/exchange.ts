@@ -80,7 +80,10 @@ export class DevnetExchange {
     next: readonly bigint[],
   ): Promise<{ blockNumber: bigint; hash: Hex }> {
     const expiration = BigInt(Math.floor(Date.now() / 3_600_000) + 24 * 7);
-    return this.send("updateState", [programOutput(prev, next, expiration), applicationData(batchId, prevBatchId)]);
+    return this.send("updateState", [
+      programOutput(prev, next, expiration),
+      applicationData(batchId, prevBatchId),
+    ]);
   }
 
   async freeze(): Promise<{ blockNumber: bigint; hash: Hex }> {

@@ -47,21 +47,12 @@ export function sharedStateWords(s: PerpetualSharedState): bigint[] {
  * validium mode, no asset configs, the two states, an expiration timestamp, then empty
  * modification, forced action and condition sections.
  */
-export function programOutput(prev: readonly bigint[], next: readonly bigint[], expiration: bigint): bigint[] {
-  return [
-    0n,
-    0n,
-    0n,
-    BigInt(prev.length),
-    ...prev,
-    BigInt(next.length),
-    ...next,
-    expiration,
-    0n,
-    0n,
-    0n,
-    0n,
-  ];
+export function programOutput(
+  prev: readonly bigint[],
+  next: readonly bigint[],
+  expiration: bigint,
+): bigint[] {
+  return [0n, 0n, 0n, BigInt(prev.length), ...prev, BigInt(next.length), ...next, expiration, 0n, 0n, 0n, 0n];
 }
 
 /**

@@ -6,7 +6,6 @@ import { decodeLeafRecord } from "../../trees/leaves.js";
 import { bigintToBytes32, bytesToBigint, hexToBytes32 } from "../../util/bytes.js";
 import { pathNodes, pedersen } from "../onchain/path.js";
 import { perpetualEscape, positionValues } from "../onchain/perpetual.js";
-import type { EscapeSource } from "../onchain/source.js";
 import { spotEscape } from "../onchain/spot.js";
 import { PAGE_FILES } from "../page/assets.js";
 import { kitSharedState, perpetualProofText, spotProofText, type KitTree } from "./encode.js";

@@ -132,7 +132,14 @@ export function perpetualProofText(
       96n + 32n * BigInt(proof.length + 1),
     )}${hex64(BigInt(proof.length))}${rows.join("")}${shared!.calldataHex}`;
   const withShared = shared
-    ? sharedStateFields(values, BigInt("0x" + tree.rootHex63), tree.height, index, shared.state, verifyCalldata)
+    ? sharedStateFields(
+        values,
+        BigInt("0x" + tree.rootHex63),
+        tree.height,
+        index,
+        shared.state,
+        verifyCalldata,
+      )
     : { note: SHARED_STATE_NOTE };
   return (
     JSON.stringify(

@@ -116,7 +116,11 @@ export function perpetualVerifyEscapeCalldata(
 
 /** The frozen perpetual exchange's `escape(uint256 starkKey, uint256 vaultId, uint256 quantizedAmount)`: the position id as vaultId. */
 export function perpetualEscapeCalldata(publicKey: bigint, positionId: bigint, amount: bigint): Hex {
-  return encodeFunctionData({ abi: PERPETUAL_ABI, functionName: "escape", args: [publicKey, positionId, amount] });
+  return encodeFunctionData({
+    abi: PERPETUAL_ABI,
+    functionName: "escape",
+    args: [publicKey, positionId, amount],
+  });
 }
 
 /** `withdraw(uint256 ownerKey, uint256 assetType)`: the escaped collateral, by its owner. */

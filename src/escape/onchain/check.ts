@@ -314,7 +314,9 @@ function checkSharedState(
   const amount = expectedAmount(values, state);
   if (amount === undefined) {
     if (j.withdrawal_amount !== undefined || j.calldata !== undefined)
-      refuse("the shared state lacks a funding index or price of the position's assets: the verifier refuses it");
+      refuse(
+        "the shared state lacks a funding index or price of the position's assets: the verifier refuses it",
+      );
     return;
   }
   same("withdrawal_amount", decimal(j.withdrawal_amount, "withdrawal_amount", true), amount);
@@ -326,7 +328,9 @@ function checkSharedState(
   const publicKey = values[values.length - 2]!;
   const fact = hex(keccak_256(concat(words32([publicKey, amount]), stateHash, words32([positionId]))));
   if (typeof j.fact_hash !== "string" || j.fact_hash.toLowerCase() !== fact)
-    refuse(`fact_hash is not keccak256(public_key, withdrawal_amount, shared_state_hash, position_id) (${fact})`);
+    refuse(
+      `fact_hash is not keccak256(public_key, withdrawal_amount, shared_state_hash, position_id) (${fact})`,
+    );
 
   const calldata = (j.calldata ?? {}) as Record<string, unknown>;
   const proof = rows.flatMap((r) => {
@@ -344,7 +348,9 @@ function checkSharedState(
   );
   if (typeof calldata.verify_escape !== "string" || calldata.verify_escape.toLowerCase() !== verify)
     refuse("calldata.verify_escape is not verifyEscape(merkle_proof, n_assets, shared_state)");
-  const escape = hex(concat(selector("escape(uint256,uint256,uint256)"), words32([publicKey, positionId, amount])));
+  const escape = hex(
+    concat(selector("escape(uint256,uint256,uint256)"), words32([publicKey, positionId, amount])),
+  );
   if (typeof calldata.escape !== "string" || calldata.escape.toLowerCase() !== escape)
     refuse("calldata.escape is not escape(public_key, position_id, withdrawal_amount)");
   if (j.system_asset_type !== undefined) {
@@ -379,7 +385,9 @@ export async function verifyOnchainProof(
       reason: spot
         ? `every row hashes into the next up to the root; the claim hash and the call data match${empty}`
         : `every row hashes into the next up to the root; the position matches the hash chain${
-            j.fact_hash !== undefined ? "; the withdrawal amount, fact hash and call data match the shared state" : ""
+            j.fact_hash !== undefined
+              ? "; the withdrawal amount, fact hash and call data match the shared state"
+              : ""
           }${empty}`,
     };
   } catch (err) {

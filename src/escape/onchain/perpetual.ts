@@ -100,7 +100,8 @@ export function sharedStateFields(
     shared_state_tx: shared.txHash,
   };
   const from = `sharedState is the frozen exchange's, from the program output of its updateState transaction ${shared.txHash}.`;
-  const assetType = shared.systemAssetType === undefined ? {} : { system_asset_type: word0x(shared.systemAssetType) };
+  const assetType =
+    shared.systemAssetType === undefined ? {} : { system_asset_type: word0x(shared.systemAssetType) };
   if (words[STATE_OFFSET.positionRoot] !== root || words[STATE_OFFSET.positionHeight] !== BigInt(height))
     return {
       ...base,

@@ -55,7 +55,9 @@ export function readSharedState(words: readonly bigint[]): SharedStateView {
   const nPrices = count(words, fundingEnd + 1, "price count");
   const pricesEnd = fundingEnd + 2 + 2 * nPrices;
   if (words.length < pricesEnd + 1)
-    throw new RangeError(`the shared state has ${words.length} words: its counts need at least ${pricesEnd + 1}`);
+    throw new RangeError(
+      `the shared state has ${words.length} words: its counts need at least ${pricesEnd + 1}`,
+    );
   return {
     positionRoot: at(words, STATE_OFFSET.positionRoot, "position root"),
     positionHeight: at(words, STATE_OFFSET.positionHeight, "position tree height"),
@@ -81,7 +83,8 @@ export function newSharedState(programOutput: readonly bigint[]): bigint[] {
   };
   const size = (i: number, what: string): number => {
     const n = word(i, what);
-    if (n > BigInt(programOutput.length)) throw new RangeError(`the program output's ${what} (${n}) exceeds it`);
+    if (n > BigInt(programOutput.length))
+      throw new RangeError(`the program output's ${what} (${n}) exceeds it`);
     return Number(n);
   };
   const nConfigs = size(PROG_OUT_N_ASSET_CONFIGS, "asset config count");
@@ -90,6 +93,8 @@ export function newSharedState(programOutput: readonly bigint[]): bigint[] {
   const newSize = size(offset, "new shared state size");
   offset += 1;
   if (programOutput.length < offset + newSize)
-    throw new RangeError(`the program output ends inside its new shared state (${newSize} words from ${offset})`);
+    throw new RangeError(
+      `the program output ends inside its new shared state (${newSize} words from ${offset})`,
+    );
   return programOutput.slice(offset, offset + newSize);
 }

@@ -30,7 +30,8 @@ function findAssetId(assetId: bigint, state: readonly bigint[], start: number, e
   let idx = start;
   for (;;) {
     const key = state[idx];
-    if (key === undefined) throw new WithdrawalError(`asset 0x${assetId.toString(16)} is not in the shared state`);
+    if (key === undefined)
+      throw new WithdrawalError(`asset 0x${assetId.toString(16)} is not in the shared state`);
     if (key === assetId) return idx;
     idx += 2;
     if (idx >= end) throw new WithdrawalError(`asset 0x${assetId.toString(16)} is not in the shared state`);
