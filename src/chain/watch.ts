@@ -14,7 +14,8 @@ import type { OnchainBatch, OnchainCursor, OnchainFreeze } from "../storage/onch
 import { EXCHANGE_ABI, WATCHED_EVENTS } from "./exchange-abi.js";
 import { onchainBatch, rootsMatch, rootsOf, type RootUpdateLog } from "./root-update.js";
 import { rpcClient, rpcFailure, rpcMessage, type RpcFailure } from "./rpc.js";
-import { readSharedStateOf, readSystemAssetType } from "./shared-state.js";
+import { readSharedStateOf, readSystemAssetType, sharedStateOfCall } from "./shared-state.js";
+import { STATE_OFFSET } from "../escape/onchain/shared-state.js";
 
 export interface ChainWatchEvents {
   onRpcFailure?(reason: RpcFailure): void;
@@ -328,13 +329,10 @@ export class ChainWatch {
         continue;
       }
       const update = log as unknown as RootUpdateLog;
-      // The views show the state after the block: a perpetual update's roots only when it is the
-      // block's last.
-      const lastInBlock = !updates
-        .slice(i + 1)
-        .some((l) => l.blockNumber === log.blockNumber && l.eventName !== "LogFrozen");
       const view =
-        log.eventName === "LogUpdateState" && lastInBlock ? await this.viewRoots(log.blockNumber) : undefined;
+        log.eventName === "LogUpdateState"
+          ? await this.perpetualRoots(update, updates.slice(i + 1), log.blockNumber)
+          : undefined;
       const roots = rootsOf(update, this.opts.mainTree, view);
       const batchId = Number(update.args.batchId ?? 0n);
       const stored = await this.opts.store.getBatch(batchId);
@@ -358,6 +356,31 @@ export class ChainWatch {
     };
     await this.record(next, batches);
     return next;
+  }
+
+  /**
+   * A perpetual update's roots (its log names none): the position and order roots of the new
+   * shared state in its updateState transaction's program output; when that is not a direct call
+   * on the exchange, the contract's views, which show the state after the block, so only for the
+   * block's last update.
+   */
+  private async perpetualRoots(
+    update: RootUpdateLog,
+    later: readonly { blockNumber: bigint; eventName: string }[],
+    block: bigint,
+  ): Promise<{ vault: bigint; order: bigint } | undefined> {
+    try {
+      const tx = await this.client.getTransaction({ hash: update.transactionHash as `0x${string}` });
+      if (tx.to?.toLowerCase() === this.address) {
+        const words = sharedStateOfCall(tx.input, Number(update.args.batchId ?? 0n), "updateState");
+        return { vault: words[STATE_OFFSET.positionRoot]!, order: words[STATE_OFFSET.orderRoot]! };
+      }
+    } catch (err) {
+      if (err instanceof BaseError) throw err;
+      // Not an updateState call this watch can read: the views below.
+    }
+    const lastInBlock = !later.some((l) => l.blockNumber === block && l.eventName !== "LogFrozen");
+    return lastInBlock ? this.viewRoots(block) : undefined;
   }
 
   /** The contract's roots after block `block` (perpetual updates do not log them). */
