@@ -200,9 +200,9 @@ export class ChainWatch {
           batch_id: frozen.batch_id,
           tx_hash: update.tx_hash,
           shared_state_root: shared.words[0],
-          view_root: root,
+          recorded_root: root,
         },
-        `the shared state of batch ${frozen.batch_id} names another position root than the contract's view`,
+        `the shared state of batch ${frozen.batch_id} names another position root than the one recorded for its update`,
       );
     const withShared: OnchainCursor = {
       ...cursor,
