@@ -6,7 +6,9 @@ pragma solidity 0.8.26;
  * events and views a committee member follows (src/chain/exchange-abi.ts), with the names and
  * signatures of StarkEx's, and none of its proofs. The owner (the devnet operator) commits each
  * batch's roots once the committee has signed it, and may freeze the exchange, which a real one
- * does when an escape request goes unanswered.
+ * does when an escape request goes unanswered. A perpetual exchange takes a batch as StarkEx's
+ * does, as the Cairo program's output, whose new shared state (roots, funding indices, prices)
+ * a user's escape is checked against.
  */
 contract DevnetExchange {
     /// Spot exchanges from StarkEx v4.5 on.
@@ -40,6 +42,19 @@ contract DevnetExchange {
     uint256 private rollupVaultRoot;
     uint256 private orderRoot;
     bool private frozen;
+    /// Perpetual: keccak256 of the last accepted shared state, as StarkEx's escape checks it.
+    bytes32 private sharedStateHash;
+
+    /// The perpetual collateral's asset type (what `withdraw` takes after an escape).
+    uint256 private constant SYSTEM_ASSET_TYPE = 0x02893294412a4c8f915f75892b395ebbf6859ec246ec365c3b1f56f47c3a0a5d;
+
+    /// Program output offsets (StarkEx perpetual's ProgramOutputOffsets).
+    uint256 private constant PROG_OUT_N_ASSET_CONFIGS = 2;
+    uint256 private constant PROG_OUT_ASSET_CONFIG_HASHES = 3;
+    uint256 private constant PROG_OUT_N_WORDS_PER_ASSET_CONFIG = 2;
+    uint256 private constant STATE_OFFSET_VAULTS_ROOT = 0;
+    uint256 private constant STATE_OFFSET_ORDERS_ROOT = 2;
+    uint256 private constant APP_DATA_BATCH_ID_OFFSET = 0;
 
     constructor(Flavor flavor_, uint256 vaultTreeHeight_) {
         owner = msg.sender;
@@ -78,6 +93,31 @@ contract DevnetExchange {
         }
     }
 
+    /**
+     * Perpetual: commits a batch from the program output as StarkEx perpetual's updateState reads
+     * it (asset configs, previous shared state, new shared state, then the rest, unread here) and
+     * the application data (batch id first).
+     */
+    function updateState(
+        uint256[] calldata programOutput,
+        uint256[] calldata applicationData
+    ) external onlyOwner notFrozen {
+        require(flavor == Flavor.Perpetual, "NOT_PERPETUAL");
+        uint256 offset = PROG_OUT_ASSET_CONFIG_HASHES +
+            programOutput[PROG_OUT_N_ASSET_CONFIGS] * PROG_OUT_N_WORDS_PER_ASSET_CONFIG;
+        uint256 prevSize = programOutput[offset++];
+        offset += prevSize;
+        uint256 newSize = programOutput[offset++];
+        require(newSize > STATE_OFFSET_ORDERS_ROOT && programOutput.length >= offset + newSize, "BAD_OUTPUT");
+        uint256[] calldata newState = programOutput[offset:offset + newSize];
+        sharedStateHash = keccak256(abi.encodePacked(newState));
+        sequenceNumber += 1;
+        lastBatchId = applicationData[APP_DATA_BATCH_ID_OFFSET];
+        vaultRoot = newState[STATE_OFFSET_VAULTS_ROOT];
+        orderRoot = newState[STATE_OFFSET_ORDERS_ROOT];
+        emit LogUpdateState(sequenceNumber, lastBatchId);
+    }
+
     function freeze() external onlyOwner notFrozen {
         frozen = true;
         emit LogFrozen();
@@ -109,5 +149,14 @@ contract DevnetExchange {
 
     function getOrderRoot() external view returns (uint256) {
         return orderRoot;
+    }
+
+    function getSystemAssetType() external pure returns (uint256) {
+        return SYSTEM_ASSET_TYPE;
+    }
+
+    /// Not a StarkEx view (its hash is internal there): the devnet's tests read it.
+    function getSharedStateHash() external view returns (bytes32) {
+        return sharedStateHash;
     }
 }

@@ -143,7 +143,9 @@ export const OPENAPI = {
         summary: "A position's escape proof as the base chain's PerpetualEscapeVerifier takes it (perpetual)",
         description:
           "The `merkleProof` words and `nAssets` of `verifyEscape(uint256[], uint256, uint256[])`; its third " +
-          "argument, the shared state, comes from the base chain. Check it with `dacd verify-proof FILE --root ROOT`.",
+          "argument, the shared state, comes from the base chain: once the member has read the frozen batch's from " +
+          "its updateState transaction, the proof at that batch carries it, the withdrawal amount, the fact and the " +
+          "call data of `verifyEscape`, `escape` and `withdraw`. Check it with `dacd verify-proof FILE --root ROOT`.",
         parameters: [escapeId("position", "2^64"), batch],
         responses: escapeAnswer("PerpetualEscape", "The on-chain proof (format starkex-escape-perpetual/1)"),
       },
@@ -295,9 +297,42 @@ export const OPENAPI = {
           position_root: hex,
           tree_height: { type: "integer" },
           merkle_proof: words("The merkleProof words: 2·(n_assets + 2 + tree_height + 1)"),
+          shared_state: words("At the frozen batch: the sharedState words, from its updateState transaction"),
+          shared_state_hash: hex,
+          shared_state_tx: {
+            type: "string",
+            description: "The updateState transaction the shared state is from",
+          },
+          withdrawal_amount: {
+            ...signed,
+            description:
+              "What the verifier computes the position may withdraw; absent when it refuses the position",
+          },
+          fact_hash: hex,
+          system_asset_type: hex,
+          calldata: {
+            type: "object",
+            description: "When the withdrawal amount is positive: the three calls, ready for a wallet",
+            required: ["verify_escape", "escape"],
+            properties: {
+              verify_escape: {
+                type: "string",
+                description: "verifyEscape(merkleProof, nAssets, sharedState) on the verifier",
+              },
+              escape: {
+                type: "string",
+                description:
+                  "escape(uint256 starkKey, uint256 vaultId, uint256 quantizedAmount) on the exchange",
+              },
+              withdraw: {
+                type: "string",
+                description: "withdraw(uint256 ownerKey, uint256 assetType) on the exchange",
+              },
+            },
+          },
           note: {
             type: "string",
-            description: "Where verifyEscape's sharedState comes from (the base chain)",
+            description: "Where verifyEscape's sharedState comes from (the base chain), and the steps",
           },
         },
       },

@@ -16,6 +16,12 @@ export const EXCHANGE_ABI = parseAbi([
   "function getVaultRoot() view returns (uint256)",
   "function getVaultTreeHeight() view returns (uint256)",
   "function getOrderRoot() view returns (uint256)",
+  "function getSystemAssetType() view returns (uint256)",
+]);
+
+/** A perpetual exchange's state update: the Cairo program's output and the operator's application data. */
+export const PERPETUAL_UPDATE_STATE_ABI = parseAbi([
+  "function updateState(uint256[] programOutput, uint256[] applicationData)",
 ]);
 
 /** The events the watch reads, in one eth_getLogs filter. */

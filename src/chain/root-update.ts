@@ -25,7 +25,8 @@ export const rootHex = (v: bigint): string => v.toString(16).padStart(64, "0");
 
 /**
  * The roots a log commits, by dacd's tree names (`mainTree`: vault for spot, position for
- * perpetual). LogUpdateState logs none: `viewRoots` are the contract's views at its block.
+ * perpetual). LogUpdateState logs none: `viewRoots` are those of its updateState transaction's
+ * program output, or the contract's views at its block.
  */
 export function rootsOf(
   log: RootUpdateLog,

@@ -14,6 +14,8 @@ import type { OnchainBatch, OnchainCursor, OnchainFreeze } from "../storage/onch
 import { EXCHANGE_ABI, WATCHED_EVENTS } from "./exchange-abi.js";
 import { onchainBatch, rootsMatch, rootsOf, type RootUpdateLog } from "./root-update.js";
 import { rpcClient, rpcFailure, rpcMessage, type RpcFailure } from "./rpc.js";
+import { readSharedStateOf, readSystemAssetType, sharedStateOfCall } from "./shared-state.js";
+import { STATE_OFFSET } from "../escape/onchain/shared-state.js";
 
 export interface ChainWatchEvents {
   onRpcFailure?(reason: RpcFailure): void;
@@ -70,9 +72,14 @@ export class ChainWatch {
     return this.cursor;
   }
 
-  /** Reads the stored cursor and starts polling. */
+  /**
+   * Reads the stored cursor and starts polling. Root updates read before their batch was stored
+   * and not compared since (the member stored it, then stopped before the next poll) are compared
+   * at the first poll.
+   */
   async start(): Promise<void> {
     this.cursor = await this.opts.store.getOnchain();
+    for (const id of await this.opts.store.uncomparedOnchainBatchIds()) this.toCompare.add(id);
     const frozen = this.cursor?.contract === this.address ? this.cursor.frozen : undefined;
     if (frozen)
       this.opts.log.warn(
@@ -155,6 +162,60 @@ export class ChainWatch {
       });
       if (frozen) await this.record({ ...cursor, frozen: await this.freezeAt(safe) }, []);
     }
+    if (
+      this.opts.mainTree === "position" &&
+      this.cursor?.frozen &&
+      !this.cursor.frozen.shared_state &&
+      !this.stopped
+    )
+      await this.readSharedState(this.cursor);
+  }
+
+  /**
+   * Perpetual: the frozen batch's shared state, from the updateState transaction its
+   * LogUpdateState names, stored with the freeze (escapes need it). Tried again at each poll
+   * until it is read.
+   */
+  private async readSharedState(cursor: OnchainCursor): Promise<void> {
+    const frozen = cursor.frozen!;
+    const update = await this.opts.store.getOnchainBatch(frozen.batch_id);
+    if (!update)
+      throw new DacdError(
+        "STORE",
+        `the exchange froze at batch ${frozen.batch_id}, whose LogUpdateState was not read: its shared state cannot be located`,
+      );
+    const shared = await readSharedStateOf(this.client, this.address, update);
+    let assetType: string | undefined;
+    try {
+      assetType = await readSystemAssetType(this.client, this.address, frozen.block_number);
+    } catch (err) {
+      this.opts.log.warn(
+        `cannot read the exchange's getSystemAssetType(): ${rpcMessage(err)}; escapes are given without the withdraw call`,
+      );
+    }
+    const root = update.roots?.position;
+    if (root !== undefined && BigInt(shared.words[0]!) !== BigInt(`0x${root}`))
+      this.opts.log.error(
+        {
+          batch_id: frozen.batch_id,
+          tx_hash: update.tx_hash,
+          shared_state_root: shared.words[0],
+          recorded_root: root,
+        },
+        `the shared state of batch ${frozen.batch_id} names another position root than the one recorded for its update`,
+      );
+    const withShared: OnchainCursor = {
+      ...cursor,
+      frozen: {
+        ...frozen,
+        shared_state: { ...shared, ...(assetType ? { system_asset_type: assetType } : {}) },
+      },
+    };
+    await this.record(withShared, []);
+    this.opts.log.info(
+      { batch_id: frozen.batch_id, tx_hash: update.tx_hash, words: shared.words.length },
+      `read the frozen batch ${frozen.batch_id}'s shared state from its updateState transaction: perpetual escapes carry it`,
+    );
   }
 
   /**
@@ -268,13 +329,10 @@ export class ChainWatch {
         continue;
       }
       const update = log as unknown as RootUpdateLog;
-      // The views show the state after the block: a perpetual update's roots only when it is the
-      // block's last.
-      const lastInBlock = !updates
-        .slice(i + 1)
-        .some((l) => l.blockNumber === log.blockNumber && l.eventName !== "LogFrozen");
       const view =
-        log.eventName === "LogUpdateState" && lastInBlock ? await this.viewRoots(log.blockNumber) : undefined;
+        log.eventName === "LogUpdateState"
+          ? await this.perpetualRoots(update, updates.slice(i + 1), log.blockNumber)
+          : undefined;
       const roots = rootsOf(update, this.opts.mainTree, view);
       const batchId = Number(update.args.batchId ?? 0n);
       const stored = await this.opts.store.getBatch(batchId);
@@ -298,6 +356,31 @@ export class ChainWatch {
     };
     await this.record(next, batches);
     return next;
+  }
+
+  /**
+   * A perpetual update's roots (its log names none): the position and order roots of the new
+   * shared state in its updateState transaction's program output; when that is not a direct call
+   * on the exchange, the contract's views, which show the state after the block, so only for the
+   * block's last update.
+   */
+  private async perpetualRoots(
+    update: RootUpdateLog,
+    later: readonly { blockNumber: bigint; eventName: string }[],
+    block: bigint,
+  ): Promise<{ vault: bigint; order: bigint } | undefined> {
+    try {
+      const tx = await this.client.getTransaction({ hash: update.transactionHash as `0x${string}` });
+      if (tx.to?.toLowerCase() === this.address) {
+        const words = sharedStateOfCall(tx.input, Number(update.args.batchId ?? 0n), "updateState");
+        return { vault: words[STATE_OFFSET.positionRoot]!, order: words[STATE_OFFSET.orderRoot]! };
+      }
+    } catch (err) {
+      if (err instanceof BaseError) throw err;
+      // Not an updateState call this watch can read: the views below.
+    }
+    const lastInBlock = !later.some((l) => l.blockNumber === block && l.eventName !== "LogFrozen");
+    return lastInBlock ? this.viewRoots(block) : undefined;
   }
 
   /** The contract's roots after block `block` (perpetual updates do not log them). */

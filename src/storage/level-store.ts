@@ -672,6 +672,19 @@ export class LevelStore implements NodeSource {
     return dropped;
   }
 
+  /**
+   * The batches whose root update was read with roots but not yet compared with a stored batch
+   * (the member had not stored it when the update was read).
+   */
+  async uncomparedOnchainBatchIds(): Promise<number[]> {
+    const ids: number[] = [];
+    for await (const value of this.db.values({ ...ONCHAIN_BATCH_RANGE, ...this.reads })) {
+      const batch = parse<OnchainBatch>(value);
+      if (batch.roots && batch.matches === undefined) ids.push(batch.batch_id);
+    }
+    return ids;
+  }
+
   /** The recorded batch with the highest id (what is left after a reorg dropped the rest). */
   async lastOnchainBatch(): Promise<OnchainBatch | undefined> {
     for await (const value of this.db.values({

@@ -29,6 +29,22 @@ export interface OnchainFreeze {
   readonly batch_id: number;
   readonly block_number: number;
   readonly detected_at: string;
+  /** Perpetual: the frozen batch's shared state, once read from its updateState transaction. */
+  readonly shared_state?: FrozenSharedState;
+}
+
+/**
+ * The shared state a perpetual escape is verified against: the new shared state of the program
+ * output of the frozen batch's `updateState` transaction (its keccak is what the exchange keeps).
+ */
+export interface FrozenSharedState {
+  readonly batch_id: number;
+  /** The updateState transaction it was read from. */
+  readonly tx_hash: string;
+  /** The words, 0x hex (64 digits). */
+  readonly words: readonly string[];
+  /** The exchange's getSystemAssetType() (what `withdraw` takes), 0x hex; absent when unreadable. */
+  readonly system_asset_type?: string;
 }
 
 export interface OnchainBatch extends OnchainPosition {

@@ -261,6 +261,46 @@ describe("following the base chain", () => {
     expect(await metric(daemon, "dacd_onchain_root_mismatch_total")).toBe(1);
   });
 
+  it("a batch stored, then a restart before the comparison: compared after the restart", async () => {
+    const later = await DevnetExchange.deploy(node.url, "spot", 31);
+    const { gw, expected, setup } = await spotChainMember(
+      cleanups,
+      undefined,
+      [
+        `base_chain_rpc_url: "${proxy.url}"`,
+        `starkex_contract_address: "${later.address}"`,
+        "base_chain_confirmations: 0",
+        // One poll at the start, then none before the restart.
+        "base_chain_poll_interval_s: 3600",
+      ].join("\n"),
+    );
+    const roots = (id: number, wrong = false) => {
+      const r = expected.batches[id]!.roots as Record<string, string>;
+      return {
+        vault: BigInt(`0x${r.vault}`) ^ (wrong ? 1n : 0n),
+        rollupVault: BigInt(`0x${r.rollup_vault}`),
+        order: BigInt(`0x${r.order}`),
+      };
+    };
+    await later.commit(1, roots(1));
+    await later.commit(2, roots(2, true));
+    gw.available = 1;
+    let daemon = await startQuietDaemon(setup.config);
+    cleanups.push(() => daemon.stop());
+    await waitFor(async () => (await daemon.store.getOnchainBatch(2)) !== undefined, 10_000, "updates read");
+    gw.available = 6;
+    await waitFor(async () => (await daemon.store.getBatch(2)) !== undefined, 20_000, "batch 2 stored");
+    // Stored, its root update read, the comparison due at the next poll: stop before it.
+    expect(await daemon.store.getOnchainBatch(1)).not.toHaveProperty("matches");
+    expect(await daemon.store.getOnchainBatch(2)).not.toHaveProperty("matches");
+    await daemon.stop();
+
+    daemon = await startQuietDaemon(setup.config);
+    await waitFor(async () => (await daemon.store.getOnchainBatch(2))?.matches === false, 20_000, "compared");
+    expect(await daemon.store.getOnchainBatch(1)).toMatchObject({ matches: true });
+    expect(await metric(daemon, "dacd_onchain_root_mismatch_total")).toBe(1);
+  });
+
   it("a wrong contract address: nothing is recorded, the member signs on and stays ready", async () => {
     const { setup } = await spotChainMember(
       cleanups,

@@ -1,8 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPublicClient, http, parseEventLogs } from "viem";
+import { createPublicClient, encodePacked, http, keccak256, parseAbi, parseEventLogs } from "viem";
 import { EXCHANGE_ABI } from "../../src/chain/exchange-abi.js";
 import { startEthNode, type EthNode } from "../../src/devnet/exchange/eth-node.js";
 import { DevnetExchange, type Flavor } from "../../src/devnet/exchange/exchange.js";
+import { sharedStateWords, type PerpetualSharedState } from "../../src/devnet/exchange/program-output.js";
+import { sharedStateOfCall } from "../../src/chain/shared-state.js";
+
+const SHARED = (positionRoot: bigint): PerpetualSharedState => ({
+  positionRoot,
+  positionHeight: 64,
+  orderRoot: 0x1234n,
+  orderHeight: 64,
+  funding: new Map([[0xbeef0n, -5n]]),
+  fundingTimestamp: 1_700_000_000n,
+  prices: new Map([[0xbeef0n, 3n << 32n]]),
+  systemTime: 1_700_000_100n,
+});
 
 /**
  * The devnet's exchange contract on a local node: each flavor emits its StarkEx root-update event,
@@ -43,6 +56,40 @@ describe("DevnetExchange", () => {
     expect(await read("getVaultRoot")).toBe(11n);
     expect(await read("getOrderRoot")).toBe(13n);
     expect(await read("getVaultTreeHeight")).toBe(31n);
+  });
+
+  it("perpetual: updateState(programOutput, applicationData) keeps the new shared state's hash and its roots", async () => {
+    const exchange = await DevnetExchange.deploy(node.url, "perpetual", 64);
+    const prev = sharedStateWords(SHARED(1n));
+    const next = sharedStateWords(SHARED(0x77n));
+    const { hash } = await exchange.commitPerpetual(3, 2, prev, next);
+    const { client, events } = await eventsOf(exchange);
+    expect(events.map((e) => [e.eventName, e.args])).toEqual([
+      ["LogUpdateState", { sequenceNumber: 1n, batchId: 3n }],
+    ]);
+    const tx = await client.getTransaction({ hash });
+    // The new state sits in the calldata where StarkEx's ProgramOutputOffsets put it.
+    expect(sharedStateOfCall(tx.input, 3, "the update")).toEqual(next);
+    expect(() => sharedStateOfCall(tx.input, 4, "the update")).toThrow(/names batch 3, not 4/);
+    const stateHash = await client.readContract({
+      address: exchange.address,
+      abi: parseAbi(["function getSharedStateHash() view returns (bytes32)"]),
+      functionName: "getSharedStateHash",
+    });
+    expect(stateHash).toBe(
+      keccak256(
+        encodePacked(
+          next.map(() => "uint256"),
+          next,
+        ),
+      ),
+    );
+    const read = (functionName: "getLastBatchId" | "getVaultRoot" | "getOrderRoot" | "getSystemAssetType") =>
+      client.readContract({ address: exchange.address, abi: EXCHANGE_ABI, functionName });
+    expect(await read("getLastBatchId")).toBe(3n);
+    expect(await read("getVaultRoot")).toBe(0x77n);
+    expect(await read("getOrderRoot")).toBe(0x1234n);
+    expect(await read("getSystemAssetType")).toBeGreaterThan(0n);
   });
 
   it("freezes once: LogFrozen, isFrozen(), and no root update afterwards", async () => {

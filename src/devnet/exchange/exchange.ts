@@ -16,6 +16,7 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import { DEVNET_EXCHANGE } from "./artifact.js";
 import { DEV_ACCOUNT_KEY } from "./eth-node.js";
+import { applicationData, programOutput } from "./program-output.js";
 
 /** Which root-update event the contract emits (the Flavor enum of the contract). */
 export const FLAVORS = { spot: 0, "spot-v4.0": 1, perpetual: 2 } as const;
@@ -68,6 +69,23 @@ export class DevnetExchange {
     ]);
   }
 
+  /**
+   * Perpetual: commits batch `batchId` as StarkEx perpetual does, with the program output that
+   * takes the shared state from `prev` to `next` (words, program-output.ts).
+   */
+  async commitPerpetual(
+    batchId: number,
+    prevBatchId: number,
+    prev: readonly bigint[],
+    next: readonly bigint[],
+  ): Promise<{ blockNumber: bigint; hash: Hex }> {
+    const expiration = BigInt(Math.floor(Date.now() / 3_600_000) + 24 * 7);
+    return this.send("updateState", [
+      programOutput(prev, next, expiration),
+      applicationData(batchId, prevBatchId),
+    ]);
+  }
+
   async freeze(): Promise<{ blockNumber: bigint; hash: Hex }> {
     return this.send("freeze", []);
   }
@@ -82,7 +100,7 @@ export class DevnetExchange {
 
   private async send(
     functionName: "updateState" | "freeze",
-    args: readonly bigint[],
+    args: readonly (bigint | readonly bigint[])[],
   ): Promise<{ blockNumber: bigint; hash: Hex }> {
     const hash = await this.wallet.writeContract({
       address: this.address,

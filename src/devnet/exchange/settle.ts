@@ -7,6 +7,7 @@ import type { Approvals } from "../approvals.js";
 import type { ChainView } from "../chain.js";
 import type { TreeName } from "../shared.js";
 import type { DevnetExchange } from "./exchange.js";
+import { PerpetualLedger } from "./perpetual-ledger.js";
 
 export class Settlement {
   /** The next batch to commit. */
@@ -16,6 +17,8 @@ export class Settlement {
   private stopped = false;
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
+  /** Perpetual: the shared state the batches committed so far lead to. */
+  private readonly ledger: PerpetualLedger | undefined;
 
   constructor(
     private readonly chain: ChainView,
@@ -23,7 +26,9 @@ export class Settlement {
     readonly exchange: DevnetExchange,
     private readonly mainTree: TreeName,
     private readonly onError: (err: unknown) => void,
-  ) {}
+  ) {
+    this.ledger = chain.profile.variant === "P" ? new PerpetualLedger(chain) : undefined;
+  }
 
   start(): void {
     this.loop = this.run();
@@ -48,11 +53,17 @@ export class Settlement {
           return v === undefined ? undefined : BigInt(`0x${v}`);
         };
         try {
-          await this.exchange.commit(batch.batchId, {
-            vault: hex(this.mainTree),
-            rollupVault: hex("rollup_vault"),
-            order: hex("order"),
-          });
+          if (this.ledger) {
+            const { prev, next } = this.ledger.apply(batch);
+            await this.exchange.commitPerpetual(batch.batchId, batch.prevBatchId, prev, next);
+            this.ledger.accept(next);
+          } else {
+            await this.exchange.commit(batch.batchId, {
+              vault: hex(this.mainTree),
+              rollupVault: hex("rollup_vault"),
+              order: hex("order"),
+            });
+          }
           this.committed = batch.batchId;
         } catch (err) {
           // Frozen, or the node went away: nothing more can be committed.

@@ -6,10 +6,10 @@ import { decodeLeafRecord } from "../../trees/leaves.js";
 import { bigintToBytes32, bytesToBigint, hexToBytes32 } from "../../util/bytes.js";
 import { pathNodes, pedersen } from "../onchain/path.js";
 import { perpetualEscape, positionValues } from "../onchain/perpetual.js";
-import type { EscapeSource } from "../onchain/source.js";
 import { spotEscape } from "../onchain/spot.js";
 import { PAGE_FILES } from "../page/assets.js";
-import { perpetualProofText, spotProofText, type KitTree } from "./encode.js";
+import { kitSharedState, perpetualProofText, spotProofText, type KitTree } from "./encode.js";
+import { escapeSharedState } from "../onchain/from-proof.js";
 import { KIT_FORMAT, LAYOUT_RULE, SHARD_DIGITS } from "./layout.js";
 import { PathStack } from "./path-stack.js";
 import type { LeafPath } from "./path-walk.js";
@@ -84,6 +84,7 @@ export async function buildKit(
       rootHex63: head.root.slice(1),
       height: spec.height,
       source: { profile: head.profile, batch_id: head.batch_id, sequence_number: head.sequence_number },
+      ...(head.shared_state ? { shared: kitSharedState(escapeSharedState(head.shared_state)) } : {}),
     };
     if (head.root[0] !== "0") throw new DacdError("STORE", `the ${spec.name} root is not a field element`);
     const checkEvery = opts.checkEvery ?? 0;
@@ -98,7 +99,7 @@ export async function buildKit(
         const leaf = block[i]!;
         const text = build(i, stack.rows);
         if (i === 0 || (checkEvery > 0 && (done + i) % checkEvery === 0))
-          await compareWithOnchain(engine, head, tree.source, leaf, stack, text);
+          await compareWithOnchain(engine, head, tree, leaf, stack, text);
         await writer.add(spec.name, leaf.index, text);
       }
       done += block.length;
@@ -181,7 +182,7 @@ async function positionTexts(engine: HashEngine, tree: KitTree, block: readonly 
 async function compareWithOnchain(
   engine: HashEngine,
   head: KitHead,
-  source: EscapeSource,
+  tree: KitTree,
   leaf: LeafPath,
   stack: PathStack,
   text: string,
@@ -203,14 +204,14 @@ async function compareWithOnchain(
       { starkKey: v.key, assetId: v.token, quantizedAmount: v.balance },
       keyAsset,
       path,
-      source,
+      tree.source,
     );
   } else {
     const p = decodeLeafRecord("position", leaf.record) as PositionLeaf;
     const values = positionValues(p);
     const states = [0n];
     for (const v of values) states.push(await pedersen(engine, states[states.length - 1]!, v));
-    expected = perpetualEscape(p, states, path, source);
+    expected = perpetualEscape(p, states, path, tree.source, tree.shared?.state);
   }
   if (JSON.stringify(expected, null, 2) + "\n" !== text)
     throw new DacdError(

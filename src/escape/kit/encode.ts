@@ -1,6 +1,11 @@
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import type { PositionLeaf, VaultLeaf } from "../../model/state-update.js";
-import { PERPETUAL_ESCAPE_FORMAT, SHARED_STATE_NOTE } from "../onchain/perpetual.js";
+import {
+  PERPETUAL_ESCAPE_FORMAT,
+  SHARED_STATE_NOTE,
+  sharedStateFields,
+  type EscapeSharedState,
+} from "../onchain/perpetual.js";
 import { SPOT_ESCAPE_FORMAT } from "../onchain/spot.js";
 import { sourceFields, type EscapeSource } from "../onchain/source.js";
 
@@ -19,6 +24,7 @@ const selector = (signature: string): string =>
   Buffer.from(keccak_256(new TextEncoder().encode(signature)).subarray(0, 4)).toString("hex");
 const VERIFY_ESCAPE = selector("verifyEscape(uint256[])");
 const ESCAPE = selector("escape(uint256,uint256,uint256,uint256)");
+const PERPETUAL_VERIFY_ESCAPE = selector("verifyEscape(uint256[],uint256,uint256[])");
 
 const hex64 = (v: bigint): string => v.toString(16).padStart(64, "0");
 const hex63 = (v: bigint): string => {
@@ -40,6 +46,13 @@ export interface KitTree {
   readonly rootHex63: string;
   readonly height: number;
   readonly source: EscapeSource;
+  /** Perpetual, at the frozen batch: its shared state, and the state's words as call data (length first). */
+  readonly shared?: { readonly state: EscapeSharedState; readonly calldataHex: string };
+}
+
+/** A kit tree's shared state, its call data tail written once. */
+export function kitSharedState(state: EscapeSharedState): NonNullable<KitTree["shared"]> {
+  return { state, calldataHex: hex64(BigInt(state.words.length)) + state.words.map(hex64).join("") };
 }
 
 /** The spot proof (SpotEscape) of a vault; `pathRows` are the tree's rows, leaf level first. */
@@ -111,6 +124,23 @@ export function perpetualProofText(
     ...pathRows,
     lastRow(tree.rootHex63, index << BigInt(values.length)),
   ];
+  const proof = words(rows);
+  const shared = tree.shared;
+  // verifyEscape(merkleProof, nAssets, sharedState): the two arrays' offsets around nAssets, then each array.
+  const verifyCalldata = (): `0x${string}` =>
+    `0x${PERPETUAL_VERIFY_ESCAPE}${hex64(96n)}${hex64(BigInt(position.assets.length))}${hex64(
+      96n + 32n * BigInt(proof.length + 1),
+    )}${hex64(BigInt(proof.length))}${rows.join("")}${shared!.calldataHex}`;
+  const withShared = shared
+    ? sharedStateFields(
+        values,
+        BigInt("0x" + tree.rootHex63),
+        tree.height,
+        index,
+        shared.state,
+        verifyCalldata,
+      )
+    : { note: SHARED_STATE_NOTE };
   return (
     JSON.stringify(
       {
@@ -128,8 +158,8 @@ export function perpetualProofText(
         n_assets: position.assets.length,
         position_root: "0x0" + tree.rootHex63,
         tree_height: tree.height,
-        merkle_proof: words(rows),
-        note: SHARED_STATE_NOTE,
+        merkle_proof: proof,
+        ...withShared,
       },
       null,
       2,

@@ -3,6 +3,7 @@ import type { HashEngine } from "../../hash/engine.js";
 import { storeProfile } from "../../inspect/inspect.js";
 import type { TreeSpec } from "../../model/profile.js";
 import type { LevelStore } from "../../storage/level-store.js";
+import type { FrozenSharedState } from "../../storage/onchain-record.js";
 import { toHex64 } from "../../util/bytes.js";
 import { resolveBatch, rootOf } from "../common.js";
 import { walkPaths, type LeafPath, type PathWalkOptions } from "./path-walk.js";
@@ -25,6 +26,8 @@ export interface KitHead {
   readonly heights: Record<string, number>;
   /** The escape tree's root, 64 hex digits. */
   readonly root: string;
+  /** Perpetual, at the frozen batch once its shared state is read from the base chain. */
+  readonly shared_state?: FrozenSharedState;
 }
 
 export interface PathSource {
@@ -46,6 +49,7 @@ export async function storePaths(
   const rootGen = record.root_gens[tree.name];
   if (rootGen === undefined)
     throw new DacdError("STORE", `the ${tree.name} tree of batch ${record.batch_id} is not stored`);
+  const shared = (await store.getOnchain())?.frozen?.shared_state;
   return {
     head: {
       profile: profile.name,
@@ -57,6 +61,7 @@ export async function storePaths(
       roots: { ...record.roots },
       heights: Object.fromEntries(trees.map((t) => [t.name, t.height])),
       root: toHex64(root),
+      ...(tree.leaf === "position" && shared?.batch_id === record.batch_id ? { shared_state: shared } : {}),
     },
     blocks: walkPaths(store, engine, tree, root, rootGen, opts),
   };

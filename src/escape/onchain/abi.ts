@@ -65,3 +65,65 @@ export function escapeCalldata(c: SpotClaim): Hex {
     args: [c.starkKey, c.vaultId, c.assetId, c.quantizedAmount],
   });
 }
+
+const PERPETUAL_ABI = [
+  {
+    type: "function",
+    name: "verifyEscape",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "merkleProof", type: "uint256[]" },
+      { name: "nAssets", type: "uint256" },
+      { name: "sharedState", type: "uint256[]" },
+    ],
+    outputs: [],
+  },
+  {
+    type: "function",
+    name: "escape",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "starkKey", type: "uint256" },
+      { name: "vaultId", type: "uint256" },
+      { name: "quantizedAmount", type: "uint256" },
+    ],
+    outputs: [],
+  },
+  {
+    type: "function",
+    name: "withdraw",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "ownerKey", type: "uint256" },
+      { name: "assetType", type: "uint256" },
+    ],
+    outputs: [],
+  },
+] as const;
+
+/** `PerpetualEscapeVerifier.verifyEscape(uint256[] merkleProof, uint256 nAssets, uint256[] sharedState)`. */
+export function perpetualVerifyEscapeCalldata(
+  merkleProof: readonly bigint[],
+  nAssets: number,
+  sharedState: readonly bigint[],
+): Hex {
+  return encodeFunctionData({
+    abi: PERPETUAL_ABI,
+    functionName: "verifyEscape",
+    args: [merkleProof, BigInt(nAssets), sharedState],
+  });
+}
+
+/** The frozen perpetual exchange's `escape(uint256 starkKey, uint256 vaultId, uint256 quantizedAmount)`: the position id as vaultId. */
+export function perpetualEscapeCalldata(publicKey: bigint, positionId: bigint, amount: bigint): Hex {
+  return encodeFunctionData({
+    abi: PERPETUAL_ABI,
+    functionName: "escape",
+    args: [publicKey, positionId, amount],
+  });
+}
+
+/** `withdraw(uint256 ownerKey, uint256 assetType)`: the escaped collateral, by its owner. */
+export function withdrawCalldata(ownerKey: bigint, assetType: bigint): Hex {
+  return encodeFunctionData({ abi: PERPETUAL_ABI, functionName: "withdraw", args: [ownerKey, assetType] });
+}

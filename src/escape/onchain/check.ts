@@ -251,12 +251,121 @@ async function checkPerpetual(
   if (j.empty !== undefined && j.empty !== empty)
     refuse(`empty is ${String(j.empty)}, but the position is ${empty ? "" : "not "}empty`);
   checkRoot(root, expectedRoot);
+  if (j.shared_state !== undefined) checkSharedState(j, rows, values, root, height, positionId);
+}
+
+const WORD = 1n << 256n;
+const FXP = 1n << 32n;
+const toInt256 = (x: bigint): bigint => {
+  const m = ((x % WORD) + WORD) % WORD;
+  return m >= WORD / 2n ? m - WORD : m;
+};
+
+/**
+ * The amount the perpetual verifier lets a position withdraw, from the spec's description: the
+ * collateral plus each asset's balance times its price, plus the funding owed since the cached
+ * indices rounded down to a whole unit (all with 32 fractional bits), taken modulo 2^256 as the
+ * contract's unchecked words, then whole units rounded down. Undefined: an asset without a
+ * funding index or a price in the shared state.
+ */
+function expectedAmount(values: readonly bigint[], state: readonly bigint[]): bigint | undefined {
+  const nAssets = values.length - 2;
+  const nFunding = Number(state[4] ?? 0n);
+  const fundingEnd = 5 + 2 * nFunding;
+  const nPrices = Number(state[fundingEnd + 1] ?? 0n);
+  const table = (from: number, n: number): Map<bigint, bigint> =>
+    new Map(Array.from({ length: n }, (_, k) => [state[from + 2 * k] ?? -1n, state[from + 2 * k + 1] ?? 0n]));
+  const funding = table(5, nFunding);
+  const prices = table(fundingEnd + 2, nPrices);
+  let total = ((values[nAssets + 1]! >> 16n) - BIAS) * FXP;
+  let fundingOwed = 0n;
+  for (const v of values.slice(0, nAssets)) {
+    const id = v >> 128n;
+    const index = funding.get(id);
+    const price = prices.get(id);
+    if (index === undefined || price === undefined) return undefined;
+    const balance = (v & MASK_64) - BIAS;
+    // Both indices are biased alike: their difference is the funding per unit since the cache.
+    fundingOwed -= balance * (index - ((v >> 64n) & MASK_64));
+    total += balance * price;
+  }
+  // Rounded down to a multiple of 2^32 (the low bits of the 256-bit word cleared).
+  const owedMod = ((fundingOwed % FXP) + FXP) % FXP;
+  return toInt256(total + fundingOwed - owedMod) >> 32n;
+}
+
+/** With a shared state: it must be this proof's, and the amount, fact and call data what it gives. */
+function checkSharedState(
+  j: Record<string, unknown>,
+  rows: Row[],
+  values: readonly bigint[],
+  root: bigint,
+  height: number,
+  positionId: bigint,
+): void {
+  if (!Array.isArray(j.shared_state) || j.shared_state.length < 8)
+    refuse("shared_state is not an array of at least 8 words");
+  const state = (j.shared_state as unknown[]).map((w, i) => uint(w, `shared_state[${i}]`));
+  same("shared_state[0] (the position root)", state[0]!, root);
+  same("shared_state[1] (the position tree height)", state[1]!, BigInt(height));
+  const stateHash = keccak_256(words32(state));
+  if (typeof j.shared_state_hash !== "string" || j.shared_state_hash.toLowerCase() !== hex(stateHash))
+    refuse(`shared_state_hash is not keccak256 of the shared state's words (${hex(stateHash)})`);
+  const amount = expectedAmount(values, state);
+  if (amount === undefined) {
+    if (j.withdrawal_amount !== undefined || j.calldata !== undefined)
+      refuse(
+        "the shared state lacks a funding index or price of the position's assets: the verifier refuses it",
+      );
+    return;
+  }
+  same("withdrawal_amount", decimal(j.withdrawal_amount, "withdrawal_amount", true), amount);
+  if (amount <= 0n) {
+    if (j.fact_hash !== undefined || j.calldata !== undefined)
+      refuse(`the withdrawal amount ${amount} is not positive: the verifier refuses it, so there is no fact`);
+    return;
+  }
+  const publicKey = values[values.length - 2]!;
+  const fact = hex(keccak_256(concat(words32([publicKey, amount]), stateHash, words32([positionId]))));
+  if (typeof j.fact_hash !== "string" || j.fact_hash.toLowerCase() !== fact)
+    refuse(
+      `fact_hash is not keccak256(public_key, withdrawal_amount, shared_state_hash, position_id) (${fact})`,
+    );
+
+  const calldata = (j.calldata ?? {}) as Record<string, unknown>;
+  const proof = rows.flatMap((r) => {
+    const n = (r.left << 260n) | (r.right << 8n);
+    return [n >> 256n, n & (WORD - 1n)];
+  });
+  const nAssets = BigInt(values.length - 2);
+  // Head: the offsets of the two arrays and nAssets; then each array as its length and words.
+  const verify = hex(
+    concat(
+      selector("verifyEscape(uint256[],uint256,uint256[])"),
+      words32([96n, nAssets, 96n + 32n * BigInt(proof.length + 1), BigInt(proof.length), ...proof]),
+      words32([BigInt(state.length), ...state]),
+    ),
+  );
+  if (typeof calldata.verify_escape !== "string" || calldata.verify_escape.toLowerCase() !== verify)
+    refuse("calldata.verify_escape is not verifyEscape(merkle_proof, n_assets, shared_state)");
+  const escape = hex(
+    concat(selector("escape(uint256,uint256,uint256)"), words32([publicKey, positionId, amount])),
+  );
+  if (typeof calldata.escape !== "string" || calldata.escape.toLowerCase() !== escape)
+    refuse("calldata.escape is not escape(public_key, position_id, withdrawal_amount)");
+  if (j.system_asset_type !== undefined) {
+    const assetType = uint(j.system_asset_type, "system_asset_type");
+    const withdraw = hex(concat(selector("withdraw(uint256,uint256)"), words32([publicKey, assetType])));
+    if (typeof calldata.withdraw !== "string" || calldata.withdraw.toLowerCase() !== withdraw)
+      refuse("calldata.withdraw is not withdraw(public_key, system_asset_type)");
+  }
 }
 
 /**
  * The verdict on an on-chain proof. It proves the leaf under the root in the words; with
  * `expectedRoot` (read from the base chain) that root must also be this one. The perpetual fact
- * hash also needs the exchange's shared state, which only the chain has: it is not checked here.
+ * hash needs the exchange's shared state, which only the chain has: it is checked when the proof
+ * carries one.
  */
 export async function verifyOnchainProof(
   engine: HashEngine,
@@ -275,7 +384,11 @@ export async function verifyOnchainProof(
       valid: true,
       reason: spot
         ? `every row hashes into the next up to the root; the claim hash and the call data match${empty}`
-        : `every row hashes into the next up to the root; the position matches the hash chain${empty}`,
+        : `every row hashes into the next up to the root; the position matches the hash chain${
+            j.fact_hash !== undefined
+              ? "; the withdrawal amount, fact hash and call data match the shared state"
+              : ""
+          }${empty}`,
     };
   } catch (err) {
     if (err instanceof Refused) return { valid: false, reason: err.message };

@@ -1,11 +1,17 @@
 import { DacdError } from "../../errors.js";
 import type { HashEngine } from "../../hash/engine.js";
 import type { LevelStore } from "../../storage/level-store.js";
+import type { FrozenSharedState } from "../../storage/onchain-record.js";
 import type { PositionLeaf, VaultLeaf } from "../../model/state-update.js";
 import { parseLeafLine } from "../formats.js";
 import { makeProof, type Proof } from "../proof.js";
 import { hashChain, pathNodes, pedersen } from "./path.js";
-import { perpetualEscape, positionValues, type PerpetualEscape } from "./perpetual.js";
+import {
+  perpetualEscape,
+  positionValues,
+  type EscapeSharedState,
+  type PerpetualEscape,
+} from "./perpetual.js";
 import type { MerklePath } from "./rows.js";
 import type { EscapeSource } from "./source.js";
 import { spotEscape, type SpotEscape } from "./spot.js";
@@ -28,7 +34,12 @@ export const ONCHAIN_OBJECTS: Readonly<Record<string, "vault" | "position">> = {
 
 const big = (hex: string): bigint => BigInt("0x" + hex);
 
-export async function onchainFromProof(engine: HashEngine, proof: Proof): Promise<OnchainEscape> {
+/** `shared`: the frozen batch's shared state, for a position proof at that batch. */
+export async function onchainFromProof(
+  engine: HashEngine,
+  proof: Proof,
+  shared?: EscapeSharedState,
+): Promise<OnchainEscape> {
   if (proof.kind !== "merkle" || !proof.siblings || (proof.tree !== "vault" && proof.tree !== "position"))
     throw new DacdError(
       "BAD_INPUT",
@@ -64,7 +75,26 @@ export async function onchainFromProof(engine: HashEngine, proof: Proof): Promis
   const states = await hashChain(engine, positionValues(p));
   if (states[states.length - 1] !== leafHash)
     throw new DacdError("STORE", `position ${proof.leaf_id}: the position does not hash to its leaf`);
-  return perpetualEscape(p, states, path, source);
+  return perpetualEscape(p, states, path, source, shared);
+}
+
+/** The shared state the base-chain watch stored for the frozen batch, if the proof is at that batch. */
+export async function frozenSharedState(
+  store: LevelStore,
+  batchId: number,
+): Promise<EscapeSharedState | undefined> {
+  const s = (await store.getOnchain())?.frozen?.shared_state;
+  if (!s || s.batch_id !== batchId) return undefined;
+  return escapeSharedState(s);
+}
+
+/** The stored shared state as an escape takes it. */
+export function escapeSharedState(s: FrozenSharedState): EscapeSharedState {
+  return {
+    words: s.words.map((w) => BigInt(w)),
+    txHash: s.tx_hash,
+    ...(s.system_asset_type === undefined ? {} : { systemAssetType: BigInt(s.system_asset_type) }),
+  };
 }
 
 /** `dacd proof vault|position ID --format starkex [--batch N]`: the proof, on-chain. */
@@ -80,5 +110,7 @@ export async function makeOnchainProof(
       "BAD_INPUT",
       `${object} has no on-chain escape: only vault (spot profiles) and position (perpetual) do`,
     );
-  return onchainFromProof(engine, await makeProof(store, engine, object, id, batchId));
+  const proof = await makeProof(store, engine, object, id, batchId);
+  const shared = proof.tree === "position" ? await frozenSharedState(store, proof.batch_id) : undefined;
+  return onchainFromProof(engine, proof, shared);
 }

@@ -1,7 +1,10 @@
 import type { Hex } from "viem";
 import type { PositionLeaf } from "../../model/state-update.js";
+import { perpetualEscapeCalldata, perpetualVerifyEscapeCalldata, withdrawCalldata } from "./abi.js";
 import { INDEX_LIMIT, pathRows, rowsToWords, word0x, type MerklePath, type Row } from "./rows.js";
 import { sourceFields, type EscapeSource } from "./source.js";
+import { STATE_OFFSET } from "./shared-state.js";
+import { perpetualFactHash, sharedStateHash, withdrawalAmount, WithdrawalError } from "./withdrawal.js";
 
 /**
  * The perpetual escape (shared/spec/escape-onchain.md, "Perpetual"): the `merkleProof` words
@@ -36,7 +39,106 @@ export interface PerpetualEscape {
   tree_height: number;
   /** The `uint256[] merkleProof` argument: 2·(n_assets + 2 + tree_height + 1) words. */
   merkle_proof: Hex[];
+  /** With the frozen batch's shared state (read from the base chain) only: */
+  shared_state?: Hex[];
+  /** keccak256(abi.encodePacked(shared_state)). */
+  shared_state_hash?: Hex;
+  /** The updateState transaction the shared state was read from. */
+  shared_state_tx?: string;
+  /** What the verifier computes the position may withdraw (collateral units, signed); absent when it refuses the position. */
+  withdrawal_amount?: string;
+  /** keccak256(abi.encodePacked(public_key, withdrawal_amount, shared_state_hash, position_id)), when the amount is positive. */
+  fact_hash?: Hex;
+  /** The collateral's asset type, which `withdraw` takes. */
+  system_asset_type?: Hex;
+  /** When the amount is positive: the three transactions (withdraw when the asset type is known). */
+  calldata?: { verify_escape: Hex; escape: Hex; withdraw?: Hex };
   note: string;
+}
+
+/** The frozen batch's shared state as an escape takes it. */
+export interface EscapeSharedState {
+  readonly words: readonly bigint[];
+  readonly txHash: string;
+  readonly systemAssetType?: bigint;
+}
+
+/** The fields a shared state adds to a position's escape (in their JSON order), and its note. */
+export type SharedStateFields = Pick<
+  PerpetualEscape,
+  | "shared_state"
+  | "shared_state_hash"
+  | "shared_state_tx"
+  | "withdrawal_amount"
+  | "fact_hash"
+  | "system_asset_type"
+  | "calldata"
+  | "note"
+>;
+
+const STEPS =
+  "Send calldata.verify_escape to the exchange's PerpetualEscapeVerifier, then calldata.escape to the frozen " +
+  "exchange (it checks the fact the verifier registered), then calldata.withdraw from the owner's account.";
+
+/**
+ * What the shared state adds: the amount as the verifier computes it, the fact, and the call data
+ * (`verifyCalldata` builds the verifyEscape call, which the kit writes without viem).
+ */
+export function sharedStateFields(
+  values: readonly bigint[],
+  root: bigint,
+  height: number,
+  positionId: bigint,
+  shared: EscapeSharedState,
+  verifyCalldata: () => Hex,
+): SharedStateFields {
+  const words = shared.words;
+  const stateHash = sharedStateHash(words);
+  const base = {
+    shared_state: words.map(word0x),
+    shared_state_hash: stateHash,
+    shared_state_tx: shared.txHash,
+  };
+  const from = `sharedState is the frozen exchange's, from the program output of its updateState transaction ${shared.txHash}.`;
+  const assetType =
+    shared.systemAssetType === undefined ? {} : { system_asset_type: word0x(shared.systemAssetType) };
+  if (words[STATE_OFFSET.positionRoot] !== root || words[STATE_OFFSET.positionHeight] !== BigInt(height))
+    return {
+      ...base,
+      note: `${from} Its position root or tree height is not this proof's: the verifier refuses the proof against it.`,
+    };
+  let amount: bigint;
+  try {
+    amount = withdrawalAmount(values, words);
+  } catch (err) {
+    if (!(err instanceof WithdrawalError)) throw err;
+    return { ...base, note: `${from} The verifier refuses this position with it: ${err.message}.` };
+  }
+  if (amount <= 0n)
+    return {
+      ...base,
+      withdrawal_amount: amount.toString(),
+      note: `${from} The verifier refuses a withdrawal amount that is not positive: this position has nothing to escape.`,
+    };
+  const publicKey = values[values.length - 2]!;
+  return {
+    ...base,
+    withdrawal_amount: amount.toString(),
+    fact_hash: perpetualFactHash(publicKey, amount, stateHash, positionId),
+    ...assetType,
+    calldata: {
+      verify_escape: verifyCalldata(),
+      escape: perpetualEscapeCalldata(publicKey, positionId, amount),
+      ...(shared.systemAssetType === undefined
+        ? {}
+        : { withdraw: withdrawCalldata(publicKey, shared.systemAssetType) }),
+    },
+    note:
+      `${from} ${STEPS}` +
+      (shared.systemAssetType === undefined
+        ? " The exchange's getSystemAssetType() could not be read: withdraw(ownerKey, assetType) takes it as assetType."
+        : ""),
+  };
 }
 
 /**
@@ -84,10 +186,12 @@ export function perpetualEscape(
   states: readonly bigint[],
   path: MerklePath,
   source?: EscapeSource,
+  shared?: EscapeSharedState,
 ): PerpetualEscape {
   const values = positionValues(position);
   const words = rowsToWords(perpetualEscapeRows(values, states, path));
-  return {
+  const root = path.nodes[path.nodes.length - 1]!;
+  const escape: PerpetualEscape = {
     format: PERPETUAL_ESCAPE_FORMAT,
     ...sourceFields(source),
     empty: position.publicKey === 0n && position.collateral === 0n && position.assets.length === 0,
@@ -100,9 +204,16 @@ export function perpetualEscape(
       cached_funding_index: a.fundingIndex.toString(),
     })),
     n_assets: position.assets.length,
-    position_root: word0x(path.nodes[path.nodes.length - 1]!),
+    position_root: word0x(root),
     tree_height: path.siblings.length,
     merkle_proof: words.map(word0x),
     note: SHARED_STATE_NOTE,
   };
+  if (!shared) return escape;
+  const withShared = sharedStateFields(values, root, path.siblings.length, path.index, shared, () =>
+    perpetualVerifyEscapeCalldata(words, position.assets.length, shared.words),
+  );
+  // The note goes last, after what the shared state adds.
+  const { note: _, ...rest } = escape;
+  return { ...rest, ...withShared };
 }

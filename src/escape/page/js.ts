@@ -154,14 +154,27 @@ export const PAGE_JS = `"use strict";
         row(dl, "Asset " + a.asset_id, "balance " + a.balance + ", funding index " + a.cached_funding_index);
       }
       row(dl, "Batch", String(proof.batch_id));
-      steps.appendChild(step("verifyEscape on the escape verifier", c.verifier, "Verifier",
-        "verifyEscape(merkleProof, nAssets = " + proof.n_assets + ", sharedState) (about 2.2 to 2.4M gas). merkleProof is below; " + proof.note,
-        JSON.stringify(proof.merkle_proof), "merkle_proof"));
-      steps.appendChild(step("escape on the exchange", c.exchange, "Exchange",
-        "With your public key, position id " + proof.position_id + " and the withdrawable amount the verifier computed from the shared state.",
-        undefined, ""));
-      steps.appendChild(step("withdraw on the exchange", c.exchange, "Exchange",
-        "Pays the collateral out to the Ethereum address registered for your public key.", undefined, ""));
+      if (proof.withdrawal_amount !== undefined) row(dl, "Withdrawal amount (collateral)", proof.withdrawal_amount);
+      if (proof.calldata) {
+        steps.appendChild(step("verifyEscape on the escape verifier", c.verifier, "Verifier",
+          "Checks your position against the frozen shared state and records the fact for " + proof.withdrawal_amount + " (about 2.2 to 2.4M gas). Anyone may send it.",
+          proof.calldata.verify_escape, "verify_escape"));
+        steps.appendChild(step("escape on the exchange", c.exchange, "Exchange",
+          "Checks that fact against the exchange's shared state and credits the amount to your public key (once per position).",
+          proof.calldata.escape, "escape"));
+        steps.appendChild(step("withdraw on the exchange", c.exchange, "Exchange",
+          "Pays the collateral out to the Ethereum address registered for your public key.",
+          proof.calldata.withdraw, proof.calldata.withdraw ? "withdraw" : ""));
+      } else {
+        steps.appendChild(step("verifyEscape on the escape verifier", c.verifier, "Verifier",
+          "verifyEscape(merkleProof, nAssets = " + proof.n_assets + ", sharedState) (about 2.2 to 2.4M gas). merkleProof is below; " + proof.note,
+          JSON.stringify(proof.merkle_proof), "merkle_proof"));
+        steps.appendChild(step("escape on the exchange", c.exchange, "Exchange",
+          "With your public key, position id " + proof.position_id + " and the withdrawable amount the verifier computed from the shared state.",
+          undefined, ""));
+        steps.appendChild(step("withdraw on the exchange", c.exchange, "Exchange",
+          "Pays the collateral out to the Ethereum address registered for your public key.", undefined, ""));
+      }
     }
     var check = $("root-check");
     check.textContent = "";
