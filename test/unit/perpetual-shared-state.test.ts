@@ -16,7 +16,7 @@ import { bigintToBytes32, bytesToBigint } from "../../src/util/bytes.js";
  * whole units rounded down), the fact hash against keccak of hand-packed words, the call data
  * decoded with viem, and the checker's verdict.
  */
-const engine = createEngine("native", { env: {} });
+const engine = createEngine("native");
 const B63 = 1n << 63n;
 const FXP = 1n << 32n;
 const H = async (x: bigint, y: bigint): Promise<bigint> =>
