@@ -1,39 +1,54 @@
-import { createHash, type Hash } from "node:crypto";
-import { mkdirSync, writeFile as writeFileCallback } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 import { DacdError } from "../../errors.js";
-import { kitPath, shardOf } from "./layout.js";
+import type { ShardSummary, WorkerReply, WriterRequest } from "./file-messages.js";
+
+export type { ShardSummary } from "./file-messages.js";
 
 /**
  * Writes a kit into a temporary directory beside `out` and renames it into place at the end, the
  * manifest written last: a kit cut short (a SIGKILL, a full disk) leaves no `out` and no
  * manifest, only a temporary directory, which the next kit into the same place removes once its
- * writer is gone. Files are written a few dozen at a time, so the disk works while proofs are
- * encoded and memory holds only those in flight.
+ * writer is gone. Nothing is synced file by file: a kit is made again from the store, and the
+ * rename is what tells a kit from a kit's remains.
+ *
+ * The proofs are created by a thread of their own (file-worker.ts), so that the main thread walks
+ * the tree and encodes while the files are made. They go to it in batches of about a megabyte,
+ * a few batches in flight, so memory holds only those.
  */
 
-/** Files being written at once. */
-const IN_FLIGHT = 32;
+const BATCH_BYTES = 1 << 20;
+const BATCHES_IN_FLIGHT = 6;
 const TMP_MARK = ".kit-tmp-";
 
-export interface ShardSummary {
-  readonly files: number;
-  /** SHA-256 of the shard's list: `<sha256 of the file>  <id>.json` lines in ascending id order. */
-  readonly sha256: string;
-}
-
 export class KitWriter {
-  private readonly inFlight = new Set<Promise<void>>();
-  private failure: unknown;
-  private readonly shards = new Map<string, { files: number; list: Hash }>();
-  private readonly dirs = new Set<string>();
+  private readonly worker: Worker;
+  /** Batch buffers back from the worker, for the next batches. */
+  private readonly spare: Buffer[] = [];
+  private batch: { tree: string; buf: Buffer; used: number; ids: string[]; ends: number[] } | undefined;
+  private inFlight = 0;
+  private readonly waiting: (() => void)[] = [];
+  private failure: Error | undefined;
+  private summaryWait: ((s: { files: number; shards: Record<string, ShardSummary> }) => void) | undefined;
   files = 0;
 
   private constructor(
     readonly out: string,
     readonly tmp: string,
-  ) {}
+  ) {
+    const script = workerScript();
+    if (!script)
+      throw new DacdError("STORE", "the kit writer's worker script is missing (run npm run build)");
+    this.worker = new Worker(script, { workerData: { root: tmp }, stdout: false, stderr: false });
+    this.worker.on("message", (reply: WorkerReply) => this.onReply(reply));
+    this.worker.on("error", (err) => this.fail(err));
+    this.worker.on("exit", (code) =>
+      this.fail(new Error(`the kit writer's thread stopped (exit code ${code})`)),
+    );
+  }
 
   /** Refuses an `out` that exists and is not an empty directory; clears temporary directories left by dead writers. */
   static async open(out: string): Promise<KitWriter> {
@@ -58,32 +73,33 @@ export class KitWriter {
     return new KitWriter(out, tmp);
   }
 
-  /** Adds one proof; resolves when another may be added. Proofs must come in ascending id order. */
-  async add(tree: string, id: bigint, text: string): Promise<void> {
-    if (this.failure !== undefined) throw this.failure;
-    const shard = shardOf(id);
-    const dir = join(this.tmp, tree, shard);
-    if (!this.dirs.has(dir)) {
-      mkdirSync(dir, { recursive: true });
-      this.dirs.add(dir);
+  /**
+   * Adds one proof; when it returns a promise, the next proof waits for it (batches in flight).
+   * Proofs must come in ascending id order.
+   */
+  add(tree: string, id: bigint, text: string): Promise<void> | undefined {
+    if (this.failure) throw this.failure;
+    const size = Buffer.byteLength(text);
+    let b = this.batch;
+    if (b && (b.tree !== tree || b.used + size > b.buf.length)) {
+      this.post();
+      b = undefined;
     }
-    const bytes = Buffer.from(text, "utf8");
-    const key = `${tree}/${shard}`;
-    let s = this.shards.get(key);
-    if (!s) this.shards.set(key, (s = { files: 0, list: createHash("sha256") }));
-    s.files++;
-    s.list.update(`${createHash("sha256").update(bytes).digest("hex")}  ${id}.json\n`);
+    if (!b) {
+      const buf =
+        size <= BATCH_BYTES
+          ? (this.spare.pop() ?? Buffer.allocUnsafeSlow(BATCH_BYTES))
+          : Buffer.allocUnsafeSlow(size);
+      b = this.batch = { tree, buf, used: 0, ids: [], ends: [] };
+    }
+    b.used += b.buf.write(text, b.used);
+    b.ids.push(id.toString());
+    b.ends.push(b.used);
     this.files++;
-    // The callback form: fs/promises' writeFile goes through a FileHandle, dearer per small file.
-    const p = new Promise<void>((resolve) =>
-      writeFileCallback(join(this.tmp, kitPath(tree, id)), bytes, (err) => {
-        this.inFlight.delete(p);
-        if (err) this.failure ??= err;
-        resolve();
-      }),
-    );
-    this.inFlight.add(p);
-    if (this.inFlight.size >= IN_FLIGHT) await Promise.race(this.inFlight);
+    if (this.inFlight < BATCHES_IN_FLIGHT) return undefined;
+    return new Promise<void>((resolve) => this.waiting.push(resolve)).then(() => {
+      if (this.failure) throw this.failure;
+    });
   }
 
   /** A file of the kit other than a proof (the page and its assets). */
@@ -91,30 +107,85 @@ export class KitWriter {
     await writeFile(join(this.tmp, name), content);
   }
 
-  /** The shards so far, by `tree/shard`, in order. */
-  shardSummaries(): Record<string, ShardSummary> {
-    const out: Record<string, ShardSummary> = {};
-    for (const key of [...this.shards.keys()].sort())
-      out[key] = {
-        files: this.shards.get(key)!.files,
-        sha256: this.shards.get(key)!.list.copy().digest("hex"),
-      };
-    return out;
+  /** Waits for every proof to be written: the count and the shards, by `tree/shard`, in order. */
+  async written(): Promise<{ files: number; shards: Record<string, ShardSummary> }> {
+    if (this.failure) throw this.failure;
+    if (this.batch) this.post();
+    // The thread answers in order: after the last batch.
+    const summary = await new Promise<{ files: number; shards: Record<string, ShardSummary> }>((resolve) => {
+      this.summaryWait = resolve;
+      this.send({ kind: "summary" });
+    });
+    if (this.failure) throw this.failure;
+    if (summary.files !== this.files)
+      throw new DacdError("STORE", `the kit writer wrote ${summary.files} proofs of ${this.files}`);
+    return summary;
   }
 
-  /** Waits for the proofs, writes the manifest (last) and moves the kit into place. */
+  /** Writes the manifest (last, after written()) and moves the kit into place. */
   async finish(manifest: object): Promise<void> {
-    await Promise.all(this.inFlight);
-    if (this.failure !== undefined) throw this.failure;
+    if (this.failure) throw this.failure;
+    await this.stopWorker();
     await writeFile(join(this.tmp, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
     // rename(2) replaces an empty directory: `out` may exist, empty.
     await rename(this.tmp, this.out);
   }
 
   async abort(): Promise<void> {
-    await Promise.allSettled(this.inFlight);
+    await this.stopWorker();
     await rm(this.tmp, { recursive: true, force: true });
   }
+
+  private post(): void {
+    const b = this.batch!;
+    this.batch = undefined;
+    const bytes = b.buf.buffer as ArrayBuffer;
+    this.inFlight++;
+    this.send({ kind: "files", tree: b.tree, ids: b.ids, ends: b.ends, bytes }, [bytes]);
+  }
+
+  private send(req: WriterRequest, transfer: ArrayBuffer[] = []): void {
+    if (this.failure) return;
+    this.worker.postMessage(req, transfer);
+  }
+
+  private onReply(reply: WorkerReply): void {
+    if (reply.kind === "written") {
+      this.inFlight--;
+      if (reply.bytes.byteLength === BATCH_BYTES) this.spare.push(Buffer.from(reply.bytes));
+      this.waiting.shift()?.();
+    } else if (reply.kind === "failed") {
+      this.fail(Object.assign(new Error(reply.message), { code: reply.code }));
+    } else {
+      this.summaryWait?.(reply);
+      this.summaryWait = undefined;
+    }
+  }
+
+  /** Everything waiting wakes to the failure. */
+  private fail(err: Error): void {
+    this.failure ??= err;
+    for (const wake of this.waiting.splice(0)) wake();
+    this.summaryWait?.({ files: -1, shards: {} });
+    this.summaryWait = undefined;
+  }
+
+  private async stopWorker(): Promise<void> {
+    this.worker.removeAllListeners("exit");
+    this.worker.removeAllListeners("error");
+    await this.worker.terminate();
+  }
+}
+
+/**
+ * The thread's compiled script beside this module. Run from the TypeScript sources (the tests),
+ * the thread is the build of the same sources under dist/, which `npm test` makes first.
+ */
+function workerScript(): string | undefined {
+  const candidates = [new URL("./file-worker.js", import.meta.url)];
+  if (import.meta.url.endsWith(".ts"))
+    candidates.push(new URL("../../../dist/src/escape/kit/file-worker.js", import.meta.url));
+  return candidates.map((u) => fileURLToPath(u)).find((path) => existsSync(path));
 }
 
 function alive(pid: number): boolean {
