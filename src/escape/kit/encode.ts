@@ -42,8 +42,6 @@ export interface KitTree {
   readonly source: EscapeSource;
 }
 
-/** `"key": ` at the top level of a proof printed with two-space indents. */
-const key = (name: string): string => `  "${name}": `;
 /** Hex or decimal digits need no escaping: the JSON string is the text in quotes. */
 const quoted = (plain: string): string => `"${plain}"`;
 /** A row's two words as the lines of a JSON array of strings, four spaces in. */
@@ -87,42 +85,21 @@ export function spotProofText(
     ),
   );
   const empty = vault.key === 0n && vault.token === 0n && vault.balance === 0n;
-  return (
-    head +
-    key("empty") +
-    String(empty) +
-    ",\n" +
-    key("vault_id") +
-    quoted(index.toString()) +
-    ",\n" +
-    key("stark_key") +
-    quoted("0x" + key64) +
-    ",\n" +
-    key("asset_id") +
-    quoted("0x" + token64) +
-    ",\n" +
-    key("quantized_amount") +
-    quoted(vault.balance.toString()) +
-    ",\n" +
-    key("vault_root") +
-    quoted("0x0" + tree.rootHex63) +
-    ",\n" +
-    key("tree_height") +
-    String(tree.height) +
-    ",\n" +
-    key("escape_proof") +
-    "[\n" +
-    rows.map(rowWords).join(",\n") +
-    "\n  ],\n" +
-    key("claim_hash") +
-    quoted("0x" + Buffer.from(claim).toString("hex")) +
-    ",\n" +
-    key("calldata") +
-    "{\n" +
-    `    "verify_escape": "0x${VERIFY_ESCAPE}${hex64(32n)}${hex64(BigInt(rows.length * 2))}${rows.join("")}",\n` +
-    `    "escape": "0x${ESCAPE}${key64}${index64}${token64}${balance64}"\n` +
-    "  }\n}\n"
-  );
+  const verifyEscape = `0x${VERIFY_ESCAPE}${hex64(32n)}${hex64(BigInt(rows.length * 2))}${rows.join("")}`;
+  const escape = `0x${ESCAPE}${key64}${index64}${token64}${balance64}`;
+  const fields: [string, string][] = [
+    ["empty", String(empty)],
+    ["vault_id", quoted(index.toString())],
+    ["stark_key", quoted("0x" + key64)],
+    ["asset_id", quoted("0x" + token64)],
+    ["quantized_amount", quoted(vault.balance.toString())],
+    ["vault_root", quoted("0x0" + tree.rootHex63)],
+    ["tree_height", String(tree.height)],
+    ["escape_proof", `[\n${rows.map(rowWords).join(",\n")}\n  ]`],
+    ["claim_hash", quoted("0x" + Buffer.from(claim).toString("hex"))],
+    ["calldata", `{\n    "verify_escape": "${verifyEscape}",\n    "escape": "${escape}"\n  }`],
+  ];
+  return head + fields.map(([name, value]) => `  "${name}": ${value}`).join(",\n") + "\n}\n";
 }
 
 /**
