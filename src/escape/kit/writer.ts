@@ -1,10 +1,10 @@
-import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
 import { DacdError } from "../../errors.js";
-import type { ShardSummary, WorkerReply, WriterRequest } from "./file-messages.js";
+import type { ShardSummary } from "./file-messages.js";
+import { SHARD_DIGITS } from "./layout.js";
+import { WriterLane } from "./writer-lane.js";
 
 export type { ShardSummary } from "./file-messages.js";
 
@@ -15,39 +15,25 @@ export type { ShardSummary } from "./file-messages.js";
  * writer is gone. Nothing is synced file by file: a kit is made again from the store, and the
  * rename is what tells a kit from a kit's remains.
  *
- * The proofs are created by a thread of their own (file-worker.ts), so that the main thread walks
- * the tree and encodes while the files are made. They go to it in batches of about a megabyte,
- * a few batches in flight, so memory holds only those.
+ * The proofs are created by threads of their own (writer-lane.ts, file-worker.ts), each owning
+ * the shards whose number is its own modulo their count, so that the main thread walks the tree
+ * and encodes while the files are made, and a thread waiting on the disk does not stop the others.
  */
 
-const BATCH_BYTES = 1 << 20;
-const BATCHES_IN_FLIGHT = 6;
 const TMP_MARK = ".kit-tmp-";
+/** Writer threads: one per core, at least two (one may wait on the disk while another writes). */
+const LANES = Math.min(4, Math.max(2, availableParallelism()));
+const SHARD_MOD = 10n ** BigInt(SHARD_DIGITS);
 
 export class KitWriter {
-  private readonly worker: Worker;
-  /** Batch buffers back from the worker, for the next batches. */
-  private readonly spare: Buffer[] = [];
-  private batch: { tree: string; buf: Buffer; used: number; ids: string[]; ends: number[] } | undefined;
-  private inFlight = 0;
-  private readonly waiting: (() => void)[] = [];
-  private failure: Error | undefined;
-  private summaryWait: ((s: { files: number; shards: Record<string, ShardSummary> }) => void) | undefined;
+  private readonly lanes: WriterLane[];
   files = 0;
 
   private constructor(
     readonly out: string,
     readonly tmp: string,
   ) {
-    const script = workerScript();
-    if (!script)
-      throw new DacdError("STORE", "the kit writer's worker script is missing (run npm run build)");
-    this.worker = new Worker(script, { workerData: { root: tmp }, stdout: false, stderr: false });
-    this.worker.on("message", (reply: WorkerReply) => this.onReply(reply));
-    this.worker.on("error", (err) => this.fail(err));
-    this.worker.on("exit", (code) =>
-      this.fail(new Error(`the kit writer's thread stopped (exit code ${code})`)),
-    );
+    this.lanes = Array.from({ length: LANES }, () => new WriterLane(tmp));
   }
 
   /** Refuses an `out` that exists and is not an empty directory; clears temporary directories left by dead writers. */
@@ -78,28 +64,10 @@ export class KitWriter {
    * Proofs must come in ascending id order.
    */
   add(tree: string, id: bigint, text: string): Promise<void> | undefined {
-    if (this.failure) throw this.failure;
-    const size = Buffer.byteLength(text);
-    let b = this.batch;
-    if (b && (b.tree !== tree || b.used + size > b.buf.length)) {
-      this.post();
-      b = undefined;
-    }
-    if (!b) {
-      const buf =
-        size <= BATCH_BYTES
-          ? (this.spare.pop() ?? Buffer.allocUnsafeSlow(BATCH_BYTES))
-          : Buffer.allocUnsafeSlow(size);
-      b = this.batch = { tree, buf, used: 0, ids: [], ends: [] };
-    }
-    b.used += b.buf.write(text, b.used);
-    b.ids.push(id.toString());
-    b.ends.push(b.used);
+    const lane = this.lanes[Number(id % SHARD_MOD) % this.lanes.length]!;
+    const room = lane.add(tree, id.toString(), text);
     this.files++;
-    if (this.inFlight < BATCHES_IN_FLIGHT) return undefined;
-    return new Promise<void>((resolve) => this.waiting.push(resolve)).then(() => {
-      if (this.failure) throw this.failure;
-    });
+    return room;
   }
 
   /** A file of the kit other than a proof (the page and its assets). */
@@ -109,83 +77,37 @@ export class KitWriter {
 
   /** Waits for every proof to be written: the count and the shards, by `tree/shard`, in order. */
   async written(): Promise<{ files: number; shards: Record<string, ShardSummary> }> {
-    if (this.failure) throw this.failure;
-    if (this.batch) this.post();
-    // The thread answers in order: after the last batch.
-    const summary = await new Promise<{ files: number; shards: Record<string, ShardSummary> }>((resolve) => {
-      this.summaryWait = resolve;
-      this.send({ kind: "summary" });
-    });
-    if (this.failure) throw this.failure;
-    if (summary.files !== this.files)
-      throw new DacdError("STORE", `the kit writer wrote ${summary.files} proofs of ${this.files}`);
-    return summary;
+    const done = await Promise.all(this.lanes.map((lane) => lane.written()));
+    const files = done.reduce((n, d) => n + d.files, 0);
+    if (files !== this.files)
+      throw new DacdError("STORE", `the kit writer wrote ${files} proofs of ${this.files}`);
+    const all = Object.assign({}, ...done.map((d) => d.shards)) as Record<string, ShardSummary>;
+    const shards = Object.fromEntries(
+      Object.keys(all)
+        .sort()
+        .map((k) => [k, all[k]!]),
+    );
+    return { files, shards };
   }
 
   /** Writes the manifest (last, after written()) and moves the kit into place. */
   async finish(manifest: object): Promise<void> {
-    if (this.failure) throw this.failure;
-    await this.stopWorker();
+    const failed = this.lanes.find((lane) => lane.failure);
+    if (failed) throw failed.failure;
+    await this.stopLanes();
     await writeFile(join(this.tmp, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
     // rename(2) replaces an empty directory: `out` may exist, empty.
     await rename(this.tmp, this.out);
   }
 
   async abort(): Promise<void> {
-    await this.stopWorker();
+    await this.stopLanes();
     await rm(this.tmp, { recursive: true, force: true });
   }
 
-  private post(): void {
-    const b = this.batch!;
-    this.batch = undefined;
-    const bytes = b.buf.buffer as ArrayBuffer;
-    this.inFlight++;
-    this.send({ kind: "files", tree: b.tree, ids: b.ids, ends: b.ends, bytes }, [bytes]);
+  private async stopLanes(): Promise<void> {
+    await Promise.all(this.lanes.map((lane) => lane.stop()));
   }
-
-  private send(req: WriterRequest, transfer: ArrayBuffer[] = []): void {
-    if (this.failure) return;
-    this.worker.postMessage(req, transfer);
-  }
-
-  private onReply(reply: WorkerReply): void {
-    if (reply.kind === "written") {
-      this.inFlight--;
-      if (reply.bytes.byteLength === BATCH_BYTES) this.spare.push(Buffer.from(reply.bytes));
-      this.waiting.shift()?.();
-    } else if (reply.kind === "failed") {
-      this.fail(Object.assign(new Error(reply.message), { code: reply.code }));
-    } else {
-      this.summaryWait?.(reply);
-      this.summaryWait = undefined;
-    }
-  }
-
-  /** Everything waiting wakes to the failure. */
-  private fail(err: Error): void {
-    this.failure ??= err;
-    for (const wake of this.waiting.splice(0)) wake();
-    this.summaryWait?.({ files: -1, shards: {} });
-    this.summaryWait = undefined;
-  }
-
-  private async stopWorker(): Promise<void> {
-    this.worker.removeAllListeners("exit");
-    this.worker.removeAllListeners("error");
-    await this.worker.terminate();
-  }
-}
-
-/**
- * The thread's compiled script beside this module. Run from the TypeScript sources (the tests),
- * the thread is the build of the same sources under dist/, which `npm test` makes first.
- */
-function workerScript(): string | undefined {
-  const candidates = [new URL("./file-worker.js", import.meta.url)];
-  if (import.meta.url.endsWith(".ts"))
-    candidates.push(new URL("../../../dist/src/escape/kit/file-worker.js", import.meta.url));
-  return candidates.map((u) => fileURLToPath(u)).find((path) => existsSync(path));
 }
 
 function alive(pid: number): boolean {
