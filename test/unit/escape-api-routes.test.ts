@@ -51,6 +51,8 @@ describe("the escape API's routes and openapi.json", () => {
     expect(documented.filter((p) => !served.includes(p))).toEqual([]);
     for (const r of ROUTE_TABLE)
       for (const p of r.paths) expect({ p, route: routeOf(fill(p)) }).toEqual({ p, route: r.route });
+    // Any tree under /v1/escape/, so that one with no on-chain escape is told so by name.
+    expect(routeOf("/v1/escape/order/1")).toBe("escape");
     // Every route but "unknown" has its paths in the table.
     expect(API_ROUTES.filter((r) => r !== "unknown" && !ROUTE_TABLE.some((t) => t.route === r))).toEqual([]);
   });
