@@ -26,6 +26,7 @@ import { DAEMON_WALK_CHUNK, PACE_MAX_WAIT_MS } from "../control/escape-routes.js
 import { OPENAPI } from "./openapi.js";
 import { PAGE_CSP, PAGE_FILES } from "../escape/page/assets.js";
 import { RateLimiter } from "./rate-limit.js";
+import { routeOf, type ApiRoute } from "./routes.js";
 import { clientKey } from "./client-address.js";
 import { answerClientError } from "./client-error.js";
 import { gateConnections, type ConnectionGate, type RefusedConnection } from "./connection-gate.js";
@@ -59,18 +60,7 @@ export interface EscapeApiOptions {
   readonly observeRefused?: (reason: RefusedConnection) => void;
 }
 
-export const API_ROUTES = [
-  "batches_latest",
-  "leaf",
-  "proof",
-  "escape",
-  "escape_info",
-  "page",
-  "dump",
-  "openapi",
-  "unknown",
-] as const;
-export type ApiRoute = (typeof API_ROUTES)[number];
+export { API_ROUTES, type ApiRoute } from "./routes.js";
 
 export interface EscapeApi {
   readonly server: Server;
@@ -341,17 +331,6 @@ class Slots {
 /** The on-chain format's module, with the ABI encoder: loaded with the first escape asked for. */
 const onchain = (): Promise<typeof import("../escape/onchain/from-proof.js")> =>
   import("../escape/onchain/from-proof.js");
-
-function routeOf(path: string): ApiRoute {
-  if (path === "/" || Object.hasOwn(PAGE_FILES, path.slice(1))) return "page";
-  if (path === "/v1/escape/info") return "escape_info";
-  if (path === "/v1/batches/latest") return "batches_latest";
-  if (path === "/v1/openapi.json") return "openapi";
-  if (/^\/v1\/(leaf|proof)\/[^/]+\/[^/]+$/.test(path)) return path.startsWith("/v1/leaf/") ? "leaf" : "proof";
-  if (/^\/v1\/escape\/[^/]+\/[^/]+$/.test(path)) return "escape";
-  if (/^\/v1\/dump\/[^/]+$/.test(path)) return "dump";
-  return "unknown";
-}
 
 /** The query: `batch` where the route takes it, nothing else. */
 function parseQuery(qs: string, takesBatch: boolean): { batch?: string } {

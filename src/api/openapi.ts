@@ -1,3 +1,5 @@
+import { PAGE_FILES } from "../escape/page/assets.js";
+
 /**
  * The escape API's OpenAPI document, served at /v1/openapi.json and committed as
  * docs/escape-api.openapi.json (a unit test keeps the two equal).
@@ -71,6 +73,29 @@ const byBatch = errors({
   "404": "No such tree, or the batch is not signed, not stored or pruned (named in `parameter`)",
 });
 
+/** The escape page's files: `/` is index.html. */
+const pageFile = (name: string, summary: string): Record<string, unknown> => ({
+  get: {
+    summary,
+    description:
+      "A file of the escape page (no outside assets; Content-Security-Policy default-src 'self'); the escape kit carries the same files.",
+    responses: {
+      "200": {
+        description: `${name} (cached for five minutes)`,
+        content: { [PAGE_FILES[name]!.type.split(";")[0]!]: { schema: { type: "string" } } },
+      },
+      ...common,
+    },
+  },
+});
+const pagePaths = Object.fromEntries([
+  [
+    "/",
+    pageFile("index.html", "The escape page: a vault's or position's proof and the transactions that use it"),
+  ],
+  ...Object.keys(PAGE_FILES).map((name) => [`/${name}`, pageFile(name, `The escape page's ${name}`)]),
+]);
+
 export const OPENAPI = {
   openapi: "3.1.0",
   info: {
@@ -127,6 +152,23 @@ export const OPENAPI = {
         },
       },
     },
+    "/v1/escape/info": {
+      get: {
+        summary: "What the escape page needs besides a proof",
+        description:
+          "The escape tree (vault for spot profiles, position for perpetual), its root and height at the batch " +
+          "proofs are given for (the batch the exchange froze at, else the latest signed), and the contracts " +
+          "the operator configured (`escape_contracts`).",
+        responses: {
+          "200": {
+            description: "The escape tree and contracts",
+            content: { "application/json": { schema: { $ref: "#/components/schemas/EscapeInfo" } } },
+          },
+          ...errors({ "404": "No batch is signed yet" }),
+          ...common,
+        },
+      },
+    },
     "/v1/escape/vault/{id}": {
       get: {
         summary: "A vault's escape proof as the base chain's EscapeVerifier takes it (spot profiles)",
@@ -176,6 +218,7 @@ export const OPENAPI = {
         responses: { "200": { description: "OpenAPI 3.1", content: { "application/json": {} } }, ...common },
       },
     },
+    ...pagePaths,
   },
   components: {
     schemas: {
@@ -216,6 +259,32 @@ export const OPENAPI = {
             type: "object",
             description:
               "stark_key, token, balance (vaults); fulfilled_amount (orders); public_key, collateral_balance, assets (positions)",
+          },
+        },
+      },
+      EscapeInfo: {
+        type: "object",
+        required: [
+          "profile",
+          "tree",
+          "batch_id",
+          "sequence_number",
+          "root",
+          "tree_height",
+          "escape_contracts",
+        ],
+        properties: {
+          profile: { type: "string" },
+          tree: { enum: ["vault", "position"] },
+          batch_id: { type: "integer" },
+          sequence_number: { type: "integer" },
+          root: hex,
+          tree_height: { type: "integer" },
+          escape_contracts: {
+            type: ["object", "null"],
+            description: "The exchange and escape verifier addresses, when the operator configured them",
+            required: ["exchange", "verifier"],
+            properties: { exchange: { type: "string" }, verifier: { type: "string" } },
           },
         },
       },

@@ -100,12 +100,14 @@ export async function buildKit(
         const text = build(i, stack.rows);
         if (i === 0 || (checkEvery > 0 && (done + i) % checkEvery === 0))
           await compareWithOnchain(engine, head, tree, leaf, stack, text);
-        await writer.add(spec.name, leaf.index, text);
+        const room = writer.add(spec.name, leaf.index, text);
+        if (room) await room;
       }
       done += block.length;
       opts.progress?.(done);
     }
     for (const [name, file] of Object.entries(PAGE_FILES)) await writer.addFile(name, file.body);
+    const written = await writer.written();
     const manifest: KitManifest = {
       format: KIT_FORMAT,
       profile: head.profile,
@@ -118,11 +120,11 @@ export async function buildKit(
       heights: head.heights,
       root: "0x" + head.root,
       tree_height: spec.height,
-      files: writer.files,
+      files: written.files,
       layout: { rule: LAYOUT_RULE, path: "{tree}/{shard}/{id}.json", shard_digits: SHARD_DIGITS },
       shard_list:
         "shards[tree/shard].sha256 is the SHA-256 of the lines `<sha256 of the file>  <id>.json` of the shard's files in ascending id order (what `sha256sum $(ls | sort -n)` prints in the shard's directory)",
-      shards: writer.shardSummaries(),
+      shards: written.shards,
       escape_contracts: opts.contracts ?? null,
       page: "index.html",
       created_at: new Date().toISOString(),

@@ -55,7 +55,23 @@ export function kitSharedState(state: EscapeSharedState): NonNullable<KitTree["s
   return { state, calldataHex: hex64(BigInt(state.words.length)) + state.words.map(hex64).join("") };
 }
 
-/** The spot proof (SpotEscape) of a vault; `pathRows` are the tree's rows, leaf level first. */
+/** Hex or decimal digits need no escaping: the JSON string is the text in quotes. */
+const quoted = (plain: string): string => `"${plain}"`;
+/** A row's two words as the lines of a JSON array of strings, four spaces in. */
+const rowWords = (r: string): string => `    "0x${r.slice(0, 64)}",\n    "0x${r.slice(64)}"`;
+
+/** The proof's first lines, up to the fields of the leaf: `{`, the format and the source. */
+function spotHead(tree: KitTree): string {
+  const head = JSON.stringify({ format: SPOT_ESCAPE_FORMAT, ...sourceFields(tree.source) }, null, 2);
+  return head.slice(0, head.length - 2) + ",\n";
+}
+const spotHeads = new WeakMap<KitTree, string>();
+
+/**
+ * The spot proof (SpotEscape) of a vault; `pathRows` are the tree's rows, leaf level first. The
+ * text is put together as JSON.stringify(…, null, 2) lays the object out, without building it:
+ * the kit prints millions of them.
+ */
 export function spotProofText(
   tree: KitTree,
   index: bigint,
@@ -63,48 +79,40 @@ export function spotProofText(
   keyAssetHash: Uint8Array,
   pathRows: readonly string[],
 ): string {
+  let head = spotHeads.get(tree);
+  if (head === undefined) spotHeads.set(tree, (head = spotHead(tree)));
   const rows = [
     row(vault.key, vault.token),
     Buffer.from(keyAssetHash).toString("hex").slice(1) + hex63(vault.balance) + "00",
     ...pathRows,
     lastRow(tree.rootHex63, index),
   ];
-  const root = BigInt("0x" + tree.rootHex63);
+  const key64 = hex64(vault.key);
+  const token64 = hex64(vault.token);
+  const balance64 = hex64(vault.balance);
+  const index64 = hex64(index);
   const claim = keccak_256(
     Buffer.from(
-      hex64(vault.key) +
-        hex64(vault.token) +
-        hex64(vault.balance) +
-        hex64(root) +
-        hex64(BigInt(tree.height)) +
-        hex64(index),
+      key64 + token64 + balance64 + "0" + tree.rootHex63 + hex64(BigInt(tree.height)) + index64,
       "hex",
     ),
   );
-  const proof = words(rows);
-  return (
-    JSON.stringify(
-      {
-        format: SPOT_ESCAPE_FORMAT,
-        ...sourceFields(tree.source),
-        empty: vault.key === 0n && vault.token === 0n && vault.balance === 0n,
-        vault_id: index.toString(),
-        stark_key: "0x" + hex64(vault.key),
-        asset_id: "0x" + hex64(vault.token),
-        quantized_amount: vault.balance.toString(),
-        vault_root: "0x0" + tree.rootHex63,
-        tree_height: tree.height,
-        escape_proof: proof,
-        claim_hash: "0x" + Buffer.from(claim).toString("hex"),
-        calldata: {
-          verify_escape: "0x" + VERIFY_ESCAPE + hex64(32n) + hex64(BigInt(proof.length)) + rows.join(""),
-          escape: "0x" + ESCAPE + hex64(vault.key) + hex64(index) + hex64(vault.token) + hex64(vault.balance),
-        },
-      },
-      null,
-      2,
-    ) + "\n"
-  );
+  const empty = vault.key === 0n && vault.token === 0n && vault.balance === 0n;
+  const verifyEscape = `0x${VERIFY_ESCAPE}${hex64(32n)}${hex64(BigInt(rows.length * 2))}${rows.join("")}`;
+  const escape = `0x${ESCAPE}${key64}${index64}${token64}${balance64}`;
+  const fields: [string, string][] = [
+    ["empty", String(empty)],
+    ["vault_id", quoted(index.toString())],
+    ["stark_key", quoted("0x" + key64)],
+    ["asset_id", quoted("0x" + token64)],
+    ["quantized_amount", quoted(vault.balance.toString())],
+    ["vault_root", quoted("0x0" + tree.rootHex63)],
+    ["tree_height", String(tree.height)],
+    ["escape_proof", `[\n${rows.map(rowWords).join(",\n")}\n  ]`],
+    ["claim_hash", quoted("0x" + Buffer.from(claim).toString("hex"))],
+    ["calldata", `{\n    "verify_escape": "${verifyEscape}",\n    "escape": "${escape}"\n  }`],
+  ];
+  return head + fields.map(([name, value]) => `  "${name}": ${value}`).join(",\n") + "\n}\n";
 }
 
 /**

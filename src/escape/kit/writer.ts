@@ -1,39 +1,40 @@
-import { createHash, type Hash } from "node:crypto";
-import { mkdirSync, writeFile as writeFileCallback } from "node:fs";
+import { availableParallelism } from "node:os";
 import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { DacdError } from "../../errors.js";
-import { kitPath, shardOf } from "./layout.js";
+import type { ShardSummary } from "./file-messages.js";
+import { SHARD_DIGITS } from "./layout.js";
+import { WriterLane } from "./writer-lane.js";
+
+export type { ShardSummary } from "./file-messages.js";
 
 /**
  * Writes a kit into a temporary directory beside `out` and renames it into place at the end, the
  * manifest written last: a kit cut short (a SIGKILL, a full disk) leaves no `out` and no
  * manifest, only a temporary directory, which the next kit into the same place removes once its
- * writer is gone. Files are written a few dozen at a time, so the disk works while proofs are
- * encoded and memory holds only those in flight.
+ * writer is gone. Nothing is synced file by file: a kit is made again from the store, and the
+ * rename is what tells a kit from a kit's remains.
+ *
+ * The proofs are created by threads of their own (writer-lane.ts, file-worker.ts), each owning
+ * the shards whose number is its own modulo their count, so that the main thread walks the tree
+ * and encodes while the files are made, and a thread waiting on the disk does not stop the others.
  */
 
-/** Files being written at once. */
-const IN_FLIGHT = 32;
 const TMP_MARK = ".kit-tmp-";
-
-export interface ShardSummary {
-  readonly files: number;
-  /** SHA-256 of the shard's list: `<sha256 of the file>  <id>.json` lines in ascending id order. */
-  readonly sha256: string;
-}
+/** Writer threads: one per core, at least two (one may wait on the disk while another writes). */
+const LANES = Math.min(4, Math.max(2, availableParallelism()));
+const SHARD_MOD = 10n ** BigInt(SHARD_DIGITS);
 
 export class KitWriter {
-  private readonly inFlight = new Set<Promise<void>>();
-  private failure: unknown;
-  private readonly shards = new Map<string, { files: number; list: Hash }>();
-  private readonly dirs = new Set<string>();
+  private readonly lanes: WriterLane[];
   files = 0;
 
   private constructor(
     readonly out: string,
     readonly tmp: string,
-  ) {}
+  ) {
+    this.lanes = Array.from({ length: LANES }, () => new WriterLane(tmp));
+  }
 
   /** Refuses an `out` that exists and is not an empty directory; clears temporary directories left by dead writers. */
   static async open(out: string): Promise<KitWriter> {
@@ -58,32 +59,15 @@ export class KitWriter {
     return new KitWriter(out, tmp);
   }
 
-  /** Adds one proof; resolves when another may be added. Proofs must come in ascending id order. */
-  async add(tree: string, id: bigint, text: string): Promise<void> {
-    if (this.failure !== undefined) throw this.failure;
-    const shard = shardOf(id);
-    const dir = join(this.tmp, tree, shard);
-    if (!this.dirs.has(dir)) {
-      mkdirSync(dir, { recursive: true });
-      this.dirs.add(dir);
-    }
-    const bytes = Buffer.from(text, "utf8");
-    const key = `${tree}/${shard}`;
-    let s = this.shards.get(key);
-    if (!s) this.shards.set(key, (s = { files: 0, list: createHash("sha256") }));
-    s.files++;
-    s.list.update(`${createHash("sha256").update(bytes).digest("hex")}  ${id}.json\n`);
+  /**
+   * Adds one proof; when it returns a promise, the next proof waits for it (batches in flight).
+   * Proofs must come in ascending id order.
+   */
+  add(tree: string, id: bigint, text: string): Promise<void> | undefined {
+    const lane = this.lanes[Number(id % SHARD_MOD) % this.lanes.length]!;
+    const room = lane.add(tree, id.toString(), text);
     this.files++;
-    // The callback form: fs/promises' writeFile goes through a FileHandle, dearer per small file.
-    const p = new Promise<void>((resolve) =>
-      writeFileCallback(join(this.tmp, kitPath(tree, id)), bytes, (err) => {
-        this.inFlight.delete(p);
-        if (err) this.failure ??= err;
-        resolve();
-      }),
-    );
-    this.inFlight.add(p);
-    if (this.inFlight.size >= IN_FLIGHT) await Promise.race(this.inFlight);
+    return room;
   }
 
   /** A file of the kit other than a proof (the page and its assets). */
@@ -91,29 +75,38 @@ export class KitWriter {
     await writeFile(join(this.tmp, name), content);
   }
 
-  /** The shards so far, by `tree/shard`, in order. */
-  shardSummaries(): Record<string, ShardSummary> {
-    const out: Record<string, ShardSummary> = {};
-    for (const key of [...this.shards.keys()].sort())
-      out[key] = {
-        files: this.shards.get(key)!.files,
-        sha256: this.shards.get(key)!.list.copy().digest("hex"),
-      };
-    return out;
+  /** Waits for every proof to be written: the count and the shards, by `tree/shard`, in order. */
+  async written(): Promise<{ files: number; shards: Record<string, ShardSummary> }> {
+    const done = await Promise.all(this.lanes.map((lane) => lane.written()));
+    const files = done.reduce((n, d) => n + d.files, 0);
+    if (files !== this.files)
+      throw new DacdError("STORE", `the kit writer wrote ${files} proofs of ${this.files}`);
+    const all = Object.assign({}, ...done.map((d) => d.shards)) as Record<string, ShardSummary>;
+    const shards = Object.fromEntries(
+      Object.keys(all)
+        .sort()
+        .map((k) => [k, all[k]!]),
+    );
+    return { files, shards };
   }
 
-  /** Waits for the proofs, writes the manifest (last) and moves the kit into place. */
+  /** Writes the manifest (last, after written()) and moves the kit into place. */
   async finish(manifest: object): Promise<void> {
-    await Promise.all(this.inFlight);
-    if (this.failure !== undefined) throw this.failure;
+    const failed = this.lanes.find((lane) => lane.failure);
+    if (failed) throw failed.failure;
+    await this.stopLanes();
     await writeFile(join(this.tmp, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
     // rename(2) replaces an empty directory: `out` may exist, empty.
     await rename(this.tmp, this.out);
   }
 
   async abort(): Promise<void> {
-    await Promise.allSettled(this.inFlight);
+    await this.stopLanes();
     await rm(this.tmp, { recursive: true, force: true });
+  }
+
+  private async stopLanes(): Promise<void> {
+    await Promise.all(this.lanes.map((lane) => lane.stop()));
   }
 }
 
