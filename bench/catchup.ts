@@ -6,16 +6,16 @@ import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { startDaemon, type Daemon } from "../src/app.js";
 import { loadConfig } from "../src/config/config.js";
 import { ordersJson, vaultsJson } from "../src/devnet/serialize.js";
-import type { HashEngine } from "../src/hash/engine.js";
-import { createEngine } from "../src/hash/select.js";
+import type { HashEngine } from "../src/verifier/hash/engine.js";
+import { createEngine } from "../src/verifier/hash/select.js";
 import { createLogger } from "../src/logging.js";
-import { verifyParsedAndStore } from "../src/pipeline/verify-batch.js";
-import { warmTopNodes } from "../src/pipeline/warm-cache.js";
-import type { BatchTimes } from "../src/poller/prefetch.js";
+import { verifyParsedAndStore } from "../src/verifier/verify-batch.js";
+import { warmTopNodes } from "../src/verifier/warm-cache.js";
+import type { BatchTimes } from "../src/poller/member/prefetch.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore } from "../src/storage/level-store.js";
-import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../src/trees/node-cache.js";
+import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
 import { loadWorkloadState, startProfile } from "./workloads.js";
 
 /**

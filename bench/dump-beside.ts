@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { escapeRoutes } from "../src/control/escape-routes.js";
 import { startControlServer } from "../src/control/server.js";
 import type { LevelStore } from "../src/storage/level-store.js";
-import type { HashEngine } from "../src/hash/engine.js";
+import type { HashEngine } from "../src/verifier/hash/engine.js";
 import { startLauncher } from "./launcher.js";
 import { otherTurn } from "./workloads.js";
 

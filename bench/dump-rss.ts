@@ -19,7 +19,7 @@ import { makeVaultDump } from "./vault-dump.js";
 import { loadDump } from "../src/escape/load.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore } from "../src/storage/level-store.js";
-import { createEngine } from "../src/hash/select.js";
+import { createEngine } from "../src/verifier/hash/select.js";
 
 const self = fileURLToPath(import.meta.url);
 /** Peak anonymous and file-backed resident memory (Linux), sampled every 100 ms. */

@@ -1,10 +1,10 @@
 import os from "node:os";
 import { pathToFileURL } from "node:url";
-import type { HashEngine } from "../src/hash/engine.js";
-import { JsEngine } from "../src/hash/js-engine.js";
-import { loadNativeAddon, NativeEngine } from "../src/hash/native-engine.js";
-import { PoolEngine } from "../src/hash/pool-engine.js";
-import { WasmEngine } from "../src/hash/wasm-engine.js";
+import type { HashEngine } from "../src/verifier/hash/engine.js";
+import { JsEngine } from "../src/verifier/hash/js-engine.js";
+import { loadNativeAddon, NativeEngine } from "../src/verifier/hash/native-engine.js";
+import { PoolEngine } from "../src/verifier/hash/pool-engine.js";
+import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { packedFieldElements } from "./field-elements.js";
 
 export interface EngineBenchRow {

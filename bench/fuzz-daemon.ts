@@ -20,14 +20,14 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../src/logging.js";
-import { AvailabilityGateway } from "../src/poller/gateway-client.js";
-import { Member } from "../src/poller/member.js";
+import { AvailabilityGateway } from "../src/poller/gateway/gateway-client.js";
+import { Member } from "../src/poller/member/member.js";
 import { createSigner } from "../src/signer/create-signer.js";
 import { ClaimsJournal } from "../src/storage/claims-journal.js";
 import { LevelStore } from "../src/storage/level-store.js";
-import { createEngine } from "../src/hash/select.js";
+import { createEngine } from "../src/verifier/hash/select.js";
 import { makeProfile } from "../src/model/profile.js";
-import { bindVerifyContext } from "../src/pipeline/verify-batch.js";
+import { bindVerifyContext } from "../src/verifier/verify-batch.js";
 import { prng } from "../src/util/prng.js";
 
 export interface FuzzFigures {

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import type { TreeName } from "../src/model/profile.js";
-import type { RootGens, Roots } from "../src/trees/compute-roots.js";
-import { PackedIds } from "../src/trees/packed-ids.js";
+import type { RootGens, Roots } from "../src/verifier/trees/update/compute-roots.js";
+import { PackedIds } from "../src/verifier/trees/format/packed-ids.js";
 import { bytesToBigint } from "../src/util/bytes.js";
 
 /** How many of a tree's loaded ids the bench keeps for batches to pick existing leaves from. */

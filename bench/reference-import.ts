@@ -8,10 +8,10 @@ import { ordersFile } from "../src/escape/reference-format.js";
 import { importReference, type ReferenceProgress } from "../src/escape/reference-load.js";
 import { toHex64, writeBigint32, ZERO32 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
-import { buildMerkle, buildPatricia } from "../src/trees/bulk-build.js";
-import { emptyRoots } from "../src/trees/compute-roots.js";
-import type { HashEngine } from "../src/hash/engine.js";
-import { hashAndEncodeLeaves } from "../src/trees/leaves.js";
+import { buildMerkle, buildPatricia } from "../src/verifier/trees/bulk/bulk-build.js";
+import { emptyRoots } from "../src/verifier/trees/update/compute-roots.js";
+import type { HashEngine } from "../src/verifier/hash/engine.js";
+import { hashAndEncodeLeaves } from "../src/verifier/trees/format/leaves.js";
 import { makeProfile } from "../src/model/profile.js";
 import type { VaultLeaf } from "../src/model/state-update.js";
 

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
-import { createEngine } from "../src/hash/select.js";
-import { WasmEngine } from "../src/hash/wasm-engine.js";
+import { createEngine } from "../src/verifier/hash/select.js";
+import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { directorySize } from "../src/service/metrics.js";
 import { setMappedTables } from "../src/storage/level-binding.js";
 import type { LevelTuning } from "../src/storage/level-store.js";

@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { CSV_HEADERS, DUMP_FORMAT, type Manifest } from "../src/escape/formats.js";
 import { computeClaimHash } from "../src/signer/claim.js";
 import { bigintToBytes32, toHex0x, toHex64 } from "../src/util/bytes.js";
-import { buildMerkle } from "../src/trees/bulk-build.js";
-import { emptyRoots } from "../src/trees/compute-roots.js";
-import { createEngine } from "../src/hash/select.js";
-import { hashLeaves } from "../src/trees/leaves.js";
+import { buildMerkle } from "../src/verifier/trees/bulk/bulk-build.js";
+import { emptyRoots } from "../src/verifier/trees/update/compute-roots.js";
+import { createEngine } from "../src/verifier/hash/select.js";
+import { hashLeaves } from "../src/verifier/trees/format/leaves.js";
 import { makeProfile } from "../src/model/profile.js";
 import type { VaultLeaf } from "../src/model/state-update.js";
 

@@ -10,14 +10,14 @@ import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore, type LevelTuning, type PendingCommit } from "../src/storage/level-store.js";
 import { toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
-import { buildMerkle, buildPatricia, type NodeSink } from "../src/trees/bulk-build.js";
+import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/trees/bulk/bulk-build.js";
 import {
   computeRoots,
   emptyRoots,
   type RootGens,
   type Roots,
   type TreeState,
-} from "../src/trees/compute-roots.js";
+} from "../src/verifier/trees/update/compute-roots.js";
 import {
   chainHashes,
   climbChains,
@@ -25,16 +25,16 @@ import {
   type ChainClimb,
   type ClimbedChains,
   type HashEngine,
-} from "../src/hash/engine.js";
-import { encodeLeafRecord, hashLeaves } from "../src/trees/leaves.js";
+} from "../src/verifier/hash/engine.js";
+import { encodeLeafRecord, hashLeaves } from "../src/verifier/trees/format/leaves.js";
 import { keptTrees, makeProfile, type Profile, type TreeName, type TreeSpec } from "../src/model/profile.js";
-import { TopNodeCache } from "../src/trees/node-cache.js";
-import type { NativeNodeCacheAddon } from "../src/trees/native-node-cache.js";
-import type { NodeWrite } from "../src/trees/node-source.js";
-import { NodeWrites } from "../src/trees/node-writes.js";
-import { warmTopNodes } from "../src/pipeline/warm-cache.js";
-import { verifyParsedAndStore, type VerifyContext } from "../src/pipeline/verify-batch.js";
-import { chooseTreeWalk } from "../src/trees/tree-walk.js";
+import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
+import type { NativeNodeCacheAddon } from "../src/verifier/trees/native/native-node-cache.js";
+import type { NodeWrite } from "../src/verifier/trees/format/node-source.js";
+import { NodeWrites } from "../src/verifier/trees/format/node-writes.js";
+import { warmTopNodes } from "../src/verifier/warm-cache.js";
+import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
+import { chooseTreeWalk } from "../src/verifier/trees/update/tree-walk.js";
 import { runtimeSettings } from "../src/config/runtime-settings.js";
 import { LoadedIds, type LoadedState } from "./loaded-state.js";
 import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "../src/model/state-update.js";
@@ -383,7 +383,7 @@ const median = (xs: number[]): number => {
 };
 
 /**
- * Another build's `computeRoots` and `verifyParsedAndStore` (its `dist/src/trees` and `dist/src/pipeline` modules), to
+ * Another build's `computeRoots` and `verifyParsedAndStore` (its `dist/src/verifier/trees` and `dist/src/verifier` modules), to
  * compare two versions of the verifier in one process: batches alternate between the builds on
  * the same store, so that both meet the same state of the machine, whose speed drifts by ±25%
  * within minutes. The engine, the store and the top-level cache are this build's for both.
@@ -397,8 +397,8 @@ export interface AltVerifier {
 export async function loadAltVerifier(distDir: string): Promise<AltVerifier> {
   const url = (file: string): string => pathToFileURL(join(resolve(distDir), "src", file)).href;
   const [roots, verify] = await Promise.all([
-    import(url("trees/compute-roots.js")) as Promise<{ computeRoots: typeof computeRoots }>,
-    import(url("pipeline/verify-batch.js")) as Promise<{ verifyParsedAndStore: typeof verifyParsedAndStore }>,
+    import(url("verifier/trees/update/compute-roots.js")) as Promise<{ computeRoots: typeof computeRoots }>,
+    import(url("verifier/verify-batch.js")) as Promise<{ verifyParsedAndStore: typeof verifyParsedAndStore }>,
   ]);
   return { computeRoots: roots.computeRoots, verifyParsedAndStore: verify.verifyParsedAndStore };
 }

@@ -1,4 +1,4 @@
-// Worker thread for the native Pedersen pool engine (src/hash/pool-engine.ts). Plain
+// Worker thread for the native Pedersen pool engine (src/verifier/hash/pool-engine.ts). Plain
 // JavaScript next to the addon sources so the same file serves the TS sources under vitest and the
 // compiled output under dist/. Each message names a slice of a SharedArrayBuffer: xs and ys (or the
 // values and one constant, for one-sided pairs, or a slice of chains to climb) and the place for the

@@ -13,15 +13,16 @@ const LAYERS = [
   ["errors.ts"],
   ["util", "logging.ts", "build-info.ts"],
   ["model"],
-  ["hash"],
+  ["verifier/hash"],
   ["wire"],
-  ["trees"],
+  ["verifier/trees"],
   ["signer", "config"],
   ["storage"],
-  ["inspect", "pipeline"],
+  ["inspect", "verifier"],
   ["escape"],
   ["maintenance"],
-  ["poller", "chain"],
+  ["poller/gateway", "chain"],
+  ["poller/member"],
   ["control", "service"],
   ["api"],
   ["devnet"],
@@ -55,8 +56,18 @@ function tsFiles(dir) {
   });
 }
 
-/** The top-level part of src/ a file belongs to: its folder, or its own name for files in src/. */
-const unitOf = (file) => path.relative(src, file).split(path.sep)[0];
+/**
+ * The part of src/ a file belongs to: the longest layer entry holding it (a folder such as
+ * `verifier/trees` within `verifier`, or a file's own name), else its top-level folder.
+ */
+function unitOf(file) {
+  const rel = path.relative(src, file).split(path.sep).join("/");
+  let best = null;
+  for (const name of layerOf.keys())
+    if ((rel === name || rel.startsWith(name + "/")) && (best === null || name.length > best.length))
+      best = name;
+  return best ?? rel.split("/")[0];
+}
 
 const IMPORT =
   /(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*["'](\.[^"']+)["']|(?:^|\n)\s*import\s*["'](\.[^"']+)["']/g;

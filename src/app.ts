@@ -18,8 +18,12 @@ import {
   type JobImplementations,
   type Operations,
 } from "./service/operations.js";
-import { AvailabilityGateway, FeederGateway, type HttpClientOptions } from "./poller/gateway-client.js";
-import { Member, type MemberEvents } from "./poller/member.js";
+import {
+  AvailabilityGateway,
+  FeederGateway,
+  type HttpClientOptions,
+} from "./poller/gateway/gateway-client.js";
+import { Member, type MemberEvents } from "./poller/member/member.js";
 import { discardMemberKey, loadMemberKey, signerFor } from "./service/member-signer.js";
 import type { Signer } from "./signer/signer.js";
 import type { MemberKey } from "./service/member-signer.js";
@@ -30,15 +34,15 @@ import { runConfigChecks, runStoreChecks } from "./service/startup-checks.js";
 import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
-import type { HashEngine } from "./hash/engine.js";
-import { chooseTreeWalk, treeWalkName } from "./trees/tree-walk.js";
-import { nativeNodeCacheAddon } from "./trees/native-node-cache.js";
+import type { HashEngine } from "./verifier/hash/engine.js";
+import { chooseTreeWalk, treeWalkName } from "./verifier/trees/update/tree-walk.js";
+import { nativeNodeCacheAddon } from "./verifier/trees/native/native-node-cache.js";
 import { runtimeSettings } from "./config/runtime-settings.js";
-import { createEngine } from "./hash/select.js";
+import { createEngine } from "./verifier/hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
-import { TopNodeCache } from "./trees/node-cache.js";
-import { placeBranchTops, warmTopNodes } from "./pipeline/warm-cache.js";
-import { bindVerifyContext } from "./pipeline/verify-batch.js";
+import { TopNodeCache } from "./verifier/trees/cache/node-cache.js";
+import { placeBranchTops, warmTopNodes } from "./verifier/warm-cache.js";
+import { bindVerifyContext } from "./verifier/verify-batch.js";
 import { ChainWatch } from "./chain/watch.js";
 import { getOrdersMissing, ordersMissingWarning } from "./escape/reference-store.js";
 

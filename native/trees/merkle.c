@@ -1,5 +1,5 @@
 /*
- * Merkle tree update in native code (merkle.h). The algorithm is src/trees/merkle.ts's, pass for
+ * Merkle tree update in native code (merkle.h). The algorithm is src/verifier/trees/reference/merkle.ts's, pass for
  * pass; read that file's comments for why it is shaped so. In short:
  *
  * - The changed paths are, per height, the nodes above changed leaves, each given by its first leaf
@@ -17,7 +17,7 @@
  *
  * A node's hash is stored only where another node needs it: binary nodes' in `pair_hashes`, chain
  * tops' in `tops`; an empty node's is E[h]. Every reference to a child carries the gen of the
- * child's record (src/trees/node-record.ts): an old record's children come with theirs, and what
+ * child's record (src/verifier/trees/format/node-record.ts): an old record's children come with theirs, and what
  * this update writes has the batch's. Per path node there are 18 bytes, where a W-perp update has
  * ~500k path nodes.
  */

@@ -1,7 +1,7 @@
 /*
- * One update of a fixed-height Merkle tree with edge records (src/trees/merkle-edge.ts) in
+ * One update of a fixed-height Merkle tree with edge records (src/verifier/trees/format/merkle-edge.ts) in
  * native code: the old paths read top-down, then the new paths built bottom-up. The same algorithm
- * as src/trees/merkle.ts, which stays as the fallback and the reference.
+ * as src/verifier/trees/reference/merkle.ts, which stays as the fallback and the reference.
  *
  * It touches public data only (tree nodes and leaf hashes) and does no hashing itself: the caller
  * reads the records it asks for (mt_step / mt_supply), climbs the lone leaves' chains with its
@@ -27,7 +27,7 @@ typedef struct mt_update mt_update;
  * A new update of the tree of `height` (1..255) whose root is `old_root` (its record written by batch
  * `old_root_gen`), for `n` changed leaves with `ids` (32 bytes big-endian each, strictly ascending,
  * below 2^height); its new records name each child with the gen of the child's record
- * (src/trees/node-record.ts), `batch_gen` for those it writes. `empty` is E[0..height] (32 bytes
+ * (src/verifier/trees/format/node-record.ts), `batch_gen` for those it writes. `empty` is E[0..height] (32 bytes
  * each), the roots of empty subtrees. Positions (depth, index) are reported for nodes less than
  * `remembered` (0..30) levels below the root. NULL with a message in `err` when the input is bad.
  */
@@ -35,7 +35,7 @@ mt_update *mt_create(int height, int remembered, const uint8_t *ids, size_t n, c
                      uint32_t old_root_gen, uint32_t batch_gen, const uint8_t *empty, char *err, size_t err_len);
 /**
  * Counts positions from the node `depth` below the root at `index` (32 bytes, big-endian) among
- * its depth: the first branch of a tree whose ids share a prefix (src/trees/branch-top.ts). −1 when
+ * its depth: the first branch of a tree whose ids share a prefix (src/verifier/trees/branch-top.ts). −1 when
  * the index does not fit the depth.
  */
 int mt_set_top(mt_update *u, int depth, const uint8_t *index);

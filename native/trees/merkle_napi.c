@@ -1,5 +1,5 @@
 /*
- * The Merkle update (merkle.h) for JavaScript: src/trees/merkle-native.ts drives it. An update
+ * The Merkle update (merkle.h) for JavaScript: src/verifier/trees/native/merkle-native.ts drives it. An update
  * is an external handle (nu_wrap); every buffer crosses as a typed array, copied on the way in and
  * out, so no JavaScript memory is held between calls.
  */

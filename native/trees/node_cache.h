@@ -1,5 +1,5 @@
 /*
- * The top levels of each tree, kept in memory from one batch to the next (src/trees/node-cache.ts
+ * The top levels of each tree, kept in memory from one batch to the next (src/verifier/trees/cache/node-cache.ts
  * describes the cache; this is the same cache in native code, so the native walks consult it
  * themselves, a memcmp and a memcpy per node, rather than through JavaScript).
  *

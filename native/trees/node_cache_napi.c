@@ -1,5 +1,5 @@
 /*
- * The node cache (node_cache.h) for JavaScript: src/trees/node-cache.ts keeps one as a handle
+ * The node cache (node_cache.h) for JavaScript: src/verifier/trees/cache/node-cache.ts keeps one as a handle
  * (nu_wrap) when the addon is loaded, and passes it to the native walks, which consult it here
  * without calling back into JavaScript.
  */

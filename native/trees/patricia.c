@@ -1,5 +1,5 @@
 /*
- * Patricia-Merkle tree update in native code (patricia.h). The walk is src/trees/patricia.ts's,
+ * Patricia-Merkle tree update in native code (patricia.h). The walk is src/verifier/trees/reference/patricia.ts's,
  * step for step: where every change follows the same path for k levels (through an edge or an empty
  * subtree) it jumps those levels at once; an edge is never hashed at the lengths it passes through.
  *
@@ -14,7 +14,7 @@
  *
  * Nodes live in one growing array and refer to each other by index (no pointers survive a growth).
  * Nodes read from the store are never changed once made, so every pass shares them. Every node
- * carries the gen of its record (src/trees/node-record.ts): a stored one the gen its parent's record
+ * carries the gen of its record (src/verifier/trees/format/node-record.ts): a stored one the gen its parent's record
  * names, a new one the batch's.
  */
 #include "patricia.h"

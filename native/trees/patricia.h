@@ -1,7 +1,7 @@
 /*
  * One update of a Patricia-Merkle tree (committee-algorithms §3) in native code: the walk down the
  * changed paths, the new nodes it makes, and their order for hashing. The same algorithm as
- * src/trees/patricia.ts, which stays as the fallback and the reference.
+ * src/verifier/trees/reference/patricia.ts, which stays as the fallback and the reference.
  *
  * It touches public data only (tree nodes and leaf hashes) and does no hashing itself: the caller
  * reads the records it asks for (pt_step / pt_supply) and hashes each rank of new nodes with its
@@ -22,7 +22,7 @@ typedef struct pt_update pt_update;
  * A new update of the tree of `height` (1..255) whose root is `old_root` (its record written by batch
  * `old_root_gen`), for `n` changed leaves: `ids` (32 bytes big-endian each, strictly ascending,
  * below 2^height) and their new hashes (32 bytes each; zero deletes the leaf). Its new records name
- * each child with the gen of the child's record (src/trees/node-record.ts), `batch_gen` for those
+ * each child with the gen of the child's record (src/verifier/trees/format/node-record.ts), `batch_gen` for those
  * it writes. Positions (depth, index) are reported for nodes less than `remembered` (0..30) levels
  * below the root. NULL with a message in `err` when the input is bad.
  */

@@ -1,5 +1,5 @@
 /*
- * The Patricia update (patricia.h) for JavaScript: src/trees/patricia-native.ts drives it. An
+ * The Patricia update (patricia.h) for JavaScript: src/verifier/trees/native/patricia-native.ts drives it. An
  * update is an external handle (nu_wrap); every buffer crosses as a typed array, copied on the way in and
  * out, so no JavaScript memory is held between calls.
  */

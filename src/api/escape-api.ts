@@ -20,7 +20,7 @@ import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { withSnapshot } from "../storage/snapshot.js";
 import { hexToBytes32 } from "../util/bytes.js";
-import type { HashEngine } from "../hash/engine.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
 import type { TreeSpec } from "../model/profile.js";
 import { DAEMON_WALK_CHUNK, PACE_MAX_WAIT_MS } from "../control/escape-routes.js";
 import { OPENAPI } from "./openapi.js";

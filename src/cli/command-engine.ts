@@ -1,6 +1,6 @@
 import { runtimeSettings } from "../config/runtime-settings.js";
-import type { HashEngine } from "../hash/engine.js";
-import { createEngine, type CreateEngineOptions } from "../hash/select.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
+import { createEngine, type CreateEngineOptions } from "../verifier/hash/select.js";
 
 /**
  * The Pedersen engine of a command that runs without a configuration: DACD_HASH_ENGINE (default

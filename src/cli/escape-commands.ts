@@ -13,8 +13,8 @@ import { BULK_LOAD_WRITE_BUFFER } from "../storage/bulk-writer.js";
 import type { LevelStore, LevelTuning } from "../storage/level-store.js";
 import { ClaimsJournal, readClaimsJournalEntries } from "../storage/claims-journal.js";
 import { compareWithJournal } from "../service/journal-check.js";
-import type { HashEngine } from "../hash/engine.js";
-import type { CreateEngineOptions } from "../hash/select.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
+import type { CreateEngineOptions } from "../verifier/hash/select.js";
 import { checkSummary } from "./check-summary.js";
 import {
   checkViaDaemon,

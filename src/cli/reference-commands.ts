@@ -5,7 +5,11 @@ import { parseBatchInfo, type StatedBatch } from "../escape/reference-format.js"
 import { importReference, type ReferenceProgress } from "../escape/reference-load.js";
 import { ordersMissingText } from "../escape/reference-store.js";
 import { isProfileName, makeProfile, type Heights } from "../model/profile.js";
-import { AvailabilityGateway, FeederGateway, type HttpClientOptions } from "../poller/gateway-client.js";
+import {
+  AvailabilityGateway,
+  FeederGateway,
+  type HttpClientOptions,
+} from "../poller/gateway/gateway-client.js";
 import { validateRollupOf } from "../service/startup-checks.js";
 import { toHex64 } from "../util/bytes.js";
 import { child, readInteger, readRoot, required, type At } from "../wire/fields.js";

@@ -4,12 +4,12 @@ import { DacdError, isDacdError } from "../errors.js";
 import { createSigner } from "../signer/create-signer.js";
 import { loadPrivateKey } from "../signer/key-file.js";
 import { openStoreAt } from "./store-options.js";
-import { createEngine } from "../hash/select.js";
+import { createEngine } from "../verifier/hash/select.js";
 import { isProfileName, makeProfile } from "../model/profile.js";
-import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../trees/node-cache.js";
-import { bindVerifyContext, verifyAndStoreBatch } from "../pipeline/verify-batch.js";
-import { chooseTreeWalk } from "../trees/tree-walk.js";
-import { nativeNodeCacheAddon } from "../trees/native-node-cache.js";
+import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../verifier/trees/cache/node-cache.js";
+import { bindVerifyContext, verifyAndStoreBatch } from "../verifier/verify-batch.js";
+import { chooseTreeWalk } from "../verifier/trees/update/tree-walk.js";
+import { nativeNodeCacheAddon } from "../verifier/trees/native/native-node-cache.js";
 import { HASH_ENGINES } from "../model/engines.js";
 import { runtimeSettings } from "../config/runtime-settings.js";
 

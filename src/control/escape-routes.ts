@@ -7,7 +7,7 @@ import { encodePaths } from "../escape/kit/path-frames.js";
 import { storePaths } from "../escape/kit/source.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { withSnapshot } from "../storage/snapshot.js";
-import type { HashEngine } from "../hash/engine.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
 import { Frame, type DecodedFrame } from "./frames.js";
 import type { ControlHandler, StreamRoute } from "./server.js";
 import type { ControlStream, FrameOut } from "./stream-server.js";

@@ -7,8 +7,8 @@ import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { toHex64 } from "../util/bytes.js";
-import type { HashEngine } from "../hash/engine.js";
-import { decodeLeafRecord } from "../trees/leaves.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
+import { decodeLeafRecord } from "../verifier/trees/format/leaves.js";
 import type { TreeSpec } from "../model/profile.js";
 import type { Leaf } from "../model/state-update.js";
 import { resolveBatch, rootOf } from "./common.js";
@@ -20,7 +20,7 @@ import {
   type Manifest,
   type ManifestTree,
 } from "./formats.js";
-import { walkLeaves } from "../trees/walk-leaves.js";
+import { walkLeaves } from "../verifier/trees/read/walk-leaves.js";
 
 /**
  * Table files a dump keeps open: the walk reads every table once, and each open table is

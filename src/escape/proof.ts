@@ -2,9 +2,9 @@ import { DacdError } from "../errors.js";
 import { leafFromHash, leafToJson, resolveTree, storedRootGen } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { addSmall, bigintToBytes32, bytesEqual, hexToBytes32, toHex64 } from "../util/bytes.js";
-import { emptyRoots } from "../trees/compute-roots.js";
-import type { HashEngine } from "../hash/engine.js";
-import { hashLeaves, hashPairs } from "../trees/leaves.js";
+import { emptyRoots } from "../verifier/trees/update/compute-roots.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
+import { hashLeaves, hashPairs } from "../verifier/trees/format/leaves.js";
 import {
   isProfileName,
   makeProfile,
@@ -13,7 +13,7 @@ import {
   type TreeKind,
   type TreeName,
 } from "../model/profile.js";
-import { readLeaf } from "../trees/read-leaf.js";
+import { readLeaf } from "../verifier/trees/read/read-leaf.js";
 import type { Leaf, VaultLeaf } from "../model/state-update.js";
 import { resolveBatch, rootOf } from "./common.js";
 import { parseLeafLine } from "./formats.js";

@@ -5,10 +5,10 @@ import { DacdError } from "../errors.js";
 import { storeProfile, storedRootGen } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { bytesEqual, toHex64, writeBigint32, ZERO32 } from "../util/bytes.js";
-import { buildMerkle, buildPatricia } from "../trees/bulk-build.js";
-import { emptyRoots } from "../trees/compute-roots.js";
-import type { HashEngine } from "../hash/engine.js";
-import { decodeLeafRecord } from "../trees/leaves.js";
+import { buildMerkle, buildPatricia } from "../verifier/trees/bulk/bulk-build.js";
+import { emptyRoots } from "../verifier/trees/update/compute-roots.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
+import { decodeLeafRecord } from "../verifier/trees/format/leaves.js";
 import type { TreeSpec } from "../model/profile.js";
 import type { VaultLeaf } from "../model/state-update.js";
 import { resolveBatch, rootOf } from "./common.js";
@@ -21,7 +21,7 @@ import {
   VAULTS_FILE,
   type ReferenceInfo,
 } from "./reference-format.js";
-import { walkLeaves } from "../trees/walk-leaves.js";
+import { walkLeaves } from "../verifier/trees/read/walk-leaves.js";
 import { fileSink, type DumpFileSink } from "./dump.js";
 
 export interface ReferenceRowsOptions {

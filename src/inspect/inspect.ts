@@ -3,8 +3,8 @@ import type { BatchRecord, Cursor } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import type { OnchainBatch, OnchainCursor } from "../storage/onchain-record.js";
 import { hexToBytes32, toHex64 } from "../util/bytes.js";
-import type { HashEngine } from "../hash/engine.js";
-import { decodeLeafRecord, emptyLeaf } from "../trees/leaves.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
+import { decodeLeafRecord, emptyLeaf } from "../verifier/trees/format/leaves.js";
 import {
   isProfileName,
   keptTrees,
@@ -13,7 +13,7 @@ import {
   type TreeName,
   type TreeSpec,
 } from "../model/profile.js";
-import { readLeaf } from "../trees/read-leaf.js";
+import { readLeaf } from "../verifier/trees/read/read-leaf.js";
 import { defaultBatchId, modeOfRecord, newestVerifiedBatch } from "./newest-verified.js";
 import type { Leaf, PositionLeaf, VaultLeaf } from "../model/state-update.js";
 

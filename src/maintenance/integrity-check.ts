@@ -2,16 +2,31 @@ import { storeProfile } from "../inspect/inspect.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { addSmall, bytesEqual, hexToBytes32, toHex64 } from "../util/bytes.js";
-import { emptyRoots } from "../trees/compute-roots.js";
-import { type HashEngine } from "../hash/engine.js";
+import { emptyRoots } from "../verifier/trees/update/compute-roots.js";
+import { type HashEngine } from "../verifier/hash/engine.js";
 import { isBelowPrime } from "../model/field.js";
-import { decodeLeafRecord, hashLeaves, hashPairs, isLeafRecordLength } from "../trees/leaves.js";
-import { isMerkleEdge, recomputeMerkleEdges, type MerkleEdgeCheck } from "../trees/merkle-edge.js";
+import {
+  decodeLeafRecord,
+  hashLeaves,
+  hashPairs,
+  isLeafRecordLength,
+} from "../verifier/trees/format/leaves.js";
+import {
+  isMerkleEdge,
+  recomputeMerkleEdges,
+  type MerkleEdgeCheck,
+} from "../verifier/trees/format/merkle-edge.js";
 import type { TreeSpec } from "../model/profile.js";
 import type { LoadedBatchRecord } from "../escape/common.js";
 import { isPruned } from "../storage/prune-info.js";
-import { edgeLength, firstHash, isBinaryRecord, isEdgeRecord, secondHash } from "../trees/node-record.js";
-import { walkLeaves, type WalkNode, type WalkProblem } from "../trees/walk-leaves.js";
+import {
+  edgeLength,
+  firstHash,
+  isBinaryRecord,
+  isEdgeRecord,
+  secondHash,
+} from "../verifier/trees/format/node-record.js";
+import { walkLeaves, type WalkNode, type WalkProblem } from "../verifier/trees/read/walk-leaves.js";
 
 export interface CheckOptions {
   /** Re-hash every reachable node and leaf record of the deep-checked batches. */

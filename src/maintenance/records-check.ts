@@ -18,7 +18,7 @@ import { computeClaimHash } from "../signer/claim.js";
 import type { BatchRecord, Cursor } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex0x } from "../util/bytes.js";
-import type { Roots } from "../trees/compute-roots.js";
+import type { Roots } from "../verifier/trees/update/compute-roots.js";
 import type { TreeName } from "../model/profile.js";
 import { yieldToEventLoop } from "../util/yield.js";
 

@@ -9,7 +9,7 @@
  *   deadline, and the member is unready long before. A load balancer or an HA monitor can take an
  *   unready member out of rotation; systemd or a supervisor should only act on unhealthy.
  */
-import type { MemberState } from "../poller/member.js";
+import type { MemberState } from "../poller/member/member.js";
 import type { LevelStore } from "../storage/level-store.js";
 
 export interface Check {

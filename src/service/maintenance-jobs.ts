@@ -8,7 +8,7 @@ import { DacdError } from "../errors.js";
 import { checkStore } from "../maintenance/integrity-check.js";
 import { pruneStore } from "../maintenance/prune.js";
 import type { LevelStore } from "../storage/level-store.js";
-import type { HashEngine } from "../hash/engine.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
 import { checkJob } from "../maintenance/records-check.js";
 import type { JobImplementations } from "./operations.js";
 

@@ -12,17 +12,17 @@ import { readdir, stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { REFUSAL_CODES, type DacdError } from "../errors.js";
-import type { MemberEvents } from "../poller/member.js";
-import type { RequestOutcome } from "../poller/http.js";
+import type { MemberEvents } from "../poller/member/member.js";
+import type { RequestOutcome } from "../poller/gateway/http.js";
 import type { BatchRecord } from "../storage/batch-record.js";
-import { chainHashes, climbChains, hashWithConstant, type HashEngine } from "../hash/engine.js";
-import type { VerifyDetail } from "../pipeline/verify-batch.js";
+import { chainHashes, climbChains, hashWithConstant, type HashEngine } from "../verifier/hash/engine.js";
+import type { VerifyDetail } from "../verifier/verify-batch.js";
 import { buildInfo } from "../build-info.js";
 
 /** Outcomes of a scheduled job run (jobs.ts). */
 export const JOB_OUTCOMES = ["ok", "failed", "skipped", "aborted"] as const;
 
-/** Final outcomes of a gateway call (poller/http.ts OutcomeKind). */
+/** Final outcomes of a gateway call (poller/gateway/http.ts OutcomeKind). */
 export const GATEWAY_OUTCOMES = ["ok", "http_status", "transport", "bad_response", "aborted"] as const;
 
 /** The gateway endpoints the run loop calls (the feeder's only with feeder_gateway_url). */

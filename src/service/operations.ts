@@ -5,7 +5,7 @@
 import type { Config } from "../config/config.js";
 import { DacdError } from "../errors.js";
 import type { Logger } from "../logging.js";
-import type { Member } from "../poller/member.js";
+import type { Member } from "../poller/member/member.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";

@@ -12,7 +12,7 @@ import type { Config } from "../config/config.js";
 import { DacdError } from "../errors.js";
 import { checkImportedStore, ordersMissingWarning } from "../escape/reference-store.js";
 import { makeProfile } from "../model/profile.js";
-import { checkTlsOptions } from "../poller/http.js";
+import { checkTlsOptions } from "../poller/gateway/http.js";
 import { resolveChainKind } from "../storage/chain-pin.js";
 import { isLockError, LevelStore } from "../storage/level-store.js";
 import { checkClaimsJournal } from "../storage/claims-journal.js";

@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import { access, constants } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { runtimeSettings } from "../config/runtime-settings.js";
-import { loadNativeAddon } from "../hash/native-engine.js";
+import { loadNativeAddon } from "../verifier/hash/native-engine.js";
 import type { Logger } from "../logging.js";
 
 export interface SystemdNotifier {

@@ -25,7 +25,7 @@ export interface BatchRecord {
   readonly verified_at: string;
   /** ISO time at which approve_new_roots answered `signature accepted`; absent until then. */
   readonly accepted_at?: string;
-  /** ISO time at which a member in shadow mode moved past it without posting (poller/shadow.ts). */
+  /** ISO time at which a member in shadow mode moved past it without posting (poller/member/shadow.ts). */
   readonly shadowed_at?: string;
 }
 

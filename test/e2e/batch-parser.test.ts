@@ -3,16 +3,16 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DacdError } from "../../src/errors.js";
 import { makeProfile, type Profile } from "../../src/model/profile.js";
-import { parseBatchAnswer, type BatchParseRequest } from "../../src/poller/batch-answer.js";
-import { BatchParser } from "../../src/poller/batch-parser.js";
-import { DEFAULT_JSON_LIMITS } from "../../src/poller/bounded-json.js";
-import { AvailabilityGateway } from "../../src/poller/gateway-client.js";
-import { gatewayLoader } from "../../src/poller/prefetch.js";
+import { parseBatchAnswer, type BatchParseRequest } from "../../src/poller/gateway/batch-answer.js";
+import { BatchParser } from "../../src/poller/gateway/batch-parser.js";
+import { DEFAULT_JSON_LIMITS } from "../../src/poller/gateway/bounded-json.js";
+import { AvailabilityGateway } from "../../src/poller/gateway/gateway-client.js";
+import { gatewayLoader } from "../../src/poller/member/prefetch.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
 import { loadChain } from "../helpers/vectors.js";
 
 /**
- * Reading get_batch_data answers in worker threads (src/poller/batch-parser.ts, the compiled worker
+ * Reading get_batch_data answers in worker threads (src/poller/gateway/batch-parser.ts, the compiled worker
  * under dist/): the same updates, refusals and gateway failures as on the main thread, over a real
  * HTTP gateway.
  */

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { LevelStore } from "../../src/storage/level-store.js";
-import type { BatchTimes } from "../../src/poller/prefetch.js";
+import type { BatchTimes } from "../../src/poller/member/prefetch.js";
 import { startDaemon, type Daemon } from "../../src/app.js";
 import { createLogger } from "../../src/logging.js";
 import { spotChainMember, startQuietDaemon, waitFor } from "../helpers/daemon.js";
@@ -11,7 +11,7 @@ import type { VectorGateway } from "../helpers/vector-gateway.js";
 import { loadChain } from "../helpers/vectors.js";
 
 /**
- * The member fetches and parses batches ahead of the one it verifies (src/poller/prefetch.ts).
+ * The member fetches and parses batches ahead of the one it verifies (src/poller/member/prefetch.ts).
  * These tests hold it, against a real local gateway and a real store, to what the unpipelined
  * member promised: signatures in id order, one claim per batch id, a refused batch stopping the
  * member at that batch, and nothing signed twice or skipped across SIGKILLs.

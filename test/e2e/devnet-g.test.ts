@@ -4,9 +4,9 @@ import { get, post, approvalBody } from "../../src/devnet/client.js";
 import type { Batch } from "../../src/devnet/batcher.js";
 import { EthSigner } from "../../src/signer/eth-signer.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
-import { computeRoots, type RootGens, type Roots } from "../../src/trees/compute-roots.js";
+import { computeRoots, type RootGens, type Roots } from "../../src/verifier/trees/update/compute-roots.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { keptTrees } from "../../src/model/profile.js";
 import { bytesEqual, toHex64 } from "../../src/util/bytes.js";
 

@@ -5,9 +5,9 @@ import { startDevnet, type Devnet } from "../../src/devnet/main.js";
 import { registerDevnetCommand } from "../../src/devnet/cli.js";
 import { get, post } from "../../src/devnet/client.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
-import { computeRoots, type TreeState } from "../../src/trees/compute-roots.js";
+import { computeRoots, type TreeState } from "../../src/verifier/trees/update/compute-roots.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { keptTrees } from "../../src/model/profile.js";
 import { toHex64 } from "../../src/util/bytes.js";
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/app.js";
 import { startEscapeApi } from "../../src/api/escape-api.js";
 import { verifyProof, type Proof } from "../../src/escape/proof.js";
-import { createEngine } from "../../src/hash/select.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { freePort } from "../helpers/free-port.js";

@@ -6,7 +6,7 @@ import type { Daemon } from "../../src/app.js";
 import { toChecksumAddress } from "../../src/config/address.js";
 import { verifyOnchainProof } from "../../src/escape/onchain/check.js";
 import { kitPath } from "../../src/escape/kit/layout.js";
-import { createEngine } from "../../src/hash/select.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { freePort } from "../helpers/free-port.js";

@@ -12,7 +12,7 @@ import {
   FeederGateway,
   type HttpClientOptions,
   type RequestOutcome,
-} from "../../src/poller/gateway-client.js";
+} from "../../src/poller/gateway/gateway-client.js";
 
 interface Seen {
   method: string;

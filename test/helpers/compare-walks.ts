@@ -1,7 +1,7 @@
 import { expect } from "vitest";
 import { bigintToBytes32 } from "../../src/util/bytes.js";
-import type { NodeWrites } from "../../src/trees/node-writes.js";
-import { chooseTreeWalk, type TreeWalk } from "../../src/trees/tree-walk.js";
+import type { NodeWrites } from "../../src/verifier/trees/format/node-writes.js";
+import { chooseTreeWalk, type TreeWalk } from "../../src/verifier/trees/update/tree-walk.js";
 import { hex, RecordingStore } from "./recording-store.js";
 
 export type Walk = "js" | "native";

@@ -2,7 +2,7 @@ import { pedersen } from "@scure/starknet";
 
 /**
  * Naive full recomputations of tree roots from a complete leaf set, written from the definitions of
- * committee-algorithms §3 with bigints and @scure/starknet, sharing no code with src/trees.
+ * committee-algorithms §3 with bigints and @scure/starknet, sharing no code with src/verifier/trees.
  * They serve as the reference the incremental, store-backed trees are checked against.
  */
 

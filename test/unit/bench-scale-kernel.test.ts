@@ -2,9 +2,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { loadNativeAddon } from "../../src/hash/native-engine.js";
-import type { PoolEngine } from "../../src/hash/pool-engine.js";
-import { createEngine } from "../../src/hash/select.js";
+import { loadNativeAddon } from "../../src/verifier/hash/native-engine.js";
+import type { PoolEngine } from "../../src/verifier/hash/pool-engine.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
 import {
   DEFAULT_SCALE_FACTOR,
   parseKernelOption,

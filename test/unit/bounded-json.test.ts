@@ -4,7 +4,7 @@ import {
   JsonLimitError,
   JsonShapeScanner,
   parseJsonBounded,
-} from "../../src/poller/bounded-json.js";
+} from "../../src/poller/gateway/bounded-json.js";
 
 const limits = { maxDepth: 8, maxElements: 1000, maxStringBytes: 16 };
 

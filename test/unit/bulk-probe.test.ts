@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { prng } from "../../src/util/prng.js";
 import { bigintToBytes32, bytesToBigint } from "../../src/util/bytes.js";
-import { buildMerkle, buildPatricia } from "../../src/trees/bulk-build.js";
-import { emptyRoots } from "../../src/trees/compute-roots.js";
+import { buildMerkle, buildPatricia } from "../../src/verifier/trees/bulk/bulk-build.js";
+import { emptyRoots } from "../../src/verifier/trees/update/compute-roots.js";
 import { naiveMerkleRoot, naivePatriciaRoot } from "../helpers/naive-trees.js";
 import { engine, randomBig } from "../helpers/chain-store.js";
 

@@ -1,9 +1,9 @@
 import { pedersen } from "@scure/starknet";
 import { afterAll, describe, expect, it } from "vitest";
-import { climbChains, type ChainClimb, type HashEngine } from "../../src/hash/engine.js";
-import { loadNativeAddon, NativeEngine } from "../../src/hash/native-engine.js";
-import { PoolEngine } from "../../src/hash/pool-engine.js";
-import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { climbChains, type ChainClimb, type HashEngine } from "../../src/verifier/hash/engine.js";
+import { loadNativeAddon, NativeEngine } from "../../src/verifier/hash/native-engine.js";
+import { PoolEngine } from "../../src/verifier/hash/pool-engine.js";
+import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { prng } from "../../src/util/prng.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 

@@ -4,8 +4,8 @@ import { pedersen } from "@scure/starknet";
 import { describe, expect, it } from "vitest";
 import { bigintToBytes32, bytesToBigint } from "../../src/util/bytes.js";
 import { FIELD_PRIME } from "../../src/model/field.js";
-import { JsEngine } from "../../src/hash/js-engine.js";
-import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { JsEngine } from "../../src/verifier/hash/js-engine.js";
+import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { FIXTURES } from "../helpers/vectors.js";
 
 /** The engines that need no build step, checked whether or not the native addon exists. */

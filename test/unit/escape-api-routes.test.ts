@@ -5,8 +5,8 @@ import { startEscapeApi, type EscapeApi } from "../../src/api/escape-api.js";
 import { OPENAPI } from "../../src/api/openapi.js";
 import { API_ROUTES, ROUTE_TABLE, routeOf } from "../../src/api/routes.js";
 import { PAGE_FILES } from "../../src/escape/page/assets.js";
-import { createEngine } from "../../src/hash/select.js";
-import type { HashEngine } from "../../src/hash/engine.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
+import type { HashEngine } from "../../src/verifier/hash/engine.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 

@@ -6,11 +6,11 @@ import { verifyOnchainProof } from "../../src/escape/onchain/check.js";
 import { makeOnchainProof, onchainFromProof } from "../../src/escape/onchain/from-proof.js";
 import { perpetualEscape, positionValues, type PerpetualEscape } from "../../src/escape/onchain/perpetual.js";
 import { spotEscape, type SpotEscape } from "../../src/escape/onchain/spot.js";
-import { hashLeaves } from "../../src/trees/leaves.js";
+import { hashLeaves } from "../../src/verifier/trees/format/leaves.js";
 import type { PositionLeaf } from "../../src/model/state-update.js";
 import { bigintToBytes32, bytesToBigint } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
-import { createEngine } from "../../src/hash/select.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
 import { chainStore, randomBig, type ChainStore } from "../helpers/chain-store.js";
 import { removeTempDirs } from "../helpers/temp-dir.js";
 

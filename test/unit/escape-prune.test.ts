@@ -8,7 +8,7 @@ import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { Prefix } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { hexToBytes32, toHex0x, toHex64 } from "../../src/util/bytes.js";
-import { computeRoots, type TreeState } from "../../src/trees/compute-roots.js";
+import { computeRoots, type TreeState } from "../../src/verifier/trees/update/compute-roots.js";
 import { makeProfile, type TreeName } from "../../src/model/profile.js";
 import type { Leaf } from "../../src/model/state-update.js";
 import {

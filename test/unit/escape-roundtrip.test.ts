@@ -4,7 +4,7 @@ import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { loadDump } from "../../src/escape/load.js";
 import { LevelStore } from "../../src/storage/level-store.js";
-import { verifyAndStoreBatch } from "../../src/pipeline/verify-batch.js";
+import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
 import { chainStore, contextFor, dumpFiles, engine } from "../helpers/chain-store.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { prng } from "../../src/util/prng.js";
-import { createEngine } from "../../src/hash/select.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
 import {
   decodeLeafRecord,
   encodeLeafRecord,
   hashAndEncodeLeaves,
   hashLeaves,
   normalizeVault,
-} from "../../src/trees/leaves.js";
+} from "../../src/verifier/trees/format/leaves.js";
 import type { LeafKind } from "../../src/model/profile.js";
 import type { Leaf, PositionLeaf, VaultLeaf } from "../../src/model/state-update.js";
 

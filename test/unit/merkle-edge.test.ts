@@ -8,8 +8,8 @@ import { loadDump } from "../../src/escape/load.js";
 import { metaKey, Prefix, treeKeyParts, TreeKind } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { bigintToBytes32, bytesEqual, bytesToBigint, toHex64 } from "../../src/util/bytes.js";
-import { buildMerkle } from "../../src/trees/bulk-build.js";
-import { emptyRoots } from "../../src/trees/compute-roots.js";
+import { buildMerkle } from "../../src/verifier/trees/bulk/bulk-build.js";
+import { emptyRoots } from "../../src/verifier/trees/update/compute-roots.js";
 import {
   ancestorsAt,
   edgeLeafGen,
@@ -17,8 +17,8 @@ import {
   isMerkleEdge,
   merkleEdgeLength,
   recomputeMerkleEdges,
-} from "../../src/trees/merkle-edge.js";
-import type { NodeWrite } from "../../src/trees/node-source.js";
+} from "../../src/verifier/trees/format/merkle-edge.js";
+import type { NodeWrite } from "../../src/verifier/trees/format/node-source.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import { chainStore, engine, randomBig } from "../helpers/chain-store.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
@@ -29,7 +29,7 @@ import {
   edgeLength,
   isBinaryRecord,
   NODE_FORMAT,
-} from "../../src/trees/node-record.js";
+} from "../../src/verifier/trees/format/node-record.js";
 
 afterAll(removeTempDirs);
 

@@ -3,12 +3,12 @@ import { DacdError } from "../../src/errors.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { TopNodeCache } from "../../src/trees/node-cache.js";
-import { createEngine } from "../../src/hash/select.js";
-import { emptySubtreeRoots, updateMerkle } from "../../src/trees/merkle.js";
-import { packedEmpties } from "../../src/trees/merkle-edge.js";
-import { BINARY_RECORD_LENGTH } from "../../src/trees/node-record.js";
-import { defaultTreeWalk } from "../../src/trees/tree-walk.js";
+import { TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
+import { emptySubtreeRoots, updateMerkle } from "../../src/verifier/trees/reference/merkle.js";
+import { packedEmpties } from "../../src/verifier/trees/format/merkle-edge.js";
+import { BINARY_RECORD_LENGTH } from "../../src/verifier/trees/format/node-record.js";
+import { defaultTreeWalk } from "../../src/verifier/trees/update/tree-walk.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import {
   compareWalks,

@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
-import { emptyRoots } from "../../src/trees/compute-roots.js";
-import { createEngine } from "../../src/hash/select.js";
-import { updateMerkle, updateMerkleWhileHashing } from "../../src/trees/merkle.js";
-import type { NodeSource } from "../../src/trees/node-source.js";
+import { emptyRoots } from "../../src/verifier/trees/update/compute-roots.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
+import { updateMerkle, updateMerkleWhileHashing } from "../../src/verifier/trees/reference/merkle.js";
+import type { NodeSource } from "../../src/verifier/trees/format/node-source.js";
 
 const engine = createEngine("auto");
 const HEIGHT = 20;

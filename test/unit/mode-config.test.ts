@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
-import { postsClaims } from "../../src/poller/shadow.js";
+import { postsClaims } from "../../src/poller/member/shadow.js";
 
 async function config(extra: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "dacd-mode-"));

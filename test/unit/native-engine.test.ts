@@ -3,17 +3,17 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pedersen } from "@scure/starknet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashWithConstant } from "../../src/hash/engine.js";
+import { hashWithConstant } from "../../src/verifier/hash/engine.js";
 import { FIELD_PRIME } from "../../src/model/field.js";
 import {
   loadNativeAddon,
   loadNativeEngine,
   NativeEngine,
   useNativeAddon,
-} from "../../src/hash/native-engine.js";
-import { PoolEngine } from "../../src/hash/pool-engine.js";
-import { createEngine } from "../../src/hash/select.js";
-import { WasmEngine } from "../../src/hash/wasm-engine.js";
+} from "../../src/verifier/hash/native-engine.js";
+import { PoolEngine } from "../../src/verifier/hash/pool-engine.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
+import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { packedFieldElements } from "../../bench/field-elements.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 

@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import { DacdError } from "../../src/errors.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
-import { createEngine } from "../../src/hash/select.js";
-import { chooseTreeWalk, defaultTreeWalk } from "../../src/trees/tree-walk.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
+import { chooseTreeWalk, defaultTreeWalk } from "../../src/verifier/trees/update/tree-walk.js";
 import { readRuntimeSettings } from "../../src/config/runtime-settings.js";
-import { updatePatricia } from "../../src/trees/patricia.js";
+import { updatePatricia } from "../../src/verifier/trees/reference/patricia.js";
 import { naivePatriciaRoot } from "../helpers/naive-trees.js";
 import {
   compareWalks,

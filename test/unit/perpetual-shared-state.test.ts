@@ -5,7 +5,7 @@ import { verifyOnchainProof } from "../../src/escape/onchain/check.js";
 import { perpetualEscape, positionValues, type PerpetualEscape } from "../../src/escape/onchain/perpetual.js";
 import { newSharedState, readSharedState } from "../../src/escape/onchain/shared-state.js";
 import { withdrawalAmount } from "../../src/escape/onchain/withdrawal.js";
-import { createEngine } from "../../src/hash/select.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
 import type { PositionLeaf } from "../../src/model/state-update.js";
 import { bigintToBytes32, bytesToBigint } from "../../src/util/bytes.js";
 

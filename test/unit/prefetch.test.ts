@@ -5,12 +5,12 @@ import {
   parseInSlices,
   type FetchedBatch,
   type LoadBatch,
-} from "../../src/poller/prefetch.js";
+} from "../../src/poller/member/prefetch.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
 import { loadChain } from "../helpers/vectors.js";
 
 /**
- * The window of fetches ahead (src/poller/prefetch.ts) with a loader whose answers the test
+ * The window of fetches ahead (src/poller/member/prefetch.ts) with a loader whose answers the test
  * controls: which ids are asked for and when, and what a failed, missing or stale fetch ahead
  * leads to. The member's use of it over HTTP is tested in test/e2e/catchup-prefetch.test.ts.
  */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { MemberState } from "../../src/poller/member.js";
+import type { MemberState } from "../../src/poller/member/member.js";
 import { readiness } from "../../src/service/health.js";
 
 /** Readiness from progress: the stall clock against max_stall_s, and what the reason says. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadNativeAddon } from "../../src/hash/native-engine.js";
+import { loadNativeAddon } from "../../src/verifier/hash/native-engine.js";
 import {
   BINARY_GENS_AT,
   BINARY_RECORD_LENGTH,
@@ -12,13 +12,13 @@ import {
   HASH_BYTES,
   MAX_CACHED_RECORD_LENGTH,
   NODE_FORMAT,
-} from "../../src/trees/node-record.js";
-import { merkleEdgeLength } from "../../src/trees/merkle-edge.js";
+} from "../../src/verifier/trees/format/node-record.js";
+import { merkleEdgeLength } from "../../src/verifier/trees/format/merkle-edge.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 
 /**
  * The record layout is stated twice, once for each language: native/trees/record_format.h, which
- * the addon exports as `recordFormat`, and src/trees/node-record.ts. They must agree number for
+ * the addon exports as `recordFormat`, and src/verifier/trees/format/node-record.ts. They must agree number for
  * number, or the native walks would write records the JavaScript ones misread.
  */
 const addon = loadNativeAddon() as unknown as { recordFormat?: Record<string, number> } | null;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { computeRoots } from "../../src/trees/compute-roots.js";
-import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { computeRoots } from "../../src/verifier/trees/update/compute-roots.js";
+import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import type { TreeName, TreeSpec } from "../../src/model/profile.js";
 import type { LeafChanges } from "../../src/model/state-update.js";
 import { prng } from "../../src/util/prng.js";

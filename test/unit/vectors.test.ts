@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { EthSigner } from "../../src/signer/eth-signer.js";
 import { LevelStore } from "../../src/storage/level-store.js";
-import { WasmEngine } from "../../src/hash/wasm-engine.js";
+import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { makeProfile } from "../../src/model/profile.js";
-import { verifyAndStoreBatch } from "../../src/pipeline/verify-batch.js";
+import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
 import { CHAINS, loadChain, privateKeyBytes } from "../helpers/vectors.js";
 
 const dirs: string[] = [];

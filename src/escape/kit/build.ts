@@ -1,8 +1,8 @@
 import { DacdError } from "../../errors.js";
-import type { HashEngine } from "../../hash/engine.js";
+import type { HashEngine } from "../../verifier/hash/engine.js";
 import type { PositionLeaf, VaultLeaf } from "../../model/state-update.js";
-import { emptyRoots } from "../../trees/compute-roots.js";
-import { decodeLeafRecord } from "../../trees/leaves.js";
+import { emptyRoots } from "../../verifier/trees/update/compute-roots.js";
+import { decodeLeafRecord } from "../../verifier/trees/format/leaves.js";
 import { bigintToBytes32, bytesToBigint, hexToBytes32 } from "../../util/bytes.js";
 import { pathNodes, pedersen } from "../onchain/path.js";
 import { perpetualEscape, positionValues } from "../onchain/perpetual.js";

@@ -1,6 +1,6 @@
 import { DacdError } from "../../errors.js";
-import { climbChains, type HashEngine } from "../../hash/engine.js";
-import { packedEmpties } from "../../trees/merkle-edge.js";
+import { climbChains, type HashEngine } from "../../verifier/hash/engine.js";
+import { packedEmpties } from "../../verifier/trees/format/merkle-edge.js";
 import { bigintToBytes32, bytesEqual, toHex64 } from "../../util/bytes.js";
 import type { LeafPath } from "./path-walk.js";
 

@@ -1,10 +1,10 @@
 import { DacdError } from "../../errors.js";
-import type { HashEngine } from "../../hash/engine.js";
+import type { HashEngine } from "../../verifier/hash/engine.js";
 import type { TreeSpec } from "../../model/profile.js";
 import type { LevelStore } from "../../storage/level-store.js";
-import { isMerkleEdge } from "../../trees/merkle-edge.js";
-import { firstHash, isBinaryRecord, secondHash } from "../../trees/node-record.js";
-import { walkLeaves } from "../../trees/walk-leaves.js";
+import { isMerkleEdge } from "../../verifier/trees/format/merkle-edge.js";
+import { firstHash, isBinaryRecord, secondHash } from "../../verifier/trees/format/node-record.js";
+import { walkLeaves } from "../../verifier/trees/read/walk-leaves.js";
 import { bitLength, toHex64 } from "../../util/bytes.js";
 
 /**

@@ -1,5 +1,5 @@
 import { DacdError } from "../../errors.js";
-import type { HashEngine } from "../../hash/engine.js";
+import type { HashEngine } from "../../verifier/hash/engine.js";
 import { storeProfile } from "../../inspect/inspect.js";
 import type { TreeSpec } from "../../model/profile.js";
 import type { LevelStore } from "../../storage/level-store.js";

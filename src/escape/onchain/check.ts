@@ -1,5 +1,5 @@
 import { keccak_256 } from "@noble/hashes/sha3.js";
-import type { HashEngine } from "../../hash/engine.js";
+import type { HashEngine } from "../../verifier/hash/engine.js";
 import { FIELD_PRIME } from "../../model/field.js";
 import { bigintToBytes32, bytesToBigint } from "../../util/bytes.js";
 import type { ProofVerdict } from "../proof.js";

@@ -1,5 +1,5 @@
 import { DacdError } from "../../errors.js";
-import type { HashEngine } from "../../hash/engine.js";
+import type { HashEngine } from "../../verifier/hash/engine.js";
 import type { LevelStore } from "../../storage/level-store.js";
 import type { FrozenSharedState } from "../../storage/onchain-record.js";
 import type { PositionLeaf, VaultLeaf } from "../../model/state-update.js";

@@ -1,5 +1,5 @@
 /** The hashes an on-chain proof spells out that a dacd proof leaves implicit. */
-import type { HashEngine } from "../../hash/engine.js";
+import type { HashEngine } from "../../verifier/hash/engine.js";
 import { bigintToBytes32, bytesToBigint } from "../../util/bytes.js";
 
 /** H(x, y) for one pair. */

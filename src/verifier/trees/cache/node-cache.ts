@@ -1,0 +1,427 @@
+import { ByteChunks } from "../../../util/byte-chunks.js";
+import { GEN_BYTES, HASH_BYTES, MAX_CACHED_RECORD_LENGTH, readGen, writeGen } from "../format/node-record.js";
+import {
+  MISSING_RECORD,
+  ROOT_TOP,
+  type BranchTop,
+  type NodeSource,
+  type PackedNodes,
+} from "../format/node-source.js";
+import {
+  NativeNodeStore,
+  nativeNodeCacheAddon,
+  type NativeNodeCacheAddon,
+} from "../native/native-node-cache.js";
+
+/**
+ * 19 levels: up to 2^19 positions per tree, at most ~60 MiB per tree (about 110 bytes a node).
+ * The trees read while they hash (compute-roots.ts) and the reads hold up the main thread, so a
+ * level more than the reads alone would justify is worth its memory (docs/performance.md).
+ */
+export const DEFAULT_CACHE_LEVELS = 19;
+
+/** A slot: hash ‖ gen ‖ record length (1 byte) ‖ record (up to MAX_CACHED_RECORD_LENGTH). */
+const LENGTH_AT = HASH_BYTES + GEN_BYTES;
+/** Where a slot's record starts. */
+const RECORD_AT = LENGTH_AT + 1;
+const MAX_RECORD = MAX_CACHED_RECORD_LENGTH;
+const SLOT = RECORD_AT + MAX_RECORD;
+
+/**
+ * The top levels of each tree, kept in memory from one batch to the next. Every batch changes
+ * leaves all over the tree, so it reads and rewrites the nodes near the root each time, and the
+ * random reads below them are LevelDB lookups; this cache answers those near the root.
+ *
+ * It holds one node per position (tree, depth, index) for depths below `levels`: a node written at
+ * a position replaces the one there before, so old versions leave on their own and the size is
+ * bounded by the trees' shape (at most 2^levels positions per tree), not by the number of batches.
+ * Lookups are by hash and gen, like the store's: a record found here is the stored record, and a
+ * node that is not here is simply read from the store. The gen must match too: two batches may
+ * write the same node, their records naming the children each wrote, and a prune may have taken
+ * one copy's children away. The native walks, which know where each node they read sits, look up
+ * by position first (getPacked). Merkle edge records above height 8 (longer than a slot's 72 bytes;
+ * one per leaf path's end) are not kept: they are read about once each.
+ *
+ * Everything lives in flat typed arrays, so a million cached nodes are a few large buffers rather
+ * than millions of objects for the garbage collector to trace, and a lookup touches a few cache
+ * lines: node bytes in a slab of fixed-size slots; per tree and depth, an array from index to slot
+ * (2^depth entries, allocated when first used); and an open-addressing table from 32 bits of the
+ * hash to slot. A table cell whose slot has since been given to another node is stale: lookups
+ * pass over it, inserts too, and the table is rebuilt from the slots when it fills up.
+ *
+ * Where the native addon is loaded, the same cache lives in native code (native-node-cache.ts,
+ * native/trees/node_cache.c) and the native walks consult it themselves; this class then hands
+ * its calls there, and the JavaScript storage below stays empty.
+ */
+export class TopNodeCache {
+  private slab = new Uint8Array(0);
+  private used = 0;
+  /** Open addressing, linear probing: cell → slot + 1 (0: empty), and the key it was filed under. */
+  private table = new Int32Array(1 << 16);
+  private keys = new Int32Array(1 << 16);
+  private filled = 0;
+  /** Where copies of cached records are carved from (copyOut). */
+  private readonly copies = new ByteChunks();
+  /** tree → depth → index → slot + 1 (0: none). */
+  private readonly byPosition = new Map<string, Int32Array[]>();
+  private readonly views = new WeakMap<NodeSource, NodeSource>();
+  /** The cache in the addon, when there is one; null: this class's own storage. */
+  private readonly native: NativeNodeStore | null;
+  private readonly tops = new Map<string, BranchTop>();
+
+  /**
+   * `levels`: how many levels below each root are kept (0 turns the cache off). `addon`: the
+   * addon whose cache to use (by default the loaded addon's, if any); null keeps the cache here.
+   */
+  constructor(
+    readonly levels: number,
+    addon: NativeNodeCacheAddon | null = nativeNodeCacheAddon(),
+    readonly maxNodes = Infinity,
+  ) {
+    // 2^levels positions per depth array, and positions must be exact small integers.
+    if (!Number.isInteger(levels) || levels < 0 || levels > 30)
+      throw new RangeError(`node cache levels must be an integer in 0..30, got ${levels}`);
+    if (!(maxNodes >= 0)) throw new RangeError(`node cache nodes must be 0 or more, got ${maxNodes}`);
+    this.native = addon && levels > 0 ? new NativeNodeStore(addon, levels, maxNodes) : null;
+  }
+
+  /**
+   * Where the cached levels of `tree` start: the node at `depth` below the root, `index` among the
+   * nodes of its height (the tree's first branch, branch-top.ts). Positions the walks report are
+   * then counted from there: depth 0 is that node, and only the nodes below it are kept. Set before
+   * the tree's first update or warm-up; set again (a new branch), the tree's cached nodes are
+   * forgotten, since their positions no longer mean the same nodes.
+   */
+  setTop(tree: string, depth: number, index: bigint): void {
+    const was = this.topOf(tree);
+    if (was.depth === depth && was.index === index) return;
+    this.tops.set(tree, { depth, index });
+    this.forget(tree);
+  }
+
+  /** Where the cached levels of `tree` start (setTop); the root when never set. */
+  topOf(tree: string): BranchTop {
+    return this.tops.get(tree) ?? ROOT_TOP;
+  }
+
+  /** Drops every position of `tree` (its nodes stay findable by hash until their slots are reused). */
+  private forget(tree: string): void {
+    if (this.native) this.native.forget(tree);
+    else this.byPosition.delete(tree);
+  }
+
+  /** Whether the cache lives in the native addon. */
+  get isNative(): boolean {
+    return this.native !== null;
+  }
+
+  get size(): number {
+    return this.native ? this.native.size : this.used;
+  }
+
+  /** The record of a node of this gen, if cached. */
+  get(hash: Uint8Array, gen: number): Uint8Array | undefined {
+    if (this.native) return this.native.get(hash, gen);
+    const slot = this.find(hash, 0, gen);
+    if (slot < 0) return undefined;
+    const at = slot * SLOT;
+    // A copy: the slot may be overwritten by a newer node at its position, and the slab regrown.
+    return this.copyOut(at + RECORD_AT, this.slab[at + LENGTH_AT]!);
+  }
+
+  /** The slot of the node whose hash is at `hash[off]`, of this gen, or −1. */
+  private find(hash: Uint8Array, off: number, gen: number): number {
+    const mask = this.table.length - 1;
+    const key = hashKey(hash, off);
+    for (let cell = key & mask; ; cell = (cell + 1) & mask) {
+      const entry = this.table[cell]!;
+      if (entry === 0) return -1;
+      if (this.keys[cell] === key && this.holdsAt(entry - 1, hash, off, gen)) return entry - 1;
+    }
+  }
+
+  /**
+   * Notes the node at `depth` below the root of `tree` (depth = tree height − node height), at
+   * `index` among the nodes of its height, and its record's gen. Ignored below the cached levels
+   * and for long records.
+   */
+  remember(
+    tree: string,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    gen: number,
+    record: Uint8Array,
+  ): void {
+    if (this.native) return this.native.remember(tree, depth, index, hash, gen, record);
+    if (depth >= this.levels || record.length > MAX_RECORD) return;
+    const slot = this.slotFor(tree, depth, index, hash, 0, gen);
+    if (slot < 0) return;
+    const base = slot * SLOT;
+    this.slab[base + LENGTH_AT] = record.length;
+    this.slab.set(record, base + RECORD_AT);
+  }
+
+  /**
+   * The slot for the node whose hash is at `hash[off]`, of this gen, at a position: filed under
+   * that hash, its record left for the caller to write. −1 when the position holds that node already.
+   */
+  private slotFor(
+    tree: string,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    off: number,
+    gen: number,
+  ): number {
+    let levels = this.byPosition.get(tree);
+    if (!levels) this.byPosition.set(tree, (levels = []));
+    const level = (levels[depth] ??= new Int32Array(2 ** depth));
+    let slot = level[index]! - 1;
+    if (slot >= 0) {
+      if (this.holdsAt(slot, hash, off, gen)) return -1;
+      // The slot now holds the newer node; the old one's table cell goes stale.
+    } else {
+      if (this.used >= this.maxNodes) return -1;
+      slot = this.allocate();
+      level[index] = slot + 1;
+    }
+    const base = slot * SLOT;
+    for (let i = 0; i < 32; i++) this.slab[base + i] = hash[off + i]!;
+    writeGen(this.slab, base + 32, gen);
+    this.insert(slot);
+    return slot;
+  }
+
+  /**
+   * The store seen through the cache: cached records come from memory, the rest in one lookup.
+   * One view per source, made once: the trees' optimized code inlines these functions, and a new
+   * view per batch would be new closures that throw that code away every batch, and the
+   * recompiles take CPU from the batch.
+   */
+  over(source: NodeSource): NodeSource {
+    let view = this.views.get(source);
+    if (!view) this.views.set(source, (view = this.makeView(source)));
+    return view;
+  }
+
+  private makeView(source: NodeSource): NodeSource {
+    if (this.native)
+      return {
+        getNodes: (hashes, gens) => this.getNodes(source, hashes, gens),
+        getCached: (hash, gen) => this.get(hash, gen),
+        rememberedLevels: this.levels,
+        rememberedTop: (tree) => this.topOf(tree),
+        remember: (tree, depth, index, hash, gen, record) =>
+          this.remember(tree, depth, index, hash, gen, record),
+        rememberPacked: (tree, hashes, gens, records, lengths, positions) =>
+          this.rememberPacked(tree, hashes, gens, records, lengths, positions),
+        nativeCache: this.native.link(source),
+      };
+    return {
+      getNodes: (hashes, gens) => this.getNodes(source, hashes, gens),
+      getCached: (hash, gen) => this.get(hash, gen),
+      rememberedLevels: this.levels,
+      rememberedTop: (tree) => this.topOf(tree),
+      remember: (tree, depth, index, hash, gen, record) =>
+        this.remember(tree, depth, index, hash, gen, record),
+      getPacked: (tree, hashes, positions, gens) => this.getPacked(source, tree, hashes, positions, gens),
+      rememberPacked: (tree, hashes, gens, records, lengths, positions) =>
+        this.rememberPacked(tree, hashes, gens, records, lengths, positions),
+    };
+  }
+
+  /**
+   * Notes many nodes (remember), packed: hash i at 32i of `hashes`, gen i in `gens`, the records
+   * back to back. The native walks hand over their new nodes so, without a view per node.
+   */
+  rememberPacked(
+    tree: string,
+    hashes: Uint8Array,
+    gens: Uint32Array,
+    records: Uint8Array,
+    lengths: Uint32Array,
+    positions: Int32Array,
+  ): void {
+    if (this.native) return this.native.rememberPacked(tree, hashes, gens, records, lengths, positions);
+    for (let i = 0, at = 0; i < lengths.length; at += lengths[i]!, i++) {
+      const depth = positions[2 * i]!;
+      const index = positions[2 * i + 1]!;
+      const length = lengths[i]!;
+      if (index < 0 || depth >= this.levels || length > MAX_RECORD) continue;
+      const slot = this.slotFor(tree, depth, index, hashes, i * 32, gens[i]!);
+      if (slot < 0) continue;
+      const base = slot * SLOT;
+      this.slab[base + LENGTH_AT] = length;
+      for (let k = 0; k < length; k++) this.slab[base + RECORD_AT + k] = records[at + k]!;
+    }
+  }
+
+  /**
+   * Looks nodes up by position first (one array read and a hash compare, where the table would
+   * probe), then by hash; hits are copied straight into the packed result, and the rest come from
+   * `source` in one lookup. Nodes below the cached levels are never here: they go to the source
+   * without a probe.
+   */
+  private async getPacked(
+    source: NodeSource,
+    tree: string,
+    hashes: Uint8Array,
+    positions: Int32Array,
+    gens: Uint32Array,
+  ): Promise<PackedNodes> {
+    const n = hashes.length >>> 5;
+    const lengths = new Uint32Array(n);
+    const hitSlots = new Int32Array(n);
+    const levels = this.byPosition.get(tree);
+    const missing: number[] = [];
+    const unplaced: number[] = [];
+    let hitBytes = 0;
+    for (let i = 0; i < n; i++) {
+      const depth = positions[2 * i]!;
+      const index = positions[2 * i + 1]!;
+      let slot = -1;
+      if (index >= 0 && depth < this.levels) {
+        const atPosition = (levels?.[depth]?.[index] ?? 0) - 1;
+        if (atPosition >= 0 && this.holdsAt(atPosition, hashes, i * 32, gens[i]!)) slot = atPosition;
+        else if ((slot = this.find(hashes, i * 32, gens[i]!)) >= 0) unplaced.push(i); // kept under another position
+      }
+      if (slot < 0) {
+        missing.push(i);
+        unplaced.push(i);
+        continue;
+      }
+      hitSlots[i] = slot + 1;
+      hitBytes += lengths[i] = this.slab[slot * SLOT + LENGTH_AT]!;
+    }
+    // The hits are copied now: while the store is read, another tree's update may reuse their slots.
+    const hits = new Uint8Array(hitBytes);
+    for (let i = 0, at = 0; i < n; i++) {
+      if (hitSlots[i] === 0) continue;
+      const from = (hitSlots[i]! - 1) * SLOT + RECORD_AT;
+      for (let k = 0; k < lengths[i]!; k++) hits[at + k] = this.slab[from + k]!;
+      at += lengths[i]!;
+    }
+    if (missing.length === 0) return { records: hits, lengths, unplaced };
+    const wanted = new Array<Uint8Array>(missing.length);
+    const wantedGens = new Uint32Array(missing.length);
+    for (let k = 0; k < missing.length; k++) {
+      wanted[k] = hashes.subarray(missing[k]! * 32, missing[k]! * 32 + 32);
+      wantedGens[k] = gens[missing[k]!]!;
+    }
+    const found = await source.getNodes(wanted, wantedGens);
+    let bytes = hitBytes;
+    for (let k = 0; k < missing.length; k++) {
+      const rec = found[k];
+      lengths[missing[k]!] = rec === undefined ? MISSING_RECORD : rec.length;
+      bytes += rec?.length ?? 0;
+    }
+    const records = new Uint8Array(bytes);
+    for (let i = 0, at = 0, fromHits = 0, k = 0; i < n; i++) {
+      if (hitSlots[i] !== 0) {
+        for (let b = 0; b < lengths[i]!; b++) records[at + b] = hits[fromHits + b]!;
+        fromHits += lengths[i]!;
+        at += lengths[i]!;
+      } else {
+        const rec = found[k++];
+        if (rec === undefined) continue;
+        records.set(rec, at);
+        at += rec.length;
+      }
+    }
+    return { records, lengths, unplaced };
+  }
+
+  /**
+   * Cached records at once, the rest in one lookup in `source`. Loops rather than array callbacks:
+   * callbacks made per call would be compiled again in every batch.
+   */
+  private async getNodes(
+    source: NodeSource,
+    hashes: readonly Uint8Array[],
+    gens: ArrayLike<number>,
+  ): Promise<(Uint8Array | undefined)[]> {
+    const n = hashes.length;
+    const out = new Array<Uint8Array | undefined>(n);
+    const missing: number[] = [];
+    for (let i = 0; i < n; i++) if ((out[i] = this.get(hashes[i]!, gens[i]!)) === undefined) missing.push(i);
+    if (missing.length === 0) return out;
+    const wanted = new Array<Uint8Array>(missing.length);
+    const wantedGens = new Uint32Array(missing.length);
+    for (let k = 0; k < missing.length; k++) {
+      wanted[k] = hashes[missing[k]!]!;
+      wantedGens[k] = gens[missing[k]!]!;
+    }
+    const found = await source.getNodes(wanted, wantedGens);
+    for (let k = 0; k < missing.length; k++) out[missing[k]!] = found[k];
+    return out;
+  }
+
+  /**
+   * A copy of `length` slab bytes from `at`, carved from a chunk of copies: a cache hit then costs
+   * one view rather than an ArrayBuffer of its own (a batch keeps ~150k hits alive while its trees
+   * update, and the garbage collector copies each survivor and its buffer).
+   */
+  private copyOut(at: number, length: number): Uint8Array {
+    const out = this.copies.take(length);
+    for (let i = 0; i < length; i++) out[i] = this.slab[at + i]!;
+    return out;
+  }
+
+  /** Whether the slot holds the node whose hash is at `hash[off]`, of this gen. */
+  private holdsAt(slot: number, hash: Uint8Array, off: number, gen: number): boolean {
+    const base = slot * SLOT;
+    for (let i = 0; i < 32; i++) if (this.slab[base + i] !== hash[off + i]) return false;
+    return readGen(this.slab, base + 32) === gen;
+  }
+
+  /**
+   * Puts a slot's node in the table, in the first empty cell of its probe sequence. Stale cells are
+   * passed over rather than reused: telling one apart means reading its slot (a cache miss in a
+   * slab of tens of MiB) for every cell probed; the rebuild drops them all at once instead.
+   */
+  private insert(slot: number): void {
+    if ((this.filled + 1) * 4 > this.table.length * 3) this.rebuild();
+    const mask = this.table.length - 1;
+    const key = hashKey(this.slab, slot * SLOT);
+    let cell = key & mask;
+    while (this.table[cell] !== 0) cell = (cell + 1) & mask;
+    this.table[cell] = slot + 1;
+    this.keys[cell] = key;
+    this.filled++;
+  }
+
+  /** A table of twice the live slots' size, from the slots alone. */
+  private rebuild(): void {
+    const size = Math.max(1 << 16, 2 ** Math.ceil(Math.log2(this.used * 2 + 1)));
+    this.table = new Int32Array(size);
+    this.keys = new Int32Array(size);
+    this.filled = 0;
+    const mask = size - 1;
+    for (let slot = 0; slot < this.used; slot++) {
+      const key = hashKey(this.slab, slot * SLOT);
+      let cell = key & mask;
+      while (this.table[cell] !== 0) cell = (cell + 1) & mask;
+      this.table[cell] = slot + 1;
+      this.keys[cell] = key;
+      this.filled++;
+    }
+  }
+
+  /** Slots are never freed: a position, once used, keeps its slot for each newer node there. */
+  private allocate(): number {
+    if ((this.used + 1) * SLOT > this.slab.length) {
+      const grown = new Uint8Array(Math.max(1024 * SLOT, this.slab.length * 2));
+      grown.set(this.slab);
+      this.slab = grown;
+    }
+    return this.used++;
+  }
+}
+
+/** 31 bits of the hash at `off` (hashes are uniform, so any bits will do). */
+function hashKey(bytes: Uint8Array, off: number): number {
+  return (
+    ((bytes[off + 28]! & 0x7f) << 24) | (bytes[off + 29]! << 16) | (bytes[off + 30]! << 8) | bytes[off + 31]!
+  );
+}

@@ -1,0 +1,121 @@
+import { loadNativeAddon } from "../../hash/native-engine.js";
+import type { NativeCacheLink, NodeSource } from "../format/node-source.js";
+import { MAX_CACHED_RECORD_LENGTH } from "../format/node-record.js";
+
+/** An opaque handle to a cache inside the addon. */
+type Handle = object;
+
+/** The addon's node cache (native/trees/node_cache_napi.c, in the Pedersen addon). */
+export interface NativeNodeCacheAddon {
+  nodeCacheCreate(levels: number, maxNodes: number): Handle;
+  nodeCacheForget(h: Handle, tree: number): void;
+  /** A copy of the record of the node with this hash and gen, or null. */
+  nodeCacheGet(h: Handle, hash: Uint8Array, gen: number): Uint8Array | null;
+  nodeCacheRemember(
+    h: Handle,
+    tree: number,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    gen: number,
+    record: Uint8Array,
+  ): void;
+  nodeCacheRememberPacked(
+    h: Handle,
+    tree: number,
+    hashes: Uint8Array,
+    gens: Uint32Array,
+    records: Uint8Array,
+    lengths: Uint32Array,
+    positions: Int32Array,
+  ): void;
+  nodeCacheSize(h: Handle): number;
+}
+
+/**
+ * The addon's node cache, where the addon is loaded and has one; else null (the JavaScript cache).
+ * `DACD_NODE_CACHE=js` keeps the cache in JavaScript (to compare, or should the native one fail).
+ */
+export function nativeNodeCacheAddon(mode: "auto" | "js" = "auto"): NativeNodeCacheAddon | null {
+  if (mode === "js") return null;
+  const addon = loadNativeAddon() as unknown as Partial<NativeNodeCacheAddon> | null;
+  return addon && typeof addon.nodeCacheForget === "function" ? (addon as NativeNodeCacheAddon) : null;
+}
+
+/**
+ * TopNodeCache's storage when the addon is loaded: the same cache in native code (node_cache.c),
+ * which the native walks are handed (NodeSource.nativeCache) and consult themselves, so that a
+ * read or a new node costs a memcmp and a memcpy rather than a JavaScript loop. Tree names become
+ * small ids here, the addon's key for their positions.
+ */
+export class NativeNodeStore {
+  private readonly handle: Handle;
+  private readonly trees = new Map<string, number>();
+
+  constructor(
+    private readonly addon: NativeNodeCacheAddon,
+    readonly levels: number,
+    maxNodes = Infinity,
+  ) {
+    this.handle = addon.nodeCacheCreate(levels, maxNodes);
+  }
+
+  forget(tree: string): void {
+    this.addon.nodeCacheForget(this.handle, this.treeId(tree));
+  }
+
+  get size(): number {
+    return this.addon.nodeCacheSize(this.handle);
+  }
+
+  get(hash: Uint8Array, gen: number): Uint8Array | undefined {
+    return this.addon.nodeCacheGet(this.handle, hash, gen) ?? undefined;
+  }
+
+  remember(
+    tree: string,
+    depth: number,
+    index: number,
+    hash: Uint8Array,
+    gen: number,
+    record: Uint8Array,
+  ): void {
+    // Checked here too, so that the nodes the cache would ignore cost no call into the addon.
+    if (depth >= this.levels || index < 0 || record.length > MAX_CACHED_RECORD_LENGTH) return;
+    this.addon.nodeCacheRemember(this.handle, this.treeId(tree), depth, index, hash, gen, record);
+  }
+
+  rememberPacked(
+    tree: string,
+    hashes: Uint8Array,
+    gens: Uint32Array,
+    records: Uint8Array,
+    lengths: Uint32Array,
+    positions: Int32Array,
+  ): void {
+    this.addon.nodeCacheRememberPacked(
+      this.handle,
+      this.treeId(tree),
+      hashes,
+      gens,
+      records,
+      lengths,
+      positions,
+    );
+  }
+
+  /** What the native walks are handed to consult this cache, reading the rest from `source`. */
+  link(source: NodeSource): NativeCacheLink {
+    return {
+      handle: this.handle,
+      treeId: (tree) => this.treeId(tree),
+      readStore: (hashes, gens) => source.getNodes(hashes, gens),
+    };
+  }
+
+  private treeId(tree: string): number {
+    let id = this.trees.get(tree);
+    if (id === undefined) this.trees.set(tree, (id = this.trees.size));
+    return id;
+  }
+}
