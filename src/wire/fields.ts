@@ -34,10 +34,14 @@ export function describe(v: unknown): string {
 }
 
 /** A plain JSON object (not an array, not null). */
+/** A JSON object (not null, not an array). */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
 export function readObject(v: unknown, at: At): Record<string, unknown> {
-  if (typeof v !== "object" || v === null || Array.isArray(v))
-    fail(at, `expected an object, got ${describe(v)}`);
-  return v as Record<string, unknown>;
+  if (!isPlainObject(v)) fail(at, `expected an object, got ${describe(v)}`);
+  return v;
 }
 
 /** Refuses keys other than `allowed`: an unexpected field may mean we misread the format. */

@@ -32,6 +32,57 @@ const B64 = 1n << 64n;
 const ASSET_ID_LIMIT = 1n << 120n;
 const MAX_ASSETS = 1 << 16;
 
+/** Where an update carries one tree: the key of its changed leaves and the key of its stated root. */
+export interface UpdateTree {
+  readonly spec: TreeSpec;
+  readonly leavesKey: string;
+  readonly rootKey: string;
+}
+
+/** The trees an update of this profile carries, in the order they are read. */
+export function updateTrees(profile: Profile, opts: ParseOptions = {}): UpdateTree[] {
+  if (profile.variant === "P")
+    return [
+      { spec: profile.main, leavesKey: "positions", rootKey: "position_root" },
+      { spec: profile.order, leavesKey: "orders", rootKey: "order_root" },
+    ];
+  const trees = [
+    { spec: profile.main, leavesKey: "vaults", rootKey: "vault_root" },
+    { spec: profile.order, leavesKey: "orders", rootKey: "order_root" },
+  ];
+  if (profile.rollup && opts.validateRollup === true)
+    trees.push({ spec: profile.rollup, leavesKey: "rollup_vaults", rootKey: "rollup_vault_root" });
+  return trees;
+}
+
+/** The keys an update of this profile may have. */
+function updateKeys(profile: Profile): string[] {
+  if (profile.variant === "P") return ["prev_batch_id", "positions", "position_root", "orders", "order_root"];
+  // Rollup data is optional in the format; the gateway sends it when asked (validate_rollup=True).
+  return [
+    "prev_batch_id",
+    "vaults",
+    "vault_root",
+    "orders",
+    "order_root",
+    "rollup_vaults",
+    "rollup_vault_root",
+  ];
+}
+
+/**
+ * The `prev_batch_id` of batch `batchId`'s update: an integer from -1 that precedes the batch.
+ * Throws DacdError BAD_INPUT naming the batch and the field.
+ */
+export function readPrevBatchId(update: unknown, batchId: number): number {
+  const at: At = { batchId, path: "update" };
+  const obj = readObject(update, at);
+  const prevBatchId = readInteger(required(obj, "prev_batch_id", at), child(at, "prev_batch_id"), -1);
+  if (prevBatchId >= batchId)
+    fail(child(at, "prev_batch_id"), `${prevBatchId} does not precede batch ${batchId}`);
+  return prevBatchId;
+}
+
 /**
  * Parses the `update` of a `get_batch_data` answer into typed, range-checked leaves
  * (committee-algorithms §2). Throws DacdError BAD_INPUT naming the batch and the field.
@@ -43,14 +94,12 @@ export function parseStateUpdate(
   opts: ParseOptions = {},
 ): StateUpdate {
   const at: At = { batchId, path: "update" };
-  const obj = readObject(update, at);
-  const prevBatchId = readInteger(required(obj, "prev_batch_id", at), child(at, "prev_batch_id"), -1);
-  if (prevBatchId >= batchId)
-    fail(child(at, "prev_batch_id"), `${prevBatchId} does not precede batch ${batchId}`);
-
+  const prevBatchId = readPrevBatchId(update, batchId);
+  const obj = update as Record<string, unknown>;
+  onlyKeys(obj, updateKeys(profile), at);
   const changes: Partial<Record<TreeName, LeafChanges>> = {};
   const statedRoots: Partial<Record<TreeName, Uint8Array>> = {};
-  const readTree = (spec: TreeSpec, leavesKey: string, rootKey: string): void => {
+  for (const { spec, leavesKey, rootKey } of updateTrees(profile, opts)) {
     changes[spec.name] = readLeaves(
       required(obj, leavesKey, at),
       child(at, leavesKey),
@@ -58,21 +107,6 @@ export function parseStateUpdate(
       profile.variant,
     );
     statedRoots[spec.name] = readRoot(required(obj, rootKey, at), child(at, rootKey));
-  };
-
-  if (profile.variant === "P") {
-    onlyKeys(obj, ["prev_batch_id", "positions", "position_root", "orders", "order_root"], at);
-    readTree(profile.main, "positions", "position_root");
-    readTree(profile.order, "orders", "order_root");
-  } else {
-    const allowed = ["prev_batch_id", "vaults", "vault_root", "orders", "order_root"];
-    // Rollup data is optional in the format; the gateway sends it when asked (validate_rollup=True).
-    allowed.push("rollup_vaults", "rollup_vault_root");
-    onlyKeys(obj, allowed, at);
-    readTree(profile.main, "vaults", "vault_root");
-    readTree(profile.order, "orders", "order_root");
-    if (profile.rollup && opts.validateRollup === true)
-      readTree(profile.rollup, "rollup_vaults", "rollup_vault_root");
   }
   return { prevBatchId, changes, statedRoots };
 }

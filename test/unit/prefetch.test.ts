@@ -1,11 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { makeProfile } from "../../src/model/profile.js";
-import {
-  BatchPrefetcher,
-  parseInSlices,
-  type FetchedBatch,
-  type LoadBatch,
-} from "../../src/poller/member/prefetch.js";
+import { BatchPrefetcher, type FetchedBatch, type LoadBatch } from "../../src/poller/member/prefetch.js";
+import { parseInSlices } from "../../src/wire/parse-in-slices.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
 import { loadChain } from "../helpers/vectors.js";
 

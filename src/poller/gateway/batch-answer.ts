@@ -8,13 +8,9 @@ import { dacdErrorData, isDacdError, type DacdErrorData } from "../../errors.js"
 import type { Profile } from "../../model/profile.js";
 import type { StateUpdate } from "../../model/state-update.js";
 import { parseStateUpdate } from "../../wire/parse-update.js";
-import { describe } from "../../wire/fields.js";
+import { describe, isPlainObject } from "../../wire/fields.js";
 import { parseJsonHere, type JsonLimits } from "./bounded-json.js";
 import { BadResponse, JSON_FAILURE_HEAD, jsonFailure } from "./http.js";
-
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
 
 /**
  * The `update` of a get_batch_data answer, or null for `{"update": null}` (the batch is not made

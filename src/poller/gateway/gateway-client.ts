@@ -8,8 +8,8 @@
  */
 import { DacdError } from "../../errors.js";
 import { DEFAULT_JSON_LIMITS, type JsonLimits } from "./bounded-json.js";
-import { describe } from "../../wire/fields.js";
-import { isPlainObject, readBatchAnswer, type BatchParseReply } from "./batch-answer.js";
+import { describe, isPlainObject } from "../../wire/fields.js";
+import { readBatchAnswer, type BatchParseReply } from "./batch-answer.js";
 import type { PostedSignature } from "../../signer/signer.js";
 import {
   BadResponse,

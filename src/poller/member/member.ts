@@ -13,6 +13,7 @@ import type { AvailabilityGateway, FeederGateway } from "../gateway/gateway-clie
 import { backoffDelay, sleep } from "../gateway/retry.js";
 import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
 import { storeFailure } from "../../storage/store-errors.js";
+import { readPrevBatchId } from "../../wire/parse-update.js";
 import { BatchParser } from "../gateway/batch-parser.js";
 import { BatchPrefetcher, gatewayLoader, type BatchTimes, type FetchedBatch } from "./prefetch.js";
 
@@ -377,14 +378,15 @@ export class Member {
    * on an earlier one and this batch id will never be needed. Move past it (unsigned) in that case.
    */
   private async abandonedByOperator(batchId: number): Promise<boolean> {
-    let next: Record<string, unknown> | null;
+    let prev: number;
     try {
-      next = await this.availability.getBatchData(batchId + 1, this.opts.validateRollup);
+      const next = await this.availability.getBatchData(batchId + 1, this.opts.validateRollup);
+      if (next === null) return false;
+      prev = readPrevBatchId(next, batchId + 1);
     } catch {
       return false;
     }
-    const prev = next?.prev_batch_id;
-    if (typeof prev !== "number" || !Number.isSafeInteger(prev) || prev >= batchId) return false;
+    if (prev >= batchId) return false;
     const cursor = await this.store.getCursor();
     await this.store.setCursor({
       next_batch_id: batchId + 1,

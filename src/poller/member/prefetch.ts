@@ -1,9 +1,7 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
-import type { Profile, TreeSpec } from "../../model/profile.js";
+import type { Profile } from "../../model/profile.js";
 import type { StateUpdate } from "../../model/state-update.js";
-import { parseStateUpdate } from "../../wire/parse-update.js";
+import { parseInSlices } from "../../wire/parse-in-slices.js";
 import { reviveDacdError } from "../../errors.js";
-import { isPlainObject } from "../gateway/batch-answer.js";
 import type { BatchParser } from "../gateway/batch-parser.js";
 import { DEFAULT_JSON_LIMITS } from "../gateway/bounded-json.js";
 import type { AvailabilityGateway } from "../gateway/gateway-client.js";
@@ -117,56 +115,6 @@ function workerLoader(
       },
     };
   };
-}
-
-/** Leaves read per turn of the event loop (a few milliseconds of BigInt parsing). */
-const SLICE_LEAVES = 1000;
-
-/**
- * parseStateUpdate, a slice of leaves per turn of the event loop: tens of thousands of leaves
- * would hold it for as long as they take. Every leaf is read on its own (its id is its key, its
- * checks concern it alone), so the update is read first without its large leaf maps, then each map
- * slice by slice through the same function, and the slices' leaves are put together.
- */
-export async function parseInSlices(
-  raw: Record<string, unknown>,
-  profile: Profile,
-  batchId: number,
-  validateRollup: boolean | undefined,
-): Promise<StateUpdate> {
-  const trees: [string, TreeSpec][] =
-    profile.variant === "P"
-      ? [
-          ["positions", profile.main],
-          ["orders", profile.order],
-        ]
-      : [
-          ["vaults", profile.main],
-          ["orders", profile.order],
-        ];
-  if (profile.variant === "G" && profile.rollup && validateRollup === true)
-    trees.push(["rollup_vaults", profile.rollup]);
-  const skeleton: Record<string, unknown> = { ...raw };
-  const sliced: [string, TreeSpec, Record<string, unknown>][] = [];
-  for (const [key, spec] of trees) {
-    const leaves = raw[key];
-    if (!isPlainObject(leaves)) continue; // refused by the parse of the skeleton, as it is
-    skeleton[key] = {};
-    sliced.push([key, spec, leaves]);
-  }
-  const update = parseStateUpdate(skeleton, profile, batchId, { validateRollup });
-  for (const [key, spec, leaves] of sliced) {
-    const into = update.changes[spec.name]!;
-    const ids = Object.keys(leaves);
-    for (let i = 0; i < ids.length; i += SLICE_LEAVES) {
-      if (i > 0 || ids.length > SLICE_LEAVES) await nextTurn();
-      const part: Record<string, unknown> = {};
-      for (const id of ids.slice(i, i + SLICE_LEAVES)) part[id] = leaves[id];
-      const slice = parseStateUpdate({ ...skeleton, [key]: part }, profile, batchId, { validateRollup });
-      for (const [id, leaf] of slice.changes[spec.name]!) into.set(id, leaf);
-    }
-  }
-  return update;
 }
 
 export interface PrefetchOptions {
