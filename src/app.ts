@@ -42,6 +42,7 @@ import { createEngine } from "./verifier/hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
 import { TopNodeCache } from "./verifier/trees/cache/node-cache.js";
 import { placeBranchTops, warmTopNodes } from "./verifier/warm-cache.js";
+import { asStoreError } from "./storage/store-errors.js";
 import { bindVerifyContext } from "./verifier/verify-batch.js";
 import { ChainWatch } from "./chain/watch.js";
 import { getOrdersMissing, ordersMissingWarning } from "./escape/reference-store.js";
@@ -338,7 +339,12 @@ async function startWithKey(
       config.mode === "shadow" ? "dacd started in shadow mode: nothing will be posted" : "dacd started",
     );
     // Where each tree's cached levels start, before the first batch (a read per level of its top path).
-    await placeBranchTops(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup));
+    await placeBranchTops(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).catch(
+      (err: unknown) => {
+        // A damaged store met here is named as the member names it when a batch meets it.
+        throw asStoreError(err, store.dir) ?? err;
+      },
+    );
     const done = member.run(abort.signal);
     // Beside the member, never in its way: its RPC calls and small writes run between batches.
     await chainWatch?.start();
