@@ -30,8 +30,8 @@ import { encodeLeafRecord, hashLeaves } from "../src/verifier/trees/format/leave
 import { keptTrees, makeProfile, type Profile, type TreeName, type TreeSpec } from "../src/model/profile.js";
 import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
 import type { NativeNodeCacheAddon } from "../src/verifier/trees/native/native-node-cache.js";
-import type { NodeWrite } from "../src/verifier/trees/format/node-source.js";
-import { NodeWrites } from "../src/verifier/trees/format/node-writes.js";
+import type { NodeWrite } from "../src/storage/records/node-source.js";
+import { NodeWrites } from "../src/storage/records/node-writes.js";
 import { warmTopNodes } from "../src/verifier/warm-cache.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
 import { chooseTreeWalk } from "../src/verifier/trees/update/tree-walk.js";

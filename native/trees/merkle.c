@@ -17,7 +17,7 @@
  *
  * A node's hash is stored only where another node needs it: binary nodes' in `pair_hashes`, chain
  * tops' in `tops`; an empty node's is E[h]. Every reference to a child carries the gen of the
- * child's record (src/verifier/trees/format/node-record.ts): an old record's children come with theirs, and what
+ * child's record (src/storage/records/node-record.ts): an old record's children come with theirs, and what
  * this update writes has the batch's. Per path node there are 18 bytes, where a W-perp update has
  * ~500k path nodes.
  */

@@ -27,7 +27,7 @@ typedef struct mt_update mt_update;
  * A new update of the tree of `height` (1..255) whose root is `old_root` (its record written by batch
  * `old_root_gen`), for `n` changed leaves with `ids` (32 bytes big-endian each, strictly ascending,
  * below 2^height); its new records name each child with the gen of the child's record
- * (src/verifier/trees/format/node-record.ts), `batch_gen` for those it writes. `empty` is E[0..height] (32 bytes
+ * (src/storage/records/node-record.ts), `batch_gen` for those it writes. `empty` is E[0..height] (32 bytes
  * each), the roots of empty subtrees. Positions (depth, index) are reported for nodes less than
  * `remembered` (0..30) levels below the root. NULL with a message in `err` when the input is bad.
  */

@@ -14,7 +14,7 @@
  *
  * Nodes live in one growing array and refer to each other by index (no pointers survive a growth).
  * Nodes read from the store are never changed once made, so every pass shares them. Every node
- * carries the gen of its record (src/verifier/trees/format/node-record.ts): a stored one the gen its parent's record
+ * carries the gen of its record (src/storage/records/node-record.ts): a stored one the gen its parent's record
  * names, a new one the batch's.
  */
 #include "patricia.h"

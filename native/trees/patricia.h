@@ -22,7 +22,7 @@ typedef struct pt_update pt_update;
  * A new update of the tree of `height` (1..255) whose root is `old_root` (its record written by batch
  * `old_root_gen`), for `n` changed leaves: `ids` (32 bytes big-endian each, strictly ascending,
  * below 2^height) and their new hashes (32 bytes each; zero deletes the leaf). Its new records name
- * each child with the gen of the child's record (src/verifier/trees/format/node-record.ts), `batch_gen` for those
+ * each child with the gen of the child's record (src/storage/records/node-record.ts), `batch_gen` for those
  * it writes. Positions (depth, index) are reported for nodes less than `remembered` (0..30) levels
  * below the root. NULL with a message in `err` when the input is bad.
  */

@@ -1,5 +1,5 @@
 /*
- * The tree records' layout: the one place the native code takes it from. src/verifier/trees/format/node-record.ts
+ * The tree records' layout: the one place the native code takes it from. src/storage/records/node-record.ts
  * (and merkle-edge.ts, for the checkpoints) describe the same layout in TypeScript; the addon
  * exports these numbers as `recordFormat` and test/unit/record-format.test.ts asserts they equal
  * TypeScript's, so a format change is made here and in node-record.ts.

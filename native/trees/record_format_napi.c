@@ -1,6 +1,6 @@
 /*
  * `recordFormat`: the record layout the native walks and the node cache are compiled with
- * (record_format.h), so that a test can hold it against src/verifier/trees/format/node-record.ts.
+ * (record_format.h), so that a test can hold it against src/storage/records/node-record.ts.
  */
 #include "record_format_napi.h"
 

@@ -12,11 +12,11 @@ import { BULK_LOAD_WRITE_BUFFER, type BulkWriter } from "../storage/bulk-writer.
 import { LevelStore } from "../storage/level-store.js";
 import { bytesEqual, hexToBytes32, toHex0x, toHex64, writeBigint32, ZERO32 } from "../util/bytes.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../verifier/trees/bulk/bulk-build.js";
-import { MAX_GEN } from "../verifier/trees/format/node-record.js";
+import { MAX_GEN } from "../storage/records/node-record.js";
 import { emptyRoots, type Roots } from "../verifier/trees/update/compute-roots.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { hashAndEncodeLeaves } from "../verifier/trees/format/leaves.js";
-import type { NodeWrite } from "../verifier/trees/format/node-source.js";
+import type { NodeWrite } from "../storage/records/node-source.js";
 import { keptHeights, makeProfile, type Heights, type Profile, type ProfileName } from "../model/profile.js";
 import type { VaultLeaf } from "../model/state-update.js";
 import { bunzip2 } from "./bzip2.js";

@@ -25,7 +25,7 @@ import {
   isBinaryRecord,
   isEdgeRecord,
   secondHash,
-} from "../verifier/trees/format/node-record.js";
+} from "../storage/records/node-record.js";
 import { walkLeaves, type WalkNode, type WalkProblem } from "../verifier/trees/read/walk-leaves.js";
 
 export interface CheckOptions {

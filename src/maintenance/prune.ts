@@ -4,7 +4,7 @@ import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore, TreeRecordKey } from "../storage/level-store.js";
 import { isPruned, type PruneInfo } from "../storage/prune-info.js";
 import { hexToBytes32 } from "../util/bytes.js";
-import type { NodeWrites } from "../verifier/trees/format/node-writes.js";
+import type { NodeWrites } from "../storage/records/node-writes.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { WasmEngine } from "../verifier/hash/wasm-engine.js";
 import { walkLeaves } from "../verifier/trees/read/walk-leaves.js";

@@ -29,6 +29,8 @@ export interface Profile {
 }
 
 export type Heights = Partial<Record<TreeName, number>>;
+/** Each tree's root hash, by tree. */
+export type Roots = Partial<Record<TreeName, Uint8Array>>;
 
 /** Default heights of each profile; a configuration's `heights` may override the trees it has. */
 export const DEFAULT_HEIGHTS: Readonly<Record<ProfileName, Readonly<Heights>>> = {

@@ -1,6 +1,6 @@
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import { bigintToBytes32, concatBytes } from "../util/bytes.js";
-import type { Roots } from "../verifier/trees/update/compute-roots.js";
+import type { Roots } from "../model/profile.js";
 import type { Profile } from "../model/profile.js";
 
 /**

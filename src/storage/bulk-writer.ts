@@ -1,10 +1,10 @@
 import { mkdir, open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { ClassicLevel } from "classic-level";
-import type { NodeWrite } from "../verifier/trees/format/node-source.js";
+import type { NodeWrite } from "./records/node-source.js";
 import { copy32 } from "../util/bytes.js";
 import { exactKeyOrder, setTreeKeyHead, TREE_KEY_LENGTH, TreeKind } from "./keys.js";
-import type { PackedRecords } from "../verifier/trees/format/node-source.js";
+import type { PackedRecords } from "./records/node-source.js";
 import { batchPuts, putInOrder } from "./sorted-puts.js";
 
 type Db = ClassicLevel<Uint8Array, Uint8Array>;

@@ -8,7 +8,7 @@
  * - tree:  0x00 ‖ u32 gen ‖ kind ‖ 32-byte hash, where gen is the id of the batch that wrote the
  *          record (big-endian, so a batch's records sort above every older batch's) and kind
  *          TreeKind's:
- *          - node → the node's record (verifier/trees/format/node-record.ts: binary, Patricia edge or Merkle
+ *          - node → the node's record (storage/records/node-record.ts: binary, Patricia edge or Merkle
  *            edge, told apart by length), content-addressed: a record names each child by its
  *            hash and gen;
  *          - leaf → the leaf's record (verifier/trees/format/leaves.ts: the vault, order or position fields the
@@ -26,7 +26,7 @@
  * a flushed table overlaps none (docs/performance.md). The retire key sits in the batch's range
  * for the same reason.
  */
-import { readGen, writeGen } from "../verifier/trees/format/node-record.js";
+import { readGen, writeGen } from "./records/node-record.js";
 
 export const Prefix = {
   tree: 0x00,

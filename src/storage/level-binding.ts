@@ -3,7 +3,7 @@ import { createRequire, Module } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { runtimeSettings } from "../config/runtime-settings.js";
-import type { PackedRecords } from "../verifier/trees/format/node-source.js";
+import type { PackedRecords } from "./records/node-source.js";
 
 /**
  * Which binding classic-level loads: dacd's build of it (scripts/build-level.mjs: classic-level's

@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { ClassicLevel } from "./classic-level.js";
 import { canGetPacked, getPacked, NOT_FOUND } from "./level-binding.js";
 import { DacdError } from "../errors.js";
-import { NODE_FORMAT } from "../verifier/trees/format/node-record.js";
-import type { NodeSource } from "../verifier/trees/format/node-source.js";
-import type { NodeWrites } from "../verifier/trees/format/node-writes.js";
+import { NODE_FORMAT } from "./records/node-record.js";
+import type { NodeSource } from "./records/node-source.js";
+import type { NodeWrites } from "./records/node-writes.js";
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
 import {
   batchIdFromKey,

@@ -1,4 +1,4 @@
-import type { NodeSource, NodeWrite } from "../verifier/trees/format/node-source.js";
+import type { NodeSource, NodeWrite } from "./records/node-source.js";
 
 /**
  * Nodes kept in memory: for tests (a cross-check of the LevelDB store) and the devnet operator.

@@ -1,7 +1,7 @@
 import type { ClassicLevel } from "classic-level";
 import { copy32 } from "../util/bytes.js";
-import type { PackedRecords } from "../verifier/trees/format/node-source.js";
-import type { NodeWrites } from "../verifier/trees/format/node-writes.js";
+import type { PackedRecords } from "./records/node-source.js";
+import type { NodeWrites } from "./records/node-writes.js";
 import { yieldToEventLoop } from "../util/yield.js";
 import { keyOrder, setTreeKeyHead, TREE_KEY_HASH_AT, TREE_KEY_LENGTH } from "./keys.js";
 import { nativeContext, putRecordsInto } from "./level-binding.js";

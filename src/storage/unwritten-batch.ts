@@ -1,4 +1,4 @@
-import type { NodeWrites } from "../verifier/trees/format/node-writes.js";
+import type { NodeWrites } from "./records/node-writes.js";
 import type { BatchRecord } from "./batch-record.js";
 import { TreeKind } from "./keys.js";
 

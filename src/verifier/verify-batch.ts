@@ -13,7 +13,7 @@ import {
   type Roots,
   type TreeState,
 } from "./trees/update/compute-roots.js";
-import { MAX_GEN } from "./trees/format/node-record.js";
+import { MAX_GEN } from "../storage/records/node-record.js";
 import type { TreeWalk } from "./trees/update/tree-walk.js";
 import type { HashEngine } from "./hash/engine.js";
 import { TopNodeCache } from "./trees/cache/node-cache.js";

@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 import { bigintToBytes32 } from "../../src/util/bytes.js";
-import type { NodeWrites } from "../../src/verifier/trees/format/node-writes.js";
+import type { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { chooseTreeWalk, type TreeWalk } from "../../src/verifier/trees/update/tree-walk.js";
 import { hex, RecordingStore } from "./recording-store.js";
 

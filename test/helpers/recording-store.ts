@@ -1,5 +1,5 @@
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import type { NodeSource } from "../../src/verifier/trees/format/node-source.js";
+import type { NodeSource } from "../../src/storage/records/node-source.js";
 
 export const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
 

@@ -10,7 +10,7 @@ import { LevelStore } from "../../src/storage/level-store.js";
 import { findBranchTop } from "../../src/verifier/trees/cache/branch-top.js";
 import { computeRoots, emptyRoots, type TreeState } from "../../src/verifier/trees/update/compute-roots.js";
 import { TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
-import type { NodeSource } from "../../src/verifier/trees/format/node-source.js";
+import type { NodeSource } from "../../src/storage/records/node-source.js";
 import { walkLeaves } from "../../src/verifier/trees/read/walk-leaves.js";
 import { defaultTreeWalk, type TreeWalk } from "../../src/verifier/trees/update/tree-walk.js";
 import { walkOf } from "../helpers/compare-walks.js";

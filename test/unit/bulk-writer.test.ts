@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { BULK_SPILL_DIR, BulkWriter, spillPartition } from "../../src/storage/bulk-writer.js";
 import { treeKey, TreeKind } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
-import type { NodeWrite } from "../../src/verifier/trees/format/node-source.js";
+import type { NodeWrite } from "../../src/storage/records/node-source.js";
 import { levelDb } from "../../src/storage/level-db.js";
 
 const dirs: string[] = [];

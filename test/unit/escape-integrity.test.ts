@@ -9,7 +9,7 @@ import { loadDump } from "../../src/escape/load.js";
 import { batchKey, Prefix, treeKey, TreeKind } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { hexToBytes32 } from "../../src/util/bytes.js";
-import { childGen } from "../../src/verifier/trees/format/node-record.js";
+import { childGen } from "../../src/storage/records/node-record.js";
 import { readLeaf } from "../../src/verifier/trees/read/read-leaf.js";
 import { chainStore, countKeys, engine, type ChainStore } from "../helpers/chain-store.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";

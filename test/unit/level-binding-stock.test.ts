@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LevelStore } from "../../src/storage/level-store.js";
-import { NodeWrites } from "../../src/verifier/trees/format/node-writes.js";
+import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { placeholderRecord } from "../helpers/batch-record.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 

@@ -13,7 +13,7 @@ import {
   putRecordsInto,
 } from "../../src/storage/level-binding.js";
 import { batchPuts, putInOrder, type BatchPuts } from "../../src/storage/sorted-puts.js";
-import type { PackedRecords } from "../../src/verifier/trees/format/node-source.js";
+import type { PackedRecords } from "../../src/storage/records/node-source.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 
 const dacdBinding = nativeAvailable(

@@ -7,7 +7,7 @@ import type { ClassicLevel } from "../../src/storage/classic-level.js";
 import { TreeKind, treeKey } from "../../src/storage/keys.js";
 import { levelBindingName, setMappedTables } from "../../src/storage/level-binding.js";
 import { LevelStore } from "../../src/storage/level-store.js";
-import { NodeWrites } from "../../src/verifier/trees/format/node-writes.js";
+import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { placeholderRecord } from "../helpers/batch-record.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 

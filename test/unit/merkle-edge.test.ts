@@ -18,7 +18,7 @@ import {
   merkleEdgeLength,
   recomputeMerkleEdges,
 } from "../../src/verifier/trees/format/merkle-edge.js";
-import type { NodeWrite } from "../../src/verifier/trees/format/node-source.js";
+import type { NodeWrite } from "../../src/storage/records/node-source.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import { chainStore, engine, randomBig } from "../helpers/chain-store.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
@@ -29,7 +29,7 @@ import {
   edgeLength,
   isBinaryRecord,
   NODE_FORMAT,
-} from "../../src/verifier/trees/format/node-record.js";
+} from "../../src/storage/records/node-record.js";
 
 afterAll(removeTempDirs);
 

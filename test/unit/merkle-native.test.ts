@@ -7,7 +7,7 @@ import { TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { emptySubtreeRoots, updateMerkle } from "../../src/verifier/trees/reference/merkle.js";
 import { packedEmpties } from "../../src/verifier/trees/format/merkle-edge.js";
-import { BINARY_RECORD_LENGTH } from "../../src/verifier/trees/format/node-record.js";
+import { BINARY_RECORD_LENGTH } from "../../src/storage/records/node-record.js";
 import { defaultTreeWalk } from "../../src/verifier/trees/update/tree-walk.js";
 import { naiveMerkleRoot } from "../helpers/naive-trees.js";
 import {

@@ -5,7 +5,7 @@ import { prng } from "../../src/util/prng.js";
 import { emptyRoots } from "../../src/verifier/trees/update/compute-roots.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { updateMerkle, updateMerkleWhileHashing } from "../../src/verifier/trees/reference/merkle.js";
-import type { NodeSource } from "../../src/verifier/trees/format/node-source.js";
+import type { NodeSource } from "../../src/storage/records/node-source.js";
 
 const engine = createEngine("auto");
 const HEIGHT = 20;

@@ -7,7 +7,7 @@ import { prng } from "../../src/util/prng.js";
 import { emptySubtreeRoots, updateMerkle } from "../../src/verifier/trees/reference/merkle.js";
 import { nativeNodeCacheAddon } from "../../src/verifier/trees/native/native-node-cache.js";
 import { TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
-import type { NodeSource } from "../../src/verifier/trees/format/node-source.js";
+import type { NodeSource } from "../../src/storage/records/node-source.js";
 import { updatePatricia } from "../../src/verifier/trees/reference/patricia.js";
 import { countingSource, type TreeStats } from "../../src/verifier/trees/update/tree-stats.js";
 import { randomBatches, walkOf, type Walk } from "../helpers/compare-walks.js";

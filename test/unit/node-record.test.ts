@@ -20,11 +20,11 @@ import {
   writeBinaryRecord,
   writeEdgeRecord,
   writeGen,
-} from "../../src/verifier/trees/format/node-record.js";
+} from "../../src/storage/records/node-record.js";
 
 const filled = (v: number): Uint8Array => new Uint8Array(32).fill(v);
 
-describe("node records (verifier/trees/format/node-record.ts)", () => {
+describe("node records (storage/records/node-record.ts)", () => {
   it("writes a binary record and reads its two children and their gens back; its length tells its kind", () => {
     expect(BINARY_RECORD_LENGTH).toBe(72);
     const out = new Uint8Array(3 + BINARY_RECORD_LENGTH);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { NodeWrites } from "../../src/verifier/trees/format/node-writes.js";
+import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { prng } from "../../src/util/prng.js";
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");

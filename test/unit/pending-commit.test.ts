@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LevelStore } from "../../src/storage/level-store.js";
-import { NodeWrites } from "../../src/verifier/trees/format/node-writes.js";
+import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { levelDb } from "../../src/storage/level-db.js";
 import { placeholderRecord } from "../helpers/batch-record.js";
 

@@ -12,13 +12,13 @@ import {
   HASH_BYTES,
   MAX_CACHED_RECORD_LENGTH,
   NODE_FORMAT,
-} from "../../src/verifier/trees/format/node-record.js";
+} from "../../src/storage/records/node-record.js";
 import { merkleEdgeLength } from "../../src/verifier/trees/format/merkle-edge.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 
 /**
  * The record layout is stated twice, once for each language: native/trees/record_format.h, which
- * the addon exports as `recordFormat`, and src/verifier/trees/format/node-record.ts. They must agree number for
+ * the addon exports as `recordFormat`, and src/storage/records/node-record.ts. They must agree number for
  * number, or the native walks would write records the JavaScript ones misread.
  */
 const addon = loadNativeAddon() as unknown as { recordFormat?: Record<string, number> } | null;

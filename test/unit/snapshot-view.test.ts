@@ -6,7 +6,7 @@ import { RateLimiter } from "../../src/api/rate-limit.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { withSnapshot } from "../../src/storage/snapshot.js";
 import type { BatchRecord } from "../../src/storage/batch-record.js";
-import { NodeWrites } from "../../src/verifier/trees/format/node-writes.js";
+import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { levelDb } from "../../src/storage/level-db.js";
 
 const dirs: string[] = [];

@@ -3,8 +3,8 @@ import type { BatchRecord } from "../../src/storage/batch-record.js";
 import { batchKey, Meta } from "../../src/storage/keys.js";
 import { levelDb } from "../../src/storage/level-db.js";
 import { LevelStore, type TreeRecordKey } from "../../src/storage/level-store.js";
-import { NODE_FORMAT } from "../../src/verifier/trees/format/node-record.js";
-import { NodeWrites } from "../../src/verifier/trees/format/node-writes.js";
+import { NODE_FORMAT } from "../../src/storage/records/node-record.js";
+import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 afterEach(removeTempDirs);

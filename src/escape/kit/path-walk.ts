@@ -3,7 +3,7 @@ import type { HashEngine } from "../../verifier/hash/engine.js";
 import type { TreeSpec } from "../../model/profile.js";
 import type { LevelStore } from "../../storage/level-store.js";
 import { isMerkleEdge } from "../../verifier/trees/format/merkle-edge.js";
-import { firstHash, isBinaryRecord, secondHash } from "../../verifier/trees/format/node-record.js";
+import { firstHash, isBinaryRecord, secondHash } from "../../storage/records/node-record.js";
 import { walkLeaves } from "../../verifier/trees/read/walk-leaves.js";
 import { bitLength, toHex64 } from "../../util/bytes.js";
 

@@ -16,8 +16,8 @@ import {
   edgeLength,
   writeBinaryRecord,
   writeEdgeRecord,
-} from "../format/node-record.js";
-import type { NodeWrite } from "../format/node-source.js";
+} from "../../../storage/records/node-record.js";
+import type { NodeWrite } from "../../../storage/records/node-source.js";
 
 /**
  * Whole trees built bottom-up from a complete, sorted leaf set (dump loading, benchmarks), with the

@@ -1,6 +1,6 @@
 import { bytesEqual } from "../../../util/bytes.js";
-import { childGen, firstHash, isBinaryRecord, secondHash } from "../format/node-record.js";
-import { ROOT_TOP, type BranchTop } from "../format/node-source.js";
+import { childGen, firstHash, isBinaryRecord, secondHash } from "../../../storage/records/node-record.js";
+import { ROOT_TOP, type BranchTop } from "../../../storage/records/node-source.js";
 
 /**
  * Where a Merkle tree first branches. With ids given out in sequence (as exchanges hand out vault

@@ -1,12 +1,18 @@
 import { ByteChunks } from "../../../util/byte-chunks.js";
-import { GEN_BYTES, HASH_BYTES, MAX_CACHED_RECORD_LENGTH, readGen, writeGen } from "../format/node-record.js";
+import {
+  GEN_BYTES,
+  HASH_BYTES,
+  MAX_CACHED_RECORD_LENGTH,
+  readGen,
+  writeGen,
+} from "../../../storage/records/node-record.js";
 import {
   MISSING_RECORD,
   ROOT_TOP,
   type BranchTop,
   type NodeSource,
   type PackedNodes,
-} from "../format/node-source.js";
+} from "../../../storage/records/node-source.js";
 import {
   NativeNodeStore,
   nativeNodeCacheAddon,

@@ -12,7 +12,7 @@ import {
   readGen,
   setEdgeLength,
   writeGen,
-} from "./node-record.js";
+} from "../../../storage/records/node-record.js";
 
 /**
  * A Merkle subtree that holds exactly one non-empty leaf is stored as one "edge" record instead of

@@ -1,8 +1,8 @@
 import { climbChains, type HashEngine } from "../../hash/engine.js";
 import { CHECKPOINT_STEP, packedEmpties } from "../format/merkle-edge.js";
-import { ROOT_TOP, type NodeSource } from "../format/node-source.js";
+import { ROOT_TOP, type NodeSource } from "../../../storage/records/node-source.js";
 import { bigintToBytes32 } from "../../../util/bytes.js";
-import type { NodeWrites } from "../format/node-writes.js";
+import type { NodeWrites } from "../../../storage/records/node-writes.js";
 import {
   asStoreError,
   readRecords,

@@ -1,6 +1,6 @@
 import { loadNativeAddon } from "../../hash/native-engine.js";
-import type { NativeCacheLink, NodeSource } from "../format/node-source.js";
-import { MAX_CACHED_RECORD_LENGTH } from "../format/node-record.js";
+import type { NativeCacheLink, NodeSource } from "../../../storage/records/node-source.js";
+import { MAX_CACHED_RECORD_LENGTH } from "../../../storage/records/node-record.js";
 
 /** An opaque handle to a cache inside the addon. */
 type Handle = object;

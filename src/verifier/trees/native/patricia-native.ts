@@ -1,6 +1,6 @@
 import type { HashEngine } from "../../hash/engine.js";
-import type { NodeSource } from "../format/node-source.js";
-import type { NodeWrites } from "../format/node-writes.js";
+import type { NodeSource } from "../../../storage/records/node-source.js";
+import type { NodeWrites } from "../../../storage/records/node-writes.js";
 import {
   asStoreError,
   readRecords,

@@ -10,8 +10,8 @@ import {
   firstHash,
   isBinaryRecord,
   secondHash,
-} from "../format/node-record.js";
-import type { NodeSource } from "../format/node-source.js";
+} from "../../../storage/records/node-record.js";
+import type { NodeSource } from "../../../storage/records/node-source.js";
 import type { TreeSpec } from "../../../model/profile.js";
 
 /** One step of a Patricia authentication path, from the root down. */

@@ -11,7 +11,7 @@ import {
   isBinaryRecord,
   isEdgeRecord,
   secondHash,
-} from "../format/node-record.js";
+} from "../../../storage/records/node-record.js";
 import type { TreeSpec } from "../../../model/profile.js";
 
 /**

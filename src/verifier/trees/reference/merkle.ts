@@ -24,9 +24,9 @@ import {
   isBinaryRecord,
   BINARY_RECORD_LENGTH,
   writeGen,
-} from "../format/node-record.js";
-import { ROOT_TOP, type BranchTop, type NodeSource } from "../format/node-source.js";
-import { NodeWrites } from "../format/node-writes.js";
+} from "../../../storage/records/node-record.js";
+import { ROOT_TOP, type BranchTop, type NodeSource } from "../../../storage/records/node-source.js";
+import { NodeWrites } from "../../../storage/records/node-writes.js";
 import { PackedIds } from "../format/packed-ids.js";
 import { defaultTreeWalk, type TreeWalk } from "../update/tree-walk.js";
 

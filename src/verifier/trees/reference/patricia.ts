@@ -13,9 +13,9 @@ import {
   secondHash,
   writeBinaryRecord,
   writeEdgeRecord,
-} from "../format/node-record.js";
-import type { NodeSource } from "../format/node-source.js";
-import { NodeWrites } from "../format/node-writes.js";
+} from "../../../storage/records/node-record.js";
+import type { NodeSource } from "../../../storage/records/node-source.js";
+import { NodeWrites } from "../../../storage/records/node-writes.js";
 import { PackedIds } from "../format/packed-ids.js";
 import { updatePatriciaNative } from "../native/patricia-native.js";
 import { defaultTreeWalk, type TreeWalk } from "../update/tree-walk.js";

@@ -2,14 +2,15 @@ import type { Leaf, LeafChanges } from "../../../model/state-update.js";
 import type { HashEngine } from "../../hash/engine.js";
 import { emptyLeaf, hashAndEncodeLeaves, hashLeaves } from "../format/leaves.js";
 import { emptySubtreeRoots, updateMerkleWhileHashing } from "../reference/merkle.js";
-import type { NodeSource } from "../format/node-source.js";
-import { NodeWrites } from "../format/node-writes.js";
+import type { NodeSource } from "../../../storage/records/node-source.js";
+import { NodeWrites } from "../../../storage/records/node-writes.js";
 import { updatePatricia } from "../reference/patricia.js";
 import { defaultTreeWalk, type TreeWalk } from "./tree-walk.js";
 import type { LeafKind, TreeName, TreeSpec } from "../../../model/profile.js";
 import { countingSource, countingWrites, type TreeStats } from "./tree-stats.js";
 
-export type Roots = Partial<Record<TreeName, Uint8Array>>;
+export type { Roots } from "../../../model/profile.js";
+import type { Roots } from "../../../model/profile.js";
 /** Per tree, the gen of its root's record (node-record.ts); 0 for an empty tree (no record). */
 export type RootGens = Partial<Record<TreeName, number>>;
 

@@ -1,5 +1,5 @@
-import type { NativeCacheLink, NodeSource, PackedNodes } from "../format/node-source.js";
-import type { NodeWrites } from "../format/node-writes.js";
+import type { NativeCacheLink, NodeSource, PackedNodes } from "../../../storage/records/node-source.js";
+import type { NodeWrites } from "../../../storage/records/node-writes.js";
 
 /** What one tree's update did in one batch, for `dacd run --debug`. */
 export interface TreeStats {

@@ -1,4 +1,4 @@
-import { bytesToBigint, copy32, writeBigint32 } from "../../../util/bytes.js";
+import { bytesToBigint, copy32, writeBigint32 } from "../../util/bytes.js";
 
 /**
  * The records of tree nodes, stored under the number of the batch that wrote them and their 32-byte

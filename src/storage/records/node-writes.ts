@@ -1,4 +1,4 @@
-import { copy32 } from "../../../util/bytes.js";
+import { copy32 } from "../../util/bytes.js";
 import type { NodeWrite, PackedRecords } from "./node-source.js";
 
 /**
