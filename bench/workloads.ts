@@ -76,6 +76,11 @@ export interface WorkloadResult {
   warm_s: number;
   /** Ids given out in sequence (`-seq` workloads). */
   sequential_ids: boolean;
+  /**
+   * Per timed native batch: its engine calls replayed right after it on the same engine (its
+   * threads), all at once, on random values (replayHashing): what its hashing alone costs.
+   */
+  hash_only_s: number[];
 }
 
 /** Sizes: the full workload, or a tenth of it with --quick. */
@@ -164,6 +169,8 @@ function nextSequentialId(rng: Rng, count: number, newLeaves: number): bigint {
 class CountingEngine implements HashEngine {
   hashes = 0;
   readonly busy = new BusyClock();
+  /** The calls since the last reset, for replayHashing. */
+  calls: EngineCall[] = [];
   /** Settable, so that batches can alternate between engines (one per forced kernel). */
   constructor(public inner: HashEngine) {}
   get name(): string {
@@ -171,16 +178,76 @@ class CountingEngine implements HashEngine {
   }
   async hashMany(xs: Uint8Array, ys: Uint8Array): Promise<Uint8Array> {
     this.hashes += xs.length / 32;
+    this.calls.push({ kind: "pairs", n: xs.length / 32 });
     return this.busy.time(async () => this.inner.hashMany(xs, ys));
   }
   async hashConst(vs: Uint8Array, c: Uint8Array, constantIsY: boolean): Promise<Uint8Array> {
     this.hashes += vs.length / 32;
+    this.calls.push({ kind: "one-sided", n: vs.length / 32, c: c.slice(), constantIsY });
     return this.busy.time(async () => hashWithConstant(this.inner, vs, c, constantIsY));
   }
   async climbChains(job: ChainClimb): Promise<ClimbedChains> {
     this.hashes += chainHashes(job);
+    // Copied: a walk may reuse its buffers once the call is done.
+    const copy = {
+      ...job,
+      starts: job.starts.slice(),
+      paths: job.paths.slice(),
+      from: job.from.slice(),
+      to: job.to.slice(),
+    };
+    this.calls.push({ kind: "climb", job: copy });
     return this.busy.time(async () => climbChains(this.inner, job));
   }
+}
+
+/** One engine call of a batch, as CountingEngine records it for the replay (its size, not its values). */
+type EngineCall =
+  | { kind: "pairs"; n: number }
+  | { kind: "one-sided"; n: number; c: Uint8Array; constantIsY: boolean }
+  | { kind: "climb"; job: ChainClimb };
+
+/** The most pairs one replayed call takes from the random input; a larger call is replayed in parts. */
+const REPLAY_MAX = 1 << 18;
+
+/** n pairs of field elements (below 2^251, so below the prime), packed as hashMany takes them. */
+function randomFieldPairs(rng: Rng, n: number): { xs: Uint8Array; ys: Uint8Array } {
+  const fill = (): Uint8Array => {
+    const out = new Uint8Array(n * 32);
+    const view = new DataView(out.buffer);
+    for (let i = 0; i < out.length; i += 4) view.setUint32(i, rng.u32());
+    for (let i = 0; i < out.length; i += 32) out[i]! &= 0x07;
+    return out;
+  };
+  return { xs: fill(), ys: fill() };
+}
+
+/**
+ * Seconds `engine` takes for a batch's hashing alone: its calls again, of the same kinds and sizes
+ * (chain climbs as they were), on random values, all handed over at once so that the engine's
+ * threads are never kept waiting by a store read or by the walk.
+ */
+async function replayHashing(
+  engine: HashEngine,
+  input: { xs: Uint8Array; ys: Uint8Array },
+  calls: readonly EngineCall[],
+): Promise<number> {
+  const inParts = (n: number, call: (bytes: number) => unknown): unknown[] => {
+    const parts = [];
+    for (let left = n; left > 0; left -= REPLAY_MAX) parts.push(call(Math.min(left, REPLAY_MAX) * 32));
+    return parts;
+  };
+  const t = performance.now();
+  await Promise.all(
+    calls.flatMap((c) =>
+      c.kind === "pairs"
+        ? inParts(c.n, (b) => engine.hashMany(input.xs.subarray(0, b), input.ys.subarray(0, b)))
+        : c.kind === "one-sided"
+          ? inParts(c.n, (b) => hashWithConstant(engine, input.xs.subarray(0, b), c.c, c.constantIsY))
+          : [climbChains(engine, c.job)],
+    ),
+  );
+  return (performance.now() - t) / 1000;
 }
 
 /**
@@ -653,6 +720,9 @@ export async function runWorkload(
     const recordsRead: number[] = [];
     const recordsWritten: number[] = [];
     const lookups: number[] = [];
+    const hashOnly: number[] = [];
+    // Its own generator, so that the batches' changes stay those of runs without it.
+    const hashOnlyInput = randomFieldPairs(new Rng(0x4a5), REPLAY_MAX);
     // A process's first batches after its start grow its heap, a page fault per new page, which a
     // member pays once, not per batch: where asked, they run untimed first.
     const warmUp = opts.warmUpBatches ?? 0;
@@ -689,6 +759,7 @@ export async function runWorkload(
         await opts.gate?.(i);
         native.inner = forced?.engine ?? opts.native;
         native.hashes = 0;
+        native.calls = [];
         reads = 0;
         writes = 0;
         writtenBytes = 0;
@@ -728,6 +799,9 @@ export async function runWorkload(
         if (!other && !stopBeside) breakdowns.push(breakdown);
         hashes = native.hashes;
         storageOps = reads + writes;
+        if (!other && !stopBeside)
+          hashOnly.push(await replayHashing(native.inner, hashOnlyInput, native.calls));
+        native.calls = [];
         opts.log(
           `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}${altCache ? "JavaScript node cache " : ""}${stopBeside ? "beside " : ""}${forced ? `${forced.name} ` : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
             `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, ` +
@@ -789,6 +863,7 @@ export async function runWorkload(
       },
       warm_s: warmS ?? NaN,
       sequential_ids: size.sequentialIds === true,
+      hash_only_s: hashOnly,
       ...(kernels.length > 0
         ? {
             batch_s_by_kernel: Object.fromEntries([...kernelTimes].map(([k, ts]) => [k, median(ts)])),
