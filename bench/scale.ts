@@ -257,8 +257,8 @@ export function scaleTable(w: WScale): string[] {
     "| state | leaves | bulk load s | store MB after load | store MB after batches | bytes/leaf | median batch s | compaction MiB/batch, mean | peak RSS MiB, load | peak RSS MiB, batches | max RSS MiB |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
     ...rows,
-    `batch at ${w.factor}× the state: ${(w.batch_s / w.batch_s_1m_same_run).toFixed(2)}× the base state's batch (target ≤ 1.25×); ` +
-      `bulk load ${(w.bulk_load_s / 60).toFixed(1)} min (target ≤ 8); peak RSS ${w.peak_rss_mib} MiB (target ≤ 2048)`,
+    `batch at ${w.factor}× the state: ${(w.batch_s / w.batch_s_1m_same_run).toFixed(2)}× the base state's batch (target ≤ 1.3×); ` +
+      `bulk load ${(w.bulk_load_s / 60).toFixed(1)} min (target ≤ 8); peak RSS ${w.peak_rss_mib} MiB (target: no OOM in the cgroup, anonymous ≤ 1536 MiB)`,
     ...notes,
     ...(w.cgroup_error ? [`the signing processes ran without a memory cgroup: ${w.cgroup_error}`] : []),
   ];
