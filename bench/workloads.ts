@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import { tmpdir } from "node:os";
@@ -462,10 +462,17 @@ export interface AltVerifier {
 
 /** Imports the verifier of the build whose `dist` directory is `distDir`. */
 export async function loadAltVerifier(distDir: string): Promise<AltVerifier> {
-  const url = (file: string): string => pathToFileURL(join(resolve(distDir), "src", file)).href;
+  const src = join(resolve(distDir), "src");
+  // Builds from before the verifier moved into src/verifier kept these in src/trees and src/pipeline.
+  const moved = existsSync(join(src, "verifier", "verify-batch.js"));
+  const url = (now: string, before: string): string => pathToFileURL(join(src, moved ? now : before)).href;
   const [roots, verify] = await Promise.all([
-    import(url("verifier/trees/update/compute-roots.js")) as Promise<{ computeRoots: typeof computeRoots }>,
-    import(url("verifier/verify-batch.js")) as Promise<{ verifyParsedAndStore: typeof verifyParsedAndStore }>,
+    import(url("verifier/trees/update/compute-roots.js", "trees/compute-roots.js")) as Promise<{
+      computeRoots: typeof computeRoots;
+    }>,
+    import(url("verifier/verify-batch.js", "pipeline/verify-batch.js")) as Promise<{
+      verifyParsedAndStore: typeof verifyParsedAndStore;
+    }>,
   ]);
   return { computeRoots: roots.computeRoots, verifyParsedAndStore: verify.verifyParsedAndStore };
 }
