@@ -10,9 +10,9 @@ export interface NativeTreeWalks extends NativePatricia, NativeMerkle {}
 export type TreeWalkName = "native" | "js";
 
 /**
- * The walks tree updates take: the addon's native walks, or null for the JavaScript walks
- * (merkle.ts, patricia.ts), which stay as the fallback and the reference. Chosen once, where the
- * application is wired, and passed to every update.
+ * The walks tree updates take: the addon's native walks, or null for the JavaScript reference
+ * walks (reference/), the fallback and what the native ones are tested against. Chosen once, where
+ * the application is wired, and passed to every update (update-tree.ts).
  */
 export type TreeWalk = NativeTreeWalks | null;
 
