@@ -14,7 +14,7 @@ import {
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
 
-/** The addon's Merkle update (native/trees/merkle_napi.c, in the Pedersen addon). */
+/** The addon's Merkle update (native/trees/merkle_napi.c). */
 export interface NativeMerkle {
   merkleCreate(
     height: number,

@@ -12,7 +12,7 @@ import {
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
 
-/** The addon's Patricia update (native/trees/patricia_napi.c, in the Pedersen addon). */
+/** The addon's Patricia update (native/trees/patricia_napi.c). */
 export interface NativePatricia {
   patriciaCreate(
     height: number,
