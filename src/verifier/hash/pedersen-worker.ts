@@ -12,7 +12,9 @@ import type { WorkerJob } from "./pool-engine.js";
 const port = parentPort;
 if (!port) throw new Error("pedersen-worker runs as a worker thread");
 // The very file the pool's thread loaded, so both run the same build.
-const addon = createRequire(import.meta.url)((workerData as { addonPath: string }).addonPath) as NativePedersen;
+const addon = createRequire(import.meta.url)(
+  (workerData as { addonPath: string }).addonPath,
+) as NativePedersen;
 
 /** A slice of a chain climb (ClimbSlice): job.n chains from the offsets given. */
 function climb(u8: Uint8Array, job: WorkerJob): void {
