@@ -2,7 +2,7 @@ import os from "node:os";
 import { pathToFileURL } from "node:url";
 import type { HashEngine } from "../src/verifier/hash/engine.js";
 import { JsEngine } from "../src/verifier/hash/js-engine.js";
-import { loadNativeAddon, NativeEngine } from "../src/verifier/hash/native-engine.js";
+import { loadNativePedersen, NativeEngine } from "../src/verifier/hash/native-engine.js";
 import { PoolEngine } from "../src/verifier/hash/pool-engine.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { packedFieldElements } from "./field-elements.js";
@@ -90,7 +90,7 @@ export async function benchEngines(opts: { quick: boolean }): Promise<EngineBenc
     ),
   );
 
-  const addon = loadNativeAddon();
+  const addon = loadNativePedersen();
   if (addon) {
     // Each kernel's forms are timed once per round and the rounds alternate the kernels, keeping
     // each form's best round: this machine's speed drifts by ±25% over minutes, so consecutive

@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import { readFile } from "node:fs/promises";
-import { loadNativeAddon } from "../src/verifier/hash/native-engine.js";
+import { loadNativeAddon } from "../src/native/addon.js";
 
 /**
  * `node dist/bench/profile-summary.js FILE [N]`: the N functions (default 30) that cost the most in

@@ -5,7 +5,7 @@ import { DEFAULT_MAX_OPEN_FILES } from "../src/config/schema.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import { keepInitialOldSpaceToMainThread } from "../src/util/heap-flags.js";
 import { setMappedTables } from "../src/storage/level-binding.js";
-import { loadNativeAddon } from "../src/verifier/hash/native-engine.js";
+import { loadNativePedersen } from "../src/verifier/hash/native-engine.js";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { cgroupMemoryLimit } from "../src/config/memory-limit.js";
@@ -124,7 +124,7 @@ const level: LevelTuning = {
   ...(arg("--max-open-files") === undefined ? {} : { maxOpenFiles: Number(arg("--max-open-files")) }),
 };
 const kernelArg = arg("--kernel");
-const forcedKernels = parseKernelOption(kernelArg, loadNativeAddon()?.kernels() ?? []);
+const forcedKernels = parseKernelOption(kernelArg, loadNativePedersen()?.kernels() ?? []);
 const altBuild = arg("--alt-build");
 const alt = altBuild === undefined ? undefined : await loadAltVerifier(altBuild);
 const altNodeCache = process.argv.includes("--alt-node-cache");
@@ -260,7 +260,7 @@ if (referenceOnly) {
 
 const engines = only ? [] : await benchEngines({ quick });
 // The tables' window width is chosen when the addon is built (scripts/build-native.mjs).
-const windowBits = loadNativeAddon()?.windowBits;
+const windowBits = loadNativePedersen()?.windowBits;
 console.log(`\nPedersen engines${windowBits ? ` (native tables: ${windowBits}-bit windows)` : ""}`);
 console.log("| engine | kernel | threads | µs/hash | hashes/s |");
 console.log("|---|---|---|---|---|");

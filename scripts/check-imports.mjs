@@ -13,6 +13,7 @@ const LAYERS = [
   ["errors.ts"],
   ["util", "logging.ts", "build-info.ts"],
   ["model"],
+  ["native"],
   ["verifier/hash"],
   ["wire"],
   ["signer", "config"],

@@ -1,5 +1,7 @@
-/* Standalone test/benchmark driver for the C engine, not part of the addon:
- *   gcc -O3 -DPED_W=16 -o /tmp/pedbench engine.c kernel_adx.c kernel_ifma.c safegcd.c bench_main.c -lpthread
+/* Standalone test/benchmark driver for the C engine, not part of the addon (the scalar kernel is
+ * compiled twice, the second time as the ADX kernel, as binding.gyp does):
+ *   gcc -O3 -DPED_W=16 -DPED_SCALAR_ADX -c -o /tmp/kernel_adx.o kernel_scalar.c
+ *   gcc -O3 -DPED_W=16 -o /tmp/pedbench engine.c kernel_scalar.c /tmp/kernel_adx.o kernel_ifma.c safegcd.c bench_main.c -lpthread
  *   /tmp/pedbench [n]   times every supported kernel (KERNEL=name: only that one; REV=1: reverse order)
  *   /tmp/pedbench check  compares every kernel (and its one-sided form) with the portable kernel */
 #include <stdio.h>
@@ -8,6 +10,7 @@
 #include <time.h>
 
 #include "core.h"
+#include "kernel_scalar.h"
 
 static double now(void) {
   struct timespec ts;

@@ -80,11 +80,6 @@ typedef struct {
   ped_const_kernel_fn const_fn;
 } ped_kernel;
 
-/* A constant input's share of every hash it is in: the sum of its windows' table entries (S
- * included when it is x), affine in the tables' form. Returns 1, or 0 when that sum is the
- * identity (then *out is untouched). */
-int ped_const_point(const uint8_t *c, int c_is_y, ped_point *out);
-
 /* One-sided pairs through a two-sided kernel: the constant written out n times, then fn. */
 int ped_hash_repeated(ped_kernel_fn fn, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 
@@ -107,22 +102,14 @@ int ped_climb_chains(const ped_kernel *k, const uint8_t *starts, const uint8_t *
 extern const ped_kernel ped_kernels[];
 extern const size_t ped_kernel_count;
 
-/* Kernel entry points. */
-int ped_hash_portable(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
-int ped_hash_portable_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
+/* The IFMA kernel's entry points (kernel_ifma.c; the scalar kernel's: kernel_scalar.h) and the CPU
+ * checks (engine.c). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PED_NO_X86)
 #define PED_HAVE_X86 1
-int ped_hash_adx(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
-int ped_hash_adx_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 int ped_hash_ifma(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n);
 int ped_hash_ifma_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n);
 int ped_cpu_has_adx(void);
 int ped_cpu_has_ifma(void);
 #endif
-
-/* Conversions for kernels with their own Montgomery domain: in is a*2^256 mod p (the tables'
- * form), out is a*2^260 mod p; and plain a to a*2^260 mod p. */
-void ped_mont256_to_260(uint64_t out[4], const uint64_t in[4]);
-void ped_to_mont260(uint64_t out[4], const uint64_t in[4]);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * Pedersen engine: constant points, table construction, the portable kernel and CPU dispatch.
+ * Pedersen engine: constant points, table construction and CPU dispatch.
  * Hashes public data only: not constant-time, by design (see core.h).
  */
 #include <pthread.h>
@@ -9,22 +9,7 @@
 #include <sys/mman.h>
 
 #include "core.h"
-
-#define KN(name) ped_portable_##name
-#define KATTR
 #include "kernel_scalar.h"
-#undef KN
-#undef KATTR
-
-#define F(name) ped_portable_##name
-
-int ped_hash_portable(const uint8_t *xs, const uint8_t *ys, uint8_t *out, size_t n) {
-  return F(hash)(xs, ys, out, n);
-}
-
-int ped_hash_portable_const(const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
-  return F(hash_const)(vs, c, c_is_y, out, n);
-}
 
 const uint64_t PED_P[4] = {1, 0, 0, 0x0800000000000011ULL};
 
@@ -53,93 +38,22 @@ static const char *ped_error;
 static pthread_once_t ped_once = PTHREAD_ONCE_INIT;
 
 int ped_check_be(const uint8_t *b) {
-  uint8_t pb[32];
-  for (int i = 0; i < 4; i++) ped_store_be64(pb + 8 * i, PED_P[3 - i]);
+  uint8_t pb[32]; /* p, big-endian */
+  for (int i = 0; i < 32; i++) pb[i] = (uint8_t)(PED_P[3 - i / 8] >> (8 * (7 - i % 8)));
   for (int i = 0; i < 32; i++) {
     if (b[i] != pb[i]) return b[i] < pb[i] ? 0 : 1;
   }
   return 1;
 }
 
-static void to_mont(uint64_t r[4], const uint64_t a[4]) {
-  /* R^2 mod p by doubling R mod p 256 times. */
-  static uint64_t r2[4];
-  static int have_r2;
-  if (!have_r2) {
-    memcpy(r2, F(ONE), 32);
-    for (int i = 0; i < 256; i++) F(add)(r2, r2, r2);
-    have_r2 = 1;
-  }
-  F(mul)(r, a, r2);
-}
-
-/* Affine doubling, q = 2p (p.y != 0). */
-static void aff_double(ped_point *q, const ped_point *p) {
-  uint64_t num[4], den[4], lam[4], t[4], x3[4];
-  F(sqr)(num, p->x);
-  F(add)(t, num, num);
-  F(add)(num, num, t);
-  F(add)(num, num, F(ONE)); /* 3x^2 + a, a = 1 */
-  F(add)(den, p->y, p->y);
-  F(inv)(den, den);
-  F(mul)(lam, num, den);
-  F(sqr)(x3, lam);
-  F(sub)(x3, x3, p->x);
-  F(sub)(x3, x3, p->x);
-  F(sub)(t, p->x, x3);
-  F(mul)(t, lam, t);
-  F(sub)(q->y, t, p->y);
-  memcpy(q->x, x3, 32);
-}
-
-static int on_curve(const ped_point *p, const uint64_t beta_m[4]) {
-  uint64_t l[4], r[4];
-  F(sqr)(l, p->y);
-  F(sqr)(r, p->x);
-  F(mul)(r, r, p->x);
-  F(add)(r, r, p->x);
-  F(add)(r, r, beta_m);
-  return F(eq)(l, r);
-}
-
-/* dst[i] = a[i] + b for i < n, one shared inversion; tmp holds n elements. */
-static int batch_add_fixed(ped_point *dst, const ped_point *a, const ped_point *b, size_t n, uint64_t (*tmp)[4]) {
-  uint64_t prod[4], inv[4];
-  memcpy(prod, F(ONE), 32);
-  for (size_t i = 0; i < n; i++) {
-    uint64_t dx[4];
-    F(sub)(dx, b->x, a[i].x);
-    if (F(is_zero)(dx)) return -1;
-    memcpy(tmp[i], prod, 32);
-    F(mul)(prod, prod, dx);
-  }
-  F(inv)(inv, prod);
-  for (size_t i = n; i-- > 0;) {
-    uint64_t dx[4], di[4], lam[4], x3[4], t[4];
-    F(sub)(dx, b->x, a[i].x);
-    F(mul)(di, inv, tmp[i]);
-    F(mul)(inv, inv, dx);
-    F(sub)(t, b->y, a[i].y);
-    F(mul)(lam, t, di);
-    F(sqr)(x3, lam);
-    F(sub)(x3, x3, a[i].x);
-    F(sub)(x3, x3, b->x);
-    F(sub)(t, a[i].x, x3);
-    F(mul)(t, lam, t);
-    F(sub)(dst[i].y, t, a[i].y);
-    memcpy(dst[i].x, x3, 32);
-  }
-  return 0;
-}
-
 static void build_tables(void) {
   ped_point pts[5];
   uint64_t beta_m[4];
-  to_mont(beta_m, PED_BETA);
+  ped_to_mont(beta_m, PED_BETA);
   for (int i = 0; i < 5; i++) {
-    to_mont(pts[i].x, PED_CONST[i][0]);
-    to_mont(pts[i].y, PED_CONST[i][1]);
-    if (!on_curve(&pts[i], beta_m)) {
+    ped_to_mont(pts[i].x, PED_CONST[i][0]);
+    ped_to_mont(pts[i].y, PED_CONST[i][1]);
+    if (!ped_on_curve(&pts[i], beta_m)) {
       ped_error = "a Pedersen constant point is not on the curve";
       return;
     }
@@ -153,7 +67,7 @@ static void build_tables(void) {
     if (i == 0 || i == 248 || i == 252 || i == 500) {
       bases[i] = pts[i == 0 ? 1 : i == 248 ? 2 : i == 252 ? 3 : 4];
     } else {
-      aff_double(&bases[i], &bases[i - 1]);
+      ped_affine_double(&bases[i], &bases[i - 1]);
     }
   }
   size_t total = 0;
@@ -190,10 +104,10 @@ static void build_tables(void) {
       const ped_point *base = &bases[PED_WINDOW_START(j) + b];
       const size_t half = (size_t)1 << b;
       if (j == 0) {
-        if (batch_add_fixed(t + half, t, base, half, tmp)) ped_error = "degenerate Pedersen table";
+        if (ped_add_fixed(t + half, t, base, half, tmp)) ped_error = "degenerate Pedersen table";
       } else {
         t[half] = *base;
-        if (half > 1 && batch_add_fixed(t + half + 1, t + 1, base, half - 1, tmp))
+        if (half > 1 && ped_add_fixed(t + half + 1, t + 1, base, half - 1, tmp))
           ped_error = "degenerate Pedersen table";
       }
     }
@@ -205,20 +119,6 @@ static void build_tables(void) {
     return;
   }
   ped_table_block = block;
-}
-
-void ped_mont256_to_260(uint64_t out[4], const uint64_t in[4]) {
-  uint64_t t[4];
-  F(add)(t, in, in);
-  F(add)(t, t, t);
-  F(add)(t, t, t);
-  F(add)(out, t, t);
-}
-
-void ped_to_mont260(uint64_t out[4], const uint64_t in[4]) {
-  uint64_t t[4];
-  to_mont(t, in);
-  ped_mont256_to_260(out, t);
 }
 
 static void init_once(void) { build_tables(); }
@@ -248,26 +148,6 @@ int ped_cpu_has_adx(void) {
   return cached;
 }
 #endif
-
-int ped_const_point(const uint8_t *c, int c_is_y, ped_point *out) {
-  static const uint8_t zero[32];
-  uint32_t idx[PED_NW];
-  F(windows)(c_is_y ? zero : c, c_is_y ? c : zero, idx, 1);
-  F(jac) p;
-  memset(&p, 0, sizeof p); /* Z = 0: the identity */
-  const int first = c_is_y ? PED_NW_X : 0, end = c_is_y ? PED_NW : PED_NW_X;
-  for (int j = first; j < end; j++) {
-    if (idx[j] || j == 0) F(jadd_affine)(&p, &ped_tables[j][idx[j]]); /* entry 0 of window 0 is S */
-  }
-  if (F(is_zero)(p.Z)) return 0;
-  uint64_t zi[4], zi2[4], zi3[4];
-  F(inv)(zi, p.Z);
-  F(sqr)(zi2, zi);
-  F(mul)(zi3, zi2, zi);
-  F(mul)(out->x, p.X, zi2);
-  F(mul)(out->y, p.Y, zi3);
-  return 1;
-}
 
 int ped_hash_repeated(ped_kernel_fn fn, const uint8_t *vs, const uint8_t *c, int c_is_y, uint8_t *out, size_t n) {
   if (n == 0) return 0;

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "kernel_scalar.h"
 
 #ifdef PED_HAVE_X86
 #include <cpuid.h>

@@ -14,7 +14,7 @@ import { registerJournalCommand } from "./journal-command.js";
 import { registerConfigCommand } from "./config-command.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
 import { keepInitialOldSpaceToMainThread } from "../util/heap-flags.js";
-import { useNativeAddon } from "../verifier/hash/native-engine.js";
+import { useNativeAddon } from "../native/addon.js";
 import { runtimeSettings } from "../config/runtime-settings.js";
 
 keepInitialOldSpaceToMainThread();

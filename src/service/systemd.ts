@@ -14,7 +14,7 @@ import { spawn } from "node:child_process";
 import { access, constants } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { runtimeSettings } from "../config/runtime-settings.js";
-import { loadNativeAddon } from "../verifier/hash/native-engine.js";
+import { nativeJob } from "../native/addon.js";
 import type { Logger } from "../logging.js";
 
 export interface SystemdNotifier {
@@ -109,8 +109,8 @@ async function messageSender(env: NodeJS.ProcessEnv, log: Logger): Promise<Sende
   const socket = env.NOTIFY_SOCKET!;
   const failed = (assignments: string[], err: unknown): void =>
     log.warn({ error: (err as Error).message }, `sd_notify ${assignments.join(" ")} failed`);
-  const addon = env.DACD_SYSTEMD_NOTIFY === "exec" ? null : (loadNativeAddon() as NativeNotify | null);
-  if (typeof addon?.sdNotify === "function") {
+  const addon = env.DACD_SYSTEMD_NOTIFY === "exec" ? null : nativeJob<NativeNotify>("sdNotify");
+  if (addon) {
     const sdNotify = addon.sdNotify.bind(addon);
     return async (assignments) => {
       try {
@@ -139,5 +139,5 @@ async function messageSender(env: NodeJS.ProcessEnv, log: Logger): Promise<Sende
 
 /** The addon's sd_notify (native/sd_notify.c; absent where the platform has none). */
 interface NativeNotify {
-  sdNotify?(socket: string, message: string): void;
+  sdNotify(socket: string, message: string): void;
 }

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { loadNativeAddon } from "../../src/verifier/hash/native-engine.js";
+import { loadNativePedersen } from "../../src/verifier/hash/native-engine.js";
 import type { PoolEngine } from "../../src/verifier/hash/pool-engine.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import {
@@ -73,7 +73,7 @@ describe("bench options: --kernel and --scale-factor", () => {
   });
 });
 
-const addon = loadNativeAddon();
+const addon = loadNativePedersen();
 const haveAddon = nativeAvailable("the native addon", addon !== null);
 
 describe.skipIf(!haveAddon)("a forced kernel in the bench's engine (worker pool)", () => {

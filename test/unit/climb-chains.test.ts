@@ -1,7 +1,7 @@
 import { pedersen } from "@scure/starknet";
 import { afterAll, describe, expect, it } from "vitest";
 import { climbChains, type ChainClimb, type HashEngine } from "../../src/verifier/hash/engine.js";
-import { loadNativeAddon, NativeEngine } from "../../src/verifier/hash/native-engine.js";
+import { loadNativePedersen, NativeEngine } from "../../src/verifier/hash/native-engine.js";
 import { PoolEngine } from "../../src/verifier/hash/pool-engine.js";
 import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { prng } from "../../src/util/prng.js";
@@ -13,7 +13,7 @@ import { nativeAvailable } from "../helpers/native-required.js";
  * @scure/starknet step by step.
  */
 
-const addon = loadNativeAddon();
+const addon = loadNativePedersen();
 const haveAddon = nativeAvailable("the native addon", addon !== null);
 const kernels = addon?.kernels() ?? [];
 

@@ -4,8 +4,7 @@ import { bigintToBytes32, bytesToBigint, toHex64 } from "../../src/util/bytes.js
 import { buildMerkle, buildPatricia } from "../../src/verifier/trees/bulk/bulk-build.js";
 import { emptyRoots } from "../../src/verifier/trees/update/compute-roots.js";
 import type { NodeSource, NodeWrite } from "../../src/storage/records/node-source.js";
-import { updateMerkle } from "../../src/verifier/trees/reference/merkle.js";
-import { updatePatricia } from "../../src/verifier/trees/reference/patricia.js";
+import { updateMerkle, updatePatricia } from "../../src/verifier/trees/update/update-tree.js";
 import { naiveMerkleRoot, naivePatriciaRoot } from "../helpers/naive-trees.js";
 import { engine, randomBig } from "../helpers/chain-store.js";
 

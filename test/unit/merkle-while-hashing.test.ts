@@ -4,7 +4,7 @@ import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
 import { emptyRoots } from "../../src/verifier/trees/update/compute-roots.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
-import { updateMerkle, updateMerkleWhileHashing } from "../../src/verifier/trees/reference/merkle.js";
+import { updateMerkle, updateMerkleWhileHashing } from "../../src/verifier/trees/update/update-tree.js";
 import type { NodeSource } from "../../src/storage/records/node-source.js";
 
 const engine = createEngine("auto");

@@ -5,12 +5,8 @@ import { pedersen } from "@scure/starknet";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashWithConstant } from "../../src/verifier/hash/engine.js";
 import { FIELD_PRIME } from "../../src/model/field.js";
-import {
-  loadNativeAddon,
-  loadNativeEngine,
-  NativeEngine,
-  useNativeAddon,
-} from "../../src/verifier/hash/native-engine.js";
+import { useNativeAddon } from "../../src/native/addon.js";
+import { loadNativeEngine, loadNativePedersen, NativeEngine } from "../../src/verifier/hash/native-engine.js";
 import { PoolEngine } from "../../src/verifier/hash/pool-engine.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
@@ -23,7 +19,7 @@ const vectors = JSON.parse(readFileSync(path.join(here, "../fixtures/vectors/ped
   vectors: { x: string; y: string; hash: string }[];
 };
 
-const addon = loadNativeAddon();
+const addon = loadNativePedersen();
 const haveAddon = nativeAvailable("the native addon", addon !== null);
 const kernels = addon?.kernels() ?? [];
 const SKIP_REASON =

@@ -12,7 +12,7 @@ import { scanBatchRecords } from "../../src/maintenance/records-check.js";
 import { JobRunner } from "../../src/service/jobs.js";
 import { DacdMetrics } from "../../src/service/metrics.js";
 import { createSystemdNotifier } from "../../src/service/systemd.js";
-import { loadNativeAddon } from "../../src/verifier/hash/native-engine.js";
+import { loadNativeAddon } from "../../src/native/addon.js";
 import { createSigner } from "../../src/signer/create-signer.js";
 import { batchKey } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";

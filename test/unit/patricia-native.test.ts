@@ -5,7 +5,7 @@ import { prng } from "../../src/util/prng.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { chooseTreeWalk, defaultTreeWalk } from "../../src/verifier/trees/update/tree-walk.js";
 import { readRuntimeSettings } from "../../src/config/runtime-settings.js";
-import { updatePatricia } from "../../src/verifier/trees/reference/patricia.js";
+import { updatePatricia } from "../../src/verifier/trees/update/update-tree.js";
 import { naivePatriciaRoot } from "../helpers/naive-trees.js";
 import {
   compareWalks,

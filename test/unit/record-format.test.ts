@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadNativeAddon } from "../../src/verifier/hash/native-engine.js";
+import { loadNativeAddon } from "../../src/native/addon.js";
 import {
   BINARY_GENS_AT,
   BINARY_RECORD_LENGTH,

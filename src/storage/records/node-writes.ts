@@ -1,6 +1,15 @@
 import { copy32 } from "../../util/bytes.js";
 import type { NodeWrite, PackedRecords } from "./node-source.js";
 
+/** What one tree's update gives: the new root, the gen of its record, and the records it made. */
+export interface TreeUpdate {
+  readonly root: Uint8Array;
+  /** The gen of the new root's record: `batchGen` unless the root is unchanged (or empty: 0). */
+  readonly rootGen: number;
+  /** The list the update added its new records to (other trees' may be there too). */
+  readonly newNodes: NodeWrites;
+}
+
 /**
  * Records to be stored under their hashes, packed in the order they were added: hash i is 32 bytes
  * of `hashBuf` from 32i, record i is `recordBuf[ends[i], ends[i + 1])`.

@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import os from "node:os";
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import {
   chainHashes,
@@ -9,13 +11,8 @@ import {
   type HashEngine,
 } from "./engine.js";
 import { isBelowPrime } from "../../model/field.js";
-import {
-  loadNativeAddon,
-  nativeAddonPath,
-  nativeWorkerPath,
-  NativeEngine,
-  type NativeAddon,
-} from "./native-engine.js";
+import { nativeAddonPath } from "../../native/addon.js";
+import { loadNativePedersen, NativeEngine, type NativePedersen } from "./native-engine.js";
 
 export interface PoolEngineOptions {
   /** Worker threads; default os.availableParallelism(). */
@@ -30,9 +27,10 @@ export interface PoolEngineOptions {
 
 /**
  * A slice for one worker, as offsets into the shared buffer: pairs (`x`, `y`), or one-sided pairs
- * (`x` the values, `c` the constant's offset, `cIsY` its side; see HashEngine.hashConst).
+ * (`x` the values, `c` the constant's offset, `cIsY` its side; see HashEngine.hashConst). What is
+ * posted to the worker (pedersen-worker.ts); its reply names the id, with an error if it failed.
  */
-interface Job {
+export interface WorkerJob {
   id: number;
   sab: SharedArrayBuffer;
   x: number;
@@ -44,6 +42,10 @@ interface Job {
   /** A slice of a chain climb instead (HashEngine.climbChains): where its parts are. */
   climb?: ClimbSlice;
   kernel: string;
+}
+
+/** A slice waiting for its worker, and how to settle its call. */
+interface Job extends WorkerJob {
   resolve(): void;
   reject(err: Error): void;
 }
@@ -52,7 +54,7 @@ interface Job {
  * Offsets in the shared buffer of a slice of chains: starts and paths (32 bytes per chain), from and
  * to (1 byte), tops (32) and marks (32 · slots), each at the slice's first chain; E[0..] at `empty`.
  */
-interface ClimbSlice {
+export interface ClimbSlice {
   starts: number;
   paths: number;
   from: number;
@@ -106,7 +108,7 @@ export class PoolEngine implements HashEngine {
   private readonly spare: SharedArrayBuffer[] = [];
 
   private constructor(
-    private readonly addon: NativeAddon,
+    private readonly addon: NativePedersen,
     private readonly addonPath: string,
     private readonly workerPath: string,
     opts: PoolEngineOptions,
@@ -123,10 +125,11 @@ export class PoolEngine implements HashEngine {
 
   /** A pool engine, or null when the native addon is not available. */
   static create(opts: PoolEngineOptions = {}): PoolEngine | null {
-    const addon = loadNativeAddon();
+    const addon = loadNativePedersen();
     const addonPath = nativeAddonPath();
-    const workerPath = nativeWorkerPath();
-    if (!addon || !addonPath || !workerPath) return null;
+    if (!addon || !addonPath) return null;
+    const workerPath = workerScript();
+    if (!workerPath) throw new Error("the Pedersen pool's worker script is missing (run npm run build)");
     return new PoolEngine(addon, addonPath, workerPath, opts);
   }
 
@@ -329,4 +332,15 @@ export class PoolEngine implements HashEngine {
     }
     await Promise.all(slots.map((s) => s.worker.terminate()));
   }
+}
+
+/**
+ * The worker's compiled script beside this module. Run from the TypeScript sources (the tests),
+ * the worker is the build of the same sources under dist/, which `npm test` makes first.
+ */
+function workerScript(): string | undefined {
+  const candidates = [new URL("./pedersen-worker.js", import.meta.url)];
+  if (import.meta.url.endsWith(".ts"))
+    candidates.push(new URL("../../../dist/src/verifier/hash/pedersen-worker.js", import.meta.url));
+  return candidates.map((u) => fileURLToPath(u)).find((file) => existsSync(file));
 }

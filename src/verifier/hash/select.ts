@@ -3,7 +3,8 @@ import { DacdError } from "../../errors.js";
 import { HASH_ENGINES, type EngineName } from "../../model/engines.js";
 import type { HashEngine } from "./engine.js";
 import { JsEngine } from "./js-engine.js";
-import { lastLoadError, loadNativeEngine, nativeBuildScriptPath } from "./native-engine.js";
+import { lastLoadError, nativeBuildScriptPath } from "../../native/addon.js";
+import { loadNativeEngine } from "./native-engine.js";
 import { PoolEngine } from "./pool-engine.js";
 import { WasmEngine } from "./wasm-engine.js";
 

@@ -2,7 +2,7 @@ import { climbChains, type HashEngine } from "../../hash/engine.js";
 import { CHECKPOINT_STEP, packedEmpties } from "../format/merkle-edge.js";
 import { ROOT_TOP, type NodeSource } from "../../../storage/records/node-source.js";
 import { bigintToBytes32 } from "../../../util/bytes.js";
-import type { NodeWrites } from "../../../storage/records/node-writes.js";
+import type { NodeWrites, TreeUpdate } from "../../../storage/records/node-writes.js";
 import {
   asStoreError,
   readRecords,
@@ -14,7 +14,7 @@ import {
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
 
-/** The addon's Merkle update (native/trees/merkle_napi.c, in the Pedersen addon). */
+/** The addon's Merkle update (native/trees/merkle_napi.c). */
 export interface NativeMerkle {
   merkleCreate(
     height: number,
@@ -57,7 +57,7 @@ export interface NativeMerkle {
 export const NATIVE_MERKLE_MAX_REMEMBERED = 30;
 
 /**
- * updateMerkleWhileHashing (merkle.ts) with the paths' reading and building in native code. This
+ * referenceMerkle (reference/merkle.ts) with the paths' reading and building in native code. This
  * side reads the records the addon asks for (one getNodes per level, top-down), climbs the lone
  * leaves' chains and hashes each level's binary nodes with the engine; the addon keeps the paths
  * in flat arrays, so the update makes no JavaScript object per node. `ids` are sorted, 32 bytes
@@ -76,7 +76,7 @@ export async function updateMerkleNative(
   leafHashes: () => Promise<Uint8Array>,
   treeName: string,
   out: NodeWrites,
-): Promise<{ root: Uint8Array; rootGen: number; newNodes: NodeWrites }> {
+): Promise<TreeUpdate> {
   const packedEmpty = packedEmpties(empty);
   const link = nodes.nativeCache;
   const top = nodes.rememberedTop?.(treeName) ?? ROOT_TOP;

@@ -1,7 +1,7 @@
 /** What both native walks share: reading the records they ask for, and taking their results. */
 import { DacdError } from "../../../errors.js";
 import { MISSING_RECORD, type NodeSource, type PackedNodes } from "../../../storage/records/node-source.js";
-import type { NodeWrites } from "../../../storage/records/node-writes.js";
+import type { NodeWrites, TreeUpdate } from "../../../storage/records/node-writes.js";
 
 /** The addon's error codes for a missing or corrupt record, which the JavaScript walks report as STORE errors. */
 const STORE_CODES = new Set(["ERR_PATRICIA_STORE", "ERR_MERKLE_STORE"]);
@@ -104,7 +104,7 @@ export function takeResult(
   treeName: string,
   remembered: number,
   batchGen: number,
-): { root: Uint8Array; rootGen: number; newNodes: NodeWrites } {
+): TreeUpdate {
   out.addAll(hashes, records, lengths);
   // A walk linked to the addon's cache has put its new nodes there itself.
   if (nodes.nativeCache) nodes.nativeCache.noteHits?.(cacheHits);

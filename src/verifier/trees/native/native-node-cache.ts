@@ -1,11 +1,11 @@
-import { loadNativeAddon } from "../../hash/native-engine.js";
+import { nativeJob } from "../../../native/addon.js";
 import type { NativeCacheLink, NodeSource } from "../../../storage/records/node-source.js";
 import { MAX_CACHED_RECORD_LENGTH } from "../../../storage/records/node-record.js";
 
 /** An opaque handle to a cache inside the addon. */
 type Handle = object;
 
-/** The addon's node cache (native/trees/node_cache_napi.c, in the Pedersen addon). */
+/** The addon's node cache (native/trees/node_cache_napi.c). */
 export interface NativeNodeCacheAddon {
   nodeCacheCreate(levels: number, maxNodes: number): Handle;
   nodeCacheForget(h: Handle, tree: number): void;
@@ -38,8 +38,7 @@ export interface NativeNodeCacheAddon {
  */
 export function nativeNodeCacheAddon(mode: "auto" | "js" = "auto"): NativeNodeCacheAddon | null {
   if (mode === "js") return null;
-  const addon = loadNativeAddon() as unknown as Partial<NativeNodeCacheAddon> | null;
-  return addon && typeof addon.nodeCacheForget === "function" ? (addon as NativeNodeCacheAddon) : null;
+  return nativeJob<NativeNodeCacheAddon>("nodeCacheCreate", "nodeCacheForget");
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { HashEngine } from "../../hash/engine.js";
 import type { NodeSource } from "../../../storage/records/node-source.js";
-import type { NodeWrites } from "../../../storage/records/node-writes.js";
+import type { NodeWrites, TreeUpdate } from "../../../storage/records/node-writes.js";
 import {
   asStoreError,
   readRecords,
@@ -12,7 +12,7 @@ import {
 /** An update in progress inside the addon (an opaque handle). */
 type Handle = object;
 
-/** The addon's Patricia update (native/trees/patricia_napi.c, in the Pedersen addon). */
+/** The addon's Patricia update (native/trees/patricia_napi.c). */
 export interface NativePatricia {
   patriciaCreate(
     height: number,
@@ -43,10 +43,10 @@ export interface NativePatricia {
 }
 
 /**
- * updatePatricia (patricia.ts) with the walk and the node building in native code. This side reads
- * the records the walk asks for, one getNodes per round (the node cache answers most of them), and
- * hashes each rank of new nodes with the engine; the addon keeps the tree's shape in flat arrays,
- * so the walk makes no JavaScript object per node. `ids` are sorted, 32 bytes each.
+ * referencePatricia (reference/patricia.ts) with the walk and the node building in native code.
+ * This side reads the records the walk asks for, one getNodes per round (the node cache answers
+ * most of them), and hashes each rank of new nodes with the engine; the addon keeps the tree's
+ * shape in flat arrays, so the walk makes no JavaScript object per node. `ids` are sorted, 32 bytes each.
  */
 export async function updatePatriciaNative(
   native: NativePatricia,
@@ -61,7 +61,7 @@ export async function updatePatriciaNative(
   leafHashes: Uint8Array,
   treeName: string,
   out: NodeWrites,
-): Promise<{ root: Uint8Array; rootGen: number; newNodes: NodeWrites }> {
+): Promise<TreeUpdate> {
   const link = nodes.nativeCache;
   const handle = native.patriciaCreate(
     height,

@@ -1,7 +1,6 @@
 import { DacdError } from "../../../errors.js";
 import { bytesEqual, copy32, copyLowBits } from "../../../util/bytes.js";
 import { climbChains, type ChainClimb, type HashEngine } from "../../hash/engine.js";
-import { hashPairs } from "../format/leaves.js";
 import {
   ancestorsAt,
   CHECKPOINT_STEP,
@@ -17,7 +16,6 @@ import {
   setEdgeLeafGen,
   setEdgePath,
 } from "../format/merkle-edge.js";
-import { NATIVE_MERKLE_MAX_REMEMBERED, updateMerkleNative } from "../native/merkle-native.js";
 import {
   childGen,
   EDGE_HEAD_LENGTH,
@@ -26,33 +24,8 @@ import {
   writeGen,
 } from "../../../storage/records/node-record.js";
 import { ROOT_TOP, type BranchTop, type NodeSource } from "../../../storage/records/node-source.js";
-import { NodeWrites } from "../../../storage/records/node-writes.js";
+import type { NodeWrites, TreeUpdate } from "../../../storage/records/node-writes.js";
 import { PackedIds } from "../format/packed-ids.js";
-import { defaultTreeWalk, type TreeWalk } from "../update/tree-walk.js";
-
-const byIndex = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/** E[k]: the root of an untouched subtree of height k, from the empty leaf's hash upward. */
-export async function emptySubtreeRoots(
-  engine: HashEngine,
-  emptyLeaf: Uint8Array,
-  height: number,
-): Promise<Uint8Array[]> {
-  const out = [emptyLeaf];
-  for (let k = 0; k < height; k++) {
-    const [h] = await hashPairs(engine, [out[k]!], [out[k]!]);
-    out.push(h!);
-  }
-  return out;
-}
-
-export interface MerkleUpdate {
-  readonly root: Uint8Array;
-  /** The gen of the new root's record: `batchGen` unless the root is unchanged (or empty: 0). */
-  readonly rootGen: number;
-  /** The list the update added its new records to (`out`; other trees' may be there too). */
-  readonly newNodes: NodeWrites;
-}
 
 /** What a path node was before the update, as read from the store (or implied by an edge above). */
 const enum Old {
@@ -177,90 +150,26 @@ function indexAt(paths: Paths, leaf: number, h: number, side = -1): number {
  * typed arrays aligned to it: no BigInt, map or object per node. A parent's one or two path
  * children are the next nodes of the level below.
  *
- * Where the native addon loads (tree-walk.ts), the same walk runs in C (native/trees/merkle.c,
- * driven by merkle-native.ts), with this side's reads and engine; this code is the fallback and
- * the reference the native walk is tested against.
+ * `sortedIds` are the changed leaves' ids in increasing order and `leafHashes` gives their hashes
+ * in that order, awaited only once the old paths are read. The same walk runs in C
+ * (native/trees/merkle.c, driven by merkle-native.ts); this one is the fallback where the addon
+ * does not load and the reference the native walk is tested against. Callers go through
+ * update-tree.ts, which chooses.
  */
-export async function updateMerkle(
+export async function referenceMerkle(
   engine: HashEngine,
   nodes: NodeSource,
   empty: readonly Uint8Array[],
+  remembered: number,
   oldRoot: Uint8Array,
   oldRootGen: number,
   batchGen: number,
-  leaves: ReadonlyMap<bigint, Uint8Array>,
+  sortedIds: readonly bigint[],
+  leafHashes: () => Promise<Uint8Array>,
   treeName: string,
-  out = new NodeWrites(),
-  walk: TreeWalk = defaultTreeWalk(),
-): Promise<MerkleUpdate> {
-  const ids = [...leaves.keys()];
-  return updateMerkleWhileHashing(
-    engine,
-    nodes,
-    empty,
-    oldRoot,
-    oldRootGen,
-    batchGen,
-    ids,
-    ids.map((id) => leaves.get(id)!),
-    treeName,
-    out,
-    walk,
-  );
-}
-
-/**
- * updateMerkle for leaves whose hashes may still be on their way: `hashes[i]` is the hash of leaf
- * `ids[i]`. The old paths are read (and old edges split) while the leaves are hashed, since only
- * the new paths need their hashes, so the leaf hashing does not delay the tree's first read. The
- * old root's record was written by batch `oldRootGen`; the new records go under `batchGen`.
- */
-export async function updateMerkleWhileHashing(
-  engine: HashEngine,
-  nodes: NodeSource,
-  empty: readonly Uint8Array[],
-  oldRoot: Uint8Array,
-  oldRootGen: number,
-  batchGen: number,
-  ids: readonly bigint[],
-  hashes: readonly Uint8Array[] | Promise<readonly Uint8Array[]>,
-  treeName: string,
-  out = new NodeWrites(),
-  walk: TreeWalk = defaultTreeWalk(),
-): Promise<MerkleUpdate> {
-  // Handled now, awaited after the reads: a failed hashing must not go unhandled meanwhile.
-  if (hashes instanceof Promise) void hashes.catch(() => undefined);
+  out: NodeWrites,
+): Promise<TreeUpdate> {
   const height = empty.length - 1;
-  if (ids.length === 0) return { root: oldRoot, rootGen: oldRootGen, newNodes: out };
-  const order = Array.from(ids, (_, i) => i).sort((a, b) => byIndex(ids[a]!, ids[b]!));
-  const remembered = nodes.remember ? Math.min(nodes.rememberedLevels ?? 0, height + 1) : 0;
-  const sortedIds = order.map((i) => ids[i]!);
-  const sortedHashes = async (): Promise<Uint8Array> => {
-    const hashed = await hashes;
-    const leafHashes = new Uint8Array(order.length * 32);
-    order.forEach((i, k) => leafHashes.set(hashed[i]!, k * 32));
-    return leafHashes;
-  };
-  const native = remembered <= NATIVE_MERKLE_MAX_REMEMBERED ? walk : null;
-  if (native) {
-    if (sortedIds[0]! < 0n || sortedIds[sortedIds.length - 1]! >> BigInt(height) !== 0n)
-      throw new RangeError(`a leaf id does not fit a tree of height ${height}`);
-    const packed = new PackedIds(sortedIds).bytes;
-    return updateMerkleNative(
-      native,
-      engine,
-      nodes,
-      empty,
-      remembered,
-      oldRoot,
-      oldRootGen,
-      batchGen,
-      packed,
-      sortedHashes,
-      treeName,
-      out,
-    );
-  }
   const paths = changedPaths(
     sortedIds,
     height,
@@ -272,7 +181,7 @@ export async function updateMerkleWhileHashing(
   const { old, splits } = await readOldPaths(nodes, empty, oldRoot, oldRootGen, paths, treeName);
   await climbToSplits(engine, empty, splits);
 
-  return buildNewPaths(engine, nodes, empty, await sortedHashes(), paths, old, treeName, out);
+  return buildNewPaths(engine, nodes, empty, await leafHashes(), paths, old, treeName, out);
 }
 
 /**
@@ -330,7 +239,7 @@ async function buildNewPaths(
   old: readonly OldLevel[],
   treeName: string,
   newNodes: NodeWrites,
-): Promise<MerkleUpdate> {
+): Promise<TreeUpdate> {
   const { ids, starts, height } = paths;
   const b = new PathLevels(nodes, empty, leafHashes, paths, old, treeName, newNodes);
   const { hashesAt, kindAt, chainAt, binaryAt, chains } = b;

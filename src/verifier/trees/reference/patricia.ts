@@ -15,10 +15,8 @@ import {
   writeEdgeRecord,
 } from "../../../storage/records/node-record.js";
 import type { NodeSource } from "../../../storage/records/node-source.js";
-import { NodeWrites } from "../../../storage/records/node-writes.js";
+import type { NodeWrites, TreeUpdate } from "../../../storage/records/node-writes.js";
 import { PackedIds } from "../format/packed-ids.js";
-import { updatePatriciaNative } from "../native/patricia-native.js";
-import { defaultTreeWalk, type TreeWalk } from "../update/tree-walk.js";
 
 /**
  * Patricia-Merkle tree (committee-algorithms §3): empty subtrees are 0, a node with two non-empty
@@ -150,14 +148,6 @@ class BatchedReader {
   }
 }
 
-export interface PatriciaUpdate {
-  readonly root: Uint8Array;
-  /** The gen of the new root's record: `batchGen` unless the root is unchanged (or empty: 0). */
-  readonly rootGen: number;
-  /** The list the update added its new records to (`out`; other trees' may be there too). */
-  readonly newNodes: NodeWrites;
-}
-
 /** A value now, or later when a node had to be read from the store. */
 type Maybe<T> = T | Promise<T>;
 
@@ -167,47 +157,24 @@ function then<T, U>(v: Maybe<T>, f: (t: T) => Maybe<U>): Maybe<U> {
 }
 
 /**
- * Applies `leaves` to the tree of `height` whose root is `oldRoot` (its record written by batch
- * `oldRootGen`); the new records, added to `out`, are written under `batchGen`.
+ * Applies `sorted` (the changed leaves and their hashes, in increasing id order) to the tree of
+ * `height` whose root is `oldRoot` (its record written by batch `oldRootGen`); the new records,
+ * added to `out`, are written under `batchGen`. The same walk runs in C (native/trees/patricia.c,
+ * driven by patricia-native.ts); this one is the fallback where the addon does not load and the
+ * reference the native walk is tested against. Callers go through update-tree.ts, which chooses.
  */
-export async function updatePatricia(
+export async function referencePatricia(
   engine: HashEngine,
   nodes: NodeSource,
   height: number,
+  remembered: number,
   oldRoot: Uint8Array,
   oldRootGen: number,
   batchGen: number,
-  leaves: ReadonlyMap<bigint, Uint8Array>,
+  sorted: readonly Change[],
   treeName: string,
-  out = new NodeWrites(),
-  walk: TreeWalk = defaultTreeWalk(),
-): Promise<PatriciaUpdate> {
-  if (leaves.size === 0) return { root: oldRoot, rootGen: oldRootGen, newNodes: out };
-  const remembered = nodes.remember ? (nodes.rememberedLevels ?? 0) : 0;
-  const sorted: Change[] = [...leaves.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const last = sorted[sorted.length - 1]![0];
-  if (sorted[0]![0] < 0n || last >= 1n << BIG[height]!)
-    throw new RangeError(`a leaf id does not fit a tree of height ${height}`);
-  const native = walk;
-  if (native) {
-    const ids = new PackedIds(sorted.map(([id]) => id));
-    const leafHashes = new Uint8Array(sorted.length * 32);
-    for (let i = 0; i < sorted.length; i++) copy32(leafHashes, i * 32, sorted[i]![1], 0);
-    return updatePatriciaNative(
-      native,
-      engine,
-      nodes,
-      height,
-      remembered,
-      oldRoot,
-      oldRootGen,
-      batchGen,
-      ids.bytes,
-      leafHashes,
-      treeName,
-      out,
-    );
-  }
+  out: NodeWrites,
+): Promise<TreeUpdate> {
   const walker = new PatriciaWalk(nodes, height, remembered, treeName, sorted);
   const root = await walker.walk(
     fromHash(oldRoot, oldRootGen, height),
@@ -220,7 +187,7 @@ export async function updatePatricia(
   return { root: hashOf(root), rootGen: genOf(root, batchGen), newNodes };
 }
 
-type Change = readonly [bigint, Uint8Array];
+export type Change = readonly [bigint, Uint8Array];
 
 /**
  * One update's walk down the tree. Its steps are methods, not closures made per update: V8

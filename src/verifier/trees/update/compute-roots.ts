@@ -1,10 +1,9 @@
 import type { Leaf, LeafChanges } from "../../../model/state-update.js";
 import type { HashEngine } from "../../hash/engine.js";
-import { emptyLeaf, hashAndEncodeLeaves, hashLeaves } from "../format/leaves.js";
-import { emptySubtreeRoots, updateMerkleWhileHashing } from "../reference/merkle.js";
+import { emptyLeaf, hashAndEncodeLeaves, hashLeaves, hashPairs } from "../format/leaves.js";
 import type { NodeSource } from "../../../storage/records/node-source.js";
 import { NodeWrites } from "../../../storage/records/node-writes.js";
-import { updatePatricia } from "../reference/patricia.js";
+import { updateMerkleWhileHashing, updatePatricia } from "./update-tree.js";
 import { defaultTreeWalk, type TreeWalk } from "./tree-walk.js";
 import type { LeafKind, TreeName, TreeSpec } from "../../../model/profile.js";
 import { countingSource, countingWrites, type TreeStats } from "./tree-stats.js";
@@ -29,6 +28,20 @@ export interface ComputedRoots {
   readonly newLeaves: NodeWrites;
   /** What each tree's update did (leaves, nodes read and written, time). */
   readonly trees: Partial<Record<TreeName, TreeStats>>;
+}
+
+/** E[k]: the root of an untouched subtree of height k, from the empty leaf's hash upward. */
+export async function emptySubtreeRoots(
+  engine: HashEngine,
+  emptyLeafHash: Uint8Array,
+  height: number,
+): Promise<Uint8Array[]> {
+  const out = [emptyLeafHash];
+  for (let k = 0; k < height; k++) {
+    const [h] = await hashPairs(engine, [out[k]!], [out[k]!]);
+    out.push(h!);
+  }
+  return out;
 }
 
 // E[k] depends only on the engine's arithmetic, the leaf kind and the height; compute it once.

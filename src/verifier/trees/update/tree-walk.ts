@@ -1,18 +1,18 @@
 import { DacdError } from "../../../errors.js";
-import { loadNativeAddon } from "../../hash/native-engine.js";
+import { nativeJob } from "../../../native/addon.js";
 import { TREE_WALKS } from "../../../model/engines.js";
 import type { NativeMerkle } from "../native/merkle-native.js";
 import type { NativePatricia } from "../native/patricia-native.js";
 
-/** The native addon's tree walks (native/trees/, built into the Pedersen addon). */
+/** The native addon's tree walks (native/trees/). */
 export interface NativeTreeWalks extends NativePatricia, NativeMerkle {}
 
 export type TreeWalkName = "native" | "js";
 
 /**
- * The walks tree updates take: the addon's native walks, or null for the JavaScript walks
- * (merkle.ts, patricia.ts), which stay as the fallback and the reference. Chosen once, where the
- * application is wired, and passed to every update.
+ * The walks tree updates take: the addon's native walks, or null for the JavaScript reference
+ * walks (reference/), the fallback and what the native ones are tested against. Chosen once, where
+ * the application is wired, and passed to every update (update-tree.ts).
  */
 export type TreeWalk = NativeTreeWalks | null;
 
@@ -24,11 +24,7 @@ export function chooseTreeWalk(requested: string = "auto"): TreeWalk {
   if (!(TREE_WALKS as readonly string[]).includes(requested))
     throw new DacdError("CONFIG", `DACD_TREE_WALK must be one of ${TREE_WALKS.join(", ")}, got ${requested}`);
   if (requested === "js") return null;
-  const addon = loadNativeAddon() as unknown as Partial<NativeTreeWalks> | null;
-  const native =
-    addon && typeof addon.patriciaCreate === "function" && typeof addon.merkleCreate === "function"
-      ? (addon as NativeTreeWalks)
-      : null;
+  const native = nativeJob<NativeTreeWalks>("patriciaCreate", "merkleCreate");
   if (requested === "native" && !native)
     throw new DacdError(
       "CONFIG",
