@@ -15,7 +15,14 @@ import { emptyRoots, type Roots } from "../verifier/trees/update/compute-roots.j
 import type { HashEngine } from "../verifier/hash/engine.js";
 import type { NodeWrite } from "../storage/records/node-source.js";
 import { hashAndEncodeLeaves } from "../verifier/trees/format/leaves.js";
-import { isProfileName, keptTrees, makeProfile, type TreeName, type TreeSpec } from "../model/profile.js";
+import {
+  isProfileName,
+  keptTrees,
+  makeProfile,
+  type Profile,
+  type TreeName,
+  type TreeSpec,
+} from "../model/profile.js";
 import type { Leaf } from "../model/state-update.js";
 import type { LoadedBatchRecord } from "./common.js";
 import {
@@ -93,7 +100,7 @@ export async function loadDump(
 /** A dump checked before anything is written: its manifest, profile, kept trees and files. */
 interface CheckedDump {
   readonly manifest: Manifest;
-  readonly profile: ReturnType<typeof makeProfile>;
+  readonly profile: Profile;
   readonly trees: readonly TreeSpec[];
   /** The batch the records are written under (storage/keys.ts). */
   readonly gen: number;
