@@ -36,7 +36,10 @@ export function answerJson(
     const record = await signedBatch(view, batchText);
     if (route === "escape_info") return { body: await escapeInfo(view, record, source), batchGiven: false };
     if (route === "batches_latest") return { body: latestBatch(record), batchGiven: false };
-    return { body: await leafAnswer(view, source.engine, route, seg, record), batchGiven: batchText !== undefined };
+    return {
+      body: await leafAnswer(view, source.engine, route, seg, record),
+      batchGiven: batchText !== undefined,
+    };
   });
 }
 
@@ -81,7 +84,8 @@ async function leafAnswer(
     );
   const id = leafId(seg[4]!, spec);
   if (route === "leaf") return showLeaf(view, engine, spec.name, id, record.batch_id);
-  if (route === "escape") return (await onchain()).makeOnchainProof(view, engine, spec.name, id, record.batch_id);
+  if (route === "escape")
+    return (await onchain()).makeOnchainProof(view, engine, spec.name, id, record.batch_id);
   return makeProof(view, engine, spec.name, id, record.batch_id);
 }
 

@@ -69,7 +69,10 @@ function streamLimit(max: number): (fn: ControlStream) => ControlStream {
   let running = 0;
   return (fn) => async (q, out) => {
     if (running >= max)
-      throw new DacdError("STORE", `the daemon is already serving ${running} dumps or checks; try again later`);
+      throw new DacdError(
+        "STORE",
+        `the daemon is already serving ${running} dumps or checks; try again later`,
+      );
     running++;
     try {
       return await fn(q, out);

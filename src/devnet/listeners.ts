@@ -43,7 +43,11 @@ export async function listenGateways(opts: DevnetOptions, routes: GatewayRoutes)
       "gateway",
       routes.gateway ? gatewayRouter(routes.gateway) : replayGatewayRouter(opts.variant),
     );
-    const feeder = await start(checkPort("feeder port", opts.feederPort), "feeder", feederRouter(routes.chain));
+    const feeder = await start(
+      checkPort("feeder port", opts.feederPort),
+      "feeder",
+      feederRouter(routes.chain),
+    );
     const availability = await start(
       checkPort("availability port", opts.availabilityPort),
       "availability",

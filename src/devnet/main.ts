@@ -83,15 +83,31 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
         profile,
       );
     const admin = adminHandlers({ faults, batcher, mainTree: profile.main.name, blockedTxTypes, freeze });
-    servers = await listenGateways(opts, { chain, approvals, faults, gateway: source.live?.gateway, admin, status });
+    servers = await listenGateways(opts, {
+      chain,
+      approvals,
+      faults,
+      gateway: source.live?.gateway,
+      admin,
+      status,
+    });
   } catch (e) {
     await close();
     throw e;
   }
-  const urls = { gateway: servers.gateway.url, feeder: servers.feeder.url, availability: servers.availability.url };
+  const urls = {
+    gateway: servers.gateway.url,
+    feeder: servers.feeder.url,
+    availability: servers.availability.url,
+  };
   batcher?.start();
   if (opts.traffic && opts.traffic > 0 && !opts.replay)
-    traffic = startTraffic({ variant: opts.variant, gatewayUrl: urls.gateway, rate: opts.traffic, seed: opts.seed ?? 1 });
+    traffic = startTraffic({
+      variant: opts.variant,
+      gatewayUrl: urls.gateway,
+      rate: opts.traffic,
+      seed: opts.seed ?? 1,
+    });
 
   return {
     urls,

@@ -45,6 +45,10 @@ export async function waitForQuorum(
 ): Promise<QuorumState> {
   const start = Date.now();
   await waitForBatch(chain, batcher, id, timeoutMs);
-  await withTimeout(approvals.wait(id), Math.max(1, timeoutMs - (Date.now() - start)), `quorum on batch ${id}`);
+  await withTimeout(
+    approvals.wait(id),
+    Math.max(1, timeoutMs - (Date.now() - start)),
+    `quorum on batch ${id}`,
+  );
   return approvals.state(id);
 }

@@ -156,7 +156,10 @@ async function buildTree(
   const path = join(opts.fromDir, entry.file);
   const { ids, hashes } = await readLeaves(writer, engine, spec, path, dump.profile.variant === "P", opts);
   if (ids.length !== entry.leaves) {
-    throw new DacdError("BAD_INPUT", `${entry.file} holds ${ids.length} leaves, the manifest says ${entry.leaves}`);
+    throw new DacdError(
+      "BAD_INPUT",
+      `${entry.file} holds ${ids.length} leaves, the manifest says ${entry.leaves}`,
+    );
   }
   built.leaves[spec.name] = ids.length;
   const sink: NodeSink = async (nodes) => {

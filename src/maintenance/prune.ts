@@ -167,7 +167,9 @@ async function keptBatches(store: LevelStore, snapshot: LevelStore, opts: PruneO
     if (!all.has(c)) {
       throw new DacdError(
         "BAD_INPUT",
-        isPruned(previous, c) ? `checkpoint batch ${c} was already pruned` : `checkpoint batch ${c} is not in the store`,
+        isPruned(previous, c)
+          ? `checkpoint batch ${c} was already pruned`
+          : `checkpoint batch ${c} is not in the store`,
       );
     }
     kept.add(c);

@@ -64,7 +64,10 @@ function checkLoadSource(opts: LoadCliOptions): void {
   if ((opts.from === undefined) === (opts.fromReference === undefined))
     throw new DacdError("CONFIG", "load takes one of --from DIR (a dacd dump) or --from-reference FILE");
   if (opts.from !== undefined && (opts.batch !== undefined || opts.batchInfo !== undefined))
-    throw new DacdError("USAGE", "--batch and --batch-info go with --from-reference (a dump names its batch)");
+    throw new DacdError(
+      "USAGE",
+      "--batch and --batch-info go with --from-reference (a dump names its batch)",
+    );
 }
 
 /** Loads a dacd dump into the store, then joins the dump's claims journal to this member's. */

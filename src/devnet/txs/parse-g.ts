@@ -163,14 +163,19 @@ function parseSettlement(f: Fields, ctx: GParseContext): Extract<GTx, { type: "S
   const bSold = info.amount("party_b_sold");
   const bFee = info.has("party_b_fee_info") ? parseFeeExchange(info.obj("party_b_fee_info"), ctx) : undefined;
   if (bFee && !b.fee) info.fail("party_b_fee_info", "party_b_order carries no fee_info to pay the fee from");
-  if (a.tokenSell !== b.tokenBuy) f.fail("party_b_order.token_buy", "does not match party_a_order.token_sell");
-  if (a.tokenBuy !== b.tokenSell) f.fail("party_b_order.token_sell", "does not match party_a_order.token_buy");
+  if (a.tokenSell !== b.tokenBuy)
+    f.fail("party_b_order.token_buy", "does not match party_a_order.token_sell");
+  if (a.tokenBuy !== b.tokenSell)
+    f.fail("party_b_order.token_sell", "does not match party_a_order.token_buy");
   if (a.id === b.id) f.fail("party_b_order", "is the same order as party_a_order");
   return { type: "SettlementRequest", a, b, aSold, bSold, bFee };
 }
 
 /** Multi-asset orders fulfilled by the given and received legs. */
-function parseMultiAssetTrade(f: Fields, ctx: GParseContext): Extract<GTx, { type: "MultiAssetTradeRequest" }> {
+function parseMultiAssetTrade(
+  f: Fields,
+  ctx: GParseContext,
+): Extract<GTx, { type: "MultiAssetTradeRequest" }> {
   f.only(["type", "fulfillment_info", "orders"]);
   const info: Fields = f.obj("fulfillment_info").only(["given", "received"]);
   const legs = (key: string): Leg[] =>

@@ -48,7 +48,11 @@ class DiskReader {
   }
 }
 
-export function diskMetrics(registers: Registers, dataDir: string | undefined, refreshMs = DEFAULT_REFRESH_MS) {
+export function diskMetrics(
+  registers: Registers,
+  dataDir: string | undefined,
+  refreshMs = DEFAULT_REFRESH_MS,
+) {
   const reader = new DiskReader(dataDir, refreshMs);
   return {
     storeSizeBytes: new Gauge({
