@@ -1,8 +1,7 @@
 /** The store's size and its file system's space, read at scrape time at most every refresh period. */
 import { readdir, stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
-import { Gauge } from "prom-client";
-import { PREFIX, type Registers } from "./family.js";
+import { scrapedGauge, type Registers } from "./family.js";
 
 const DEFAULT_REFRESH_MS = 30_000;
 
@@ -54,34 +53,23 @@ export function diskMetrics(
   refreshMs = DEFAULT_REFRESH_MS,
 ) {
   const reader = new DiskReader(dataDir, refreshMs);
+  const gauge = (name: string, help: string, pick: (d: DiskReading) => number | undefined) =>
+    scrapedGauge(registers, name, help, async () => {
+      const d = await reader.read();
+      return d && pick(d);
+    });
   return {
-    storeSizeBytes: new Gauge({
-      name: `${PREFIX}store_size_bytes`,
-      help: "Disk space used by the store (data_dir), refreshed at most every 30 s",
-      registers,
-      async collect() {
-        const d = await reader.read();
-        if (d?.size !== undefined) this.set(d.size);
-      },
-    }),
-    diskFreeBytes: new Gauge({
-      name: `${PREFIX}disk_free_bytes`,
-      help: "Free space (for unprivileged users) on the file system of data_dir",
-      registers,
-      async collect() {
-        const d = await reader.read();
-        if (d?.free !== undefined) this.set(d.free);
-      },
-    }),
-    diskTotalBytes: new Gauge({
-      name: `${PREFIX}disk_total_bytes`,
-      help: "Size of the file system of data_dir",
-      registers,
-      async collect() {
-        const d = await reader.read();
-        if (d?.total !== undefined) this.set(d.total);
-      },
-    }),
+    storeSizeBytes: gauge(
+      "store_size_bytes",
+      "Disk space used by the store (data_dir), refreshed at most every 30 s",
+      (d) => d.size,
+    ),
+    diskFreeBytes: gauge(
+      "disk_free_bytes",
+      "Free space (for unprivileged users) on the file system of data_dir",
+      (d) => d.free,
+    ),
+    diskTotalBytes: gauge("disk_total_bytes", "Size of the file system of data_dir", (d) => d.total),
   };
 }
 

@@ -1,6 +1,6 @@
 /** The base-chain watch: what it has seen on-chain, and its failures. */
-import { Counter, Gauge } from "prom-client";
-import { PREFIX, type Registers } from "./family.js";
+import { Counter } from "prom-client";
+import { PREFIX, scrapedGauge, type Registers } from "./family.js";
 import type { StateReader } from "./member-state.js";
 
 /** Why a base-chain RPC call failed (chain/rpc.ts RPC_FAILURES). */
@@ -8,30 +8,24 @@ export const ONCHAIN_RPC_FAILURES = ["timeout", "error"] as const;
 
 export function onchainMetrics(registers: Registers, state: StateReader) {
   const m = {
-    batchId: new Gauge({
-      name: `${PREFIX}onchain_batch_id`,
-      help: "Last batch whose root update is on the base chain in a confirmed block (-1: none seen, or the chain is not followed)",
+    batchId: scrapedGauge(
       registers,
-      collect() {
-        this.set(state()?.onchain?.batchId ?? -1);
-      },
-    }),
-    frozen: new Gauge({
-      name: `${PREFIX}onchain_frozen`,
-      help: "1 once the exchange contract is seen frozen (escapes are served at the frozen batch), else 0",
+      "onchain_batch_id",
+      "Last batch whose root update is on the base chain in a confirmed block (-1: none seen, or the chain is not followed)",
+      () => state()?.onchain?.batchId ?? -1,
+    ),
+    frozen: scrapedGauge(
       registers,
-      collect() {
-        this.set(state()?.onchain?.frozen ? 1 : 0);
-      },
-    }),
-    block: new Gauge({
-      name: `${PREFIX}onchain_confirmed_block`,
-      help: "Last confirmed base-chain block the watch has read (-1: none yet, or the chain is not followed)",
+      "onchain_frozen",
+      "1 once the exchange contract is seen frozen (escapes are served at the frozen batch), else 0",
+      () => (state()?.onchain?.frozen ? 1 : 0),
+    ),
+    block: scrapedGauge(
       registers,
-      collect() {
-        this.set(state()?.onchain?.block ?? -1);
-      },
-    }),
+      "onchain_confirmed_block",
+      "Last confirmed base-chain block the watch has read (-1: none yet, or the chain is not followed)",
+      () => state()?.onchain?.block ?? -1,
+    ),
     rootMismatches: new Counter({
       name: `${PREFIX}onchain_root_mismatch_total`,
       help: "Root updates on the base chain whose roots, any of them, differ from the ones stored for that batch",
