@@ -5,7 +5,7 @@ import { secp256k1 } from "@noble/curves/secp256k1.js";
 import type { Command } from "commander";
 import { startDaemon } from "../app.js";
 import { loadConfig } from "../config/config.js";
-import { startDevnet } from "../devnet/main.js";
+import { startDevnet, type Devnet } from "../devnet/main.js";
 import { createLogger } from "../logging.js";
 import { ethAddressFromPrivateKey } from "../signer/eth-signer.js";
 import { demoNextSteps, freeLocalPort } from "./demo-next-steps.js";
@@ -36,95 +36,115 @@ export function registerDemoCommand(program: Command): void {
       "--chain",
       "settle on a local Ethereum node, which the member follows (freeze it to rehearse exits)",
     )
-    .action(async (opts: DemoOptions) => {
-      const variant = opts.variant.toUpperCase();
-      if (variant !== "P" && variant !== "G")
-        throw new DacdError("USAGE", `--variant must be P or G, got ${JSON.stringify(opts.variant)}`);
-      const traffic = Number(opts.traffic);
-      if (!/^[0-9.]+$/.test(opts.traffic) || !Number.isFinite(traffic) || traffic <= 0)
-        throw new DacdError(
-          "USAGE",
-          `--traffic must be a positive number, got ${JSON.stringify(opts.traffic)}`,
-        );
-      const dir = resolve(opts.dataDir);
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      const keyPath = join(dir, "member.key");
-      if (!existsSync(keyPath)) {
-        await writeFile(keyPath, Buffer.from(secp256k1.utils.randomSecretKey()).toString("hex") + "\n", {
-          mode: 0o600,
-        });
-      }
-      await chmod(keyPath, 0o600);
-      const key = new Uint8Array(Buffer.from((await readFile(keyPath, "utf8")).trim(), "hex"));
-      const address = ethAddressFromPrivateKey(key);
-      key.fill(0);
+    .action(runDemo);
+}
 
-      const devnet = await startDevnet({
-        variant,
-        committee: [address],
-        quorum: 1,
-        traffic,
-        batchIntervalMs: 1000,
-        baseChain: opts.chain === true,
-      });
-      process.stdout.write(
-        `devnet (variant ${variant}) listening:\n  gateway      ${devnet.urls.gateway}\n  feeder       ${devnet.urls.feeder}\n  availability ${devnet.urls.availability}\nmember ${address}, data in ${dir}\n`,
-      );
-      const profile = variant === "P" ? "perpetual" : "spot";
-      // The devnet's chain is new on every start, so an earlier member store cannot continue it.
-      for (const entry of await readdir(dir)) {
-        if (entry.startsWith("store-")) await rm(join(dir, entry), { recursive: true, force: true });
-      }
-      const storeDir = join(dir, `store-${profile}-${Date.now()}`);
-      const configPath = join(dir, "dacd.yaml");
-      const metricsPort = await freeLocalPort();
-      await writeFile(
-        configPath,
-        [
-          "# Written by `dacd demo` for the local devnet; see config/ for annotated examples.",
-          `profile: ${profile}`,
-          `availability_gateway_url: "${devnet.urls.availability}"`,
-          `feeder_gateway_url: "${devnet.urls.feeder}"`,
-          "private_key_path: member.key",
-          `data_dir: "${storeDir}"`,
-          "polling_interval_s: 0.5",
-          `metrics_port: ${metricsPort}`,
-          variant === "G" ? "validate_rollup: true" : "",
-          ...(devnet.baseChain
-            ? [
-                `base_chain_rpc_url: "${devnet.baseChain.rpcUrl}"`,
-                `starkex_contract_address: "${devnet.baseChain.exchange.address}"`,
-                // The local node mines a block per transaction and never reorgs.
-                "base_chain_confirmations: 0",
-                "base_chain_poll_interval_s: 1",
-              ]
-            : []),
-          "",
-        ].join("\n"),
-      );
-      const log = createLogger({ level: "info", pretty: true });
-      const daemon = await startDaemon(loadConfig(configPath), { log });
-      process.stdout.write(
-        demoNextSteps({
-          configPath,
-          metricsPort,
-          freeze: devnet.baseChain
-            ? { url: devnet.urls.availability, tree: variant === "P" ? "position" : "vault" }
-            : undefined,
-        }),
-      );
-      let stopping: Promise<void> | undefined;
-      const stop = (): Promise<void> =>
-        (stopping ??= (async () => {
-          await daemon.stop();
-          await devnet.close();
-        })());
-      const dispose = handleSignals({ log, stop });
-      try {
-        await daemon.done;
-      } finally {
-        await stop();
-        dispose();
-      }
+async function runDemo(opts: DemoOptions): Promise<void> {
+  const { variant, traffic } = demoSettings(opts);
+  const dir = resolve(opts.dataDir);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const address = await demoMemberAddress(dir);
+  const devnet = await startDevnet({
+    variant,
+    committee: [address],
+    quorum: 1,
+    traffic,
+    batchIntervalMs: 1000,
+    baseChain: opts.chain === true,
+  });
+  process.stdout.write(
+    `devnet (variant ${variant}) listening:\n  gateway      ${devnet.urls.gateway}\n  feeder       ${devnet.urls.feeder}\n  availability ${devnet.urls.availability}\nmember ${address}, data in ${dir}\n`,
+  );
+  const { configPath, metricsPort } = await writeDemoConfig(dir, variant, devnet);
+  const log = createLogger({ level: "info", pretty: true });
+  const daemon = await startDaemon(loadConfig(configPath), { log });
+  process.stdout.write(
+    demoNextSteps({
+      configPath,
+      metricsPort,
+      freeze: devnet.baseChain
+        ? { url: devnet.urls.availability, tree: variant === "P" ? "position" : "vault" }
+        : undefined,
+    }),
+  );
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      await daemon.stop();
+      await devnet.close();
+    })());
+  const dispose = handleSignals({ log, stop });
+  try {
+    await daemon.done;
+  } finally {
+    await stop();
+    dispose();
+  }
+}
+
+/** --variant and --traffic, checked. */
+function demoSettings(opts: DemoOptions): { variant: "P" | "G"; traffic: number } {
+  const variant = opts.variant.toUpperCase();
+  if (variant !== "P" && variant !== "G")
+    throw new DacdError("USAGE", `--variant must be P or G, got ${JSON.stringify(opts.variant)}`);
+  const traffic = Number(opts.traffic);
+  if (!/^[0-9.]+$/.test(opts.traffic) || !Number.isFinite(traffic) || traffic <= 0)
+    throw new DacdError("USAGE", `--traffic must be a positive number, got ${JSON.stringify(opts.traffic)}`);
+  return { variant, traffic };
+}
+
+/** The member's address, from the key in `dir` (created on the first start, reused after). */
+async function demoMemberAddress(dir: string): Promise<string> {
+  const keyPath = join(dir, "member.key");
+  if (!existsSync(keyPath)) {
+    await writeFile(keyPath, Buffer.from(secp256k1.utils.randomSecretKey()).toString("hex") + "\n", {
+      mode: 0o600,
     });
+  }
+  await chmod(keyPath, 0o600);
+  const key = new Uint8Array(Buffer.from((await readFile(keyPath, "utf8")).trim(), "hex"));
+  const address = ethAddressFromPrivateKey(key);
+  key.fill(0);
+  return address;
+}
+
+/** A fresh store folder and the member's configuration for this devnet. */
+async function writeDemoConfig(
+  dir: string,
+  variant: "P" | "G",
+  devnet: Devnet,
+): Promise<{ configPath: string; metricsPort: number }> {
+  const profile = variant === "P" ? "perpetual" : "spot";
+  // The devnet's chain is new on every start, so an earlier member store cannot continue it.
+  for (const entry of await readdir(dir)) {
+    if (entry.startsWith("store-")) await rm(join(dir, entry), { recursive: true, force: true });
+  }
+  const storeDir = join(dir, `store-${profile}-${Date.now()}`);
+  const configPath = join(dir, "dacd.yaml");
+  const metricsPort = await freeLocalPort();
+  await writeFile(
+    configPath,
+    [
+      "# Written by `dacd demo` for the local devnet; see config/ for annotated examples.",
+      `profile: ${profile}`,
+      `availability_gateway_url: "${devnet.urls.availability}"`,
+      `feeder_gateway_url: "${devnet.urls.feeder}"`,
+      "private_key_path: member.key",
+      `data_dir: "${storeDir}"`,
+      "polling_interval_s: 0.5",
+      `metrics_port: ${metricsPort}`,
+      variant === "G" ? "validate_rollup: true" : "",
+      ...(devnet.baseChain
+        ? [
+            `base_chain_rpc_url: "${devnet.baseChain.rpcUrl}"`,
+            `starkex_contract_address: "${devnet.baseChain.exchange.address}"`,
+            // The local node mines a block per transaction and never reorgs.
+            "base_chain_confirmations: 0",
+            "base_chain_poll_interval_s: 1",
+          ]
+        : []),
+      "",
+    ].join("\n"),
+  );
+  return { configPath, metricsPort };
 }

@@ -402,6 +402,26 @@ function checkSigner(raw: Record<string, unknown>, p: Problems, warnings: string
 
 export function loadConfig(path: string, env: Env = runtimeSettings().environment): Config {
   const configPath = resolve(path);
+  const { root, warnings } = readConfigFile(configPath);
+  const p = new Problems();
+  const layer: Layer = {
+    fileLabel: (key, line) => `key ${key} (line ${line})`,
+    // A DACD_ name that is no key is an error like an unknown key in the file (a typo is not ignored).
+    env: readEnv(env, warnings, p.list),
+    configDir: dirname(configPath),
+    cwd: process.cwd(),
+  };
+  const raw = validateLevel(SCHEMA, root, "", layer, p);
+  const checked = checkAcrossKeys(raw, p, warnings);
+  if (p.list.length > 0) {
+    const body = p.list.length === 1 ? (p.list[0] ?? "") : `\n  - ${p.list.join("\n  - ")}`;
+    throw new DacdError("CONFIG", `invalid config ${configPath}: ${body}`);
+  }
+  return configOf(configPath, raw, checked, warnings);
+}
+
+/** The file's top-level mapping, and YAML's warnings about it. */
+function readConfigFile(configPath: string): { root: Extract<YNode, { kind: "map" }>; warnings: string[] } {
   let text: string;
   try {
     text = readFileSync(configPath, "utf8");
@@ -429,17 +449,17 @@ export function loadConfig(path: string, env: Env = runtimeSettings().environmen
       `config ${configPath} must be a mapping of keys to values, got ${describeNode(root)}`,
     );
   }
+  return { root, warnings };
+}
 
-  const p = new Problems();
-  const layer: Layer = {
-    fileLabel: (key, line) => `key ${key} (line ${line})`,
-    // A DACD_ name that is no key is an error like an unknown key in the file (a typo is not ignored).
-    env: readEnv(env, warnings, p.list),
-    configDir: dirname(configPath),
-    cwd: process.cwd(),
-  };
-  const raw = validateLevel(SCHEMA, root, "", layer, p);
+/** What the checks that span several keys derive: the tree heights and the escape contracts. */
+interface CrossChecked {
+  readonly heights: Heights;
+  readonly contracts: { exchange: string; verifier: string } | undefined;
+}
 
+/** The rules between keys: heights and profile, TLS, signer, base chain. */
+function checkAcrossKeys(raw: Record<string, unknown>, p: Problems, warnings: string[]): CrossChecked {
   const profile = raw.profile as ProfileName | undefined;
   let heights: Heights = { order: 0 };
   if (profile !== undefined) {
@@ -458,16 +478,46 @@ export function loadConfig(path: string, env: Env = runtimeSettings().environmen
   }
   checkSigner(raw, p, warnings);
   checkBaseChain(raw, p);
-  if (p.list.length > 0) {
-    const body = p.list.length === 1 ? (p.list[0] ?? "") : `\n  - ${p.list.join("\n  - ")}`;
-    throw new DacdError("CONFIG", `invalid config ${configPath}: ${body}`);
-  }
+  return { heights, contracts };
+}
 
+/** Keys copied to the Config only when set. */
+const OPTIONAL_KEYS: readonly [keyof Config, string][] = [
+  ["feederGatewayUrl", "feeder_gateway_url"],
+  ["privateKeyPath", "private_key_path"],
+  ["privateKeyPasswordPath", "private_key_password_path"],
+  ["validateRollup", "validate_rollup"],
+  ["certificatesPath", "certificates_path"],
+  ["metricsPort", "metrics_port"],
+  ["backupDir", "backup_dir"],
+  ["pruneKeepBatches", "prune_keep_batches"],
+  ["claimsJournalPath", "claims_journal_path"],
+  ["chain", "chain"],
+  ["memoryBudgetMib", "memory_budget_mib"],
+  ["nodeCacheLevels", "node_cache_levels"],
+  ["storeMaxOpenFiles", "store_max_open_files"],
+  ["storeMappedTables", "store_mapped_tables"],
+  ["escapeApiPort", "escape_api_port"],
+  ["pkcs11Module", "pkcs11_module"],
+  ["pkcs11TokenLabel", "pkcs11_token_label"],
+  ["pkcs11KeyLabel", "pkcs11_key_label"],
+  ["pkcs11PinPath", "pkcs11_pin_path"],
+  ["baseChainRpcUrl", "base_chain_rpc_url"],
+  ["starkexContractAddress", "starkex_contract_address"],
+];
+
+/** The validated keys as a Config (the schema has filled in every default). */
+function configOf(
+  configPath: string,
+  raw: Record<string, unknown>,
+  { heights, contracts }: CrossChecked,
+  warnings: string[],
+): Config {
   const schedule = (raw.schedule ?? {}) as Schedule;
   const config: Config = {
     configPath,
-    profile: profile as ProfileName,
-    availabilityGatewayUrl: availability as string,
+    profile: raw.profile as ProfileName,
+    availabilityGatewayUrl: raw.availability_gateway_url as string,
     signer: raw.signer as Config["signer"],
     pkcs11TimeoutS: raw.pkcs11_timeout_s as number,
     dataDir: raw.data_dir as string,
@@ -497,30 +547,7 @@ export function loadConfig(path: string, env: Env = runtimeSettings().environmen
     baseChainPollIntervalS: raw.base_chain_poll_interval_s as number,
     warnings,
   };
-  const optional: [keyof Config, string][] = [
-    ["feederGatewayUrl", "feeder_gateway_url"],
-    ["privateKeyPath", "private_key_path"],
-    ["privateKeyPasswordPath", "private_key_password_path"],
-    ["validateRollup", "validate_rollup"],
-    ["certificatesPath", "certificates_path"],
-    ["metricsPort", "metrics_port"],
-    ["backupDir", "backup_dir"],
-    ["pruneKeepBatches", "prune_keep_batches"],
-    ["claimsJournalPath", "claims_journal_path"],
-    ["chain", "chain"],
-    ["memoryBudgetMib", "memory_budget_mib"],
-    ["nodeCacheLevels", "node_cache_levels"],
-    ["storeMaxOpenFiles", "store_max_open_files"],
-    ["storeMappedTables", "store_mapped_tables"],
-    ["escapeApiPort", "escape_api_port"],
-    ["pkcs11Module", "pkcs11_module"],
-    ["pkcs11TokenLabel", "pkcs11_token_label"],
-    ["pkcs11KeyLabel", "pkcs11_key_label"],
-    ["pkcs11PinPath", "pkcs11_pin_path"],
-    ["baseChainRpcUrl", "base_chain_rpc_url"],
-    ["starkexContractAddress", "starkex_contract_address"],
-  ];
-  for (const [field, key] of optional) {
+  for (const [field, key] of OPTIONAL_KEYS) {
     if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];
   }
   if (contracts) config.escapeContracts = contracts;

@@ -44,110 +44,122 @@ export function escapeRoutes(
   store: LevelStore,
   engine: HashEngine,
 ): Record<string, ControlHandler | StreamRoute> {
-  let running = 0;
-  const pace = (): Promise<void> => store.whenNoCommit(PACE_MAX_WAIT_MS);
-  const limited =
-    (fn: ControlStream): ControlStream =>
-    async (q, out) => {
-      if (running >= MAX_STREAMS)
-        throw new DacdError(
-          "STORE",
-          `the daemon is already serving ${running} dumps or checks; try again later`,
-        );
-      running++;
-      try {
-        return await fn(q, out);
-      } finally {
-        running--;
-      }
-    };
+  const walk: DaemonWalk = { store, engine, pace: () => store.whenNoCommit(PACE_MAX_WAIT_MS) };
+  const limited = streamLimit(MAX_STREAMS);
   return {
-    "/proof": async (q) => {
-      const format = q.get("format") ?? "dacd";
-      if (format !== "dacd" && format !== "starkex")
-        throw new DacdError("BAD_INPUT", `proof format ${JSON.stringify(format)}: dacd or starkex`);
-      // The ABI encoder is loaded with the first on-chain proof asked for, not with the daemon.
-      const make: (...args: Parameters<typeof makeProof>) => Promise<unknown> =
-        format === "starkex" ? (await import("../escape/onchain/from-proof.js")).makeOnchainProof : makeProof;
-      return withSnapshot(store, (view) =>
-        make(view, engine, q.get("object") ?? "", q.get("id") ?? "", batchParam(q.get("batch"))),
-      );
-    },
-    "/dump": {
-      stream: limited((q, out) =>
-        withSnapshot(store, (view) =>
-          dumpStore(view, engine, {
-            batchId: batchParam(q.get("batch")),
-            sink: frameSink(out),
-            pace,
-            chunk: DAEMON_WALK_CHUNK,
-          }),
-        ),
-      ),
-    },
+    "/proof": (q) => proof(walk, q),
+    "/dump": { stream: limited((q, out) => dump(walk, q, out)) },
     // The reference member's archive: its row files and info here, packed (bzip2) by the command.
-    "/dump-reference": {
-      stream: limited((q, out) =>
-        withSnapshot(store, (view) => {
-          const sink = frameSink(out);
-          return referenceRows(
-            view,
-            engine,
-            {
-              batchId: batchParam(q.get("batch")),
-              subtrees: q.has("subtrees") ? Number(q.get("subtrees")) : undefined,
-              pace,
-              chunk: DAEMON_WALK_CHUNK,
-            },
-            (name) => sink.file(name),
-          );
-        }),
-      ),
-    },
+    "/dump-reference": { stream: limited((q, out) => dumpReference(walk, q, out)) },
     // The escape kit's leaves with their paths: the walk here, the proofs built by the command.
-    "/kit-paths": {
-      stream: limited((q, out) =>
-        withSnapshot(store, async (view) => {
-          const source = await storePaths(view, engine, batchParam(q.get("batch")), {
-            pace,
-            chunk: DAEMON_WALK_CHUNK,
-          });
-          await out.send(Frame.head, source.head);
-          let leaves = 0;
-          for await (const block of source.blocks) {
-            for (const piece of encodePaths(block)) await out.send(Frame.data, piece);
-            leaves += block.length;
-          }
-          return { leaves };
-        }),
-      ),
-    },
-    "/check": {
-      stream: limited((q, out) => {
-        let last = 0;
-        return withSnapshot(store, (view) =>
-          checkStore(view, engine, {
-            deep: q.get("deep") === "1",
-            pace,
-            chunk: DAEMON_WALK_CHUNK,
-            deepBatches: q.has("batches")
-              ? q
-                  .get("batches")!
-                  .split(",")
-                  .map((s) => batchParam(s)!)
-              : undefined,
-            progress: (batch_id, tree, nodes) => {
-              if (out.signal.aborted) throw out.signal.reason as Error;
-              const now = Date.now();
-              if (now - last < PROGRESS_EVERY_MS) return;
-              last = now;
-              out.send(Frame.progress, { batch_id, tree, nodes }).catch(() => undefined);
-            },
-          }),
-        );
-      }),
-    },
+    "/kit-paths": { stream: limited((q, out) => kitPaths(walk, q, out)) },
+    "/check": { stream: limited((q, out) => check(walk, q, out)) },
   };
+}
+
+/** What a route reads: the store (one snapshot an answer), the engine, and the pace beside the signing. */
+interface DaemonWalk {
+  readonly store: LevelStore;
+  readonly engine: HashEngine;
+  readonly pace: () => Promise<void>;
+}
+
+/** Wraps streams so that at most `max` run at once; one more is refused. */
+function streamLimit(max: number): (fn: ControlStream) => ControlStream {
+  let running = 0;
+  return (fn) => async (q, out) => {
+    if (running >= max)
+      throw new DacdError(
+        "STORE",
+        `the daemon is already serving ${running} dumps or checks; try again later`,
+      );
+    running++;
+    try {
+      return await fn(q, out);
+    } finally {
+      running--;
+    }
+  };
+}
+
+async function proof(walk: DaemonWalk, q: URLSearchParams): Promise<unknown> {
+  const format = q.get("format") ?? "dacd";
+  if (format !== "dacd" && format !== "starkex")
+    throw new DacdError("BAD_INPUT", `proof format ${JSON.stringify(format)}: dacd or starkex`);
+  // The ABI encoder is loaded with the first on-chain proof asked for, not with the daemon.
+  const make: (...args: Parameters<typeof makeProof>) => Promise<unknown> =
+    format === "starkex" ? (await import("../escape/onchain/from-proof.js")).makeOnchainProof : makeProof;
+  return withSnapshot(walk.store, (view) =>
+    make(view, walk.engine, q.get("object") ?? "", q.get("id") ?? "", batchParam(q.get("batch"))),
+  );
+}
+
+function dump(walk: DaemonWalk, q: URLSearchParams, out: FrameOut): Promise<unknown> {
+  return withSnapshot(walk.store, (view) =>
+    dumpStore(view, walk.engine, {
+      batchId: batchParam(q.get("batch")),
+      sink: frameSink(out),
+      pace: walk.pace,
+      chunk: DAEMON_WALK_CHUNK,
+    }),
+  );
+}
+
+function dumpReference(walk: DaemonWalk, q: URLSearchParams, out: FrameOut): Promise<unknown> {
+  return withSnapshot(walk.store, (view) => {
+    const sink = frameSink(out);
+    return referenceRows(
+      view,
+      walk.engine,
+      {
+        batchId: batchParam(q.get("batch")),
+        subtrees: q.has("subtrees") ? Number(q.get("subtrees")) : undefined,
+        pace: walk.pace,
+        chunk: DAEMON_WALK_CHUNK,
+      },
+      (name) => sink.file(name),
+    );
+  });
+}
+
+function kitPaths(walk: DaemonWalk, q: URLSearchParams, out: FrameOut): Promise<unknown> {
+  return withSnapshot(walk.store, async (view) => {
+    const source = await storePaths(view, walk.engine, batchParam(q.get("batch")), {
+      pace: walk.pace,
+      chunk: DAEMON_WALK_CHUNK,
+    });
+    await out.send(Frame.head, source.head);
+    let leaves = 0;
+    for await (const block of source.blocks) {
+      for (const piece of encodePaths(block)) await out.send(Frame.data, piece);
+      leaves += block.length;
+    }
+    return { leaves };
+  });
+}
+
+function check(walk: DaemonWalk, q: URLSearchParams, out: FrameOut): Promise<unknown> {
+  let last = 0;
+  return withSnapshot(walk.store, (view) =>
+    checkStore(view, walk.engine, {
+      deep: q.get("deep") === "1",
+      pace: walk.pace,
+      chunk: DAEMON_WALK_CHUNK,
+      deepBatches: q.has("batches")
+        ? q
+            .get("batches")!
+            .split(",")
+            .map((s) => batchParam(s)!)
+        : undefined,
+      progress: (batch_id, tree, nodes) => {
+        if (out.signal.aborted) throw out.signal.reason as Error;
+        const now = Date.now();
+        if (now - last < PROGRESS_EVERY_MS) return;
+        last = now;
+        out.send(Frame.progress, { batch_id, tree, nodes }).catch(() => undefined);
+      },
+    }),
+  );
 }
 
 function batchParam(v: string | null | undefined): number | undefined {

@@ -15,7 +15,14 @@ import { emptyRoots, type Roots } from "../verifier/trees/update/compute-roots.j
 import type { HashEngine } from "../verifier/hash/engine.js";
 import type { NodeWrite } from "../storage/records/node-source.js";
 import { hashAndEncodeLeaves } from "../verifier/trees/format/leaves.js";
-import { isProfileName, keptTrees, makeProfile, type TreeName, type TreeSpec } from "../model/profile.js";
+import {
+  isProfileName,
+  keptTrees,
+  makeProfile,
+  type Profile,
+  type TreeName,
+  type TreeSpec,
+} from "../model/profile.js";
 import type { Leaf } from "../model/state-update.js";
 import type { LoadedBatchRecord } from "./common.js";
 import {
@@ -65,6 +72,50 @@ export async function loadDump(
   engine: HashEngine,
   opts: LoadOptions,
 ): Promise<LoadResult> {
+  const dump = await openDump(store, opts);
+  const writer = store.bulkWriter();
+  try {
+    const built: BuiltTrees = { roots: {}, rootGens: {}, leaves: {}, nodesWritten: 0 };
+    for (const spec of dump.trees) await buildTree(writer, engine, dump, spec, built, opts);
+    // Every tree checked: the records go to LevelDB, in key order, before the batch record.
+    const total = writer.taken;
+    opts.progress?.("all trees", "writing", 0, total);
+    await writer.finish(dump.gen, (written) => opts.progress?.("all trees", "writing", written, total));
+    const record = await putLoadedBatch(store, dump, built);
+    return {
+      batch_id: record.batch_id,
+      sequence_number: record.sequence_number,
+      roots: record.roots,
+      leaves: built.leaves,
+      nodes_written: built.nodesWritten,
+      claim_hash: record.claim_hash,
+    };
+  } catch (err) {
+    await writer.abandon();
+    await store.clear(); // it was empty: leave nothing half-built behind
+    throw err;
+  }
+}
+
+/** A dump checked before anything is written: its manifest, profile, kept trees and files. */
+interface CheckedDump {
+  readonly manifest: Manifest;
+  readonly profile: Profile;
+  readonly trees: readonly TreeSpec[];
+  /** The batch the records are written under (storage/keys.ts). */
+  readonly gen: number;
+}
+
+/** What the trees built so far come to. */
+interface BuiltTrees {
+  readonly roots: Roots;
+  readonly rootGens: Record<string, number>;
+  readonly leaves: Record<string, number>;
+  nodesWritten: number;
+}
+
+/** The store must be empty, the manifest match the configuration, and each file its entry. */
+async function openDump(store: LevelStore, opts: LoadOptions): Promise<CheckedDump> {
   if (!(await store.isEmpty()))
     throw new DacdError("BAD_INPUT", `the store ${store.dir} is not empty; load only builds a fresh store`);
   const manifest = await readManifest(opts.fromDir);
@@ -78,111 +129,101 @@ export async function loadDump(
   const trees = keptTrees(profile, manifest.heights.rollup_vault !== undefined);
   for (const spec of trees) checkTreeEntry(manifest, spec);
   for (const spec of trees) await checkFile(opts.fromDir, manifest.trees[spec.name]!, spec.name);
-
-  // The records are written under the batch the dump stands for (storage/keys.ts).
   const gen = manifest.batch_id;
   if (gen > MAX_GEN)
     throw new DacdError(
       "BAD_INPUT",
       `the dump's batch_id ${gen} is above ${MAX_GEN}, the largest the store keys take`,
     );
-  let nodesWritten = 0;
-  const leafCounts: Record<string, number> = {};
-  const roots: Roots = {};
-  const rootGens: Record<string, number> = {};
-  const writer = store.bulkWriter();
-  try {
-    for (const spec of trees) {
-      const entry = manifest.trees[spec.name]!;
-      const want = hexToBytes32(entry.root)!;
-      if (entry.file === null) {
-        roots[spec.name] = want; // not stored at dump time: kept as stated
-        continue;
-      }
-      const { ids, hashes } = await readLeaves(
-        writer,
-        engine,
-        spec,
-        join(opts.fromDir, entry.file),
-        profile.variant === "P",
-        opts,
-      );
-      if (ids.length !== entry.leaves) {
-        throw new DacdError(
-          "BAD_INPUT",
-          `${entry.file} holds ${ids.length} leaves, the manifest says ${entry.leaves}`,
-        );
-      }
-      leafCounts[spec.name] = ids.length;
-      const sink: NodeSink = async (nodes) => {
-        await writer.putNodes(nodes);
-        nodesWritten += nodes.length;
-        opts.progress?.(spec.name, "tree", nodesWritten);
-      };
-      const what = `${spec.name} tree`;
-      const root =
-        spec.kind === "merkle"
-          ? await buildMerkle(
-              engine,
-              await emptyRoots(engine, spec.leaf, spec.height),
-              { ids, hashes },
-              sink,
-              { gen },
-              what,
-            )
-          : await buildPatricia(engine, spec.height, { ids, hashes }, sink, { gen }, what);
-      if (toHex64(root) !== toHex64(want)) {
-        throw new DacdError(
-          "BAD_INPUT",
-          `the ${spec.name} tree built from ${entry.file} has root ${toHex64(root)}, the manifest says ${toHex64(want)}`,
-        );
-      }
-      roots[spec.name] = root;
-      rootGens[spec.name] = ids.length === 0 ? 0 : gen;
-    }
-    // Every tree checked: the records go to LevelDB, in key order, before the batch record.
-    const total = writer.taken;
-    opts.progress?.("all trees", "writing", 0, total);
-    await writer.finish(gen, (written) => opts.progress?.("all trees", "writing", written, total));
-    const claim = toHex0x(computeClaimHash(profile, roots, manifest.sequence_number));
-    if (claim !== manifest.claim_hash) {
-      throw new DacdError(
-        "BAD_INPUT",
-        `the manifest's claim_hash ${manifest.claim_hash} does not match its roots and sequence number (${claim})`,
-      );
-    }
-    const record: LoadedBatchRecord = {
-      batch_id: manifest.batch_id,
-      prev_batch_id: manifest.prev_batch_id,
-      sequence_number: manifest.sequence_number,
-      roots: Object.fromEntries(Object.entries(manifest.roots).map(([k, v]) => [k, v.toLowerCase()])),
-      root_gens: rootGens,
-      heights: manifest.heights,
-      claim_hash: claim,
-      signature: "",
-      member_key: "",
-      verified_at: new Date().toISOString(),
-      loaded_from_dump: true,
-    };
-    const identity: StoreIdentity = { profile: profile.name, heights: manifest.heights };
-    const cursor: Cursor = {
-      next_batch_id: manifest.batch_id + 1,
-      last_accepted_batch_id: manifest.batch_id,
-    };
-    await store.putBatchAndCursor(record, cursor, { identity });
-    return {
-      batch_id: record.batch_id,
-      sequence_number: record.sequence_number,
-      roots: record.roots,
-      leaves: leafCounts,
-      nodes_written: nodesWritten,
-      claim_hash: claim,
-    };
-  } catch (err) {
-    await writer.abandon();
-    await store.clear(); // it was empty: leave nothing half-built behind
-    throw err;
+  return { manifest, profile, trees, gen };
+}
+
+/** One tree: its leaves read and hashed, the tree built into the writer, its root compared. */
+async function buildTree(
+  writer: BulkWriter,
+  engine: HashEngine,
+  dump: CheckedDump,
+  spec: TreeSpec,
+  built: BuiltTrees,
+  opts: LoadOptions,
+): Promise<void> {
+  const entry = dump.manifest.trees[spec.name]!;
+  const want = hexToBytes32(entry.root)!;
+  if (entry.file === null) {
+    built.roots[spec.name] = want; // not stored at dump time: kept as stated
+    return;
   }
+  const path = join(opts.fromDir, entry.file);
+  const { ids, hashes } = await readLeaves(writer, engine, spec, path, dump.profile.variant === "P", opts);
+  if (ids.length !== entry.leaves) {
+    throw new DacdError(
+      "BAD_INPUT",
+      `${entry.file} holds ${ids.length} leaves, the manifest says ${entry.leaves}`,
+    );
+  }
+  built.leaves[spec.name] = ids.length;
+  const sink: NodeSink = async (nodes) => {
+    await writer.putNodes(nodes);
+    built.nodesWritten += nodes.length;
+    opts.progress?.(spec.name, "tree", built.nodesWritten);
+  };
+  const what = `${spec.name} tree`;
+  const gen = dump.gen;
+  const root =
+    spec.kind === "merkle"
+      ? await buildMerkle(
+          engine,
+          await emptyRoots(engine, spec.leaf, spec.height),
+          { ids, hashes },
+          sink,
+          { gen },
+          what,
+        )
+      : await buildPatricia(engine, spec.height, { ids, hashes }, sink, { gen }, what);
+  if (toHex64(root) !== toHex64(want)) {
+    throw new DacdError(
+      "BAD_INPUT",
+      `the ${spec.name} tree built from ${entry.file} has root ${toHex64(root)}, the manifest says ${toHex64(want)}`,
+    );
+  }
+  built.roots[spec.name] = root;
+  built.rootGens[spec.name] = ids.length === 0 ? 0 : gen;
+}
+
+/** The claim checked against the manifest, then the batch record, the identity and the cursor. */
+async function putLoadedBatch(
+  store: LevelStore,
+  dump: CheckedDump,
+  built: BuiltTrees,
+): Promise<LoadedBatchRecord> {
+  const { manifest, profile } = dump;
+  const claim = toHex0x(computeClaimHash(profile, built.roots, manifest.sequence_number));
+  if (claim !== manifest.claim_hash) {
+    throw new DacdError(
+      "BAD_INPUT",
+      `the manifest's claim_hash ${manifest.claim_hash} does not match its roots and sequence number (${claim})`,
+    );
+  }
+  const record: LoadedBatchRecord = {
+    batch_id: manifest.batch_id,
+    prev_batch_id: manifest.prev_batch_id,
+    sequence_number: manifest.sequence_number,
+    roots: Object.fromEntries(Object.entries(manifest.roots).map(([k, v]) => [k, v.toLowerCase()])),
+    root_gens: built.rootGens,
+    heights: manifest.heights,
+    claim_hash: claim,
+    signature: "",
+    member_key: "",
+    verified_at: new Date().toISOString(),
+    loaded_from_dump: true,
+  };
+  const identity: StoreIdentity = { profile: profile.name, heights: manifest.heights };
+  const cursor: Cursor = {
+    next_batch_id: manifest.batch_id + 1,
+    last_accepted_batch_id: manifest.batch_id,
+  };
+  await store.putBatchAndCursor(record, cursor, { identity });
+  return record;
 }
 
 async function readManifest(dir: string): Promise<Manifest> {

@@ -26,7 +26,12 @@ import {
   isEdgeRecord,
   secondHash,
 } from "../storage/records/node-record.js";
-import { walkLeaves, type WalkNode, type WalkProblem } from "../verifier/trees/read/walk-leaves.js";
+import {
+  walkLeaves,
+  type WalkNode,
+  type WalkProblem,
+  type WalkTask,
+} from "../verifier/trees/read/walk-leaves.js";
 
 export interface CheckOptions {
   /** Re-hash every reachable node and leaf record of the deep-checked batches. */
@@ -178,16 +183,11 @@ async function deepCheck(
   record: BatchRecord,
   problems: CheckProblem[],
   opts: CheckOptions,
-): Promise<Record<string, { nodes: number; leaves: number }>> {
-  const out: Record<string, { nodes: number; leaves: number }> = {};
+): Promise<Record<string, TreeCount>> {
+  const out: Record<string, TreeCount> = {};
   for (const spec of trees) {
     const root = hexToBytes32(record.roots[spec.name] ?? "");
     if (!root) continue;
-    let nodes = 0;
-    let leaves = 0;
-    const report = (p: WalkProblem): void => {
-      problems.push({ batch_id: record.batch_id, ...p });
-    };
     // The root of an unchecked order tree is stated, not computed: nothing is stored under it,
     // and the batch record names no gen for it. That is how the member was told to run
     // (validate_orders false, or a store loaded without order files), not damage.
@@ -201,105 +201,148 @@ async function deepCheck(
         });
       continue;
     }
-    const empty = spec.kind === "merkle" ? await emptyRoots(engine, spec.leaf, spec.height) : undefined;
-    const onNodes = async (read: WalkNode[]): Promise<void> => {
-      nodes += read.length;
-      // A Merkle record that is not binary is an edge (merkle-edge.ts), even one as long as a Patricia edge.
-      const edges = empty ? read.filter((n) => !isBinaryRecord(n.record)) : [];
-      const pairs = empty ? read.filter((n) => isBinaryRecord(n.record)) : read;
-      await checkPairs(pairs);
-      if (empty && edges.length > 0) await checkMerkleEdges(empty, edges);
-      opts.progress?.(record.batch_id, spec.name, nodes);
-    };
-    /** Binary nodes, H(left, right), and Patricia edges, H(bottom, path) + length. */
-    const checkPairs = async (read: WalkNode[]): Promise<void> => {
-      if (read.length === 0) return;
-      const xs = read.map((n) => firstHash(n.record));
-      const ys = read.map((n) => secondHash(n.record));
-      let hashes: Uint8Array[];
-      try {
-        hashes = await hashPairs(engine, xs, ys);
-      } catch (err) {
-        for (const n of read) report(problemOf(spec, n, `not hashable: ${(err as Error).message}`));
-        return;
-      }
-      read.forEach((n, i) => {
-        const h = isEdgeRecord(n.record) ? addSmall(hashes[i]!, edgeLength(n.record)) : hashes[i]!;
-        if (!bytesEqual(h, n.hash)) report(problemOf(spec, n, `record hashes to ${toHex64(h)}`));
-      });
-    };
-    /** Merkle edges: the chain climbed again from the leaf hash and path, every stored entry compared. */
-    const checkMerkleEdges = async (empty: readonly Uint8Array[], read: WalkNode[]): Promise<void> => {
-      const sound: WalkNode[] = [];
-      for (const n of read) {
-        if (!isMerkleEdge(n.record, n.height))
-          report(problemOf(spec, n, `not an edge of height ${n.height} (${n.record.length} bytes)`));
-        else if (!isBelowPrime(n.record, 0))
-          report(problemOf(spec, n, "edge leaf hash is not below the field prime"));
-        else sound.push(n);
-      }
-      if (sound.length === 0) return;
-      let checks: MerkleEdgeCheck[];
-      try {
-        checks = await recomputeMerkleEdges(
-          engine,
-          empty,
-          sound.map((n) => n.record),
-        );
-      } catch (err) {
-        for (const n of sound) report(problemOf(spec, n, `not hashable: ${(err as Error).message}`));
-        return;
-      }
-      sound.forEach((n, i) => {
-        const { top, badChainAt } = checks[i]!;
-        if (badChainAt !== undefined)
-          report(problemOf(spec, n, `edge chain differs from its recomputation at height ${badChainAt}`));
-        if (!bytesEqual(top, n.hash)) report(problemOf(spec, n, `record hashes to ${toHex64(top)}`));
-      });
-    };
-    for await (const block of walkLeaves(engine, spec, root, rootGen, {
+    const check = new TreeCheck(store, engine, spec, record.batch_id, problems, opts);
+    out[spec.name] = await check.run(root, rootGen);
+  }
+  return out;
+}
+
+/** What the deep check read of one tree. */
+interface TreeCount {
+  nodes: number;
+  leaves: number;
+}
+
+/** The deep check of one tree of one batch: every node and leaf record it reaches, re-hashed. */
+class TreeCheck {
+  private nodes = 0;
+  private leaves = 0;
+  /** A Merkle tree's empty-subtree hashes (its edges are checked against them). */
+  private empty: readonly Uint8Array[] | undefined;
+
+  constructor(
+    private readonly store: LevelStore,
+    private readonly engine: HashEngine,
+    private readonly spec: TreeSpec,
+    private readonly batchId: number,
+    private readonly problems: CheckProblem[],
+    private readonly opts: CheckOptions,
+  ) {}
+
+  async run(root: Uint8Array, rootGen: number): Promise<TreeCount> {
+    const { spec, opts } = this;
+    this.empty = spec.kind === "merkle" ? await emptyRoots(this.engine, spec.leaf, spec.height) : undefined;
+    for await (const block of walkLeaves(this.engine, spec, root, rootGen, {
       chunk: opts.chunk,
       getNodes: async (h, gens) => {
         await opts.pace?.();
-        return store.getNodes(h, gens);
+        return this.store.getNodes(h, gens);
       },
-      onNodes,
-      onProblem: report,
+      onNodes: (read) => this.checkNodes(read),
+      onProblem: this.report,
     })) {
-      leaves += block.length;
-      if (spec.leaf === "order") continue;
-      const recs = await store.getLeafRecords(
-        block.map((t) => t.hash),
-        block.map((t) => t.gen),
-      );
-      const present: { t: (typeof block)[number]; rec: Uint8Array }[] = [];
-      block.forEach((t, i) => {
-        const rec = recs[i];
-        if (!rec) report(problemOf(spec, t, "leaf record missing"));
-        else if (!isLeafRecordLength(spec.leaf, rec.length)) {
-          report(problemOf(spec, t, `leaf record of ${rec.length} bytes`));
-        } else present.push({ t, rec });
-      });
-      let hs: Uint8Array[];
-      try {
-        hs = await hashLeaves(
-          engine,
-          spec.leaf,
-          present.map((p) => decodeLeafRecord(spec.leaf, p.rec)),
-        );
-      } catch (err) {
-        for (const p of present)
-          report(problemOf(spec, p.t, `leaf record not hashable: ${(err as Error).message}`));
-        continue;
-      }
-      present.forEach((p, i) => {
-        if (!bytesEqual(hs[i]!, p.t.hash))
-          report(problemOf(spec, p.t, `leaf record hashes to ${toHex64(hs[i]!)}`));
-      });
+      this.leaves += block.length;
+      if (spec.leaf !== "order") await this.checkLeaves(block);
     }
-    out[spec.name] = { nodes, leaves };
+    return { nodes: this.nodes, leaves: this.leaves };
   }
-  return out;
+
+  private readonly report = (p: WalkProblem): void => {
+    this.problems.push({ batch_id: this.batchId, ...p });
+  };
+
+  private async checkNodes(read: WalkNode[]): Promise<void> {
+    this.nodes += read.length;
+    const empty = this.empty;
+    // A Merkle record that is not binary is an edge (merkle-edge.ts), even one as long as a Patricia edge.
+    const edges = empty ? read.filter((n) => !isBinaryRecord(n.record)) : [];
+    const pairs = empty ? read.filter((n) => isBinaryRecord(n.record)) : read;
+    await this.checkPairs(pairs);
+    if (empty && edges.length > 0) await this.checkMerkleEdges(empty, edges);
+    this.opts.progress?.(this.batchId, this.spec.name, this.nodes);
+  }
+
+  /** Binary nodes, H(left, right), and Patricia edges, H(bottom, path) + length. */
+  private async checkPairs(read: WalkNode[]): Promise<void> {
+    if (read.length === 0) return;
+    const xs = read.map((n) => firstHash(n.record));
+    const ys = read.map((n) => secondHash(n.record));
+    let hashes: Uint8Array[];
+    try {
+      hashes = await hashPairs(this.engine, xs, ys);
+    } catch (err) {
+      for (const n of read) this.report(problemOf(this.spec, n, `not hashable: ${(err as Error).message}`));
+      return;
+    }
+    read.forEach((n, i) => {
+      const h = isEdgeRecord(n.record) ? addSmall(hashes[i]!, edgeLength(n.record)) : hashes[i]!;
+      if (!bytesEqual(h, n.hash)) this.report(problemOf(this.spec, n, `record hashes to ${toHex64(h)}`));
+    });
+  }
+
+  /** Merkle edges: the chain climbed again from the leaf hash and path, every stored entry compared. */
+  private async checkMerkleEdges(empty: readonly Uint8Array[], read: WalkNode[]): Promise<void> {
+    const { spec } = this;
+    const sound: WalkNode[] = [];
+    for (const n of read) {
+      if (!isMerkleEdge(n.record, n.height))
+        this.report(problemOf(spec, n, `not an edge of height ${n.height} (${n.record.length} bytes)`));
+      else if (!isBelowPrime(n.record, 0))
+        this.report(problemOf(spec, n, "edge leaf hash is not below the field prime"));
+      else sound.push(n);
+    }
+    if (sound.length === 0) return;
+    let checks: MerkleEdgeCheck[];
+    try {
+      checks = await recomputeMerkleEdges(
+        this.engine,
+        empty,
+        sound.map((n) => n.record),
+      );
+    } catch (err) {
+      for (const n of sound) this.report(problemOf(spec, n, `not hashable: ${(err as Error).message}`));
+      return;
+    }
+    sound.forEach((n, i) => {
+      const { top, badChainAt } = checks[i]!;
+      if (badChainAt !== undefined)
+        this.report(problemOf(spec, n, `edge chain differs from its recomputation at height ${badChainAt}`));
+      if (!bytesEqual(top, n.hash)) this.report(problemOf(spec, n, `record hashes to ${toHex64(top)}`));
+    });
+  }
+
+  /** A block of leaves: each record present, of a leaf record's length, and hashing to the leaf. */
+  private async checkLeaves(block: readonly WalkTask[]): Promise<void> {
+    const { spec } = this;
+    const recs = await this.store.getLeafRecords(
+      block.map((t) => t.hash),
+      block.map((t) => t.gen),
+    );
+    const present: { t: WalkTask; rec: Uint8Array }[] = [];
+    block.forEach((t, i) => {
+      const rec = recs[i];
+      if (!rec) this.report(problemOf(spec, t, "leaf record missing"));
+      else if (!isLeafRecordLength(spec.leaf, rec.length)) {
+        this.report(problemOf(spec, t, `leaf record of ${rec.length} bytes`));
+      } else present.push({ t, rec });
+    });
+    let hs: Uint8Array[];
+    try {
+      hs = await hashLeaves(
+        this.engine,
+        spec.leaf,
+        present.map((p) => decodeLeafRecord(spec.leaf, p.rec)),
+      );
+    } catch (err) {
+      for (const p of present)
+        this.report(problemOf(spec, p.t, `leaf record not hashable: ${(err as Error).message}`));
+      return;
+    }
+    present.forEach((p, i) => {
+      if (!bytesEqual(hs[i]!, p.t.hash))
+        this.report(problemOf(spec, p.t, `leaf record hashes to ${toHex64(hs[i]!)}`));
+    });
+  }
 }
 
 function problemOf(

@@ -8,6 +8,8 @@ import type { NodeWrites } from "../storage/records/node-writes.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { WasmEngine } from "../verifier/hash/wasm-engine.js";
 import { walkLeaves } from "../verifier/trees/read/walk-leaves.js";
+import type { Profile, TreeSpec } from "../model/profile.js";
+import { FingerprintSet } from "./fingerprint-set.js";
 
 /**
  * Retention: deletes tree nodes and leaf records that no kept batch reaches.
@@ -56,70 +58,13 @@ export interface PruneReport {
   duration_ms: number;
 }
 
-/**
- * A set of 96-bit fingerprints of records (the low 12 bytes of a hash, the record's gen folded into
- * the first 4: the same node written by two batches is two records): 12 bytes a slot instead of a
- * string per node. The mark uses it to skip subtrees already marked, so a collision could skip a
- * subtree; with 96 bits that takes ~2^48 nodes to become likely.
- */
-class FingerprintSet {
-  private slots = new Uint32Array(3 * 1024);
-  private count = 0;
-
-  get size(): number {
-    return this.count;
-  }
-
-  private static fp(h: Uint8Array, gen: number): [number, number, number] {
-    const w = (o: number): number => ((h[o]! << 24) | (h[o + 1]! << 16) | (h[o + 2]! << 8) | h[o + 3]!) >>> 0;
-    const o = h.length - 12;
-    const a = (w(o) ^ gen) >>> 0;
-    const b = w(o + 4);
-    const c = w(o + 8);
-    return a === 0 && b === 0 && c === 0 ? [0, 0, 1] : [a, b, c];
-  }
-
-  private find(a: number, b: number, c: number): { slot: number; found: boolean } {
-    const cap = this.slots.length / 3;
-    for (let i = c & (cap - 1); ; i = (i + 1) & (cap - 1)) {
-      const x = this.slots[3 * i]!;
-      const y = this.slots[3 * i + 1]!;
-      const z = this.slots[3 * i + 2]!;
-      if (x === a && y === b && z === c) return { slot: i, found: true };
-      if (x === 0 && y === 0 && z === 0) return { slot: i, found: false };
-    }
-  }
-
-  /** Adds the record of hash `h` written by batch `gen`; returns false when already present. */
-  add(h: Uint8Array, gen: number): boolean {
-    if ((this.count + 1) * 2 > this.slots.length / 3) this.grow();
-    const [a, b, c] = FingerprintSet.fp(h, gen);
-    const { slot, found } = this.find(a, b, c);
-    if (found) return false;
-    this.slots.set([a, b, c], 3 * slot);
-    this.count++;
-    return true;
-  }
-
-  has(h: Uint8Array, gen: number): boolean {
-    return this.find(...FingerprintSet.fp(h, gen)).found;
-  }
-
-  private grow(): void {
-    const old = this.slots;
-    this.slots = new Uint32Array(old.length * 2);
-    for (let i = 0; i < old.length; i += 3) {
-      const [a, b, c] = [old[i]!, old[i + 1]!, old[i + 2]!];
-      if (a !== 0 || b !== 0 || c !== 0) this.slots.set([a, b, c], 3 * this.find(a, b, c).slot);
-    }
-  }
-}
-
 const keyHex = (k: Uint8Array): string => Buffer.from(k.buffer, k.byteOffset, k.byteLength).toString("hex");
 
 /** A tree record's identity as a string: node or leaf, gen, hash. */
 const recordKey = (node: boolean, gen: number, hash: Uint8Array): string =>
   (node ? "n" : "l") + gen + ":" + keyHex(hash);
+
+const DEFAULT_CHUNK = 4096;
 
 export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise<PruneReport> {
   const started = performance.now();
@@ -130,135 +75,223 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
   const { trees, profile } = await storeProfile(store);
 
   // 1. Protect whatever commits write from now on.
-  const protectedKeys = new Set<string>();
-  const committed: { id: number; prev: number }[] = [];
-  // A commit's records are written under its batch's id (storage/keys.ts).
-  const listener = (record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites): void => {
-    const gen = record.batch_id;
-    for (let i = 0; i < nodes.length; i++) protectedKeys.add(recordKey(true, gen, nodes.hash(i)));
-    for (let i = 0; i < leaves.length; i++) protectedKeys.add(recordKey(false, gen, leaves.hash(i)));
-    committed.push({ id: record.batch_id, prev: record.prev_batch_id });
-  };
-  store.commitListeners.add(listener);
+  const guard = new CommitGuard(store);
   const snapshot = store.snapshot();
   let report: PruneReport;
   try {
-    // 2. Which batches keep their trees, from the snapshot.
-    const previous = await store.getPruneInfo();
-    const ids: number[] = [];
-    for await (const id of snapshot.batchIds()) if (!isPruned(previous, id)) ids.push(id);
-    const all = new Set(ids);
-    const kept = new Set(ids.slice(-opts.keepBatches));
-    for (const c of opts.checkpoints ?? []) {
-      if (!all.has(c)) {
-        throw new DacdError(
-          "BAD_INPUT",
-          isPruned(previous, c)
-            ? `checkpoint batch ${c} was already pruned`
-            : `checkpoint batch ${c} is not in the store`,
-        );
-      }
-      kept.add(c);
-    }
-    const cursor = await store.getCursor();
-    if (cursor && all.has(cursor.last_accepted_batch_id)) kept.add(cursor.last_accepted_batch_id);
-    const keptIds = [...kept].sort((a, b) => a - b);
-    const upTo = ids.length > 0 ? ids[ids.length - 1]! : -1;
-
-    // Mark everything the kept batches reach.
-    const nodes = new FingerprintSet();
-    const leaves = new FingerprintSet();
-    const getNodes = (
-      hs: readonly Uint8Array[],
-      gens: ArrayLike<number>,
-    ): Promise<(Uint8Array | undefined)[]> => snapshot.getNodes(hs, gens);
-    for (const id of keptIds) {
-      const record = (await snapshot.getBatch(id))!;
-      for (const spec of trees) {
-        opts.signal?.throwIfAborted();
-        const root = hexToBytes32(record.roots[spec.name] ?? "");
-        if (!root) throw new DacdError("STORE", `batch ${id} has no ${spec.name} root; not pruning`);
-        const rootGen = record.root_gens[spec.name];
-        if (rootGen === undefined) {
-          if (spec.name === profile.order.name) continue; // an unchecked order tree: only its stated root exists
-          throw new DacdError("STORE", `batch ${id} names no gen for its ${spec.name} root; not pruning`);
-        }
-        const walk = walkLeaves(engine, spec, root, rootGen, {
-          getNodes,
-          enter: (t) => (t.height === 0 ? true : nodes.add(t.hash, t.gen)),
-        });
-        for await (const block of walk) {
-          if (spec.leaf !== "order") for (const t of block) leaves.add(t.hash, t.gen);
-        }
-      }
-    }
+    // 2. Which batches keep their trees, and what they reach, from the snapshot.
+    const retention = await keptBatches(store, snapshot, opts);
+    const marks = await markReachable(snapshot, engine, trees, profile, retention.keptIds, opts.signal);
 
     // From here on dump and proof refuse the batches whose trees are being swept.
-    const info: PruneInfo = { up_to: upTo, kept: keptIds, at: new Date().toISOString() };
+    const info: PruneInfo = { up_to: retention.upTo, kept: retention.keptIds, at: new Date().toISOString() };
     await store.setPruneInfo(info);
 
     // 3. Sweep in chunks from the snapshot.
     report = {
-      kept_batches: keptIds,
+      kept_batches: retention.keptIds,
       pruned_batches: [],
-      nodes_marked: nodes.size,
-      leaves_marked: leaves.size,
+      nodes_marked: marks.nodes.size,
+      leaves_marked: marks.leaves.size,
       nodes_scanned: 0,
       nodes_deleted: 0,
       leaves_deleted: 0,
       protected_kept: 0,
       duration_ms: 0,
     };
-    const chunkSize = opts.chunk ?? 4096;
-    let chunk: TreeRecordKey[] = [];
-    const flush = async (): Promise<boolean> => {
-      if (chunk.length === 0) return true;
-      const candidates = chunk;
-      chunk = [];
-      await opts.betweenChunks?.();
-      opts.signal?.throwIfAborted();
-      return store.withWriteLock(async () => {
-        const bad = committed.find((c) => c.prev !== -1 && c.prev <= upTo && !kept.has(c.prev));
-        if (bad) {
-          report.aborted = `batch ${bad.id} was committed on top of batch ${bad.prev}, whose trees are being pruned; sweep stopped`;
-          return false;
-        }
-        const doomed: TreeRecordKey[] = [];
-        for (const r of candidates) {
-          if (protectedKeys.has(recordKey(r.node, r.gen, r.hash))) {
-            report.protected_kept++;
-            continue;
-          }
-          doomed.push(r);
-          if (r.node) report.nodes_deleted++;
-          else report.leaves_deleted++;
-        }
-        await store.deleteTreeRecords(doomed);
-        return true;
-      });
-    };
-    let go = true;
-    for await (const r of snapshot.treeRecords()) {
-      if (r.node) {
-        report.nodes_scanned++;
-        if (nodes.has(r.hash, r.gen)) continue;
-      } else if (leaves.has(r.hash, r.gen)) continue;
-      chunk.push(r);
-      if (chunk.length >= chunkSize) {
-        go = await flush();
-        if (!go) break;
-        await new Promise((r) => setImmediate(r));
-      }
-    }
-    if (go) await flush();
+    await new Sweep(store, guard, retention, report, opts).run(snapshot, marks);
     report.pruned_batches = [];
     for await (const id of store.batchIds()) if (isPruned(info, id)) report.pruned_batches.push(id);
   } finally {
-    store.commitListeners.delete(listener);
+    guard.close();
     await snapshot.close();
   }
   // After the snapshot is closed: LevelDB keeps whatever an open snapshot can still see.
   if (opts.compact) await store.compact("trees");
   report.duration_ms = Math.round(performance.now() - started);
   return report;
+}
+
+/**
+ * Every node and leaf key a commit writes while the prune runs, and which batch each commit
+ * built on, from its registration until `close`.
+ */
+class CommitGuard {
+  private readonly protectedKeys = new Set<string>();
+  private readonly committed: { id: number; prev: number }[] = [];
+  // A commit's records are written under its batch's id (storage/keys.ts).
+  private readonly listener = (record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites): void => {
+    const gen = record.batch_id;
+    for (let i = 0; i < nodes.length; i++) this.protectedKeys.add(recordKey(true, gen, nodes.hash(i)));
+    for (let i = 0; i < leaves.length; i++) this.protectedKeys.add(recordKey(false, gen, leaves.hash(i)));
+    this.committed.push({ id: record.batch_id, prev: record.prev_batch_id });
+  };
+
+  constructor(private readonly store: LevelStore) {
+    store.commitListeners.add(this.listener);
+  }
+
+  isProtected(r: TreeRecordKey): boolean {
+    return this.protectedKeys.has(recordKey(r.node, r.gen, r.hash));
+  }
+
+  /** A commit built on a batch at or below `upTo` whose trees are not kept: it may share swept nodes. */
+  unsafeCommit(upTo: number, kept: ReadonlySet<number>): { id: number; prev: number } | undefined {
+    return this.committed.find((c) => c.prev !== -1 && c.prev <= upTo && !kept.has(c.prev));
+  }
+
+  close(): void {
+    this.store.commitListeners.delete(this.listener);
+  }
+}
+
+/** The batches whose trees are kept, and the newest batch the prune covers. */
+interface Retention {
+  readonly kept: ReadonlySet<number>;
+  /** `kept`, ascending. */
+  readonly keptIds: number[];
+  readonly upTo: number;
+}
+
+/**
+ * The newest `keepBatches` not yet pruned, the checkpoints (each must be stored and not pruned)
+ * and the cursor's batch.
+ */
+async function keptBatches(store: LevelStore, snapshot: LevelStore, opts: PruneOptions): Promise<Retention> {
+  const previous = await store.getPruneInfo();
+  const ids: number[] = [];
+  for await (const id of snapshot.batchIds()) if (!isPruned(previous, id)) ids.push(id);
+  const all = new Set(ids);
+  const kept = new Set(ids.slice(-opts.keepBatches));
+  for (const c of opts.checkpoints ?? []) {
+    if (!all.has(c)) {
+      throw new DacdError(
+        "BAD_INPUT",
+        isPruned(previous, c)
+          ? `checkpoint batch ${c} was already pruned`
+          : `checkpoint batch ${c} is not in the store`,
+      );
+    }
+    kept.add(c);
+  }
+  const cursor = await store.getCursor();
+  if (cursor && all.has(cursor.last_accepted_batch_id)) kept.add(cursor.last_accepted_batch_id);
+  const keptIds = [...kept].sort((a, b) => a - b);
+  const upTo = ids.length > 0 ? ids[ids.length - 1]! : -1;
+  return { kept, keptIds, upTo };
+}
+
+/** The node and leaf records the kept batches' trees reach. */
+interface Marks {
+  readonly nodes: FingerprintSet;
+  readonly leaves: FingerprintSet;
+}
+
+async function markReachable(
+  snapshot: LevelStore,
+  engine: HashEngine,
+  trees: readonly TreeSpec[],
+  profile: Profile,
+  keptIds: readonly number[],
+  signal: AbortSignal | undefined,
+): Promise<Marks> {
+  const marks: Marks = { nodes: new FingerprintSet(), leaves: new FingerprintSet() };
+  for (const id of keptIds) {
+    const record = (await snapshot.getBatch(id))!;
+    for (const spec of trees) {
+      signal?.throwIfAborted();
+      await markTree(snapshot, engine, spec, profile, record, marks);
+    }
+  }
+  return marks;
+}
+
+/** Marks one tree of a kept batch, skipping the subtrees already marked. */
+async function markTree(
+  snapshot: LevelStore,
+  engine: HashEngine,
+  spec: TreeSpec,
+  profile: Profile,
+  record: BatchRecord,
+  marks: Marks,
+): Promise<void> {
+  const id = record.batch_id;
+  const root = hexToBytes32(record.roots[spec.name] ?? "");
+  if (!root) throw new DacdError("STORE", `batch ${id} has no ${spec.name} root; not pruning`);
+  const rootGen = record.root_gens[spec.name];
+  if (rootGen === undefined) {
+    if (spec.name === profile.order.name) return; // an unchecked order tree: only its stated root exists
+    throw new DacdError("STORE", `batch ${id} names no gen for its ${spec.name} root; not pruning`);
+  }
+  const walk = walkLeaves(engine, spec, root, rootGen, {
+    getNodes: (hs, gens) => snapshot.getNodes(hs, gens),
+    enter: (t) => (t.height === 0 ? true : marks.nodes.add(t.hash, t.gen)),
+  });
+  for await (const block of walk) {
+    if (spec.leaf !== "order") for (const t of block) marks.leaves.add(t.hash, t.gen);
+  }
+}
+
+/** Deletes the unmarked records of the snapshot in chunks, each under the store's write lock. */
+class Sweep {
+  private chunk: TreeRecordKey[] = [];
+  private readonly chunkSize: number;
+
+  constructor(
+    private readonly store: LevelStore,
+    private readonly guard: CommitGuard,
+    private readonly retention: Retention,
+    private readonly report: PruneReport,
+    private readonly opts: PruneOptions,
+  ) {
+    this.chunkSize = opts.chunk ?? DEFAULT_CHUNK;
+  }
+
+  async run(snapshot: LevelStore, marks: Marks): Promise<void> {
+    for await (const r of snapshot.treeRecords()) {
+      if (r.node) {
+        this.report.nodes_scanned++;
+        if (marks.nodes.has(r.hash, r.gen)) continue;
+      } else if (marks.leaves.has(r.hash, r.gen)) continue;
+      this.chunk.push(r);
+      if (this.chunk.length >= this.chunkSize) {
+        if (!(await this.flush())) return;
+        await new Promise((r) => setImmediate(r));
+      }
+    }
+    await this.flush();
+  }
+
+  /** Deletes the chunk; false when the sweep must stop (a commit built on a batch being pruned). */
+  private async flush(): Promise<boolean> {
+    if (this.chunk.length === 0) return true;
+    const candidates = this.chunk;
+    this.chunk = [];
+    await this.opts.betweenChunks?.();
+    this.opts.signal?.throwIfAborted();
+    return this.store.withWriteLock(async () => {
+      const bad = this.guard.unsafeCommit(this.retention.upTo, this.retention.kept);
+      if (bad) {
+        this.report.aborted = `batch ${bad.id} was committed on top of batch ${bad.prev}, whose trees are being pruned; sweep stopped`;
+        return false;
+      }
+      await this.store.deleteTreeRecords(this.deletable(candidates));
+      return true;
+    });
+  }
+
+  /** The candidates no commit has written since the prune began, counted as deleted or kept. */
+  private deletable(candidates: readonly TreeRecordKey[]): TreeRecordKey[] {
+    const doomed: TreeRecordKey[] = [];
+    for (const r of candidates) {
+      if (this.guard.isProtected(r)) {
+        this.report.protected_kept++;
+        continue;
+      }
+      doomed.push(r);
+      if (r.node) this.report.nodes_deleted++;
+      else this.report.leaves_deleted++;
+    }
+    return doomed;
+  }
 }

@@ -67,7 +67,7 @@ export class JobRunner {
     const job = this.jobs.get(name);
     if (!job || this.stopped) return Promise.resolve(false);
     if (job.busy) {
-      this.metrics?.jobRuns.inc({ task: name, outcome: "skipped" });
+      this.metrics?.jobs.runs.inc({ task: name, outcome: "skipped" });
       this.log.warn(
         { job: name, outcome: "skipped" },
         `job ${name} skipped: its previous run (or one queued before it) is still going`,
@@ -91,9 +91,9 @@ export class JobRunner {
     try {
       const result = (await job.spec.run(this.abort.signal)) ?? {};
       const seconds = (performance.now() - started) / 1000;
-      this.metrics?.jobRuns.inc({ task: name, outcome: "ok" });
-      this.metrics?.jobSeconds.observe({ task: name }, seconds);
-      this.metrics?.jobLastSuccess.set({ task: name }, Date.now() / 1000);
+      this.metrics?.jobs.runs.inc({ task: name, outcome: "ok" });
+      this.metrics?.jobs.seconds.observe({ task: name }, seconds);
+      this.metrics?.jobs.lastSuccess.set({ task: name }, Date.now() / 1000);
       this.log.info(
         { job: name, outcome: "ok", duration_ms: Math.round(seconds * 1000), ...result },
         `job ${name} done`,
@@ -102,8 +102,8 @@ export class JobRunner {
     } catch (err) {
       const seconds = (performance.now() - started) / 1000;
       const aborted = this.abort.signal.aborted;
-      this.metrics?.jobRuns.inc({ task: name, outcome: aborted ? "aborted" : "failed" });
-      this.metrics?.jobSeconds.observe({ task: name }, seconds);
+      this.metrics?.jobs.runs.inc({ task: name, outcome: aborted ? "aborted" : "failed" });
+      this.metrics?.jobs.seconds.observe({ task: name }, seconds);
       const message = err instanceof Error ? err.message : String(err);
       if (aborted) this.log.info({ job: name, outcome: "aborted" }, `job ${name} aborted by shutdown`);
       else

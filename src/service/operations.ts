@@ -111,7 +111,7 @@ export async function startOperations(deps: OperationsDeps): Promise<Operations>
       const at = newest
         ? (await stat(join(config.backupDir!, newest)).catch(() => undefined))?.mtimeMs
         : undefined;
-      if (at !== undefined) metrics.jobLastSuccess.set({ task: "backup" }, at / 1000);
+      if (at !== undefined) metrics.jobs.lastSuccess.set({ task: "backup" }, at / 1000);
     }
   } catch (err) {
     await jobs?.stop();

@@ -21,6 +21,11 @@ export interface GParseContext {
 const NONCE_LIMIT = 2 ** 31;
 const EXPIRATION_LIMIT = 2 ** 32;
 
+type TransferTx = Extract<GTx, { type: "TransferRequest" | "ConditionalTransferRequest" }>;
+
+/** A vault id: below 2^vaultHeight. */
+const vaultId = (f: Fields, key: string, ctx: GParseContext): number => f.int(key, 0, 2 ** ctx.vaultHeight);
+
 export function parseGTx(raw: unknown, ctx: GParseContext, path = "tx", nested = false): GTx {
   const f: Fields = Fields.of(raw, path);
   const type = f.get("type");
@@ -30,7 +35,6 @@ export function parseGTx(raw: unknown, ctx: GParseContext, path = "tx", nested =
       `unknown transaction type ${JSON.stringify(type)}; expected one of ${G_TX_TYPES.join(", ")}`,
     );
   }
-  const vault = (x: Fields, key: string): number => x.int(key, 0, 2 ** ctx.vaultHeight);
   switch (type) {
     case "DepositRequest":
     case "MintRequest":
@@ -41,126 +45,21 @@ export function parseGTx(raw: unknown, ctx: GParseContext, path = "tx", nested =
         amount: f.amount("amount"),
         key: f.hex("core_key"),
         token: f.hex("token_id"),
-        vault: vault(f, "vault_id"),
+        vault: vaultId(f, "vault_id", ctx),
       };
     case "FullWithdrawalRequest":
       f.only(["type", "core_key", "vault_id"]);
-      return { type, key: f.hex("core_key"), vault: vault(f, "vault_id") };
+      return { type, key: f.hex("core_key"), vault: vaultId(f, "vault_id", ctx) };
     case "FalseFullWithdrawalRequest":
       f.only(["type", "requester_core_key", "vault_id"]);
-      return { type, requester: f.hex("requester_core_key"), vault: vault(f, "vault_id") };
+      return { type, requester: f.hex("requester_core_key"), vault: vaultId(f, "vault_id", ctx) };
     case "TransferRequest":
-    case "ConditionalTransferRequest": {
-      const common = [
-        "type",
-        "amount",
-        "expiration_timestamp",
-        "nonce",
-        "receiver_public_key",
-        "receiver_vault_id",
-        "sender_public_key",
-        "sender_vault_id",
-        "signature",
-        "token",
-      ];
-      const conditional = type === "ConditionalTransferRequest";
-      f.only(
-        conditional
-          ? [...common, "fact", "fact_registry_address"]
-          : [...common, "fee_info_exchange", "fee_info_user"],
-      );
-      const amount = f.amount("amount");
-      const expiration = f.int("expiration_timestamp", 0, EXPIRATION_LIMIT);
-      const nonce = f.int("nonce", 0, NONCE_LIMIT);
-      const receiverKey = f.hex("receiver_public_key");
-      const receiverVault = vault(f, "receiver_vault_id");
-      const senderKey = f.hex("sender_public_key");
-      const senderVault = vault(f, "sender_vault_id");
-      f.signature("signature");
-      const token = f.hex("token");
-      let fact = "";
-      if (conditional) {
-        fact = f.plainHex("fact");
-        f.address("fact_registry_address");
-      }
-      let feeUser: FeeUser | undefined;
-      let feeExchange: FeeExchange | undefined;
-      if (!conditional) {
-        if (f.has("fee_info_user") !== f.has("fee_info_exchange")) {
-          f.fail(
-            f.has("fee_info_user") ? "fee_info_exchange" : "fee_info_user",
-            "fee_info_user and fee_info_exchange go together",
-          );
-        }
-        if (f.has("fee_info_user")) {
-          feeUser = parseFeeUser(f.obj("fee_info_user"), ctx);
-          feeExchange = parseFeeExchange(f.obj("fee_info_exchange"), ctx);
-          if (feeExchange.feeTaken > feeUser.feeLimit)
-            f.fail("fee_info_exchange.fee_taken", "exceeds fee_info_user.fee_limit");
-        }
-      }
-      const id = orderId(
-        type,
-        [
-          senderKey,
-          senderVault,
-          receiverKey,
-          receiverVault,
-          token,
-          amount,
-          nonce,
-          expiration,
-          fact,
-          feeUser?.feeLimit ?? "",
-          feeUser?.token ?? "",
-        ],
-        ctx.orderHeight,
-      );
-      return {
-        type,
-        id,
-        amount,
-        token,
-        expiration,
-        senderKey,
-        senderVault,
-        receiverKey,
-        receiverVault,
-        feeUser,
-        feeExchange,
-      };
-    }
-    case "SettlementRequest": {
-      f.only(["type", "party_a_order", "party_b_order", "settlement_info"]);
-      const a = parseLimitOrder(f.get("party_a_order"), f.at("party_a_order"), ctx);
-      const b = parseLimitOrder(f.get("party_b_order"), f.at("party_b_order"), ctx);
-      const info: Fields = f
-        .obj("settlement_info")
-        .only(["party_a_sold", "party_b_sold", "party_b_fee_info"]);
-      const aSold = info.amount("party_a_sold");
-      const bSold = info.amount("party_b_sold");
-      const bFee = info.has("party_b_fee_info")
-        ? parseFeeExchange(info.obj("party_b_fee_info"), ctx)
-        : undefined;
-      if (bFee && !b.fee)
-        info.fail("party_b_fee_info", "party_b_order carries no fee_info to pay the fee from");
-      if (a.tokenSell !== b.tokenBuy)
-        f.fail("party_b_order.token_buy", "does not match party_a_order.token_sell");
-      if (a.tokenBuy !== b.tokenSell)
-        f.fail("party_b_order.token_sell", "does not match party_a_order.token_buy");
-      if (a.id === b.id) f.fail("party_b_order", "is the same order as party_a_order");
-      return { type, a, b, aSold, bSold, bFee };
-    }
-    case "MultiAssetTradeRequest": {
-      f.only(["type", "fulfillment_info", "orders"]);
-      const info: Fields = f.obj("fulfillment_info").only(["given", "received"]);
-      const legs = (key: string): Leg[] =>
-        info.arr(key, 1).map((l, i) => parseLeg(l, `${info.at(key)}.${i}`, ctx, true));
-      const given = legs("given");
-      const received = legs("received");
-      const orders = f.arr("orders", 1).map((o, i) => parseMultiAssetOrder(o, `${f.at("orders")}.${i}`, ctx));
-      return { type, orders, given, received };
-    }
+    case "ConditionalTransferRequest":
+      return parseTransfer(f, type, ctx);
+    case "SettlementRequest":
+      return parseSettlement(f, ctx);
+    case "MultiAssetTradeRequest":
+      return parseMultiAssetTrade(f, ctx);
     case "MultiTransactionRequest": {
       f.only(["type", "txs"]);
       if (nested) f.fail("type", "a MultiTransactionRequest cannot be nested in another");
@@ -169,6 +68,122 @@ export function parseGTx(raw: unknown, ctx: GParseContext, path = "tx", nested =
     }
   }
   throw new TxError(f.at("type"), "unreachable");
+}
+
+/** A transfer; a conditional one carries a fact, a plain one may carry fees. */
+function parseTransfer(f: Fields, type: TransferTx["type"], ctx: GParseContext): TransferTx {
+  const common = [
+    "type",
+    "amount",
+    "expiration_timestamp",
+    "nonce",
+    "receiver_public_key",
+    "receiver_vault_id",
+    "sender_public_key",
+    "sender_vault_id",
+    "signature",
+    "token",
+  ];
+  const conditional = type === "ConditionalTransferRequest";
+  f.only(
+    conditional
+      ? [...common, "fact", "fact_registry_address"]
+      : [...common, "fee_info_exchange", "fee_info_user"],
+  );
+  const amount = f.amount("amount");
+  const expiration = f.int("expiration_timestamp", 0, EXPIRATION_LIMIT);
+  const nonce = f.int("nonce", 0, NONCE_LIMIT);
+  const receiverKey = f.hex("receiver_public_key");
+  const receiverVault = vaultId(f, "receiver_vault_id", ctx);
+  const senderKey = f.hex("sender_public_key");
+  const senderVault = vaultId(f, "sender_vault_id", ctx);
+  f.signature("signature");
+  const token = f.hex("token");
+  let fact = "";
+  if (conditional) {
+    fact = f.plainHex("fact");
+    f.address("fact_registry_address");
+  }
+  const { feeUser, feeExchange } = conditional ? {} : parseTransferFees(f, ctx);
+  const id = orderId(
+    type,
+    [
+      senderKey,
+      senderVault,
+      receiverKey,
+      receiverVault,
+      token,
+      amount,
+      nonce,
+      expiration,
+      fact,
+      feeUser?.feeLimit ?? "",
+      feeUser?.token ?? "",
+    ],
+    ctx.orderHeight,
+  );
+  return {
+    type,
+    id,
+    amount,
+    token,
+    expiration,
+    senderKey,
+    senderVault,
+    receiverKey,
+    receiverVault,
+    feeUser,
+    feeExchange,
+  };
+}
+
+/** A plain transfer's fees: fee_info_user and fee_info_exchange together, or neither. */
+function parseTransferFees(f: Fields, ctx: GParseContext): { feeUser?: FeeUser; feeExchange?: FeeExchange } {
+  if (f.has("fee_info_user") !== f.has("fee_info_exchange")) {
+    f.fail(
+      f.has("fee_info_user") ? "fee_info_exchange" : "fee_info_user",
+      "fee_info_user and fee_info_exchange go together",
+    );
+  }
+  if (!f.has("fee_info_user")) return {};
+  const feeUser = parseFeeUser(f.obj("fee_info_user"), ctx);
+  const feeExchange = parseFeeExchange(f.obj("fee_info_exchange"), ctx);
+  if (feeExchange.feeTaken > feeUser.feeLimit)
+    f.fail("fee_info_exchange.fee_taken", "exceeds fee_info_user.fee_limit");
+  return { feeUser, feeExchange };
+}
+
+/** Two limit orders settled against each other. */
+function parseSettlement(f: Fields, ctx: GParseContext): Extract<GTx, { type: "SettlementRequest" }> {
+  f.only(["type", "party_a_order", "party_b_order", "settlement_info"]);
+  const a = parseLimitOrder(f.get("party_a_order"), f.at("party_a_order"), ctx);
+  const b = parseLimitOrder(f.get("party_b_order"), f.at("party_b_order"), ctx);
+  const info: Fields = f.obj("settlement_info").only(["party_a_sold", "party_b_sold", "party_b_fee_info"]);
+  const aSold = info.amount("party_a_sold");
+  const bSold = info.amount("party_b_sold");
+  const bFee = info.has("party_b_fee_info") ? parseFeeExchange(info.obj("party_b_fee_info"), ctx) : undefined;
+  if (bFee && !b.fee) info.fail("party_b_fee_info", "party_b_order carries no fee_info to pay the fee from");
+  if (a.tokenSell !== b.tokenBuy)
+    f.fail("party_b_order.token_buy", "does not match party_a_order.token_sell");
+  if (a.tokenBuy !== b.tokenSell)
+    f.fail("party_b_order.token_sell", "does not match party_a_order.token_buy");
+  if (a.id === b.id) f.fail("party_b_order", "is the same order as party_a_order");
+  return { type: "SettlementRequest", a, b, aSold, bSold, bFee };
+}
+
+/** Multi-asset orders fulfilled by the given and received legs. */
+function parseMultiAssetTrade(
+  f: Fields,
+  ctx: GParseContext,
+): Extract<GTx, { type: "MultiAssetTradeRequest" }> {
+  f.only(["type", "fulfillment_info", "orders"]);
+  const info: Fields = f.obj("fulfillment_info").only(["given", "received"]);
+  const legs = (key: string): Leg[] =>
+    info.arr(key, 1).map((l, i) => parseLeg(l, `${info.at(key)}.${i}`, ctx, true));
+  const given = legs("given");
+  const received = legs("received");
+  const orders = f.arr("orders", 1).map((o, i) => parseMultiAssetOrder(o, `${f.at("orders")}.${i}`, ctx));
+  return { type: "MultiAssetTradeRequest", orders, given, received };
 }
 
 function parseFeeUser(f: Fields, ctx: GParseContext): FeeUser {

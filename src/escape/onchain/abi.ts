@@ -1,31 +1,14 @@
-import { encodeAbiParameters, encodeFunctionData, keccak256, type Hex } from "viem";
+import { encodeAbiParameters, encodeFunctionData, keccak256, parseAbi, type Hex } from "viem";
 
 /**
  * The Ethereum side of an escape: the fact hash the spot verifier registers and the call data for
  * the two transactions, through viem's ABI encoder (shared/spec/escape-onchain.md).
  */
 
-const SPOT_ABI = [
-  {
-    type: "function",
-    name: "verifyEscape",
-    stateMutability: "nonpayable",
-    inputs: [{ name: "escapeProof", type: "uint256[]" }],
-    outputs: [],
-  },
-  {
-    type: "function",
-    name: "escape",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "starkKey", type: "uint256" },
-      { name: "vaultId", type: "uint256" },
-      { name: "assetId", type: "uint256" },
-      { name: "quantizedAmount", type: "uint256" },
-    ],
-    outputs: [],
-  },
-] as const;
+const SPOT_ABI = parseAbi([
+  "function verifyEscape(uint256[] escapeProof)",
+  "function escape(uint256 starkKey, uint256 vaultId, uint256 assetId, uint256 quantizedAmount)",
+]);
 
 const SIX_WORDS = Array.from({ length: 6 }, () => ({ type: "uint256" }) as const);
 
@@ -66,40 +49,11 @@ export function escapeCalldata(c: SpotClaim): Hex {
   });
 }
 
-const PERPETUAL_ABI = [
-  {
-    type: "function",
-    name: "verifyEscape",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "merkleProof", type: "uint256[]" },
-      { name: "nAssets", type: "uint256" },
-      { name: "sharedState", type: "uint256[]" },
-    ],
-    outputs: [],
-  },
-  {
-    type: "function",
-    name: "escape",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "starkKey", type: "uint256" },
-      { name: "vaultId", type: "uint256" },
-      { name: "quantizedAmount", type: "uint256" },
-    ],
-    outputs: [],
-  },
-  {
-    type: "function",
-    name: "withdraw",
-    stateMutability: "nonpayable",
-    inputs: [
-      { name: "ownerKey", type: "uint256" },
-      { name: "assetType", type: "uint256" },
-    ],
-    outputs: [],
-  },
-] as const;
+const PERPETUAL_ABI = parseAbi([
+  "function verifyEscape(uint256[] merkleProof, uint256 nAssets, uint256[] sharedState)",
+  "function escape(uint256 starkKey, uint256 vaultId, uint256 quantizedAmount)",
+  "function withdraw(uint256 ownerKey, uint256 assetType)",
+]);
 
 /** `PerpetualEscapeVerifier.verifyEscape(uint256[] merkleProof, uint256 nAssets, uint256[] sharedState)`. */
 export function perpetualVerifyEscapeCalldata(

@@ -1,0 +1,94 @@
+/** The escape API's JSON answers, each read from one snapshot of the store. */
+import { makeProof } from "../escape/proof.js";
+import { showLeaf, storeProfile } from "../inspect/inspect.js";
+import type { BatchRecord } from "../storage/batch-record.js";
+import type { LevelStore } from "../storage/level-store.js";
+import { withSnapshot } from "../storage/snapshot.js";
+import type { HashEngine } from "../verifier/hash/engine.js";
+import { ApiError } from "./api-error.js";
+import { leafId, signedBatch, treeOf } from "./request-params.js";
+import type { ApiRoute } from "./routes.js";
+
+/** The routes answered with JSON computed from the store. */
+export type JsonRoute = Extract<ApiRoute, "batches_latest" | "leaf" | "proof" | "escape" | "escape_info">;
+
+export interface JsonAnswer {
+  readonly body: unknown;
+  /** The request named its batch: the answer never changes. */
+  readonly batchGiven: boolean;
+}
+
+export interface AnswerSource {
+  readonly store: LevelStore;
+  readonly engine: HashEngine;
+  /** The base chain's contracts, shown on the escape page. */
+  readonly contracts: { readonly exchange: string; readonly verifier: string } | undefined;
+}
+
+/** The answer of `route` for the path segments `seg` ("", "v1", ...) at the batch asked for. */
+export function answerJson(
+  source: AnswerSource,
+  route: JsonRoute,
+  seg: readonly string[],
+  batchText: string | undefined,
+): Promise<JsonAnswer> {
+  return withSnapshot(source.store, async (view) => {
+    const record = await signedBatch(view, batchText);
+    if (route === "escape_info") return { body: await escapeInfo(view, record, source), batchGiven: false };
+    if (route === "batches_latest") return { body: latestBatch(record), batchGiven: false };
+    return {
+      body: await leafAnswer(view, source.engine, route, seg, record),
+      batchGiven: batchText !== undefined,
+    };
+  });
+}
+
+/** What the escape page needs besides a proof: the tree, the latest root, the contracts. */
+async function escapeInfo(view: LevelStore, record: BatchRecord, source: AnswerSource): Promise<unknown> {
+  const { profile } = await storeProfile(view);
+  return {
+    profile: profile.name,
+    tree: profile.main.name,
+    batch_id: record.batch_id,
+    sequence_number: record.sequence_number,
+    root: "0x" + (record.roots[profile.main.name] ?? ""),
+    tree_height: profile.main.height,
+    escape_contracts: source.contracts ?? null,
+  };
+}
+
+function latestBatch(record: BatchRecord): unknown {
+  return {
+    batch_id: record.batch_id,
+    sequence_number: record.sequence_number,
+    roots: record.roots,
+    claim_hash: record.claim_hash,
+    accepted_at: record.accepted_at ?? null,
+  };
+}
+
+/** A leaf, its proof, or its on-chain escape (vault and position trees only). */
+async function leafAnswer(
+  view: LevelStore,
+  engine: HashEngine,
+  route: "leaf" | "proof" | "escape",
+  seg: readonly string[],
+  record: BatchRecord,
+): Promise<unknown> {
+  const spec = await treeOf(view, seg[3]!);
+  if (route === "escape" && spec.name !== "vault" && spec.name !== "position")
+    throw new ApiError(
+      404,
+      `the ${spec.name} tree has no on-chain escape: only vault (spot) and position (perpetual) do`,
+      "tree",
+    );
+  const id = leafId(seg[4]!, spec);
+  if (route === "leaf") return showLeaf(view, engine, spec.name, id, record.batch_id);
+  if (route === "escape")
+    return (await onchain()).makeOnchainProof(view, engine, spec.name, id, record.batch_id);
+  return makeProof(view, engine, spec.name, id, record.batch_id);
+}
+
+/** The on-chain format's module, with the ABI encoder: loaded with the first escape asked for. */
+const onchain = (): Promise<typeof import("../escape/onchain/from-proof.js")> =>
+  import("../escape/onchain/from-proof.js");

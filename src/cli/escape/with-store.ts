@@ -1,0 +1,35 @@
+import type { LevelStore, LevelTuning } from "../../storage/level-store.js";
+import type { HashEngine } from "../../verifier/hash/engine.js";
+import type { CreateEngineOptions } from "../../verifier/hash/select.js";
+import { commandEngine } from "../command-engine.js";
+import { openStoreAt, storeDirOf, type StoreOptions } from "../store-options.js";
+
+/** How a command opens the store: LevelDB tuning, and whether it only reads. */
+export type StoreOpening = LevelTuning & { readOnly?: boolean };
+
+/**
+ * Runs `fn` on the store of --db or --config and a hash engine, closing both afterwards (the
+ * engine also when the store cannot be opened). `profile` is the configuration's, when it was read.
+ */
+export async function withStore<T>(
+  opts: StoreOptions,
+  engineOpts: CreateEngineOptions,
+  fn: (store: LevelStore, engine: HashEngine, profile: string | undefined) => Promise<T>,
+  opening: StoreOpening = {},
+): Promise<T> {
+  const { dir, profile } = storeDirOf(opts);
+  const engine = commandEngine({ ...engineOpts });
+  let store: LevelStore;
+  try {
+    store = await openStoreAt(dir, opening);
+  } catch (err) {
+    await engine.close?.();
+    throw err;
+  }
+  try {
+    return await fn(store, engine, profile);
+  } finally {
+    await store.close();
+    await engine.close?.();
+  }
+}
