@@ -352,7 +352,7 @@ function parseQuery(qs: string, takesBatch: boolean): { batch?: string } {
 async function signedBatch(view: LevelStore, batchText: string | undefined): Promise<BatchRecord> {
   const signed = (await view.getCursor())?.last_accepted_batch_id;
   if (signed === undefined || signed < 0) throw new ApiError(404, "no batch is signed yet");
-  let id = (await view.frozenBatchId()) ?? signed;
+  let id = (await view.onchain.frozenBatchId()) ?? signed;
   if (batchText !== undefined) {
     if (!/^(0|[1-9][0-9]{0,15})$/.test(batchText) || !Number.isSafeInteger(Number(batchText)))
       throw new ApiError(

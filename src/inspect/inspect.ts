@@ -138,7 +138,7 @@ export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
             verified_at: newestRecord.verified_at,
           }
         : null,
-    onchain: onchainStatus(await store.getOnchain()),
+    onchain: onchainStatus(await store.onchain.cursor()),
   };
 }
 
@@ -157,7 +157,7 @@ export async function showBatchOnchain(
   batchId: number,
 ): Promise<BatchRecord & { onchain: OnchainBatch | null }> {
   const record = await showBatch(store, batchId);
-  return { ...record, onchain: (await store.getOnchainBatch(batchId)) ?? null };
+  return { ...record, onchain: (await store.onchain.batch(batchId)) ?? null };
 }
 
 /** The leaf kinds a command names a tree by, singular or plural. */

@@ -14,8 +14,6 @@ import {
   Meta,
   metaKey,
   type MetaName,
-  ONCHAIN_BATCH_RANGE,
-  onchainBatchKey,
   Prefix,
   retireKey,
   setTreeKeyHead,
@@ -31,11 +29,10 @@ import { type Db, LEVEL_DB } from "./level-db.js";
 import { tableFilesWithinLimit } from "./open-files.js";
 import { UnwrittenBatch } from "./unwritten-batch.js";
 import type { PruneInfo } from "./prune-info.js";
-import type { OnchainBatch, OnchainCursor } from "./onchain-record.js";
+import { OnchainRepository } from "./onchain-repository.js";
+import { StoreHandle, type ReadOptions } from "./store-handle.js";
 import { batchPuts, putSorted, type BatchPuts } from "./sorted-puts.js";
 import { asStoreError } from "./store-errors.js";
-
-type Snapshot = ReturnType<Db["snapshot"]>;
 
 /** LevelDB's tunables that dacd sets (classic-level's names; unset: LevelDB's defaults). */
 export interface LevelTuning {
@@ -94,6 +91,8 @@ export class LevelStore implements NodeSource {
   /** Batches whose write failed, so that no batch built on one of them is written. */
   private readonly failedWrites = new Set<number>();
   private commitWaiters: (() => void)[] = [];
+  /** The base-chain watch's records. */
+  readonly onchain: OnchainRepository;
 
   private constructor(
     private readonly db: Db,
@@ -103,8 +102,11 @@ export class LevelStore implements NodeSource {
      * serves walks that read each block once (dumps, checks), so its reads do not fill LevelDB's
      * block cache (fillCache: false).
      */
-    private readonly reads: { readonly snapshot?: Snapshot; readonly fillCache?: boolean } = {},
-  ) {}
+    private readonly reads: ReadOptions = {},
+  ) {
+    const handle = new StoreHandle(db, reads);
+    this.onchain = new OnchainRepository(handle);
+  }
 
   /**
    * A read-only view of the store as it is at this call: every read of the view sees this one
@@ -625,76 +627,6 @@ export class LevelStore implements NodeSource {
   async setPruneInfo(info: PruneInfo): Promise<void> {
     this.writable();
     await this.db.put(metaKey(Meta.prune), json(info), { sync: true });
-  }
-
-  /** Where the base-chain watch continues and what it saw last (undefined: never followed). */
-  async getOnchain(): Promise<OnchainCursor | undefined> {
-    return this.getMeta<OnchainCursor>(Meta.onchain);
-  }
-
-  /** What the base chain holds for batch `batchId`, as far as the watch has read it. */
-  async getOnchainBatch(batchId: number): Promise<OnchainBatch | undefined> {
-    const v = await this.db.get(onchainBatchKey(batchId), this.reads);
-    return v === undefined ? undefined : parse<OnchainBatch>(v);
-  }
-
-  /** The batch the exchange froze at, once the watch has seen the freeze. */
-  async frozenBatchId(): Promise<number | undefined> {
-    return (await this.getOnchain())?.frozen?.batch_id;
-  }
-
-  /**
-   * Advances the watch in one fsynced write: its cursor and the batches it read. `dropFrom`
-   * (a reorg) first removes every batch read from that block on, `dropAll` (another contract)
-   * every batch. Returns the batches removed.
-   */
-  async recordOnchain(
-    cursor: OnchainCursor,
-    batches: readonly OnchainBatch[],
-    drop: { dropFrom?: number; dropAll?: boolean } = {},
-  ): Promise<OnchainBatch[]> {
-    this.writable();
-    const ops: ({ type: "put"; key: Uint8Array; value: Uint8Array } | { type: "del"; key: Uint8Array })[] =
-      [];
-    const dropped: OnchainBatch[] = [];
-    if (drop.dropFrom !== undefined || drop.dropAll) {
-      for await (const [key, value] of this.db.iterator({ ...ONCHAIN_BATCH_RANGE })) {
-        const batch = parse<OnchainBatch>(value);
-        if (drop.dropAll || batch.block_number >= drop.dropFrom!) {
-          ops.push({ type: "del", key });
-          dropped.push(batch);
-        }
-      }
-    }
-    for (const b of batches) ops.push({ type: "put", key: onchainBatchKey(b.batch_id), value: json(b) });
-    ops.push({ type: "put", key: metaKey(Meta.onchain), value: json(cursor) });
-    await this.db.batch(ops, { sync: true });
-    return dropped;
-  }
-
-  /**
-   * The batches whose root update was read with roots but not yet compared with a stored batch
-   * (the member had not stored it when the update was read).
-   */
-  async uncomparedOnchainBatchIds(): Promise<number[]> {
-    const ids: number[] = [];
-    for await (const value of this.db.values({ ...ONCHAIN_BATCH_RANGE, ...this.reads })) {
-      const batch = parse<OnchainBatch>(value);
-      if (batch.roots && batch.matches === undefined) ids.push(batch.batch_id);
-    }
-    return ids;
-  }
-
-  /** The recorded batch with the highest id (what is left after a reorg dropped the rest). */
-  async lastOnchainBatch(): Promise<OnchainBatch | undefined> {
-    for await (const value of this.db.values({
-      ...ONCHAIN_BATCH_RANGE,
-      reverse: true,
-      limit: 1,
-      ...this.reads,
-    }))
-      return parse<OnchainBatch>(value);
-    return undefined;
   }
 
   /** Whether the store holds no record at all (a load builds only a fresh store). */
