@@ -185,7 +185,7 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
     log,
     onConflict: () => metrics.conflictingClaims.inc(),
   }));
-  const kind = await resolveChainKind(store, {
+  const kind = await resolveChainKind(store.meta, {
     configured: config.chain,
     journal: journal.signatureKind,
     gateway: gatewayChain,

@@ -267,7 +267,7 @@ export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi>
         // A reader that stops reading for a minute loses the connection (and frees the snapshot).
         res.setTimeout(60_000, () => res.destroy());
         await dumpTree(view, opts.engine, spec, root, rootGen, responseSink(res), {
-          pace: () => opts.store.whenNoCommit(PACE_MAX_WAIT_MS),
+          pace: () => opts.store.commits.whenIdle(PACE_MAX_WAIT_MS),
           chunk: DAEMON_WALK_CHUNK,
         });
       });
@@ -366,7 +366,7 @@ async function signedBatch(view: LevelStore, batchText: string | undefined): Pro
   }
   const record = await view.getBatch(id);
   if (!record) throw new ApiError(404, `batch ${id} is not in this member's store`, "batch");
-  const prune = await view.getPruneInfo();
+  const prune = await view.batches.pruneInfo();
   if (isPruned(prune, id))
     throw new ApiError(
       404,

@@ -45,7 +45,7 @@ export function escapeRoutes(
   engine: HashEngine,
 ): Record<string, ControlHandler | StreamRoute> {
   let running = 0;
-  const pace = (): Promise<void> => store.whenNoCommit(PACE_MAX_WAIT_MS);
+  const pace = (): Promise<void> => store.commits.whenIdle(PACE_MAX_WAIT_MS);
   const limited =
     (fn: ControlStream): ControlStream =>
     async (q, out) => {

@@ -25,7 +25,7 @@ export async function resolveBatch(store: LevelStore, batchId?: number): Promise
   if (id === undefined) throw new DacdError("BAD_INPUT", "the store holds no batch yet");
   const record = await store.getBatch(id);
   if (!record) throw new DacdError("BAD_INPUT", `batch ${id} is not in the store`);
-  const prune = await store.getPruneInfo();
+  const prune = await store.batches.pruneInfo();
   if (isPruned(prune, id)) {
     throw new DacdError(
       "BAD_INPUT",

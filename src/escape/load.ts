@@ -169,7 +169,7 @@ export async function loadDump(
       next_batch_id: manifest.batch_id + 1,
       last_accepted_batch_id: manifest.batch_id,
     };
-    await store.putBatchAndCursor(record, cursor, { identity });
+    await store.batches.putWithCursor(record, cursor, { identity });
     return {
       batch_id: record.batch_id,
       sequence_number: record.sequence_number,

@@ -1,7 +1,8 @@
 import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
 import type { BatchRecord } from "../storage/batch-record.js";
-import type { LevelStore, TreeRecordKey } from "../storage/level-store.js";
+import type { LevelStore } from "../storage/level-store.js";
+import type { TreeRecordKey } from "../storage/tree-record-repository.js";
 import { isPruned, type PruneInfo } from "../storage/prune-info.js";
 import { hexToBytes32 } from "../util/bytes.js";
 import type { NodeWrites } from "../storage/records/node-writes.js";
@@ -139,14 +140,14 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
     for (let i = 0; i < leaves.length; i++) protectedKeys.add(recordKey(false, gen, leaves.hash(i)));
     committed.push({ id: record.batch_id, prev: record.prev_batch_id });
   };
-  store.commitListeners.add(listener);
+  store.commits.listeners.add(listener);
   const snapshot = store.snapshot();
   let report: PruneReport;
   try {
     // 2. Which batches keep their trees, from the snapshot.
-    const previous = await store.getPruneInfo();
+    const previous = await store.batches.pruneInfo();
     const ids: number[] = [];
-    for await (const id of snapshot.batchIds()) if (!isPruned(previous, id)) ids.push(id);
+    for await (const id of snapshot.batches.ids()) if (!isPruned(previous, id)) ids.push(id);
     const all = new Set(ids);
     const kept = new Set(ids.slice(-opts.keepBatches));
     for (const c of opts.checkpoints ?? []) {
@@ -195,7 +196,7 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
 
     // From here on dump and proof refuse the batches whose trees are being swept.
     const info: PruneInfo = { up_to: upTo, kept: keptIds, at: new Date().toISOString() };
-    await store.setPruneInfo(info);
+    await store.batches.setPruneInfo(info);
 
     // 3. Sweep in chunks from the snapshot.
     report = {
@@ -217,7 +218,7 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
       chunk = [];
       await opts.betweenChunks?.();
       opts.signal?.throwIfAborted();
-      return store.withWriteLock(async () => {
+      return store.commits.withWriteLock(async () => {
         const bad = committed.find((c) => c.prev !== -1 && c.prev <= upTo && !kept.has(c.prev));
         if (bad) {
           report.aborted = `batch ${bad.id} was committed on top of batch ${bad.prev}, whose trees are being pruned; sweep stopped`;
@@ -233,12 +234,12 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
           if (r.node) report.nodes_deleted++;
           else report.leaves_deleted++;
         }
-        await store.deleteTreeRecords(doomed);
+        await store.trees.delete(doomed);
         return true;
       });
     };
     let go = true;
-    for await (const r of snapshot.treeRecords()) {
+    for await (const r of snapshot.trees.keys()) {
       if (r.node) {
         report.nodes_scanned++;
         if (nodes.has(r.hash, r.gen)) continue;
@@ -252,9 +253,9 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
     }
     if (go) await flush();
     report.pruned_batches = [];
-    for await (const id of store.batchIds()) if (isPruned(info, id)) report.pruned_batches.push(id);
+    for await (const id of store.batches.ids()) if (isPruned(info, id)) report.pruned_batches.push(id);
   } finally {
-    store.commitListeners.delete(listener);
+    store.commits.listeners.delete(listener);
     await snapshot.close();
   }
   // After the snapshot is closed: LevelDB keeps whatever an open snapshot can still see.

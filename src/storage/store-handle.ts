@@ -9,13 +9,14 @@ export interface ReadOptions {
 }
 
 /**
- * The one LevelDB handle a store's repositories share (LevelStore and the repositories beside
- * it), with the read options of the view it serves: the store itself, or a snapshot view of it,
- * which refuses writes.
+ * The one LevelDB handle a store's repositories share (LevelStore composes them over it), with
+ * the store's directory and the read options of the view it serves: the store itself, or a
+ * snapshot view of it, which refuses writes.
  */
 export class StoreHandle {
   constructor(
     readonly db: Db,
+    readonly dir: string,
     readonly reads: ReadOptions = {},
   ) {}
 
