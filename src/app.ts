@@ -241,10 +241,10 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
   closers.defer(() => control.close());
   if (chainWatch) closers.defer(() => chainWatch.stop());
   // The run loop starts further down; stopped before the chain watch, once the escape API is closed.
-  let done: Promise<void> | undefined;
+  const loop: { done?: Promise<void> } = {};
   closers.defer(async () => {
     abort.abort(new DacdError("GATEWAY", "shutting down"));
-    await done?.catch(() => undefined);
+    await loop.done?.catch(() => undefined);
   });
   const escapeApi = await escapeApiFor(config, store, baseEngine, metrics, log);
   if (escapeApi) closers.defer(() => escapeApi.close());
@@ -264,8 +264,7 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
       throw asStoreError(err, store.dir) ?? err;
     },
   );
-  const running = member.run(abort.signal);
-  done = running;
+  const done = (loop.done = member.run(abort.signal));
   // Beside the member, never in its way: its RPC calls and small writes run between batches.
   await chainWatch?.start();
   // In the background: the first batches find the top levels in memory, and the start is not delayed.
@@ -299,7 +298,7 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
     ops: operations,
     escapeApi,
     chainWatch,
-    done: running,
+    done,
     stop: () => closers.close(),
   };
 }

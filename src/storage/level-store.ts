@@ -190,7 +190,12 @@ export class LevelStore implements NodeSource {
   }
 
   /** Stores a verified batch with its records, fsynced before it resolves (store.commits). */
-  commitBatch(record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites, pending?: PendingCommit): Promise<void> {
+  commitBatch(
+    record: BatchRecord,
+    nodes: NodeWrites,
+    leaves: NodeWrites,
+    pending?: PendingCommit,
+  ): Promise<void> {
     return this.commits.commit(record, nodes, leaves, pending);
   }
 

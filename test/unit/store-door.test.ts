@@ -182,12 +182,18 @@ describe("LevelStore's door: what escape, prune, check, backup and load use inst
 
         const refused = /read-only/;
         await expect(view.meta.setNote(Meta.failing, undefined)).rejects.toThrow(refused);
-        await expect(view.meta.ensureIdentity({ profile: "spot", heights: { vault: 31 } })).rejects.toThrow(refused);
+        await expect(view.meta.ensureIdentity({ profile: "spot", heights: { vault: 31 } })).rejects.toThrow(
+          refused,
+        );
         await expect(view.meta.pinChain("ethereum")).rejects.toThrow(refused);
-        await expect(view.batches.setCursor({ next_batch_id: 9, last_accepted_batch_id: 8 })).rejects.toThrow(refused);
+        await expect(view.batches.setCursor({ next_batch_id: 9, last_accepted_batch_id: 8 })).rejects.toThrow(
+          refused,
+        );
         await expect(view.batches.markAccepted(record(0), new Date())).rejects.toThrow(refused);
         await expect(view.onchain.record(cursorAt(31), [])).rejects.toThrow(refused);
-        await expect(view.commitBatch(record(2), new NodeWrites(), new NodeWrites())).rejects.toThrow(refused);
+        await expect(view.commitBatch(record(2), new NodeWrites(), new NodeWrites())).rejects.toThrow(
+          refused,
+        );
         expect(() => view.commits.withWriteLock(async () => undefined)).toThrow(refused);
         expect(await store.meta.pinnedChain()).toBeUndefined();
       } finally {
@@ -201,7 +207,11 @@ describe("LevelStore's door: what escape, prune, check, backup and load use inst
   it("onchain.record drops the batches read from a block on, or all of them, in the write that records the rest", async () => {
     const store = await openStore();
     try {
-      await store.onchain.record(cursorAt(31), [onchainBatch(1, 10), onchainBatch(2, 20), onchainBatch(3, 30)]);
+      await store.onchain.record(cursorAt(31), [
+        onchainBatch(1, 10),
+        onchainBatch(2, 20),
+        onchainBatch(3, 30),
+      ]);
       const dropped = await store.onchain.record(cursorAt(25), [onchainBatch(4, 24)], { dropFrom: 20 });
       expect(dropped.map((b) => b.batch_id)).toEqual([2, 3]);
       expect(await store.onchain.batch(2)).toBeUndefined();
