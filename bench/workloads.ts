@@ -7,7 +7,8 @@ import { pathToFileURL } from "node:url";
 import { computeClaimHash } from "../src/signer/claim.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
-import { LevelStore, type LevelTuning, type PendingCommit } from "../src/storage/level-store.js";
+import { LevelStore, type LevelTuning } from "../src/storage/level-store.js";
+import type { PendingCommit } from "../src/storage/pending-commit.js";
 import { toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
 import { buildMerkle, buildPatricia, type NodeSink } from "../src/verifier/trees/bulk/bulk-build.js";
@@ -359,7 +360,7 @@ async function bulkLoad(
   }
   const spilledMs = writeWait.ms;
   await writeWait.time(() => writer.finish(LOAD_BATCH));
-  await store.ensureIdentity({
+  await store.meta.ensureIdentity({
     profile: profile.name,
     heights: Object.fromEntries(trees.map((t) => [t.name, t.height])),
   });

@@ -8,10 +8,10 @@ import { DacdError } from "./errors.js";
 import { showBatchOnchain, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
 import { escapeJobs } from "./service/maintenance-jobs.js";
-import { listenOpsServer, type OpsListener } from "./service/http-server.js";
+import { listenOpsServer } from "./service/http-server.js";
 import { DacdMetrics, type MetricsState } from "./service/metrics.js";
 import { memoryPlanFor } from "./service/memory-setup.js";
-import { describePlan } from "./config/memory-plan.js";
+import { describePlan, type MemoryPlan } from "./config/memory-plan.js";
 import {
   memberMetricsState,
   startOperations,
@@ -26,16 +26,16 @@ import {
 import { Member, type MemberEvents } from "./poller/member/member.js";
 import { discardMemberKey, loadMemberKey, signerFor } from "./service/member-signer.js";
 import type { Signer } from "./signer/signer.js";
-import type { MemberKey } from "./service/member-signer.js";
 import { Pkcs11Signer } from "./signer/pkcs11/pkcs11-signer.js";
 import { LevelStore } from "./storage/level-store.js";
 import { levelBindingName, mappedTablesInEffect, setMappedTables } from "./storage/level-binding.js";
 import { runConfigChecks, runStoreChecks } from "./service/startup-checks.js";
 import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
+import type { ClaimsJournal } from "./storage/claims-journal.js";
 import { resolveChainKind } from "./storage/chain-pin.js";
 import type { HashEngine } from "./verifier/hash/engine.js";
-import { chooseTreeWalk, treeWalkName } from "./verifier/trees/update/tree-walk.js";
+import { chooseTreeWalk, treeWalkName, type TreeWalk } from "./verifier/trees/update/tree-walk.js";
 import { nativeNodeCacheAddon } from "./verifier/trees/native/native-node-cache.js";
 import { runtimeSettings } from "./config/runtime-settings.js";
 import { createEngine } from "./verifier/hash/select.js";
@@ -46,6 +46,7 @@ import { asStoreError } from "./storage/store-errors.js";
 import { bindVerifyContext } from "./verifier/verify-batch.js";
 import { ChainWatch } from "./chain/watch.js";
 import { getOrdersMissing, ordersMissingWarning } from "./escape/reference-store.js";
+import { Closers } from "./util/closers.js";
 
 /**
  * The one place where dacd's parts are created and wired together for `dacd run`. Everything that
@@ -84,51 +85,47 @@ export interface DaemonOptions {
 }
 
 export async function startDaemon(config: Config, opts: DaemonOptions): Promise<Daemon> {
+  const closers = new Closers();
+  try {
+    return await startSteps(config, opts, closers);
+  } catch (err) {
+    await closers.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * The start-up, step by step. Each step that acquires something (the listener, the key, the
+ * engine, the store, a server, the run loop) pushes how to let it go onto `closers`: a step that
+ * fails unwinds what the steps before it acquired, and `stop()` unwinds everything, the newest
+ * first. The pushes are placed so that a stop lets go in this order: operations, escape API, run
+ * loop, chain watch, control socket, gateway clients, store and journal, engine, key.
+ */
+async function startSteps(config: Config, opts: DaemonOptions, closers: Closers): Promise<Daemon> {
+  const { log } = opts;
   // Bound first: a port in use is one line and exit 78 before the key is read or anything signed.
   const listener =
     config.metricsPort !== undefined
       ? await listenOpsServer({ host: config.metricsHost, port: config.metricsPort })
       : undefined;
-  try {
-    return await startDaemonWith(config, opts, listener);
-  } catch (err) {
-    await listener?.close();
-    throw err;
-  }
-}
-
-async function startDaemonWith(
-  config: Config,
-  opts: DaemonOptions,
-  listener: OpsListener | undefined,
-): Promise<Daemon> {
-  const { log } = opts;
+  // Until the operations take it over (their stop closes it).
+  let closeListener = async (): Promise<void> => listener?.close();
+  closers.defer(() => closeListener());
   for (const w of config.warnings) log.warn(w);
 
-  // A token's failures are counted once the metrics exist (they are created below).
-  let countSignerError: (() => void) | undefined;
+  // Filled in as the parts they call exist: a token's failures are counted once the metrics
+  // exist, and the metrics read the member's state once there is a member.
+  const late: { countSignerError?: () => void; metricsState?: () => MetricsState } = {};
   const key = await loadMemberKey(config, {
     allowInsecureKeyFile: opts.allowInsecureKeyFile,
     warn: (m) => log.warn(m),
     // The run loop logs the failed batch with the error; here it is only counted.
-    onSignerError: () => countSignerError?.(),
+    onSignerError: () => late.countSignerError?.(),
   });
-  try {
-    return await startWithKey(config, opts, listener, key, (count) => (countSignerError = count));
-  } catch (err) {
-    await discardMemberKey(key);
-    throw err;
-  }
-}
+  // Discarded on a failed start; once the daemon runs, its signer is closed instead.
+  let closeKey = (): Promise<void> => discardMemberKey(key);
+  closers.defer(() => closeKey());
 
-async function startWithKey(
-  config: Config,
-  opts: DaemonOptions,
-  listener: OpsListener | undefined,
-  key: MemberKey,
-  onSignerErrorCounter: (count: () => void) => void,
-): Promise<Daemon> {
-  const { log } = opts;
   const profile = makeProfile(config.profile, config.heights);
   const validateRollup = profile.rollup ? config.validateRollup : undefined;
   // Scheduled integrity check (light scan + deep check of the newest trees) and pruning; they
@@ -139,33 +136,15 @@ async function startWithKey(
 
   // Created first so that the gateway clients, the engine and the run loop can report to it; it
   // reads the member's state at scrape time.
-  let metricsState: (() => MetricsState) | undefined;
   const metrics = new DacdMetrics({
     dataDir: config.dataDir,
-    state: () => metricsState?.() ?? { ready: false, gatewayReachable: true },
+    state: () => late.metricsState?.() ?? { ready: false, gatewayReachable: true },
     processDefaults: config.metricsPort !== undefined,
   });
-  onSignerErrorCounter(() => metrics.signerErrors.inc());
+  late.countSignerError = () => metrics.signerErrors.inc();
 
   const abort = new AbortController();
-  const http = (baseUrl: string, attempts?: number): HttpClientOptions => ({
-    baseUrl,
-    timeoutMs: config.httpRequestTimeoutS * 1000,
-    deadlineMs: config.httpRequestDeadlineS * 1000,
-    maxBodyBytes: config.maxResponseBytes,
-    retry: attempts ? { attempts } : opts.retryAttempts ? { attempts: opts.retryAttempts } : undefined,
-    tls: config.certificatesPath ? { certificatesPath: config.certificatesPath } : undefined,
-    signal: abort.signal,
-    onRetry: (endpoint, attempt, reason, delayMs) => {
-      metrics.onRetry(endpoint);
-      log.warn({ endpoint, attempt, delay_ms: delayMs }, `retrying ${endpoint}: ${reason}`);
-    },
-    onResult: metrics.onResult,
-  });
-  const availability = new AvailabilityGateway(http(config.availabilityGatewayUrl));
-  const feeder = config.feederGatewayUrl
-    ? new FeederGateway({ ...http(config.feederGatewayUrl), variant: profile.variant })
-    : undefined;
+  const { availability, feeder } = gatewayClients(config, opts, profile, metrics, abort.signal);
 
   // The base chain decides the signature scheme; ask before anything is signed (the answer must
   // match the kind pinned at the first start).
@@ -179,9 +158,183 @@ async function startWithKey(
     kernel: settings.hashKernel,
   });
   const engine = metrics.countingEngine(baseEngine);
+  closers.defer(() => engine.close?.());
   const treeWalk = chooseTreeWalk(settings.treeWalk);
   const memory = await memoryPlanFor(config, keptTrees(profile, validateRollup).length);
   log.info({ memory }, describePlan(memory));
+  applyMappedTables(memory, log);
+  const store = await LevelStore.open(config.dataDir, {
+    maxOpenFiles: memory.store_max_open_files,
+    cacheSize: memory.store_block_cache_mib * 2 ** 20,
+  });
+  // The journal is opened after the store and closed after it.
+  const opened: { journal?: ClaimsJournal } = {};
+  closers.defer(async () => {
+    await store.close();
+    await opened.journal?.close();
+  });
+  closers.defer(() => Promise.allSettled([availability.close(), feeder?.close()]));
+  warnOnOpenFiles(memory, log);
+
+  await runStoreChecks(config, store);
+  // A store imported without its order tree cannot validate orders: told at every start.
+  const ordersMissing = (await getOrdersMissing(store)) !== undefined;
+  const ordersWarning = await ordersMissingWarning(store, config.acceptMissingOrders);
+  if (ordersWarning) log.warn(ordersWarning);
+  const journal = (opened.journal = await openMemberJournal(config, store, {
+    log,
+    onConflict: () => metrics.conflictingClaims.inc(),
+  }));
+  const kind = await resolveChainKind(store.meta, {
+    configured: config.chain,
+    journal: journal.signatureKind,
+    gateway: gatewayChain,
+  });
+  const signer: Signer = signerFor(key, kind);
+  const ctx = await bindVerifyContext(store, {
+    profile,
+    engine,
+    signer,
+    options: { validateOrders: config.validateOrders && !ordersMissing, validateRollup },
+    topNodes: new TopNodeCache(
+      memory.node_cache_levels,
+      nativeNodeCacheAddon(settings.nodeCache),
+      memory.node_cache_nodes,
+    ),
+    claims: journal,
+    treeWalk,
+  });
+  const chainWatch = baseChainWatch(config, profile.main.name, store, metrics, log);
+  const member = new Member(
+    ctx,
+    availability,
+    feeder,
+    log,
+    {
+      pollIntervalMs: config.pollingIntervalS * 1000,
+      validateRollup,
+      mode: config.mode,
+      prefetchBatches: config.prefetchBatches,
+    },
+    mergeEvents(
+      mergeEvents(metrics.memberEvents(), opts.events),
+      chainWatch && { onSigned: (record) => chainWatch.stored(record) },
+    ),
+  );
+  const started = (await storeStatus(store)).last_signed_batch;
+  const memberState = memberMetricsState(member, config, {
+    lastSignedBatchId: started?.batch_id,
+    lastSignedAtMs: started?.accepted_at ? Date.parse(started.accepted_at) : undefined,
+  });
+  late.metricsState = chainWatch
+    ? () => ({
+        ...memberState(),
+        onchain: {
+          batchId: chainWatch.state?.last?.batch_id,
+          frozen: chainWatch.state?.frozen !== undefined,
+          block: chainWatch.state?.last_block?.number,
+        },
+      })
+    : memberState;
+
+  const control = await startControl(config, store, engine, baseEngine, member, signer);
+  closers.defer(() => control.close());
+  if (chainWatch) closers.defer(() => chainWatch.stop());
+  // The run loop starts further down; stopped before the chain watch, once the escape API is closed.
+  const loop: { done?: Promise<void> } = {};
+  closers.defer(async () => {
+    abort.abort(new DacdError("GATEWAY", "shutting down"));
+    await loop.done?.catch(() => undefined);
+  });
+  const escapeApi = await escapeApiFor(config, store, baseEngine, metrics, log);
+  if (escapeApi) closers.defer(() => escapeApi.close());
+  metrics.setInfo({
+    profile: profile.name,
+    chain: signer.chainKind,
+    member_key: signer.memberKey,
+    engine: engine.name,
+    version: buildInfo().version,
+  });
+  metrics.setMode(config.mode);
+  logStarted(config, log, profile, signer, engine, treeWalk);
+  // Where each tree's cached levels start, before the first batch (a read per level of its top path).
+  await placeBranchTops(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).catch(
+    (err: unknown) => {
+      // A damaged store met here is named as the member names it when a batch meets it.
+      throw asStoreError(err, store.dir) ?? err;
+    },
+  );
+  const done = (loop.done = member.run(abort.signal));
+  // Beside the member, never in its way: its RPC calls and small writes run between batches.
+  await chainWatch?.start();
+  // In the background: the first batches find the top levels in memory, and the start is not delayed.
+  const warmStart = performance.now();
+  warmTopNodes(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).then(
+    (nodes) => log.info({ nodes, ms: Math.round(performance.now() - warmStart) }, "node cache warmed"),
+    (err: unknown) => log.warn({ err }, "node cache warm-up stopped"),
+  );
+  const operations: Operations = await startOperations({
+    config,
+    log,
+    store,
+    member,
+    metrics,
+    jobs: jobImplementations,
+    env: opts.env,
+    listener,
+  });
+  closeListener = async () => undefined;
+  closeKey = async () => signer.close?.();
+  closers.defer(() => operations.stop());
+  return {
+    member,
+    profile,
+    store,
+    engine,
+    signer,
+    availability,
+    feeder,
+    metrics,
+    ops: operations,
+    escapeApi,
+    chainWatch,
+    done,
+    stop: () => closers.close(),
+  };
+}
+
+/** The gateway clients of the run loop, retrying and reporting to the metrics, stopped by `signal`. */
+function gatewayClients(
+  config: Config,
+  opts: DaemonOptions,
+  profile: Profile,
+  metrics: DacdMetrics,
+  signal: AbortSignal,
+): { availability: AvailabilityGateway; feeder: FeederGateway | undefined } {
+  const http = (baseUrl: string): HttpClientOptions => ({
+    baseUrl,
+    timeoutMs: config.httpRequestTimeoutS * 1000,
+    deadlineMs: config.httpRequestDeadlineS * 1000,
+    maxBodyBytes: config.maxResponseBytes,
+    retry: opts.retryAttempts ? { attempts: opts.retryAttempts } : undefined,
+    tls: config.certificatesPath ? { certificatesPath: config.certificatesPath } : undefined,
+    signal,
+    onRetry: (endpoint, attempt, reason, delayMs) => {
+      metrics.onRetry(endpoint);
+      opts.log.warn({ endpoint, attempt, delay_ms: delayMs }, `retrying ${endpoint}: ${reason}`);
+    },
+    onResult: metrics.onResult,
+  });
+  return {
+    availability: new AvailabilityGateway(http(config.availabilityGatewayUrl)),
+    feeder: config.feederGatewayUrl
+      ? new FeederGateway({ ...http(config.feederGatewayUrl), variant: profile.variant })
+      : undefined,
+  };
+}
+
+/** The memory plan's mapped tables, set before the store opens (warned about when they cannot take effect). */
+function applyMappedTables(memory: MemoryPlan, log: Logger): void {
   const mapped = setMappedTables(memory.store_mapped_tables);
   if (mapped !== "set")
     log.warn(
@@ -190,13 +343,10 @@ async function startWithKey(
         ? "store_mapped_tables needs dacd's build of LevelDB's binding (not loaded): LevelDB keeps its own number"
         : "store_mapped_tables is read once per process, and a store was opened here before: LevelDB keeps the number it has",
     );
-  const store = await LevelStore.open(config.dataDir, {
-    maxOpenFiles: memory.store_max_open_files,
-    cacheSize: memory.store_block_cache_mib * 2 ** 20,
-  }).catch(async (err: unknown) => {
-    await engine.close?.();
-    throw err;
-  });
+}
+
+/** A warning when the open-file limit leaves LevelDB fewer tables than the plan's store_max_open_files. */
+function warnOnOpenFiles(memory: MemoryPlan, log: Logger): void {
   const tablesOpen = tableFilesWithinLimit(memory.store_max_open_files);
   if (tablesOpen < memory.store_max_open_files)
     log.warn(
@@ -207,206 +357,95 @@ async function startWithKey(
       },
       "store_max_open_files is more than the open-file limit leaves: LevelDB keeps fewer tables open (raise LimitNOFILE= in the unit)",
     );
-  let control: Server | undefined;
-  let journal: Awaited<ReturnType<typeof openMemberJournal>> | undefined;
-  let escapeApi: EscapeApi | undefined;
-  let chainWatch: ChainWatch | undefined;
-  try {
-    await runStoreChecks(config, store);
-    // A store imported without its order tree cannot validate orders: told at every start.
-    const ordersMissing = (await getOrdersMissing(store)) !== undefined;
-    const ordersWarning = await ordersMissingWarning(store, config.acceptMissingOrders);
-    if (ordersWarning) log.warn(ordersWarning);
-    journal = await openMemberJournal(config, store, {
-      log,
-      onConflict: () => metrics.conflictingClaims.inc(),
-    });
-    const kind = await resolveChainKind(store, {
-      configured: config.chain,
-      journal: journal.signatureKind,
-      gateway: gatewayChain,
-    });
-    const signer: Signer = signerFor(key, kind);
-    const ctx = await bindVerifyContext(store, {
-      profile,
-      engine,
-      signer,
-      options: { validateOrders: config.validateOrders && !ordersMissing, validateRollup },
-      topNodes: new TopNodeCache(
-        memory.node_cache_levels,
-        nativeNodeCacheAddon(settings.nodeCache),
-        memory.node_cache_nodes,
-      ),
-      claims: journal,
-      treeWalk,
-    });
-    chainWatch = baseChainWatch(config, profile.main.name, store, metrics, log);
-    const member = new Member(
-      ctx,
-      availability,
-      feeder,
-      log,
-      {
-        pollIntervalMs: config.pollingIntervalS * 1000,
-        validateRollup,
-        mode: config.mode,
-        prefetchBatches: config.prefetchBatches,
-      },
-      mergeEvents(
-        mergeEvents(metrics.memberEvents(), opts.events),
-        chainWatch && { onSigned: (record) => chainWatch!.stored(record) },
-      ),
-    );
-    const started = (await storeStatus(store)).last_signed_batch;
-    const memberState = memberMetricsState(member, config, {
-      lastSignedBatchId: started?.batch_id,
-      lastSignedAtMs: started?.accepted_at ? Date.parse(started.accepted_at) : undefined,
-    });
-    const watch = chainWatch;
-    metricsState = watch
-      ? () => ({
-          ...memberState(),
-          onchain: {
-            batchId: watch.state?.last?.batch_id,
-            frozen: watch.state?.frozen !== undefined,
-            block: watch.state?.last_block?.number,
-          },
-        })
-      : memberState;
-    // Proofs, dumps and checks from snapshots, hashed with the uncounted engine (like the jobs).
-    const escape = escapeRoutes(store, baseEngine);
-    control = await startControlServer(config.dataDir, {
-      "/status": async () => ({
-        ...(await storeStatus(store)),
-        mode: member.state.mode,
-        member_key: signer.memberKey,
-        signer: signerStatus(config, signer),
-        engine: engine.name,
-        runtime: member.state,
-      }),
-      "/batch": async (q) => showBatchOnchain(store, Number(q.get("id"))),
-      "/leaf": async (q) =>
-        showLeaf(
-          store,
-          engine,
-          q.get("object") ?? "",
-          q.get("id") ?? "",
-          q.has("batch") ? Number(q.get("batch")) : undefined,
-        ),
-      ...escape,
-    });
-    if (config.escapeApiPort !== undefined) {
-      escapeApi = await startEscapeApi({
-        host: config.escapeApiHost,
-        port: config.escapeApiPort,
-        store,
-        engine: baseEngine,
-        rateLimit: config.escapeApiRateLimit,
-        maxConcurrency: config.escapeApiMaxConcurrency,
-        connectionsPerAddress: config.escapeApiConnectionsPerAddress,
-        connectionRate: config.escapeApiConnectionRate,
-        contracts: config.escapeContracts,
-        observe: metrics.onEscapeApiRequest,
-        observeRefused: metrics.onEscapeApiConnectionRefused,
-      });
-      log.info({ url: escapeApi.url }, "escape API listening");
-    }
-    metrics.setInfo({
-      profile: profile.name,
-      chain: signer.chainKind,
+}
+
+/** The control socket: status, batch and leaf lookups, and the escape commands. */
+function startControl(
+  config: Config,
+  store: LevelStore,
+  engine: HashEngine,
+  baseEngine: HashEngine,
+  member: Member,
+  signer: Signer,
+): Promise<Server> {
+  // Proofs, dumps and checks from snapshots, hashed with the uncounted engine (like the jobs).
+  const escape = escapeRoutes(store, baseEngine);
+  return startControlServer(config.dataDir, {
+    "/status": async () => ({
+      ...(await storeStatus(store)),
+      mode: member.state.mode,
       member_key: signer.memberKey,
+      signer: signerStatus(config, signer),
       engine: engine.name,
-      version: buildInfo().version,
-    });
-    metrics.setMode(config.mode);
-    const build = buildInfo();
-    log.info(
-      {
-        version: build.version,
-        commit: build.commit,
-        node: build.node,
-        profile: profile.name,
-        member_key: signer.memberKey,
-        signer: signer.custody ?? "file",
-        chain: signer.chainKind,
-        engine: engine.name,
-        tree_walk: treeWalkName(treeWalk),
-        leveldb_binding: levelBindingName,
-        mapped_tables: mappedTablesInEffect(),
-        data_dir: config.dataDir,
-        mode: config.mode,
-      },
-      config.mode === "shadow" ? "dacd started in shadow mode: nothing will be posted" : "dacd started",
-    );
-    // Where each tree's cached levels start, before the first batch (a read per level of its top path).
-    await placeBranchTops(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).catch(
-      (err: unknown) => {
-        // A damaged store met here is named as the member names it when a batch meets it.
-        throw asStoreError(err, store.dir) ?? err;
-      },
-    );
-    const done = member.run(abort.signal);
-    // Beside the member, never in its way: its RPC calls and small writes run between batches.
-    await chainWatch?.start();
-    // In the background: the first batches find the top levels in memory, and the start is not delayed.
-    const warmStart = performance.now();
-    warmTopNodes(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).then(
-      (nodes) => log.info({ nodes, ms: Math.round(performance.now() - warmStart) }, "node cache warmed"),
-      (err: unknown) => log.warn({ err }, "node cache warm-up stopped"),
-    );
-    const operations: Operations = await startOperations({
-      config,
-      log,
-      store,
-      member,
-      metrics,
-      jobs: jobImplementations,
-      env: opts.env,
-      listener,
-    }).catch(async (err: unknown) => {
-      abort.abort(new DacdError("GATEWAY", "shutting down"));
-      await done.catch(() => undefined);
-      throw err;
-    });
-    let stopping: Promise<void> | undefined;
-    const stop = (): Promise<void> =>
-      (stopping ??= (async () => {
-        await operations.stop();
-        await escapeApi?.close();
-        abort.abort(new DacdError("GATEWAY", "shutting down"));
-        await done.catch(() => undefined);
-        await chainWatch?.stop();
-        control?.close();
-        await Promise.allSettled([availability.close(), feeder?.close()]);
-        await store.close();
-        await journal?.close();
-        await engine.close?.();
-        await signer.close?.();
-      })());
-    return {
-      member,
-      profile,
-      store,
-      engine,
-      signer,
-      availability,
-      feeder,
-      metrics,
-      ops: operations,
-      escapeApi,
-      chainWatch,
-      done,
-      stop,
-    };
-  } catch (err) {
-    await chainWatch?.stop();
-    await escapeApi?.close();
-    control?.close();
-    await store.close();
-    await journal?.close();
-    await engine.close?.();
-    throw err;
-  }
+      runtime: member.state,
+    }),
+    "/batch": async (q) => showBatchOnchain(store, Number(q.get("id"))),
+    "/leaf": async (q) =>
+      showLeaf(
+        store,
+        engine,
+        q.get("object") ?? "",
+        q.get("id") ?? "",
+        q.has("batch") ? Number(q.get("batch")) : undefined,
+      ),
+    ...escape,
+  });
+}
+
+/** The read-only escape API when escape_api_port is set. */
+async function escapeApiFor(
+  config: Config,
+  store: LevelStore,
+  baseEngine: HashEngine,
+  metrics: DacdMetrics,
+  log: Logger,
+): Promise<EscapeApi | undefined> {
+  if (config.escapeApiPort === undefined) return undefined;
+  const escapeApi = await startEscapeApi({
+    host: config.escapeApiHost,
+    port: config.escapeApiPort,
+    store,
+    engine: baseEngine,
+    rateLimit: config.escapeApiRateLimit,
+    maxConcurrency: config.escapeApiMaxConcurrency,
+    connectionsPerAddress: config.escapeApiConnectionsPerAddress,
+    connectionRate: config.escapeApiConnectionRate,
+    contracts: config.escapeContracts,
+    observe: metrics.onEscapeApiRequest,
+    observeRefused: metrics.onEscapeApiConnectionRefused,
+  });
+  log.info({ url: escapeApi.url }, "escape API listening");
+  return escapeApi;
+}
+
+/** The start-up line: what runs, with which key, engine, walk and store. */
+function logStarted(
+  config: Config,
+  log: Logger,
+  profile: Profile,
+  signer: Signer,
+  engine: HashEngine,
+  treeWalk: TreeWalk,
+): void {
+  const build = buildInfo();
+  log.info(
+    {
+      version: build.version,
+      commit: build.commit,
+      node: build.node,
+      profile: profile.name,
+      member_key: signer.memberKey,
+      signer: signer.custody ?? "file",
+      chain: signer.chainKind,
+      engine: engine.name,
+      tree_walk: treeWalkName(treeWalk),
+      leveldb_binding: levelBindingName,
+      mapped_tables: mappedTablesInEffect(),
+      data_dir: config.dataDir,
+      mode: config.mode,
+    },
+    config.mode === "shadow" ? "dacd started in shadow mode: nothing will be posted" : "dacd started",
+  );
 }
 
 /** Which signer holds the member key, for `dacd status`: a file, or a token (and how it fares). */

@@ -76,7 +76,7 @@ export class DumpStreams {
     }
     res.setTimeout(STALLED_READER_MS, () => res.destroy());
     await dumpTree(view, this.engine, spec, root, rootGen, responseSink(res), {
-      pace: () => this.store.whenNoCommit(PACE_MAX_WAIT_MS),
+      pace: () => this.store.commits.whenIdle(PACE_MAX_WAIT_MS),
       chunk: DAEMON_WALK_CHUNK,
     });
   }

@@ -30,7 +30,7 @@ export function parseQuery(qs: string, takesBatch: boolean): { batch?: string } 
 export async function signedBatch(view: LevelStore, batchText: string | undefined): Promise<BatchRecord> {
   const signed = (await view.getCursor())?.last_accepted_batch_id;
   if (signed === undefined || signed < 0) throw new ApiError(404, "no batch is signed yet");
-  let id = (await view.frozenBatchId()) ?? signed;
+  let id = (await view.onchain.frozenBatchId()) ?? signed;
   if (batchText !== undefined) {
     if (!/^(0|[1-9][0-9]{0,15})$/.test(batchText) || !Number.isSafeInteger(Number(batchText)))
       throw new ApiError(
@@ -44,7 +44,7 @@ export async function signedBatch(view: LevelStore, batchText: string | undefine
   }
   const record = await view.getBatch(id);
   if (!record) throw new ApiError(404, `batch ${id} is not in this member's store`, "batch");
-  const prune = await view.getPruneInfo();
+  const prune = await view.batches.pruneInfo();
   if (isPruned(prune, id))
     throw new ApiError(
       404,

@@ -78,8 +78,8 @@ export class ChainWatch {
    * at the first poll.
    */
   async start(): Promise<void> {
-    this.cursor = await this.opts.store.getOnchain();
-    for (const id of await this.opts.store.uncomparedOnchainBatchIds()) this.toCompare.add(id);
+    this.cursor = await this.opts.store.onchain.cursor();
+    for (const id of await this.opts.store.onchain.uncomparedBatchIds()) this.toCompare.add(id);
     const frozen = this.cursor?.contract === this.address ? this.cursor.frozen : undefined;
     if (frozen)
       this.opts.log.warn(
@@ -178,7 +178,7 @@ export class ChainWatch {
    */
   private async readSharedState(cursor: OnchainCursor): Promise<void> {
     const frozen = cursor.frozen!;
-    const update = await this.opts.store.getOnchainBatch(frozen.batch_id);
+    const update = await this.opts.store.onchain.batch(frozen.batch_id);
     if (!update)
       throw new DacdError(
         "STORE",
@@ -289,9 +289,9 @@ export class ChainWatch {
       next_block: from,
       ...(frozen ? { frozen } : {}),
     };
-    for (const b of await this.opts.store.recordOnchain(rewound, [], { dropFrom: from }))
+    for (const b of await this.opts.store.onchain.record(rewound, [], { dropFrom: from }))
       if (b.matches === false) this.reported.add(`${b.tx_hash}/${b.batch_id}`);
-    const kept = await this.opts.store.lastOnchainBatch();
+    const kept = await this.opts.store.onchain.last();
     const withLast: OnchainCursor = kept
       ? {
           ...rewound,
@@ -424,7 +424,7 @@ export class ChainWatch {
     this.toCompare.clear();
     const updated: OnchainBatch[] = [];
     for (const id of ids) {
-      const batch = await this.opts.store.getOnchainBatch(id);
+      const batch = await this.opts.store.onchain.batch(id);
       if (!batch?.roots || batch.matches !== undefined) continue;
       const stored = await this.opts.store.getBatch(id);
       const matches = rootsMatch(batch.roots, stored);
@@ -459,7 +459,7 @@ export class ChainWatch {
     drop?: { dropAll?: boolean },
   ): Promise<void> {
     const wasFrozen = this.cursor?.contract === this.address && this.cursor.frozen !== undefined;
-    await this.opts.store.recordOnchain(cursor, batches, drop);
+    await this.opts.store.onchain.record(cursor, batches, drop);
     this.cursor = cursor;
     if (cursor.frozen && !wasFrozen)
       this.opts.log.error(

@@ -44,7 +44,7 @@ export function escapeRoutes(
   store: LevelStore,
   engine: HashEngine,
 ): Record<string, ControlHandler | StreamRoute> {
-  const walk: DaemonWalk = { store, engine, pace: () => store.whenNoCommit(PACE_MAX_WAIT_MS) };
+  const walk: DaemonWalk = { store, engine, pace: () => store.commits.whenIdle(PACE_MAX_WAIT_MS) };
   const limited = streamLimit(MAX_STREAMS);
   return {
     "/proof": (q) => proof(walk, q),

@@ -21,11 +21,11 @@ export interface LoadedBatchRecord extends BatchRecord {
  * are checked against it), else the newest verified (inspect/newest-verified.ts).
  */
 export async function resolveBatch(store: LevelStore, batchId?: number): Promise<BatchRecord> {
-  const id = batchId ?? (await store.frozenBatchId()) ?? (await defaultBatchId(store));
+  const id = batchId ?? (await store.onchain.frozenBatchId()) ?? (await defaultBatchId(store));
   if (id === undefined) throw new DacdError("BAD_INPUT", "the store holds no batch yet");
   const record = await store.getBatch(id);
   if (!record) throw new DacdError("BAD_INPUT", `batch ${id} is not in the store`);
-  const prune = await store.getPruneInfo();
+  const prune = await store.batches.pruneInfo();
   if (isPruned(prune, id)) {
     throw new DacdError(
       "BAD_INPUT",

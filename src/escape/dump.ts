@@ -70,7 +70,7 @@ export interface TreeDumpStats {
  */
 export async function dumpStore(store: LevelStore, engine: HashEngine, opts: DumpOptions): Promise<Manifest> {
   const { profile, trees } = await storeProfile(store);
-  const identity = (await store.getIdentity())!;
+  const identity = (await store.meta.identity())!;
   const record = await resolveBatch(store, opts.batchId);
   const sink = opts.sink ?? (opts.outDir !== undefined ? directorySink(opts.outDir) : undefined);
   if (!sink) throw new DacdError("BAD_INPUT", "a dump needs an output directory");

@@ -222,7 +222,7 @@ async function putLoadedBatch(
     next_batch_id: manifest.batch_id + 1,
     last_accepted_batch_id: manifest.batch_id,
   };
-  await store.putBatchAndCursor(record, cursor, { identity });
+  await store.batches.putWithCursor(record, cursor, { identity });
   return record;
 }
 

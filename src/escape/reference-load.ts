@@ -682,5 +682,5 @@ async function writeBatch(
     const missing: OrdersMissing = { batch_id: info.batch_id, at: record.verified_at };
     meta[Meta.ordersMissing] = missing;
   }
-  await store.putBatchAndCursor(record, cursor, { identity, meta });
+  await store.batches.putWithCursor(record, cursor, { identity, meta });
 }

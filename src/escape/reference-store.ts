@@ -25,7 +25,7 @@ export interface OrdersMissing {
 }
 
 export async function getOrdersMissing(store: LevelStore): Promise<OrdersMissing | undefined> {
-  return store.getMeta<OrdersMissing>(Meta.ordersMissing);
+  return store.meta.get<OrdersMissing>(Meta.ordersMissing);
 }
 
 /** The start-up warning for a store without its order tree, or undefined (none, or accepted). */
@@ -47,7 +47,7 @@ export function ordersMissingText(batchId: number): string {
 }
 
 export async function getImportedFrom(store: LevelStore): Promise<ImportedFrom | undefined> {
-  return store.getMeta<ImportedFrom>(Meta.importedFrom);
+  return store.meta.get<ImportedFrom>(Meta.importedFrom);
 }
 
 /** Refuses, in one line, to run an imported store with validate_rollup true. */

@@ -24,7 +24,7 @@ import type { Leaf, PositionLeaf, VaultLeaf } from "../model/state-update.js";
 
 /** The profile and trees a store was created for, from its identity record. */
 export async function storeProfile(store: LevelStore): Promise<{ profile: Profile; trees: TreeSpec[] }> {
-  const id = await store.getIdentity();
+  const id = await store.meta.identity();
   if (!id || !isProfileName(id.profile))
     throw new DacdError("STORE", `the store ${store.dir} holds no dacd state`);
   const profile = makeProfile(id.profile, id.heights);
@@ -89,7 +89,7 @@ export function onchainStatus(cursor: OnchainCursor | undefined): OnchainStatus 
 }
 
 export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
-  const identity = await store.getIdentity();
+  const identity = await store.meta.identity();
   const cursor = await store.getCursor();
   const last =
     cursor && cursor.last_accepted_batch_id >= 0
@@ -124,7 +124,7 @@ export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
           ...loaded(verified),
         }
       : null,
-    failing: (await store.getNote("failing")) ?? null,
+    failing: (await store.meta.note("failing")) ?? null,
     // A batch a shadow run verified is never posted, so it is never waiting for acceptance.
     pending_batch:
       newestRecord &&
@@ -138,7 +138,7 @@ export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
             verified_at: newestRecord.verified_at,
           }
         : null,
-    onchain: onchainStatus(await store.getOnchain()),
+    onchain: onchainStatus(await store.onchain.cursor()),
   };
 }
 
@@ -157,7 +157,7 @@ export async function showBatchOnchain(
   batchId: number,
 ): Promise<BatchRecord & { onchain: OnchainBatch | null }> {
   const record = await showBatch(store, batchId);
-  return { ...record, onchain: (await store.getOnchainBatch(batchId)) ?? null };
+  return { ...record, onchain: (await store.onchain.batch(batchId)) ?? null };
 }
 
 /** The leaf kinds a command names a tree by, singular or plural. */

@@ -99,7 +99,7 @@ export async function checkStore(
     return report;
   }
   const cursor = await store.getCursor();
-  const prune = await store.getPruneInfo();
+  const prune = await store.batches.pruneInfo();
   const skipped = new Set(cursor?.skipped ?? []);
   report.skipped = [...skipped];
 
@@ -107,7 +107,7 @@ export async function checkStore(
   let expectNext: number | undefined;
   let first: number | undefined;
   let last: number | undefined;
-  for await (const raw of store.batches()) {
+  for await (const raw of store.batches.records()) {
     const r = raw as LoadedBatchRecord;
     const id = r.batch_id;
     first ??= id;

@@ -1,7 +1,8 @@
 import { DacdError } from "../errors.js";
 import { storeProfile } from "../inspect/inspect.js";
 import type { BatchRecord } from "../storage/batch-record.js";
-import type { LevelStore, TreeRecordKey } from "../storage/level-store.js";
+import type { LevelStore } from "../storage/level-store.js";
+import type { TreeRecordKey } from "../storage/tree-record-repository.js";
 import { isPruned, type PruneInfo } from "../storage/prune-info.js";
 import { hexToBytes32 } from "../util/bytes.js";
 import type { NodeWrites } from "../storage/records/node-writes.js";
@@ -85,7 +86,7 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
 
     // From here on dump and proof refuse the batches whose trees are being swept.
     const info: PruneInfo = { up_to: retention.upTo, kept: retention.keptIds, at: new Date().toISOString() };
-    await store.setPruneInfo(info);
+    await store.batches.setPruneInfo(info);
 
     // 3. Sweep in chunks from the snapshot.
     report = {
@@ -101,7 +102,7 @@ export async function pruneStore(store: LevelStore, opts: PruneOptions): Promise
     };
     await new Sweep(store, guard, retention, report, opts).run(snapshot, marks);
     report.pruned_batches = [];
-    for await (const id of store.batchIds()) if (isPruned(info, id)) report.pruned_batches.push(id);
+    for await (const id of store.batches.ids()) if (isPruned(info, id)) report.pruned_batches.push(id);
   } finally {
     guard.close();
     await snapshot.close();
@@ -128,7 +129,7 @@ class CommitGuard {
   };
 
   constructor(private readonly store: LevelStore) {
-    store.commitListeners.add(this.listener);
+    store.commits.listeners.add(this.listener);
   }
 
   isProtected(r: TreeRecordKey): boolean {
@@ -141,7 +142,7 @@ class CommitGuard {
   }
 
   close(): void {
-    this.store.commitListeners.delete(this.listener);
+    this.store.commits.listeners.delete(this.listener);
   }
 }
 
@@ -158,9 +159,9 @@ interface Retention {
  * and the cursor's batch.
  */
 async function keptBatches(store: LevelStore, snapshot: LevelStore, opts: PruneOptions): Promise<Retention> {
-  const previous = await store.getPruneInfo();
+  const previous = await store.batches.pruneInfo();
   const ids: number[] = [];
-  for await (const id of snapshot.batchIds()) if (!isPruned(previous, id)) ids.push(id);
+  for await (const id of snapshot.batches.ids()) if (!isPruned(previous, id)) ids.push(id);
   const all = new Set(ids);
   const kept = new Set(ids.slice(-opts.keepBatches));
   for (const c of opts.checkpoints ?? []) {
@@ -248,7 +249,7 @@ class Sweep {
   }
 
   async run(snapshot: LevelStore, marks: Marks): Promise<void> {
-    for await (const r of snapshot.treeRecords()) {
+    for await (const r of snapshot.trees.keys()) {
       if (r.node) {
         this.report.nodes_scanned++;
         if (marks.nodes.has(r.hash, r.gen)) continue;
@@ -269,13 +270,13 @@ class Sweep {
     this.chunk = [];
     await this.opts.betweenChunks?.();
     this.opts.signal?.throwIfAborted();
-    return this.store.withWriteLock(async () => {
+    return this.store.commits.withWriteLock(async () => {
       const bad = this.guard.unsafeCommit(this.retention.upTo, this.retention.kept);
       if (bad) {
         this.report.aborted = `batch ${bad.id} was committed on top of batch ${bad.prev}, whose trees are being pruned; sweep stopped`;
         return false;
       }
-      await this.store.deleteTreeRecords(this.deletable(candidates));
+      await this.store.trees.delete(this.deletable(candidates));
       return true;
     });
   }

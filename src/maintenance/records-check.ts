@@ -62,7 +62,7 @@ export async function scanBatchRecords(
     let last: number | undefined;
     let count = 0;
     let unchecked = 0;
-    for await (const entries of snapshot.batchChunks(chunk)) {
+    for await (const entries of snapshot.batches.chunks(chunk)) {
       if (opts.signal?.aborted) throw opts.signal.reason;
       for (const { id, record } of entries) {
         count++;

@@ -27,7 +27,7 @@ export async function compareWithJournal(store: LevelStore, path: string): Promi
   };
   if (!journal) return out;
   const stored = new Map<number, string>();
-  for await (const r of store.batches()) stored.set(r.batch_id, r.claim_hash);
+  for await (const r of store.batches.records()) stored.set(r.batch_id, r.claim_hash);
   let first: number | undefined;
   for (const id of stored.keys()) first = first === undefined ? id : Math.min(first, id);
   for (const [id, claim] of [...journal].sort((a, b) => a[0] - b[0])) {

@@ -73,11 +73,11 @@ export const STORE_CHECKS: readonly StoreCheck[] = [
     name: "chain",
     run: async (config, store) => {
       if (!config.chain) return;
-      const stored = await store.getPinnedChain();
+      const stored = await store.meta.pinnedChain();
       // The pins compared as run compares them; the gateway's answer (run asks it) is left out by
       // giving the configured kind in its place, and nothing is pinned here.
       await resolveChainKind(
-        { getPinnedChain: async () => stored, pinChain: async () => undefined },
+        { pinnedChain: async () => stored, pinChain: async () => undefined },
         { configured: config.chain, gateway: config.chain },
       );
     },

@@ -10,8 +10,9 @@ import { DacdError } from "../errors.js";
 
 export type ChainKind = "ethereum" | "starknet";
 
+/** Where the pin is kept: the store's meta records (store.meta). */
 export interface ChainPinStore {
-  getPinnedChain(): Promise<string | undefined>;
+  pinnedChain(): Promise<string | undefined>;
   pinChain(kind: ChainKind): Promise<void>;
 }
 
@@ -24,7 +25,7 @@ export async function resolveChainKind(
     readonly gateway: ChainKind;
   },
 ): Promise<ChainKind> {
-  const stored = await store.getPinnedChain();
+  const stored = await store.pinnedChain();
   if (stored !== undefined && stored !== "ethereum" && stored !== "starknet")
     throw new DacdError("STORE", `the store pins an unknown chain kind ${JSON.stringify(stored)}`);
   const pins: [string, ChainKind | undefined][] = [

@@ -2,7 +2,7 @@
  * LevelDB key layout: one prefix byte per kind of record, then a binary suffix. Keys are raw bytes
  * (the store opens LevelDB with the `view` key encoding): under the default utf8 encoding, binary
  * hashes would be mangled and could collide. Only src/storage builds keys; the rest of dacd reads
- * and writes through LevelStore's methods.
+ * and writes through LevelStore and its repositories.
  *
  * Key kinds (key → value):
  * - tree:  0x00 ‖ u32 gen ‖ kind ‖ 32-byte hash, where gen is the id of the batch that wrote the
@@ -141,6 +141,11 @@ export const ONCHAIN_BATCH_RANGE = {
     return end;
   })(),
 };
+
+/** The key range of the batch records. */
+export const BATCH_RANGE = { gte: Uint8Array.of(Prefix.batch), lt: Uint8Array.of(Prefix.batch + 1) };
+/** The key range of the tree records: nodes and leaves of every batch (and the retire keys among them). */
+export const TREE_RANGE = { gte: Uint8Array.of(Prefix.tree), lt: Uint8Array.of(Prefix.tree + 1) };
 
 /**
  * The order of these hashes by their first 24 bits (ties in the given order): the order of their

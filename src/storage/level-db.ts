@@ -6,7 +6,7 @@ export type Db = ClassicLevel<Uint8Array, Uint8Array>;
 /**
  * The storage folder's own door to a LevelStore's LevelDB handle. Only modules of src/storage
  * import this file (scripts/check-imports.mjs refuses it elsewhere); everything outside reads and
- * writes through LevelStore's methods, which know the key layout (keys.ts). Tests that damage a
+ * writes through LevelStore and its repositories, which know the key layout (keys.ts). Tests that damage a
  * store on purpose use it too.
  */
 export const LEVEL_DB: unique symbol = Symbol("dacd.storage.levelDb");

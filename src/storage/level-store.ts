@@ -2,40 +2,22 @@ import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { ClassicLevel } from "./classic-level.js";
-import { canGetPacked, getPacked, NOT_FOUND } from "./level-binding.js";
 import { DacdError } from "../errors.js";
-import { NODE_FORMAT } from "./records/node-record.js";
 import type { NodeSource } from "./records/node-source.js";
 import type { NodeWrites } from "./records/node-writes.js";
-import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
-import {
-  batchIdFromKey,
-  batchKey,
-  Meta,
-  metaKey,
-  type MetaName,
-  ONCHAIN_BATCH_RANGE,
-  onchainBatchKey,
-  Prefix,
-  retireKey,
-  setTreeKeyHead,
-  TREE_KEY_HASH_AT,
-  TREE_KEY_LENGTH,
-  treeKey,
-  treeKeyOrder,
-  treeKeyParts,
-  TreeKind,
-} from "./keys.js";
+import type { BatchRecord, Cursor } from "./batch-record.js";
+import { TREE_RANGE } from "./keys.js";
 import { BULK_SPILL_DIR, BulkWriter, type BulkWriterOptions } from "./bulk-writer.js";
 import { type Db, LEVEL_DB } from "./level-db.js";
 import { tableFilesWithinLimit } from "./open-files.js";
-import { UnwrittenBatch } from "./unwritten-batch.js";
-import type { PruneInfo } from "./prune-info.js";
-import type { OnchainBatch, OnchainCursor } from "./onchain-record.js";
-import { batchPuts, putSorted, type BatchPuts } from "./sorted-puts.js";
+import { BatchCommits } from "./batch-commits.js";
+import { BatchRepository } from "./batch-repository.js";
+import { MetaRepository } from "./meta-repository.js";
+import { OnchainRepository } from "./onchain-repository.js";
+import type { PendingCommit } from "./pending-commit.js";
+import { StoreHandle } from "./store-handle.js";
+import { TreeRecordRepository } from "./tree-record-repository.js";
 import { asStoreError } from "./store-errors.js";
-
-type Snapshot = ReturnType<Db["snapshot"]>;
 
 /** LevelDB's tunables that dacd sets (classic-level's names; unset: LevelDB's defaults). */
 export interface LevelTuning {
@@ -55,56 +37,40 @@ export interface LevelTuning {
   readonly compression?: boolean;
 }
 
-/** Lookups in one getNodes from which two getMany calls run side by side. */
-const PARALLEL_READ_MIN = 2048;
-
-const json = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
-const parse = <T>(b: Uint8Array): T => JSON.parse(new TextDecoder().decode(b)) as T;
-
-/** A batch record as read by batchChunks: `record` is undefined when the stored bytes are not JSON. */
-export interface BatchEntry {
-  readonly id: number;
-  readonly record: BatchRecord | undefined;
-}
-
-/** A tree record's key: a node's (`node`) or a leaf's, by the batch that wrote it and its 32-byte hash. */
-export interface TreeRecordKey {
-  readonly node: boolean;
-  readonly gen: number;
-  readonly hash: Uint8Array;
-}
-
-/** The key range of the batch records. */
-const BATCH_RANGE = { gte: Uint8Array.of(Prefix.batch), lt: Uint8Array.of(Prefix.batch + 1) };
-/** The key range of the tree records: nodes and leaves of every batch. */
-const TREE_RANGE = { gte: Uint8Array.of(Prefix.tree), lt: Uint8Array.of(Prefix.tree + 1) };
-
 /**
  * dacd's LevelDB store: content-addressed tree nodes and leaves, one record per verified batch,
  * and a little metadata (cursor, identity). Every state change is one atomic, fsynced write.
+ *
+ * The store is a set of repositories over one LevelDB handle (store-handle.ts), each with one kind
+ * of record: `batches` (batch records, cursor, prune marker), `trees` (node and leaf records),
+ * `meta` (identity, format, chain, notes), `onchain` (the base-chain watch's records), and
+ * `commits` (the write path of verified batches). Here: opening and closing, snapshot views, the
+ * whole-store operations, and the reads and writes most callers need, passed to the repository
+ * that holds them.
  */
 export class LevelStore implements NodeSource {
-  /** Called inside the write lock, before each commitBatch write (the pruner protects these keys). */
-  readonly commitListeners = new Set<(record: BatchRecord, nodes: NodeWrites, leaves: NodeWrites) => void>();
-  private writeLock: Promise<unknown> = Promise.resolve();
-  /** Verifications under way: from beginCommit until their commit is written or abandoned. */
-  private openCommits = 0;
-  /** Batches whose write startCommit queued and which LevelDB does not hold yet, by id (gen). */
-  private readonly unwritten = new Map<number, UnwrittenBatch>();
-  /** Batches whose write failed, so that no batch built on one of them is written. */
-  private readonly failedWrites = new Set<number>();
-  private commitWaiters: (() => void)[] = [];
+  readonly batches: BatchRepository;
+  readonly trees: TreeRecordRepository;
+  readonly meta: MetaRepository;
+  readonly onchain: OnchainRepository;
+  readonly commits: BatchCommits;
 
-  private constructor(
-    private readonly db: Db,
-    readonly dir: string,
-    /**
-     * Set on a snapshot view (snapshot()): every read passes it, and nothing may be written. A view
-     * serves walks that read each block once (dumps, checks), so its reads do not fill LevelDB's
-     * block cache (fillCache: false).
-     */
-    private readonly reads: { readonly snapshot?: Snapshot; readonly fillCache?: boolean } = {},
-  ) {}
+  /**
+   * On a snapshot view (snapshot()) the handle carries the snapshot, which every read passes, and
+   * nothing may be written. A view serves walks that read each block once (dumps, checks), so its
+   * reads do not fill LevelDB's block cache (fillCache: false).
+   */
+  private constructor(private readonly handle: StoreHandle) {
+    this.batches = new BatchRepository(handle);
+    this.meta = new MetaRepository(handle);
+    this.onchain = new OnchainRepository(handle);
+    this.commits = new BatchCommits(handle);
+    this.trees = new TreeRecordRepository(handle, this.commits.unwritten);
+  }
+
+  get dir(): string {
+    return this.handle.dir;
+  }
 
   /**
    * A read-only view of the store as it is at this call: every read of the view sees this one
@@ -114,17 +80,14 @@ export class LevelStore implements NodeSource {
    * reclaimed after it). Writes on the view are refused.
    */
   snapshot(): LevelStore {
-    if (this.reads.snapshot) throw new Error("a snapshot view cannot take another snapshot");
-    return new LevelStore(this.db, this.dir, { snapshot: this.db.snapshot(), fillCache: false });
+    if (this.handle.isSnapshot) throw new Error("a snapshot view cannot take another snapshot");
+    const { db, dir } = this.handle;
+    return new LevelStore(new StoreHandle(db, dir, { snapshot: db.snapshot(), fillCache: false }));
   }
 
   /** True for a view made by snapshot(). */
   get isSnapshot(): boolean {
-    return this.reads.snapshot !== undefined;
-  }
-
-  private writable(): void {
-    if (this.reads.snapshot) throw new Error("a snapshot view of the store is read-only");
+    return this.handle.isSnapshot;
   }
 
   /**
@@ -174,12 +137,12 @@ export class LevelStore implements NodeSource {
         { cause: err },
       );
     }
-    const store = new LevelStore(db, dir);
+    const store = new LevelStore(new StoreHandle(db, dir));
     try {
       // Spill files of a load that was killed (they can take gigabytes): LevelDB's lock is held
       // now, so no load is running in this store. Left to a command that writes.
       if (!mode.existing) await rm(join(dir, BULK_SPILL_DIR), { recursive: true, force: true });
-      await store.checkFormat();
+      await store.meta.checkFormat();
     } catch (err) {
       await db.close().catch(() => undefined);
       throw asStoreError(err, dir) ?? err;
@@ -187,406 +150,63 @@ export class LevelStore implements NodeSource {
     return store;
   }
 
-  /** Refuses a store whose tree nodes are laid out in another format (every command opens here). */
-  private async checkFormat(): Promise<void> {
-    if (!(await this.getIdentity())) return; // empty: ensureIdentity or a load will record the format
-    const format = (await this.getMeta<number>(Meta.format)) ?? 1;
-    if (format !== NODE_FORMAT) {
-      throw new DacdError(
-        "CONFIG",
-        `the store ${this.dir} holds tree nodes in format ${format}, this dacd reads format ${NODE_FORMAT}: ` +
-          "export its leaves with the dacd that wrote it (dacd dump) and load them here (dacd load --from)",
-      );
-    }
-  }
-
   async close(): Promise<void> {
-    if (this.reads.snapshot) await this.reads.snapshot.close();
-    else await this.db.close();
+    const { db, reads } = this.handle;
+    if (reads.snapshot) await reads.snapshot.close();
+    else await db.close();
   }
 
-  /**
-   * The records of nodes: `hashes[i]` written by batch `gens[i]`. One getMany runs its lookups one
-   * after another on one libuv thread; a large one is split so that two threads look up at once.
-   */
-  async getNodes(
+  /** The records of nodes: `hashes[i]` written by batch `gens[i]` (store.trees). */
+  getNodes(hashes: readonly Uint8Array[], gens: ArrayLike<number>): Promise<(Uint8Array | undefined)[]> {
+    return this.trees.nodes(hashes, gens);
+  }
+
+  /** The records of leaves: `hashes[i]` written by batch `gens[i]` (store.trees). */
+  getLeafRecords(
     hashes: readonly Uint8Array[],
     gens: ArrayLike<number>,
   ): Promise<(Uint8Array | undefined)[]> {
-    return this.getTreeRecords(TreeKind.node, hashes, gens);
+    return this.trees.leaves(hashes, gens);
   }
 
-  /** The records of leaves: `hashes[i]` written by batch `gens[i]`. */
-  async getLeafRecords(
-    hashes: readonly Uint8Array[],
-    gens: ArrayLike<number>,
-  ): Promise<(Uint8Array | undefined)[]> {
-    return this.getTreeRecords(TreeKind.leaf, hashes, gens);
+  /** A batch's record (store.batches). */
+  getBatch(batchId: number): Promise<BatchRecord | undefined> {
+    return this.batches.get(batchId);
   }
 
-  private async getTreeRecords(
-    kind: number,
-    hashes: readonly Uint8Array[],
-    gens: ArrayLike<number>,
-  ): Promise<(Uint8Array | undefined)[]> {
-    if (gens.length !== hashes.length) throw new RangeError("a gen for every hash is needed");
-    if (this.unwritten.size > 0) return this.getTreeRecordsBesideUnwritten(kind, hashes, gens);
-    return this.readTreeRecords(kind, hashes, gens);
+  /** The id of the newest batch record (store.batches). */
+  lastBatchId(): Promise<number | undefined> {
+    return this.batches.lastId();
   }
 
-  /** getTreeRecords while batches are being written: their gens' records come from memory. */
-  private async getTreeRecordsBesideUnwritten(
-    kind: number,
-    hashes: readonly Uint8Array[],
-    gens: ArrayLike<number>,
-  ): Promise<(Uint8Array | undefined)[]> {
-    const out = new Array<Uint8Array | undefined>(hashes.length);
-    const stored: number[] = [];
-    for (let i = 0; i < hashes.length; i++) {
-      const batch = this.unwritten.get(gens[i]!);
-      if (batch) out[i] = batch.find(kind, hashes[i]!);
-      else stored.push(i);
-    }
-    if (stored.length === hashes.length) return this.readTreeRecords(kind, hashes, gens);
-    const found = await this.readTreeRecords(
-      kind,
-      stored.map((i) => hashes[i]!),
-      stored.map((i) => gens[i]!),
-    );
-    for (let k = 0; k < stored.length; k++) out[stored[k]!] = found[k];
-    return out;
+  /** Where the member resumes (store.batches). */
+  getCursor(): Promise<Cursor | undefined> {
+    return this.batches.cursor();
   }
 
-  /** Tree records from LevelDB. */
-  private async readTreeRecords(
-    kind: number,
-    hashes: readonly Uint8Array[],
-    gens: ArrayLike<number>,
-  ): Promise<(Uint8Array | undefined)[]> {
-    if (hashes.length === 0) return [];
-    // Looked up in key order (treeKeyOrder), the keys packed in one buffer.
-    const order = treeKeyOrder(hashes, gens);
-    const keyBytes = new Uint8Array(order.length * TREE_KEY_LENGTH);
-    for (let k = 0; k < order.length; k++) {
-      const i = order[k]!;
-      const at = k * TREE_KEY_LENGTH;
-      setTreeKeyHead(keyBytes.subarray(at, at + TREE_KEY_LENGTH), gens[i]!, kind);
-      keyBytes.set(hashes[i]!, at + TREE_KEY_HASH_AT);
-    }
-    const out = new Array<Uint8Array | undefined>(hashes.length);
-    const parts = await this.lookUpPacked(keyBytes);
-    for (let part = 0, k = 0; part < parts.length; part++) {
-      const { values, ends } = parts[part]!;
-      for (let j = 0, at = 0; j < ends.length; j++, k++) {
-        const end = ends[j]!;
-        if (end === NOT_FOUND) continue;
-        out[order[k]!] = values.subarray(at, end);
-        at = end;
-      }
-    }
-    return out;
-  }
-
-  /**
-   * Looks up the keys packed in `keyBytes` (TREE_KEY_LENGTH bytes each): the values found one after
-   * the other, and where each key's ends (getPacked's answer), in one part, or two when the keys are
-   * many, looked up side by side. Through dacd's binding where it is loaded (level-binding.ts);
-   * else through getMany, whose records, a Buffer each, are copied into one buffer: the trees keep
-   * them until their update ends, and the young generation would copy so many objects again and
-   * again.
-   */
-  private async lookUpPacked(keyBytes: Uint8Array): Promise<{ values: Uint8Array; ends: Uint32Array }[]> {
-    const count = keyBytes.length / TREE_KEY_LENGTH;
-    const cut = count < PARALLEL_READ_MIN ? [count] : [count >> 1, count];
-    const halves = cut.map((end, j) =>
-      keyBytes.subarray((j === 0 ? 0 : cut[0]!) * TREE_KEY_LENGTH, end * TREE_KEY_LENGTH),
-    );
-    // Tree records never fill LevelDB's block cache. The lookups below the node cache land on
-    // random blocks of a store far larger than the block cache, so a block kept there would only
-    // evict another before it is asked for again, while each insert and eviction (a lock, an
-    // allocation and a free) is paid on every lookup served by pread, in the tables LevelDB does
-    // not memory-map. Memory-mapped tables' blocks are never cached, so nothing changes for them.
-    const reads = { ...this.reads, fillCache: false };
-    if (getPacked && canGetPacked(this.db, reads)) {
-      const get = getPacked;
-      return Promise.all(halves.map((keys) => get(this.db, keys, TREE_KEY_LENGTH, reads)));
-    }
-    return Promise.all(
-      halves.map(async (packedKeys) => {
-        // The keys are views of one buffer (classic-level copies each key when called).
-        const keys = Array.from({ length: packedKeys.length / TREE_KEY_LENGTH }, (_, k) =>
-          packedKeys.subarray(k * TREE_KEY_LENGTH, (k + 1) * TREE_KEY_LENGTH),
-        );
-        const found = await this.db.getMany(keys, reads);
-        let bytes = 0;
-        for (const record of found) if (record) bytes += record.length;
-        const values = new Uint8Array(bytes);
-        const ends = new Uint32Array(found.length);
-        for (let k = 0, at = 0; k < found.length; k++) {
-          const record = found[k];
-          if (!record) ends[k] = NOT_FOUND;
-          else {
-            values.set(record, at);
-            ends[k] = at += record.length;
-          }
-        }
-        return { values, ends };
-      }),
-    );
-  }
-
-  async getBatch(batchId: number): Promise<BatchRecord | undefined> {
-    const v = await this.db.get(batchKey(batchId), this.reads);
-    return v === undefined ? undefined : parse<BatchRecord>(v);
-  }
-
-  /** Batch records in id order, optionally from `fromId` on. */
-  async *batches(fromId = 0): AsyncGenerator<BatchRecord> {
-    for await (const [, v] of this.db.iterator({
-      gte: batchKey(fromId),
-      lt: Uint8Array.of(Prefix.batch + 1),
-      ...this.reads,
-    })) {
-      yield parse<BatchRecord>(v);
-    }
-  }
-
-  async lastBatchId(): Promise<number | undefined> {
-    for await (const k of this.db.keys({
-      gte: batchKey(0),
-      lt: Uint8Array.of(Prefix.batch + 1),
-      reverse: true,
-      limit: 1,
-      ...this.reads,
-    })) {
-      return batchIdFromKey(k);
-    }
-    return undefined;
-  }
-
-  async getCursor(): Promise<Cursor | undefined> {
-    return this.getMeta<Cursor>(Meta.cursor);
-  }
-
-  async getIdentity(): Promise<StoreIdentity | undefined> {
-    return this.getMeta<StoreIdentity>(Meta.identity);
-  }
-
-  /**
-   * Binds the store to one profile and heights on first use and refuses any other afterwards:
-   * roots from one layout must never be read as another's.
-   */
-  async ensureIdentity(identity: StoreIdentity): Promise<void> {
-    this.writable();
-    const have = await this.getIdentity();
-    if (!have) {
-      await this.db.batch(LevelStore.identityPuts(identity), { sync: true });
-      return;
-    }
-    if (JSON.stringify(have) !== JSON.stringify(identity)) {
-      throw new DacdError(
-        "CONFIG",
-        `the store ${this.dir} was created for ${JSON.stringify(have)}, not ${JSON.stringify(identity)}`,
-      );
-    }
-  }
-
-  /** The writes that bind a new store to its identity and this node format. */
-  static identityPuts(identity: StoreIdentity): { type: "put"; key: Uint8Array; value: Uint8Array }[] {
-    return [
-      { type: "put", key: metaKey(Meta.identity), value: json(identity) },
-      { type: "put", key: metaKey(Meta.format), value: json(NODE_FORMAT) },
-    ];
-  }
-
-  /**
-   * A commit to fill while a batch is verified (PendingCommit); nothing reaches the store until
-   * commitBatch writes it.
-   */
+  /** A commit to fill while a batch is verified (store.commits). */
   beginCommit(gen: number): PendingCommit {
-    this.writable();
-    // A chained batch rather than an array of operations: no array of operation objects for a
-    // batch's hundreds of thousands of records.
-    this.openCommits++;
-    return new PendingCommit(this.db.batch(), gen, () => {
-      if (--this.openCommits > 0) return;
-      for (const wake of this.commitWaiters.splice(0)) wake();
-    });
+    return this.commits.begin(gen);
   }
 
-  /**
-   * Stores a verified batch with its nodes and leaves: one atomic write, fsynced before returning.
-   * `pending` may already hold some of the records (those it was given before).
-   */
-  async commitBatch(
+  /** Stores a verified batch with its records, fsynced before it resolves (store.commits). */
+  commitBatch(
     record: BatchRecord,
     nodes: NodeWrites,
     leaves: NodeWrites,
-    pending = this.beginCommit(record.batch_id),
+    pending?: PendingCommit,
   ): Promise<void> {
-    await this.startCommit(record, nodes, leaves, pending).durable;
+    return this.commits.commit(record, nodes, leaves, pending);
   }
 
-  /**
-   * commitBatch without waiting for the write: queues it and returns `durable`, which settles when
-   * the write does. Until then the batch is readable here as if written (its records by gen, its
-   * record by batchInFlight), so the next batch can be verified on top of it while it is put,
-   * written and fsynced. Writes keep the order of the calls, and a batch built on one whose write
-   * failed (or was refused) is refused.
-   */
+  /** commitBatch without waiting for the write: `durable` settles with it (store.commits). */
   startCommit(
     record: BatchRecord,
     nodes: NodeWrites,
     leaves: NodeWrites,
-    pending = this.beginCommit(record.batch_id),
+    pending?: PendingCommit,
   ): { durable: Promise<void> } {
-    const gen = record.batch_id;
-    pending.putNew(nodes, leaves);
-    // The lock is taken now, so writes keep the order of these calls; the records still being put
-    // are put in its turn, on this thread, between the next batch's steps.
-    const durable = this.withWriteLock(async () => {
-      try {
-        const prev = record.prev_batch_id;
-        if (this.failedWrites.has(prev))
-          throw new DacdError("STORE", `batch ${gen} builds on batch ${prev}, whose write failed`, {
-            batchId: gen,
-            field: "prev_batch_id",
-          });
-        await pending.allPut();
-        pending.batch.put(batchKey(gen), json(record));
-        for (const listener of this.commitListeners) listener(record, nodes, leaves);
-        await pending.batch.write({ sync: true });
-      } catch (err) {
-        this.failedWrites.add(gen);
-        throw err;
-      }
-      this.failedWrites.delete(gen);
-      await this.retireMemtable(gen);
-    }).finally(() => {
-      if (this.unwritten.get(gen) === unwritten) this.unwritten.delete(gen);
-      pending.abandon();
-    });
-    const unwritten = new UnwrittenBatch(record, nodes, leaves, durable);
-    this.unwritten.set(gen, unwritten);
-    // Whoever holds `durable` sees a failure; this only keeps an unobserved one from being fatal.
-    durable.catch(() => undefined);
-    return { durable };
-  }
-
-  /**
-   * A batch verified and handed to startCommit whose write has not finished: its record and a
-   * promise that settles with the write. Undefined once the write is done (then getBatch has it).
-   */
-  batchInFlight(batchId: number): { record: BatchRecord; durable: Promise<void> } | undefined {
-    return this.unwritten.get(batchId);
-  }
-
-  /**
-   * A batch's write goes into LevelDB's memtable whole (a large batch is ~170k records), and
-   * that memtable stays the one lookups search first until the next write: every lookup of the next
-   * batch would then walk a skip list of that size. A write
-   * of one key right after it makes LevelDB start a new memtable and flush the full one to a table,
-   * whose index answers a lookup for less. Not fsynced: it carries nothing, and
-   * its failure is ignored, since the batch is stored by then (a store that cannot write any more
-   * fails the next write that matters). In the daemon, the cursor's write after the gateway's
-   * answer (markAccepted) has the same effect, but only once the claim is accepted.
-   */
-  private async retireMemtable(gen: number): Promise<void> {
-    await this.db.del(retireKey(gen)).catch(() => undefined);
-  }
-
-  /** Runs `fn` while no commitBatch (and no other locked section) is writing; calls are serialised. */
-  withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
-    this.writable();
-    const run = this.writeLock.then(fn, fn);
-    this.writeLock = run.catch(() => undefined);
-    return run;
-  }
-
-  /**
-   * Resolves when no batch is being verified (at once when none is), or after `maxWaitMs`: a long
-   * read (a dump, a deep check) calls it between blocks so that it yields to the signing without
-   * stopping while the member catches up batch after batch.
-   */
-  whenNoCommit(maxWaitMs: number): Promise<void> {
-    if (this.openCommits === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, maxWaitMs);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.commitWaiters.push(done);
-    });
-  }
-
-  /** Marks a batch accepted by the gateway and advances the cursor past it, atomically. */
-  async markAccepted(record: BatchRecord, acceptedAt: Date): Promise<BatchRecord> {
-    this.writable();
-    const updated: BatchRecord = { ...record, accepted_at: acceptedAt.toISOString() };
-    const previous = await this.getCursor();
-    const cursor: Cursor = {
-      ...previous,
-      next_batch_id: Math.max(record.batch_id + 1, previous?.next_batch_id ?? 0),
-      last_accepted_batch_id: Math.max(record.batch_id, previous?.last_accepted_batch_id ?? -1),
-    };
-    await this.putBatchAndCursor(updated, cursor);
-    return updated;
-  }
-
-  /**
-   * Writes a batch record and the cursor in one fsynced write. A load that builds a fresh store
-   * passes `fresh`: the store's identity (and node format) and meta records go in the same write,
-   * the last of the load, so a store whose load did not finish has none of them.
-   */
-  async putBatchAndCursor(
-    record: BatchRecord,
-    cursor: Cursor,
-    fresh?: { identity: StoreIdentity; meta?: Partial<Record<MetaName, unknown>> },
-  ): Promise<void> {
-    this.writable();
-    const puts = fresh ? LevelStore.identityPuts(fresh.identity) : [];
-    for (const [name, value] of Object.entries(fresh?.meta ?? {}))
-      puts.push({ type: "put", key: metaKey(name as MetaName), value: json(value) });
-    puts.push(
-      { type: "put", key: batchKey(record.batch_id), value: json(record) },
-      { type: "put", key: metaKey(Meta.cursor), value: json(cursor) },
-    );
-    await this.db.batch(puts, { sync: true });
-  }
-
-  async setCursor(cursor: Cursor): Promise<void> {
-    this.writable();
-    await this.db.put(metaKey(Meta.cursor), json(cursor), { sync: true });
-  }
-
-  /**
-   * Advisory state the operator reads with `dacd status` (e.g. the failing batch); not fsynced, and
-   * never consulted for a signing decision.
-   */
-  async setNote(name: typeof Meta.failing, value: unknown): Promise<void> {
-    this.writable();
-    if (value === undefined) await this.db.del(metaKey(name));
-    else await this.db.put(metaKey(name), json(value));
-  }
-
-  /** The base chain's kind this member signs for, pinned at its first start (chain-pin.ts). */
-  async getPinnedChain(): Promise<string | undefined> {
-    return this.getMeta<string>(Meta.chain);
-  }
-
-  async pinChain(kind: string): Promise<void> {
-    await this.db.put(metaKey(Meta.chain), json(kind), { sync: true });
-  }
-
-  async getNote<T>(name: typeof Meta.failing): Promise<T | undefined> {
-    return this.getMeta<T>(name);
-  }
-
-  /** A meta record (0x04‖name, JSON). */
-  async getMeta<T>(name: MetaName): Promise<T | undefined> {
-    const v = await this.db.get(metaKey(name), this.reads);
-    return v === undefined ? undefined : parse<T>(v);
+    return this.commits.start(record, nodes, leaves, pending);
   }
 
   /**
@@ -595,9 +215,10 @@ export class LevelStore implements NodeSource {
    * otherwise compete with them for the CPU.
    */
   async compact(range: "all" | "trees" = "all"): Promise<void> {
-    this.writable();
-    if (range === "trees") await this.db.compactRange(TREE_RANGE.gte, TREE_RANGE.lt);
-    else await this.db.compactRange(Uint8Array.of(0x00), Uint8Array.of(0xff));
+    this.handle.writable();
+    const { db } = this.handle;
+    if (range === "trees") await db.compactRange(TREE_RANGE.gte, TREE_RANGE.lt);
+    else await db.compactRange(Uint8Array.of(0x00), Uint8Array.of(0xff));
   }
 
   /**
@@ -608,7 +229,7 @@ export class LevelStore implements NodeSource {
    */
   compactionWrittenMb(): number {
     let mb = 0;
-    for (const line of this.db.getProperty("leveldb.stats").split("\n")) {
+    for (const line of this.handle.db.getProperty("leveldb.stats").split("\n")) {
       // Level, Files, Size(MB), Time(sec), Read(MB), Write(MB).
       const cols = line.trim().split(/\s+/);
       if (cols.length === 6 && /^\d+$/.test(cols[0]!)) mb += Number(cols[5]);
@@ -616,224 +237,29 @@ export class LevelStore implements NodeSource {
     return mb;
   }
 
-  /** The prune marker, if the store was ever pruned (prune-info.ts). */
-  async getPruneInfo(): Promise<PruneInfo | undefined> {
-    return this.getMeta<PruneInfo>(Meta.prune);
-  }
-
-  /** Records which batches lose their trees; written, fsynced, before the prune deletes a node. */
-  async setPruneInfo(info: PruneInfo): Promise<void> {
-    this.writable();
-    await this.db.put(metaKey(Meta.prune), json(info), { sync: true });
-  }
-
-  /** Where the base-chain watch continues and what it saw last (undefined: never followed). */
-  async getOnchain(): Promise<OnchainCursor | undefined> {
-    return this.getMeta<OnchainCursor>(Meta.onchain);
-  }
-
-  /** What the base chain holds for batch `batchId`, as far as the watch has read it. */
-  async getOnchainBatch(batchId: number): Promise<OnchainBatch | undefined> {
-    const v = await this.db.get(onchainBatchKey(batchId), this.reads);
-    return v === undefined ? undefined : parse<OnchainBatch>(v);
-  }
-
-  /** The batch the exchange froze at, once the watch has seen the freeze. */
-  async frozenBatchId(): Promise<number | undefined> {
-    return (await this.getOnchain())?.frozen?.batch_id;
-  }
-
-  /**
-   * Advances the watch in one fsynced write: its cursor and the batches it read. `dropFrom`
-   * (a reorg) first removes every batch read from that block on, `dropAll` (another contract)
-   * every batch. Returns the batches removed.
-   */
-  async recordOnchain(
-    cursor: OnchainCursor,
-    batches: readonly OnchainBatch[],
-    drop: { dropFrom?: number; dropAll?: boolean } = {},
-  ): Promise<OnchainBatch[]> {
-    this.writable();
-    const ops: ({ type: "put"; key: Uint8Array; value: Uint8Array } | { type: "del"; key: Uint8Array })[] =
-      [];
-    const dropped: OnchainBatch[] = [];
-    if (drop.dropFrom !== undefined || drop.dropAll) {
-      for await (const [key, value] of this.db.iterator({ ...ONCHAIN_BATCH_RANGE })) {
-        const batch = parse<OnchainBatch>(value);
-        if (drop.dropAll || batch.block_number >= drop.dropFrom!) {
-          ops.push({ type: "del", key });
-          dropped.push(batch);
-        }
-      }
-    }
-    for (const b of batches) ops.push({ type: "put", key: onchainBatchKey(b.batch_id), value: json(b) });
-    ops.push({ type: "put", key: metaKey(Meta.onchain), value: json(cursor) });
-    await this.db.batch(ops, { sync: true });
-    return dropped;
-  }
-
-  /**
-   * The batches whose root update was read with roots but not yet compared with a stored batch
-   * (the member had not stored it when the update was read).
-   */
-  async uncomparedOnchainBatchIds(): Promise<number[]> {
-    const ids: number[] = [];
-    for await (const value of this.db.values({ ...ONCHAIN_BATCH_RANGE, ...this.reads })) {
-      const batch = parse<OnchainBatch>(value);
-      if (batch.roots && batch.matches === undefined) ids.push(batch.batch_id);
-    }
-    return ids;
-  }
-
-  /** The recorded batch with the highest id (what is left after a reorg dropped the rest). */
-  async lastOnchainBatch(): Promise<OnchainBatch | undefined> {
-    for await (const value of this.db.values({
-      ...ONCHAIN_BATCH_RANGE,
-      reverse: true,
-      limit: 1,
-      ...this.reads,
-    }))
-      return parse<OnchainBatch>(value);
-    return undefined;
-  }
-
   /** Whether the store holds no record at all (a load builds only a fresh store). */
   async isEmpty(): Promise<boolean> {
-    for await (const _ of this.db.keys({ limit: 1, ...this.reads })) return false;
+    for await (const _ of this.handle.db.keys({ limit: 1, ...this.handle.reads })) return false;
     return true;
   }
 
   /** Deletes every record: a load that failed leaves the fresh store it was given empty again. */
   async clear(): Promise<void> {
-    this.writable();
-    await this.db.clear();
+    this.handle.writable();
+    await this.handle.db.clear();
   }
 
   /** A writer for the millions of tree records of a load, spilled under the store's directory. */
   bulkWriter(opts?: BulkWriterOptions): BulkWriter {
-    this.writable();
-    return new BulkWriter(this.db, join(this.dir, BULK_SPILL_DIR), opts);
-  }
-
-  /** The ids of the stored batch records, in order. */
-  async *batchIds(): AsyncGenerator<number> {
-    for await (const k of this.db.keys({ ...BATCH_RANGE, ...this.reads })) yield batchIdFromKey(k);
-  }
-
-  /**
-   * The batch records in id order, `size` at a time; a record that is not valid JSON comes as
-   * undefined (the records check reports it rather than failing).
-   */
-  async *batchChunks(size: number): AsyncGenerator<BatchEntry[]> {
-    const it = this.db.iterator({ ...BATCH_RANGE, ...this.reads });
-    try {
-      for (;;) {
-        const entries = await it.nextv(size);
-        if (entries.length === 0) return;
-        yield entries.map(([key, value]) => {
-          let record: BatchRecord | undefined;
-          try {
-            record = parse<BatchRecord>(value);
-          } catch {
-            record = undefined;
-          }
-          return { id: batchIdFromKey(key), record };
-        });
-      }
-    } finally {
-      await it.close();
-    }
-  }
-
-  /**
-   * Which tree records the store holds (by gen, then nodes and leaves in hash order), for the prune's
-   * sweep, which deletes those that no kept batch reaches with deleteTreeRecords. `hash` is a copy.
-   */
-  async *treeRecords(): AsyncGenerator<TreeRecordKey> {
-    for await (const k of this.db.keys({ ...TREE_RANGE, ...this.reads })) {
-      if (k.length !== TREE_KEY_LENGTH) continue; // a retire key
-      const { gen, kind, hash } = treeKeyParts(k);
-      yield { node: kind === TreeKind.node, gen, hash: hash.slice() };
-    }
-  }
-
-  /**
-   * Deletes tree node and leaf records in one write, not fsynced: a deleted record that comes back
-   * after a crash is only space.
-   */
-  async deleteTreeRecords(records: readonly TreeRecordKey[]): Promise<void> {
-    this.writable();
-    if (records.length === 0) return;
-    await this.db.batch(
-      records.map((r) => ({
-        type: "del" as const,
-        key: treeKey(r.gen, r.node ? TreeKind.node : TreeKind.leaf, r.hash),
-      })),
-    );
+    this.handle.writable();
+    return new BulkWriter(this.handle.db, join(this.handle.dir, BULK_SPILL_DIR), opts);
   }
 
   /** The LevelDB handle, for the modules of src/storage only (level-db.ts). */
   [LEVEL_DB](): Db {
     // A view's reads must carry its snapshot; direct access would silently read the live store.
-    this.writable();
-    return this.db;
-  }
-}
-
-/**
- * One atomic write being assembled in a chained batch (which copies each key and value when it is
- * put). A verification puts each tree's records as soon as that tree is done, while the others
- * still hash: the put loop then mostly runs while the main thread would wait anyway. Records are
- * put in runs, each run in key order, a slice per turn of the event loop (sorted-puts.ts), one run
- * after the other. Nothing reaches the store before LevelStore.commitBatch writes the batch, once
- * every run is put (`allPut`); `abandon` drops it.
- */
-export class PendingCommit {
-  private readonly puts: BatchPuts;
-  /** How many records of the lists were handed to the runs so far. */
-  private nodesPut = 0;
-  private leavesPut = 0;
-  private done = false;
-  /** The runs handed over so far, one after the other. */
-  private runs: Promise<void> = Promise.resolve();
-
-  /** `gen`: the id of the batch whose records these are (their keys lead with it). */
-  constructor(
-    readonly batch: ReturnType<Db["batch"]>,
-    private readonly gen: number,
-    private readonly onDone: () => void = () => undefined,
-  ) {
-    this.puts = batchPuts(batch);
-  }
-
-  /** Puts the records added to the lists since the last call (in the background: see allPut). */
-  putNew(nodes: NodeWrites, leaves: NodeWrites): void {
-    if (this.done) throw new Error("this commit was written or abandoned");
-    const [nodesFrom, nodesTo] = [this.nodesPut, nodes.length];
-    const [leavesFrom, leavesTo] = [this.leavesPut, leaves.length];
-    this.nodesPut = nodesTo;
-    this.leavesPut = leavesTo;
-    const stopped = () => this.done;
-    this.runs = this.runs.then(async () => {
-      await putSorted(this.puts, this.gen, TreeKind.node, nodes, nodesFrom, nodesTo, stopped);
-      await putSorted(this.puts, this.gen, TreeKind.leaf, leaves, leavesFrom, leavesTo, stopped);
-    });
-    // Observed by allPut; a commit abandoned meanwhile never asks.
-    this.runs.catch(() => undefined);
-  }
-
-  /** Resolves once every record handed over is in the batch. */
-  allPut(): Promise<void> {
-    return this.runs;
-  }
-
-  /** Drops the batch unless it is written (nothing of it reaches the store); safe to call again. */
-  abandon(): void {
-    if (this.done) return;
-    this.done = true;
-    this.onDone();
-    // Idempotent in abstract-level, and a no-op once the batch is written.
-    void this.batch.close().catch(() => undefined);
+    this.handle.writable();
+    return this.handle.db;
   }
 }
 

@@ -66,7 +66,7 @@ export async function openMemberJournal(
 }
 
 async function* storeClaims(store: LevelStore): AsyncGenerator<JournalEntry> {
-  for await (const r of store.batches()) {
+  for await (const r of store.batches.records()) {
     yield {
       batch_id: r.batch_id,
       claim_hash: r.claim_hash,

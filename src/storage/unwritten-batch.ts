@@ -3,7 +3,7 @@ import type { BatchRecord } from "./batch-record.js";
 import { TreeKind } from "./keys.js";
 
 /**
- * A verified batch whose write to LevelDB is under way (LevelStore.startCommit), with the records
+ * A verified batch whose write to LevelDB is under way (BatchCommits.start, batch-commits.ts), with the records
  * it writes at hand by hash: the next batch's verification reads records of this batch's gen
  * before LevelDB holds them. Each list's index is built on its first lookup, since a batch asks
  * for few (often none) of the records the batch before it wrote.

@@ -3,7 +3,8 @@ import { computeClaimHash } from "../signer/claim.js";
 import type { Signer } from "../signer/signer.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { ClaimsGuard } from "../storage/claims-journal.js";
-import type { LevelStore, PendingCommit } from "../storage/level-store.js";
+import type { LevelStore } from "../storage/level-store.js";
+import type { PendingCommit } from "../storage/pending-commit.js";
 import { bytesEqual, hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
 import { parseStateUpdate } from "../wire/parse-update.js";
 import type { StateUpdate } from "../model/state-update.js";
@@ -52,7 +53,7 @@ export async function bindVerifyContext(
   store: LevelStore,
   parts: Omit<VerifyContext, "store">,
 ): Promise<VerifyContext> {
-  await store.ensureIdentity({
+  await store.meta.ensureIdentity({
     profile: parts.profile.name,
     heights: keptHeights(parts.profile, parts.options.validateRollup),
   });
@@ -199,7 +200,7 @@ async function storedOrInFlight(
   store: LevelStore,
   batchId: number,
 ): Promise<{ record: BatchRecord; durable: Promise<void> } | undefined> {
-  const inFlight = store.batchInFlight(batchId);
+  const inFlight = store.commits.inFlight(batchId);
   if (inFlight) return inFlight;
   const record = await store.getBatch(batchId);
   return record && { record, durable: Promise.resolve() };

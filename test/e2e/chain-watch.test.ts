@@ -83,7 +83,7 @@ describe("following the base chain", () => {
     expect(await onchainId()).toBe(0);
     await mine(1);
     await waitFor(async () => (await onchainId()) === 1, 10_000, "batch 1 on-chain");
-    expect(await daemon.store.getOnchainBatch(1)).toMatchObject({
+    expect(await daemon.store.onchain.batch(1)).toMatchObject({
       batch_id: 1,
       sequence_number: 2,
       matches: true,
@@ -92,9 +92,9 @@ describe("following the base chain", () => {
     // A root that differs from the stored one: counted, recorded, and the watch goes on.
     await exchange.commit(2, await rootsOf(daemon, 2, true));
     await mine(CONFIRMATIONS);
-    await waitFor(async () => (await daemon.store.getOnchainBatch(2)) !== undefined, 10_000, "the mismatch");
+    await waitFor(async () => (await daemon.store.onchain.batch(2)) !== undefined, 10_000, "the mismatch");
     expect(await mismatches()).toBe(1);
-    expect(await daemon.store.getOnchainBatch(2)).toMatchObject({ matches: false });
+    expect(await daemon.store.onchain.batch(2)).toMatchObject({ matches: false });
     expect(await onchainId()).toBe(2);
 
     // RPC errors: counted, never fatal; the watch catches up once the endpoint answers.
@@ -138,18 +138,18 @@ describe("following the base chain", () => {
     await exchange.commit(5, await rootsOf(daemon, 5, true));
     await mine(CONFIRMATIONS);
     await waitFor(
-      async () => (await daemon.store.getOnchainBatch(5)) !== undefined,
+      async () => (await daemon.store.onchain.batch(5)) !== undefined,
       10_000,
       "the replaced update's mismatch",
     );
     expect(await mismatches()).toBe(2);
-    expect(await daemon.store.getOnchainBatch(5)).toMatchObject({ matches: false });
+    expect(await daemon.store.onchain.batch(5)).toMatchObject({ matches: false });
     await rpc(node.url, "evm_revert", [deep]);
     await mine(1);
     await exchange.commit(5, await rootsOf(daemon, 5));
     await mine(CONFIRMATIONS + 1);
     await waitFor(
-      async () => (await daemon.store.getOnchainBatch(5))?.matches === true,
+      async () => (await daemon.store.onchain.batch(5))?.matches === true,
       10_000,
       "batch 5 reread",
     );
@@ -162,7 +162,7 @@ describe("following the base chain", () => {
     await exchange.freeze();
     await mine(CONFIRMATIONS);
     await waitFor(async () => (await metric(daemon, "dacd_onchain_frozen")) === 1, 10_000, "the freeze");
-    expect(await daemon.store.frozenBatchId()).toBe(3);
+    expect(await daemon.store.onchain.frozenBatchId()).toBe(3);
     expect(await onchainId()).toBe(3);
     const chainVaultRoot = rootHex(
       await createPublicClient({ transport: http(node.url) }).readContract({
@@ -181,7 +181,7 @@ describe("following the base chain", () => {
     expect(latest.batch_id).toBe(3);
 
     // Restart: the watch continues from its stored block, never from genesis.
-    const stored = (await daemon.store.getOnchain())!;
+    const stored = (await daemon.store.onchain.cursor())!;
     await daemon.stop();
     const before = proxy.logRanges.length;
     await mine(3);
@@ -249,15 +249,15 @@ describe("following the base chain", () => {
     };
     await later.commit(1, roots(1));
     await later.commit(2, roots(2, true));
-    await waitFor(async () => (await daemon.store.getOnchainBatch(2)) !== undefined, 10_000, "updates read");
+    await waitFor(async () => (await daemon.store.onchain.batch(2)) !== undefined, 10_000, "updates read");
     // A first start reads from the contract's deployment on, not from genesis.
     expect(proxy.logRanges[ranges]!.from).toBe(Number(later.deployedAt));
     expect(later.deployedAt).toBeGreaterThan(10n);
-    expect(await daemon.store.getOnchainBatch(1)).not.toHaveProperty("matches");
-    expect(await daemon.store.getOnchainBatch(2)).not.toHaveProperty("matches");
+    expect(await daemon.store.onchain.batch(1)).not.toHaveProperty("matches");
+    expect(await daemon.store.onchain.batch(2)).not.toHaveProperty("matches");
     gw.available = 6;
-    await waitFor(async () => (await daemon.store.getOnchainBatch(2))?.matches === false, 20_000, "compared");
-    expect(await daemon.store.getOnchainBatch(1)).toMatchObject({ matches: true });
+    await waitFor(async () => (await daemon.store.onchain.batch(2))?.matches === false, 20_000, "compared");
+    expect(await daemon.store.onchain.batch(1)).toMatchObject({ matches: true });
     expect(await metric(daemon, "dacd_onchain_root_mismatch_total")).toBe(1);
   });
 
@@ -287,17 +287,17 @@ describe("following the base chain", () => {
     gw.available = 1;
     let daemon = await startQuietDaemon(setup.config);
     cleanups.push(() => daemon.stop());
-    await waitFor(async () => (await daemon.store.getOnchainBatch(2)) !== undefined, 10_000, "updates read");
+    await waitFor(async () => (await daemon.store.onchain.batch(2)) !== undefined, 10_000, "updates read");
     gw.available = 6;
     await waitFor(async () => (await daemon.store.getBatch(2)) !== undefined, 20_000, "batch 2 stored");
     // Stored, its root update read, the comparison due at the next poll: stop before it.
-    expect(await daemon.store.getOnchainBatch(1)).not.toHaveProperty("matches");
-    expect(await daemon.store.getOnchainBatch(2)).not.toHaveProperty("matches");
+    expect(await daemon.store.onchain.batch(1)).not.toHaveProperty("matches");
+    expect(await daemon.store.onchain.batch(2)).not.toHaveProperty("matches");
     await daemon.stop();
 
     daemon = await startQuietDaemon(setup.config);
-    await waitFor(async () => (await daemon.store.getOnchainBatch(2))?.matches === false, 20_000, "compared");
-    expect(await daemon.store.getOnchainBatch(1)).toMatchObject({ matches: true });
+    await waitFor(async () => (await daemon.store.onchain.batch(2))?.matches === false, 20_000, "compared");
+    expect(await daemon.store.onchain.batch(1)).toMatchObject({ matches: true });
     expect(await metric(daemon, "dacd_onchain_root_mismatch_total")).toBe(1);
   });
 
@@ -321,7 +321,7 @@ describe("following the base chain", () => {
     );
     const calls = proxy.count("eth_getCode");
     await waitFor(() => proxy.count("eth_getCode") > calls + 3, 10_000, "the watch retrying");
-    expect(await daemon.store.getOnchain()).toBeUndefined();
+    expect(await daemon.store.onchain.cursor()).toBeUndefined();
     expect(await metric(daemon, "dacd_onchain_batch_id")).toBe(-1);
     expect(await metric(daemon, "dacd_ready")).toBe(1);
   });

@@ -56,18 +56,22 @@ describe("devnet on a base chain", () => {
       "batch 2 on-chain",
     );
     for (let id = 0; id <= 2; id++) {
-      const onchain = await daemon.store.getOnchainBatch(id);
+      const onchain = await daemon.store.onchain.batch(id);
       expect(onchain).toMatchObject({ batch_id: id, event: "LogUpdateState", sequence_number: id + 1 });
       // Each update's roots, read from its program output (the views show only a block's last).
       expect(onchain?.matches).toBe(true);
     }
-    expect(await daemon.store.getOnchainBatch(2)).toMatchObject({ matches: true });
+    expect(await daemon.store.onchain.batch(2)).toMatchObject({ matches: true });
 
     const frozen = await dacdAsync(["devnet", "freeze", "--availability-url", dn.urls.availability]);
     expect(frozen.code, frozen.err).toBe(0);
     const { frozen_batch_id } = JSON.parse(frozen.out) as { frozen_batch_id: number };
     expect(frozen_batch_id).toBeGreaterThanOrEqual(2);
     expect(dn.status().base_chain).toMatchObject({ frozen: true, committed_batch_id: frozen_batch_id });
-    await waitFor(async () => (await daemon.store.frozenBatchId()) === frozen_batch_id, 10_000, "the freeze");
+    await waitFor(
+      async () => (await daemon.store.onchain.frozenBatchId()) === frozen_batch_id,
+      10_000,
+      "the freeze",
+    );
   });
 });

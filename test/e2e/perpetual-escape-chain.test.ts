@@ -141,11 +141,11 @@ describe("a perpetual exchange frozen on the base chain", () => {
     expect(frozen.code, frozen.err).toBe(0);
     const { frozen_batch_id } = JSON.parse(frozen.out) as { frozen_batch_id: number };
     await waitFor(
-      async () => (await daemon.store.getOnchain())?.frozen?.shared_state !== undefined,
+      async () => (await daemon.store.onchain.cursor())?.frozen?.shared_state !== undefined,
       20_000,
       "the shared state read",
     );
-    const shared = (await daemon.store.getOnchain())!.frozen!.shared_state!;
+    const shared = (await daemon.store.onchain.cursor())!.frozen!.shared_state!;
     expect(shared.batch_id).toBe(frozen_batch_id);
     expect(shared.system_asset_type).toMatch(
       /^0x0*2893294412a4c8f915f75892b395ebbf6859ec246ec365c3b1f56f47c3a0a5d$/,

@@ -115,7 +115,7 @@ describe("start-up checks", () => {
     // A store pinned to one chain kind, configured for the other.
     const pinned = await configFile("pinned", [`availability_gateway_url: ${gatewayUrl}`, "chain: starknet"]);
     const store = await LevelStore.open(join(dir, "pinned-db"));
-    await store.pinChain("ethereum");
+    await store.meta.pinChain("ethereum");
     await store.close();
     cases.push(pinned);
 

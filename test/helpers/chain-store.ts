@@ -44,7 +44,7 @@ export async function chainStore(chain: ChainName, upTo?: number): Promise<Chain
   const dir = await tempDir("dacd-escape-");
   const store = await LevelStore.open(join(dir, "db"));
   const ctx = contextFor(store, chain);
-  await store.ensureIdentity({
+  await store.meta.ensureIdentity({
     profile: ctx.profile.name,
     heights: Object.fromEntries(Object.entries(expected.heights)),
   });

@@ -15,7 +15,7 @@ it("a backup carries the claims journal, and the backup still opens as a store",
   const dir = await mkdtemp(join(tmpdir(), "dacd-backup-journal-"));
   dirs.push(dir);
   const store = await LevelStore.open(join(dir, "data"));
-  await store.ensureIdentity({ profile: "spot", heights: { vault: 31, order: 251 } });
+  await store.meta.ensureIdentity({ profile: "spot", heights: { vault: 31, order: 251 } });
   const journalPath = join(dir, "data-claims", "claims.journal");
   const journal = await ClaimsJournal.open(journalPath);
   await journal.ensure(0, "0x" + "ab".repeat(32), "0xsig");
@@ -26,6 +26,6 @@ it("a backup carries the claims journal, and the backup still opens as a store",
     await readFile(journalPath, "utf8"),
   );
   const restored = await LevelStore.open(result.path);
-  expect(await restored.getIdentity()).toEqual({ profile: "spot", heights: { vault: 31, order: 251 } });
+  expect(await restored.meta.identity()).toEqual({ profile: "spot", heights: { vault: 31, order: 251 } });
   await restored.close();
 });

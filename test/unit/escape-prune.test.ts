@@ -113,7 +113,7 @@ describe("prune", () => {
     const store = await LevelStore.open(join(dir, "db"));
     const profile = makeProfile("spot-v4.0");
     const trees = [profile.main, profile.order];
-    await store.ensureIdentity({ profile: "spot-v4.0", heights: { vault: 31, order: 63 } });
+    await store.meta.ensureIdentity({ profile: "spot-v4.0", heights: { vault: 31, order: 63 } });
     const A = { key: 11n, token: 22n, balance: 33n };
     const B = { key: 11n, token: 22n, balance: 44n };
     const commit = async (id: number, prev: number, vault: Leaf, order: bigint): Promise<void> => {

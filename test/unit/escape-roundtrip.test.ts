@@ -45,7 +45,7 @@ describe.each(["spot-chain", "spot-v40-chain", "perpetual-chain"] as const)("dum
         loaded_from_dump: true,
       });
       expect(await dst.getCursor()).toEqual({ next_batch_id: N + 1, last_accepted_batch_id: N });
-      expect(await dst.getIdentity()).toEqual({
+      expect(await dst.meta.identity()).toEqual({
         profile: src.expected.profile,
         heights: src.expected.heights,
       });

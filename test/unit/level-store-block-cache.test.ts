@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClassicLevel } from "../../src/storage/classic-level.js";
 import { TreeKind, treeKey } from "../../src/storage/keys.js";
 import { levelBindingName, setMappedTables } from "../../src/storage/level-binding.js";
+import { levelDb } from "../../src/storage/level-db.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { placeholderRecord } from "../helpers/batch-record.js";
@@ -52,7 +53,7 @@ function levelMemory(db: ClassicLevel<Uint8Array, Uint8Array>): number {
 describe.skipIf(!dacdBinding)("the store's tree lookups and LevelDB's block cache", () => {
   it("read every record without caching a block, where a plain read with the cache caches them", async () => {
     // The store's database, for the property and the control read (no method of the store shows them).
-    const db = (store as unknown as { db: ClassicLevel<Uint8Array, Uint8Array> }).db;
+    const db = levelDb(store);
     const before = levelMemory(db);
     const got = await store.getNodes(
       hashes,

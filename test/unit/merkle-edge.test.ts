@@ -379,10 +379,10 @@ describe("the store's node format", () => {
   it("is recorded with a new store's identity, and a store of another format is refused", async () => {
     const freshDir = join(await tempDir(), "db");
     const fresh = await LevelStore.open(freshDir);
-    await fresh.ensureIdentity(identity);
+    await fresh.meta.ensureIdentity(identity);
     await fresh.close();
     const again = await LevelStore.open(freshDir); // its format was recorded with the identity
-    await again.ensureIdentity(identity);
+    await again.meta.ensureIdentity(identity);
     await again.close();
     // A store written before checkpoints: an identity and no format. Every command opens the
     // store through LevelStore.open, which refuses it.
@@ -415,7 +415,7 @@ describe("the store's node format", () => {
     });
     await mark(NODE_FORMAT);
     const reopened = await LevelStore.open(dir);
-    await reopened.ensureIdentity(identity);
+    await reopened.meta.ensureIdentity(identity);
     await reopened.close();
   });
 });

@@ -50,7 +50,7 @@ async function signedStore(): Promise<LevelStore> {
   const store = await LevelStore.open(join(await tempDir("dacd-ops-store-"), "data"));
   cleanups.push(() => store.close());
   const profile = makeProfile("spot");
-  await store.ensureIdentity({
+  await store.meta.ensureIdentity({
     profile: profile.name,
     heights: keptHeights(profile, true),
   });
@@ -59,7 +59,7 @@ async function signedStore(): Promise<LevelStore> {
   const ctx = { profile, engine, store, signer, options: { validateOrders: true, validateRollup: true } };
   for (let id = 0; id < responses.length; id++) {
     const { record } = await verifyAndStoreBatch(ctx, id, responses[id]!.update);
-    await store.markAccepted(record, new Date());
+    await store.batches.markAccepted(record, new Date());
   }
   await engine.close?.();
   return store;
@@ -152,7 +152,7 @@ describe("backup", () => {
     const copy = await LevelStore.open(made[2]!);
     try {
       expect(await copy.getCursor()).toEqual(await store.getCursor());
-      expect(await copy.getIdentity()).toEqual(await store.getIdentity());
+      expect(await copy.meta.identity()).toEqual(await store.meta.identity());
       for (let id = 0; id < 6; id++) expect(await copy.getBatch(id)).toEqual(await store.getBatch(id));
       expect((await scanBatchRecords(copy)).problems).toEqual([]);
     } finally {

@@ -144,7 +144,7 @@ describe("startCommit: a batch readable while its write is under way", () => {
   function holdWrites(): () => void {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    void store.withWriteLock(() => gate);
+    void store.commits.withWriteLock(() => gate);
     return release;
   }
 
@@ -163,7 +163,7 @@ describe("startCommit: a batch readable while its write is under way", () => {
     nodes.add(nodes.hash(7), 0, nodes.record(7), 0, 72);
     const release = holdWrites();
     const { durable } = store.startCommit(placeholderRecord(5), nodes, leaves);
-    expect(store.batchInFlight(5)?.record.batch_id).toBe(5);
+    expect(store.commits.inFlight(5)?.record.batch_id).toBe(5);
     // LevelDB holds none of it yet (a snapshot view reads LevelDB alone)...
     const view = store.snapshot();
     expect(await view.getNodes([nodes.hash(0)], [5])).toEqual([undefined]);
@@ -184,7 +184,7 @@ describe("startCommit: a batch readable while its write is under way", () => {
 
     release();
     await durable;
-    expect(store.batchInFlight(5)).toBeUndefined();
+    expect(store.commits.inFlight(5)).toBeUndefined();
     expect((await store.getBatch(5))?.batch_id).toBe(5);
     const view2 = store.snapshot();
     expect((await view2.getNodes([nodes.hash(2999)], [5])).map(hex)).toEqual([hex(nodes.record(2999))]);
@@ -213,7 +213,7 @@ describe("startCommit: a batch readable while its write is under way", () => {
     expect(await store.getBatch(6)).toBeUndefined();
     expect(await store.getBatch(7)).toBeUndefined();
     expect(await store.getNodes([first.hash(5), second.hash(5)], [6, 7])).toEqual([undefined, undefined]);
-    expect(store.batchInFlight(6)).toBeUndefined();
+    expect(store.commits.inFlight(6)).toBeUndefined();
 
     // Batch 6 written again (its retry) lets batch 7 through, and batch 8 after it.
     await store.commitBatch(placeholderRecord(6), first, new NodeWrites());

@@ -49,13 +49,13 @@ describe("importing the reference member's state archive", () => {
         loaded_from_dump: true,
       });
       expect(await store.getCursor()).toMatchObject({ next_batch_id: state.batch_id + 1 });
-      expect(await store.getIdentity()).toEqual({
+      expect(await store.meta.identity()).toEqual({
         profile,
         heights: profile === "spot" ? { vault: 31, order: 251 } : { vault: 31, order: 63 },
       });
       expect(await getImportedFrom(store)).toMatchObject({ batch_id: state.batch_id });
       const ids: number[] = [];
-      for await (const r of store.batches()) ids.push(r.batch_id);
+      for await (const r of store.batches.records()) ids.push(r.batch_id);
       expect(ids).toEqual([state.batch_id]);
     } finally {
       await store.close();

@@ -30,21 +30,21 @@ describe("LevelStore.snapshot", () => {
     const store = await LevelStore.open(dir);
     try {
       await store.commitBatch(record(0), new NodeWrites(), new NodeWrites());
-      await store.setCursor({ next_batch_id: 1, last_accepted_batch_id: 0 });
+      await store.batches.setCursor({ next_batch_id: 1, last_accepted_batch_id: 0 });
       const view = store.snapshot();
       expect(view.isSnapshot).toBe(true);
       await store.commitBatch(record(1), new NodeWrites(), new NodeWrites());
-      await store.setCursor({ next_batch_id: 2, last_accepted_batch_id: 1 });
+      await store.batches.setCursor({ next_batch_id: 2, last_accepted_batch_id: 1 });
 
       expect(await view.lastBatchId()).toBe(0);
       expect(await view.getBatch(1)).toBeUndefined();
       expect((await view.getCursor())?.last_accepted_batch_id).toBe(0);
       const ids: number[] = [];
-      for await (const r of view.batches()) ids.push(r.batch_id);
+      for await (const r of view.batches.records()) ids.push(r.batch_id);
       expect(ids).toEqual([0]);
       expect(await store.lastBatchId()).toBe(1);
 
-      await expect(view.setCursor({ next_batch_id: 9, last_accepted_batch_id: 8 })).rejects.toThrow(
+      await expect(view.batches.setCursor({ next_batch_id: 9, last_accepted_batch_id: 8 })).rejects.toThrow(
         /read-only/,
       );
       expect(() => view.beginCommit(2)).toThrow(/read-only/);
@@ -59,15 +59,15 @@ describe("LevelStore.snapshot", () => {
     }
   });
 
-  it("whenNoCommit resolves at once with no batch being verified, else when its commit ends or at the bound", async () => {
+  it("commits.whenIdle resolves at once with no batch being verified, else when its commit ends or at the bound", async () => {
     const dir = await mkdtemp(join(tmpdir(), "dacd-snapshot-"));
     dirs.push(dir);
     const store = await LevelStore.open(dir);
     try {
       let resolved = false;
-      await store.whenNoCommit(10_000); // none open: at once
+      await store.commits.whenIdle(10_000); // none open: at once
       const pending = store.beginCommit(1);
-      const waiting = store.whenNoCommit(10_000).then(() => (resolved = true));
+      const waiting = store.commits.whenIdle(10_000).then(() => (resolved = true));
       await new Promise((r) => setTimeout(r, 50));
       expect(resolved).toBe(false);
       pending.abandon();
@@ -75,7 +75,7 @@ describe("LevelStore.snapshot", () => {
       expect(resolved).toBe(true);
       const other = store.beginCommit(2);
       const t = performance.now();
-      await store.whenNoCommit(100);
+      await store.commits.whenIdle(100);
       expect(performance.now() - t).toBeGreaterThanOrEqual(90);
       other.abandon();
     } finally {

@@ -49,7 +49,7 @@ export async function storePaths(
   const rootGen = record.root_gens[tree.name];
   if (rootGen === undefined)
     throw new DacdError("STORE", `the ${tree.name} tree of batch ${record.batch_id} is not stored`);
-  const shared = (await store.getOnchain())?.frozen?.shared_state;
+  const shared = (await store.onchain.cursor())?.frozen?.shared_state;
   return {
     head: {
       profile: profile.name,

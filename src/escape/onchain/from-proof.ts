@@ -83,7 +83,7 @@ export async function frozenSharedState(
   store: LevelStore,
   batchId: number,
 ): Promise<EscapeSharedState | undefined> {
-  const s = (await store.getOnchain())?.frozen?.shared_state;
+  const s = (await store.onchain.cursor())?.frozen?.shared_state;
   if (!s || s.batch_id !== batchId) return undefined;
   return escapeSharedState(s);
 }

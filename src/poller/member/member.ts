@@ -117,7 +117,7 @@ export class Member {
     this.state.nextBatchId = cursor?.next_batch_id ?? 0;
     this.log.info({ next_batch_id: this.state.nextBatchId, cursor }, "member started");
     // A failure noted by an earlier run is stale now; it is noted again if it recurs.
-    await this.store.setNote("failing", undefined);
+    await this.store.meta.setNote("failing", undefined);
     try {
       await this.loop(signal);
     } finally {
@@ -244,7 +244,7 @@ export class Member {
     }
     if (record.accepted_at) {
       // Accepted before a crash that came before the cursor write: move on.
-      await this.store.markAccepted(record, new Date(record.accepted_at));
+      await this.store.batches.markAccepted(record, new Date(record.accepted_at));
       this.state.nextBatchId = batchId + 1;
       return true;
     }
@@ -339,7 +339,7 @@ export class Member {
         batchId: record.batch_id,
       });
     }
-    const accepted = await this.store.markAccepted(record, new Date());
+    const accepted = await this.store.batches.markAccepted(record, new Date());
     this.signed(record, detail, accepted.accepted_at!);
     this.log.info(
       {
@@ -388,7 +388,7 @@ export class Member {
     }
     if (prev >= batchId) return false;
     const cursor = await this.store.getCursor();
-    await this.store.setCursor({
+    await this.store.batches.setCursor({
       next_batch_id: batchId + 1,
       last_accepted_batch_id: cursor?.last_accepted_batch_id ?? -1,
       skipped: [...(cursor?.skipped ?? []), batchId].slice(-100),
@@ -412,7 +412,7 @@ export class Member {
     const cursor = await this.store.getCursor();
     if (!cursor?.skipped?.includes(prev) || prev >= batchId) return false;
     for (let id = prev + 1; id < batchId; id++) if (await this.store.getBatch(id)) return false;
-    await this.store.setCursor({
+    await this.store.batches.setCursor({
       next_batch_id: prev,
       last_accepted_batch_id: cursor.last_accepted_batch_id,
       skipped: cursor.skipped.filter((id) => id < prev),
@@ -427,7 +427,7 @@ export class Member {
 
   private async clearFailure(): Promise<void> {
     this.state.failing = undefined;
-    await this.store.setNote("failing", undefined).catch(() => undefined);
+    await this.store.meta.setNote("failing", undefined).catch(() => undefined);
   }
 
   private backoff(failures: number): number {
@@ -453,7 +453,7 @@ export class Member {
       next_retry_at: new Date(now.getTime() + delayMs).toISOString(),
     };
     // Kept in the store too, so that `dacd status` can say why even when the daemon is down.
-    void this.store.setNote("failing", this.state.failing).catch(() => undefined);
+    void this.store.meta.setNote("failing", this.state.failing).catch(() => undefined);
     const fields = {
       batch_id: this.state.nextBatchId,
       code,

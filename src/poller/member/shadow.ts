@@ -28,6 +28,6 @@ export async function markShadowed(store: LevelStore, record: BatchRecord, at: D
     next_batch_id: Math.max(record.batch_id + 1, previous?.next_batch_id ?? 0),
     last_accepted_batch_id: previous?.last_accepted_batch_id ?? -1,
   };
-  await store.putBatchAndCursor(updated, cursor);
+  await store.batches.putWithCursor(updated, cursor);
   return updated;
 }

@@ -1,0 +1,134 @@
+import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
+import { BATCH_RANGE, batchIdFromKey, batchKey, Meta, metaKey, type MetaName, Prefix } from "./keys.js";
+import { identityPuts } from "./meta-repository.js";
+import type { PruneInfo } from "./prune-info.js";
+import { jsonBytes, parseJson, type StoreHandle } from "./store-handle.js";
+
+/** A batch record as read by chunks: `record` is undefined when the stored bytes are not JSON. */
+export interface BatchEntry {
+  readonly id: number;
+  readonly record: BatchRecord | undefined;
+}
+
+/**
+ * The batch records (one per verified batch, keyed by id), the cursor the member resumes from,
+ * and the prune marker that says which batches lost their trees. Reached as `store.batches`; a
+ * batch's record is written with its trees by the commit (batch-commits.ts).
+ */
+export class BatchRepository {
+  constructor(private readonly handle: StoreHandle) {}
+
+  get(batchId: number): Promise<BatchRecord | undefined> {
+    return this.handle.getJson<BatchRecord>(batchKey(batchId));
+  }
+
+  /** Batch records in id order, optionally from `fromId` on. */
+  async *records(fromId = 0): AsyncGenerator<BatchRecord> {
+    for await (const [, v] of this.handle.db.iterator({
+      gte: batchKey(fromId),
+      lt: Uint8Array.of(Prefix.batch + 1),
+      ...this.handle.reads,
+    })) {
+      yield parseJson<BatchRecord>(v);
+    }
+  }
+
+  async lastId(): Promise<number | undefined> {
+    for await (const k of this.handle.db.keys({
+      gte: batchKey(0),
+      lt: Uint8Array.of(Prefix.batch + 1),
+      reverse: true,
+      limit: 1,
+      ...this.handle.reads,
+    })) {
+      return batchIdFromKey(k);
+    }
+    return undefined;
+  }
+
+  /** The ids of the stored batch records, in order. */
+  async *ids(): AsyncGenerator<number> {
+    for await (const k of this.handle.db.keys({ ...BATCH_RANGE, ...this.handle.reads }))
+      yield batchIdFromKey(k);
+  }
+
+  /**
+   * The batch records in id order, `size` at a time; a record that is not valid JSON comes as
+   * undefined (the records check reports it rather than failing).
+   */
+  async *chunks(size: number): AsyncGenerator<BatchEntry[]> {
+    const it = this.handle.db.iterator({ ...BATCH_RANGE, ...this.handle.reads });
+    try {
+      for (;;) {
+        const entries = await it.nextv(size);
+        if (entries.length === 0) return;
+        yield entries.map(([key, value]) => {
+          let record: BatchRecord | undefined;
+          try {
+            record = parseJson<BatchRecord>(value);
+          } catch {
+            record = undefined;
+          }
+          return { id: batchIdFromKey(key), record };
+        });
+      }
+    } finally {
+      await it.close();
+    }
+  }
+
+  cursor(): Promise<Cursor | undefined> {
+    return this.handle.getJson<Cursor>(metaKey(Meta.cursor));
+  }
+
+  async setCursor(cursor: Cursor): Promise<void> {
+    this.handle.writable();
+    await this.handle.db.put(metaKey(Meta.cursor), jsonBytes(cursor), { sync: true });
+  }
+
+  /** Marks a batch accepted by the gateway and advances the cursor past it, atomically. */
+  async markAccepted(record: BatchRecord, acceptedAt: Date): Promise<BatchRecord> {
+    this.handle.writable();
+    const updated: BatchRecord = { ...record, accepted_at: acceptedAt.toISOString() };
+    const previous = await this.cursor();
+    const cursor: Cursor = {
+      ...previous,
+      next_batch_id: Math.max(record.batch_id + 1, previous?.next_batch_id ?? 0),
+      last_accepted_batch_id: Math.max(record.batch_id, previous?.last_accepted_batch_id ?? -1),
+    };
+    await this.putWithCursor(updated, cursor);
+    return updated;
+  }
+
+  /**
+   * Writes a batch record and the cursor in one fsynced write. A load that builds a fresh store
+   * passes `fresh`: the store's identity (and node format) and meta records go in the same write,
+   * the last of the load, so a store whose load did not finish has none of them.
+   */
+  async putWithCursor(
+    record: BatchRecord,
+    cursor: Cursor,
+    fresh?: { identity: StoreIdentity; meta?: Partial<Record<MetaName, unknown>> },
+  ): Promise<void> {
+    this.handle.writable();
+    const puts = fresh ? identityPuts(fresh.identity) : [];
+    for (const [name, value] of Object.entries(fresh?.meta ?? {}))
+      puts.push({ type: "put", key: metaKey(name as MetaName), value: jsonBytes(value) });
+    puts.push(
+      { type: "put", key: batchKey(record.batch_id), value: jsonBytes(record) },
+      { type: "put", key: metaKey(Meta.cursor), value: jsonBytes(cursor) },
+    );
+    await this.handle.db.batch(puts, { sync: true });
+  }
+
+  /** The prune marker, if the store was ever pruned (prune-info.ts). */
+  pruneInfo(): Promise<PruneInfo | undefined> {
+    return this.handle.getJson<PruneInfo>(metaKey(Meta.prune));
+  }
+
+  /** Records which batches lose their trees; written, fsynced, before the prune deletes a node. */
+  async setPruneInfo(info: PruneInfo): Promise<void> {
+    this.handle.writable();
+    await this.handle.db.put(metaKey(Meta.prune), jsonBytes(info), { sync: true });
+  }
+}
