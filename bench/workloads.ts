@@ -8,6 +8,7 @@ import { computeClaimHash } from "../src/signer/claim.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore, type LevelTuning } from "../src/storage/level-store.js";
+import type { StoreIdentity } from "../src/storage/batch-record.js";
 import type { PendingCommit } from "../src/storage/pending-commit.js";
 import { toHex0x, toHex64 } from "../src/util/bytes.js";
 import { prng } from "../src/util/prng.js";
@@ -674,6 +675,10 @@ export async function runWorkload(
             return commitClock.time(() => target.commitBatch(record, nodes, leaves, pending));
           };
         }
+        // An --alt-build from before the store was split into repositories calls these by their old names.
+        if (prop === "batchInFlight") return (id: number) => target.commits.inFlight(id);
+        if (prop === "ensureIdentity")
+          return (identity: StoreIdentity) => target.meta.ensureIdentity(identity);
         const v = Reflect.get(target, prop, receiver) as unknown;
         return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
