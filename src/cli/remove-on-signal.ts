@@ -1,4 +1,4 @@
-import { rmSync } from "node:fs";
+import { renameSync, rmSync } from "node:fs";
 import { constants } from "node:os";
 
 const SIGNALS = ["SIGTERM", "SIGINT", "SIGHUP"] as const;
@@ -21,9 +21,18 @@ export function removeOnSignal(what: string, dir: () => string | null | undefine
     }
     if (d !== undefined) {
       try {
-        // Synchronous: nothing else runs before the exit. Retries cover LevelDB's background
-        // thread adding a file between the listing and the rmdir.
-        rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+        // Synchronous: nothing else on this thread runs before the exit. LevelDB's background
+        // thread and the import's writer threads still do, and create files by the directory's
+        // path: renamed away first, it takes no new files while it is removed.
+        const doomed = `${d}.removing-${process.pid}`;
+        let target = d;
+        try {
+          renameSync(d, doomed);
+          target = doomed;
+        } catch {
+          // Not there (nothing to remove) or not renamable: removed where it is.
+        }
+        rmSync(target, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
       } catch (err) {
         process.stderr.write(
           `dacd: ${what} stopped by ${signal}; remove ${d} by hand: ${(err as Error).message}\n`,
