@@ -388,13 +388,7 @@ export class TopNodeCache {
    */
   private insert(slot: number): void {
     if ((this.filled + 1) * 4 > this.table.length * 3) this.rebuild();
-    const mask = this.table.length - 1;
-    const key = hashKey(this.slab, slot * SLOT);
-    let cell = key & mask;
-    while (this.table[cell] !== 0) cell = (cell + 1) & mask;
-    this.table[cell] = slot + 1;
-    this.keys[cell] = key;
-    this.filled++;
+    this.place(slot);
   }
 
   /** A table of twice the live slots' size, from the slots alone. */
@@ -403,15 +397,18 @@ export class TopNodeCache {
     this.table = new Int32Array(size);
     this.keys = new Int32Array(size);
     this.filled = 0;
-    const mask = size - 1;
-    for (let slot = 0; slot < this.used; slot++) {
-      const key = hashKey(this.slab, slot * SLOT);
-      let cell = key & mask;
-      while (this.table[cell] !== 0) cell = (cell + 1) & mask;
-      this.table[cell] = slot + 1;
-      this.keys[cell] = key;
-      this.filled++;
-    }
+    for (let slot = 0; slot < this.used; slot++) this.place(slot);
+  }
+
+  /** Puts `slot` in the first empty cell of its probe sequence (the table has room). */
+  private place(slot: number): void {
+    const mask = this.table.length - 1;
+    const key = hashKey(this.slab, slot * SLOT);
+    let cell = key & mask;
+    while (this.table[cell] !== 0) cell = (cell + 1) & mask;
+    this.table[cell] = slot + 1;
+    this.keys[cell] = key;
+    this.filled++;
   }
 
   /** Slots are never freed: a position, once used, keeps its slot for each newer node there. */
