@@ -171,8 +171,8 @@ function nextSequentialId(rng: Rng, count: number, newLeaves: number): bigint {
 class CountingEngine implements HashEngine {
   hashes = 0;
   readonly busy = new BusyClock();
-  /** The calls since the last reset, for replayHashing. */
-  calls: EngineCall[] = [];
+  /** While a timed batch runs, its calls, for replayHashing; undefined: none are recorded. */
+  calls: EngineCall[] | undefined;
   /** Settable, so that batches can alternate between engines (one per forced kernel). */
   constructor(public inner: HashEngine) {}
   get name(): string {
@@ -180,25 +180,27 @@ class CountingEngine implements HashEngine {
   }
   async hashMany(xs: Uint8Array, ys: Uint8Array): Promise<Uint8Array> {
     this.hashes += xs.length / 32;
-    this.calls.push({ kind: "pairs", n: xs.length / 32 });
+    this.calls?.push({ kind: "pairs", n: xs.length / 32 });
     return this.busy.time(async () => this.inner.hashMany(xs, ys));
   }
   async hashConst(vs: Uint8Array, c: Uint8Array, constantIsY: boolean): Promise<Uint8Array> {
     this.hashes += vs.length / 32;
-    this.calls.push({ kind: "one-sided", n: vs.length / 32, c: c.slice(), constantIsY });
+    this.calls?.push({ kind: "one-sided", n: vs.length / 32, c: c.slice(), constantIsY });
     return this.busy.time(async () => hashWithConstant(this.inner, vs, c, constantIsY));
   }
   async climbChains(job: ChainClimb): Promise<ClimbedChains> {
     this.hashes += chainHashes(job);
     // Copied: a walk may reuse its buffers once the call is done.
-    const copy = {
-      ...job,
-      starts: job.starts.slice(),
-      paths: job.paths.slice(),
-      from: job.from.slice(),
-      to: job.to.slice(),
-    };
-    this.calls.push({ kind: "climb", job: copy });
+    this.calls?.push({
+      kind: "climb",
+      job: {
+        ...job,
+        starts: job.starts.slice(),
+        paths: job.paths.slice(),
+        from: job.from.slice(),
+        to: job.to.slice(),
+      },
+    });
     return this.busy.time(async () => climbChains(this.inner, job));
   }
 }
@@ -772,7 +774,7 @@ export async function runWorkload(
         await opts.gate?.(i);
         native.inner = forced?.engine ?? opts.native;
         native.hashes = 0;
-        native.calls = [];
+        native.calls = other ? undefined : [];
         reads = 0;
         writes = 0;
         writtenBytes = 0;
@@ -812,9 +814,9 @@ export async function runWorkload(
         if (!other && !stopBeside) breakdowns.push(breakdown);
         hashes = native.hashes;
         storageOps = reads + writes;
-        if (!other && !stopBeside)
+        if (!other && !stopBeside && native.calls)
           hashOnly.push(await replayHashing(native.inner, hashOnlyInput, native.calls));
-        native.calls = [];
+        native.calls = undefined;
         opts.log(
           `${kind}: batch ${i + 1}: ${alt ? "alt build " : ""}${altCache ? "JavaScript node cache " : ""}${stopBeside ? "beside " : ""}${forced ? `${forced.name} ` : ""}native ${total.toFixed(3)} s ${breakdownText(breakdown)} ` +
             `${reads} reads, ${writes} writes (${(writtenBytes / 2 ** 20).toFixed(1)} MiB), cpu ${cpuS.toFixed(2)} s, ` +
