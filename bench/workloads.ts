@@ -35,6 +35,7 @@ import type { NativeNodeCacheAddon } from "../src/verifier/trees/native/native-n
 import type { NodeWrite } from "../src/storage/records/node-source.js";
 import { NodeWrites } from "../src/storage/records/node-writes.js";
 import { warmTopNodes } from "../src/verifier/warm-cache.js";
+import { setRandomReads } from "../src/storage/level-binding.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
 import { chooseTreeWalk } from "../src/verifier/trees/update/tree-walk.js";
 import { runtimeSettings } from "../src/config/runtime-settings.js";
@@ -702,6 +703,7 @@ export async function runWorkload(
       const s = (performance.now() - t) / 1000;
       if (warmS === undefined) [warmS, warmNodes] = [s, cache.size];
       opts.log(`${kind}: cache warm-up ${s.toFixed(1)} s, ${warmed} nodes`);
+      setRandomReads(); // as a daemon does once its cache is warm (app.ts)
       return cache;
     };
     const treeWalk = chooseTreeWalk(runtimeSettings().treeWalk);

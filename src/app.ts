@@ -28,7 +28,12 @@ import { discardMemberKey, loadMemberKey, signerFor } from "./service/member-sig
 import type { Signer } from "./signer/signer.js";
 import { Pkcs11Signer } from "./signer/pkcs11/pkcs11-signer.js";
 import { LevelStore } from "./storage/level-store.js";
-import { levelBindingName, mappedTablesInEffect, setMappedTables } from "./storage/level-binding.js";
+import {
+  levelBindingName,
+  mappedTablesInEffect,
+  setMappedTables,
+  setRandomReads,
+} from "./storage/level-binding.js";
 import { runConfigChecks, runStoreChecks } from "./service/startup-checks.js";
 import { openFileLimit, tableFilesWithinLimit } from "./storage/open-files.js";
 import { openMemberJournal } from "./storage/member-journal.js";
@@ -269,10 +274,13 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
   await chainWatch?.start();
   // In the background: the first batches find the top levels in memory, and the start is not delayed.
   const warmStart = performance.now();
-  warmTopNodes(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).then(
-    (nodes) => log.info({ nodes, ms: Math.round(performance.now() - warmStart) }, "node cache warmed"),
-    (err: unknown) => log.warn({ err }, "node cache warm-up stopped"),
-  );
+  // Once it is done, the reads below the cache are lookups at random places: no read-ahead for them.
+  warmTopNodes(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup))
+    .then(
+      (nodes) => log.info({ nodes, ms: Math.round(performance.now() - warmStart) }, "node cache warmed"),
+      (err: unknown) => log.warn({ err }, "node cache warm-up stopped"),
+    )
+    .finally(() => setRandomReads());
   const operations: Operations = await startOperations({
     config,
     log,

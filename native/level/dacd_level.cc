@@ -1,9 +1,12 @@
 // dacd's additions to classic-level's binding (classic-level-binding.patch includes this file in a
 // copy of classic-level's binding.cc, before its NAPI_INIT, and exports batch_put_records,
-// db_get_packed and set_mapped_tables).
+// db_get_packed, set_mapped_tables and set_random_reads).
 //
 // set_mapped_tables(limit): how many table files LevelDB memory-maps (the rest are read with
 // pread); see the comment above it.
+//
+// set_random_reads(): every table file, open or opened later, reads without read-ahead from its
+// next read on (leveldb-random-reads.patch); see the comment above it.
 //
 // It also gives LevelDB a hardware CRC32C (see leveldb::port::AcceleratedCRC32C below). The build
 // patch also drops classic-level's Bloom filter (native/README.md says why).
@@ -223,6 +226,21 @@ NAPI_METHOD(set_mapped_tables) {
     return NULL;
   }
   leveldb::EnvPosixTest::SetMappedTables(limit);
+  return NULL;
+}
+
+// A lookup below dacd's node cache reads one block at a random place in the store. Where the store
+// is larger than the page cache, the kernel's read-ahead around that block (tens of KiB) brings in
+// neighbours no lookup asks for and evicts pages that another lookup needs. A walk over whole trees
+// (the cache's warm-up) reads neighbouring blocks and gains from read-ahead, so the caller turns it
+// off once such walks are done; it stays off for the rest of the process.
+#include <atomic>
+namespace leveldb {
+extern std::atomic<bool> dacd_random_reads;
+}
+
+NAPI_METHOD(set_random_reads) {
+  leveldb::dacd_random_reads.store(true, std::memory_order_relaxed);
   return NULL;
 }
 

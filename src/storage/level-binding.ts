@@ -116,6 +116,7 @@ interface Additions {
   batch_put_records?: BatchPutRecords;
   db_get_packed?: DbGetPacked;
   set_mapped_tables?: (limit: number) => void;
+  set_random_reads?: () => void;
 }
 
 function loadBinding(): Additions {
@@ -237,6 +238,20 @@ export function setMappedTables(limit: number): "set" | "unsupported" | "too lat
   if (databaseCreated) return "too late";
   set(limit);
   mappedTables = limit;
+  return "set";
+}
+
+/**
+ * From now on, every table file LevelDB reads (open or opened later) reads without the kernel's
+ * read-ahead: a lookup below the node cache then reads its block alone rather than the blocks
+ * around it, which on a store larger than the page cache would evict pages that other lookups need.
+ * Called once the node cache is warm: its warm-up walks whole trees and gains from read-ahead. For
+ * the rest of the process; "unsupported" under classic-level's own binding.
+ */
+export function setRandomReads(): "set" | "unsupported" {
+  const set = binding.set_random_reads;
+  if (typeof set !== "function") return "unsupported";
+  set();
   return "set";
 }
 

@@ -9,6 +9,7 @@ import {
   levelBindingName,
   mappedTablesInEffect,
   setMappedTables,
+  setRandomReads,
 } from "../../src/storage/level-binding.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 
@@ -22,6 +23,18 @@ afterAll(async () => {
 });
 
 /** The table files of `dir` this process has memory-mapped (/proc/self/maps). */
+/** For each table file of `dir` this process maps, whether the mapping carries the random-read advice. */
+async function randomReadFlags(dir: string): Promise<boolean[]> {
+  const smaps = (await readFile("/proc/self/smaps", "utf8")).split("\n");
+  const flags: boolean[] = [];
+  let inTable = false;
+  for (const line of smaps) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) inTable = line.includes(dir) && line.endsWith(".ldb");
+    else if (inTable && line.startsWith("VmFlags:")) flags.push(line.split(/\s+/).includes("rr"));
+  }
+  return flags;
+}
+
 async function mappedTablesOf(dir: string): Promise<number> {
   const maps = await readFile("/proc/self/maps", "utf8");
   return new Set(maps.split("\n").filter((line) => line.includes(dir) && line.endsWith(".ldb"))).size;
@@ -51,9 +64,11 @@ describe.skipIf(!dacdBinding || process.platform !== "linux")(
       // The limit is the process's, over all its databases: six stores of one table each. A store's
       // records become a table when it is opened again (LevelDB recovers its log into one).
       const stores: ClassicLevel<Uint8Array, Uint8Array>[] = [];
+      const firstKeys: Uint8Array[] = [];
       for (let s = 0; s < 6; s++) {
         const dir = join(parent, String(s));
         const keys = Array.from({ length: 50 }, () => new Uint8Array(randomBytes(16)));
+        firstKeys.push(keys[0]!);
         const writer = new ClassicLevel<Uint8Array, Uint8Array>(dir, {
           keyEncoding: "view",
           valueEncoding: "view",
@@ -66,9 +81,10 @@ describe.skipIf(!dacdBinding || process.platform !== "linux")(
         });
         stores.push(reader);
         // Read back, which opens the table: mapped while the limit allows, else read with pread.
+        // Not into the block cache, so that the reads below read the table again.
         const hex = (values: (Uint8Array | undefined)[]): string[] =>
           values.map((v) => Buffer.from(v ?? []).toString("hex"));
-        expect(hex(await reader.getMany(keys))).toEqual(hex(keys));
+        expect(hex(await reader.getMany(keys, { fillCache: false }))).toEqual(hex(keys));
       }
       const tables = (await Promise.all(stores.map((db) => readdir(db.location))))
         .flat()
@@ -76,6 +92,15 @@ describe.skipIf(!dacdBinding || process.platform !== "linux")(
       expect(tables).toBe(6);
       const mapped = await mappedTablesOf(parent);
       expect(mapped).toBe(3);
+
+      // Read-ahead stays until setRandomReads; then each table, already open, gives it up at its
+      // next read (the kernel lists the mapping's advice as "rr" among its VmFlags).
+      expect(await randomReadFlags(parent)).toEqual([false, false, false]);
+      expect(setRandomReads()).toBe("set");
+      expect(await randomReadFlags(parent)).toEqual([false, false, false]);
+      for (let s = 0; s < 6; s++)
+        expect(Buffer.from((await stores[s]!.get(firstKeys[s]!))!)).toEqual(Buffer.from(firstKeys[s]!));
+      expect(await randomReadFlags(parent)).toEqual([true, true, true]);
       for (const db of stores) await db.close();
     });
   },

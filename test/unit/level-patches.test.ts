@@ -37,25 +37,31 @@ function brokenClassicLevel(file: string, from: string, to: string): string {
 }
 
 describe("LevelDB's patches (native/level/*.patch)", () => {
-  it("are the three unified diffs, applied in name order", () => {
+  it("are the four unified diffs, applied in name order", () => {
     expect(patchFiles().map((f) => path.basename(f))).toEqual([
       "classic-level-binding.patch",
+      "leveldb-random-reads.patch",
       "leveldb-skiplist-finger.patch",
       "leveldb-sync-beside.patch",
     ]);
   });
 
-  it("change binding.cc, skiplist.h and db_impl.cc as the build compiles them", () => {
+  it("change binding.cc, skiplist.h, db_impl.cc and env_posix.cc as the build compiles them", () => {
     const files = applyPatches(LEVEL_DIR);
     expect([...files.keys()].sort()).toEqual([
       "binding.cc",
       `${LEVELDB}/db/db_impl.cc`,
       `${LEVELDB}/db/skiplist.h`,
+      `${LEVELDB}/util/env_posix.cc`,
     ]);
+    const env = files.get(`${LEVELDB}/util/env_posix.cc`)!;
+    expect(env).toContain("std::atomic<bool> dacd_random_reads(false);");
+    expect(env).toContain("madvise(mmapped_region_, length_, MADV_RANDOM);");
+    expect(env.match(/posix_fadvise\(fd, 0, 0, POSIX_FADV_RANDOM\);/g)).toHaveLength(2);
     const cc = files.get("binding.cc")!;
     expect(cc).toContain("options_.filter_policy = NULL;");
     expect(cc).toContain('#include "dacd_level.cc"\n\nNAPI_INIT() {');
-    for (const name of ["batch_put_records", "db_get_packed", "set_mapped_tables"])
+    for (const name of ["batch_put_records", "db_get_packed", "set_mapped_tables", "set_random_reads"])
       expect(cc).toContain(`NAPI_EXPORT_FUNCTION(${name});`);
     expect(files.get(`${LEVELDB}/db/skiplist.h`)).toContain("Node* x = DacdFindGreaterOrEqual(key, prev);");
     expect(files.get(`${LEVELDB}/db/db_impl.cc`)).toContain(
@@ -68,13 +74,16 @@ describe("LevelDB's patches (native/level/*.patch)", () => {
   it.runIf(levelSources().version === "3.0.0")("give classic-level 3.0.0 exactly the pinned sources", () => {
     const files = applyPatches(LEVEL_DIR);
     expect(sha256(files.get("binding.cc")!)).toBe(
-      "fde3a713bf2fa8365e81a9bb45be83d78367ff8f187287cf5614e9bb9b2d5be7",
+      "5fddcb211bbc37f02ebe2a819325ca1d782a4f02546650347b6cc1ad5502d86c",
     );
     expect(sha256(files.get(`${LEVELDB}/db/skiplist.h`)!)).toBe(
       "a6e52d4cd733535aa1d0df622c0696213ce83086b6ff9303b8744196b79d77a1",
     );
     expect(sha256(files.get(`${LEVELDB}/db/db_impl.cc`)!)).toBe(
       "75231dc3380633521b3de0f8ed26abbf32077b3b48fd428a0f1131b1f9be4581",
+    );
+    expect(sha256(files.get(`${LEVELDB}/util/env_posix.cc`)!)).toBe(
+      "86c754fdb2ab2fad6a3e9fa439b6e842962a55974f7be5d8fe998e757320d09e",
     );
   });
 
