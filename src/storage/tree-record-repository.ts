@@ -12,8 +12,14 @@ import {
 import type { StoreHandle } from "./store-handle.js";
 import type { UnwrittenBatch } from "./unwritten-batch.js";
 
-/** Lookups in one read from which two getMany calls run side by side. */
-const PARALLEL_READ_MIN = 2048;
+/** The fewest lookups one getMany call of a split read is given. */
+const READ_PART_MIN = 1024;
+/**
+ * How many getMany calls of one read run side by side: libuv's threads (4 unless
+ * UV_THREADPOOL_SIZE says otherwise), where a store larger than the page cache keeps each waiting
+ * on the disk.
+ */
+const READ_PARTS_MAX = 4;
 
 /** A tree record's key: a node's (`node`) or a leaf's, by the batch that wrote it and its 32-byte hash. */
 export interface TreeRecordKey {
@@ -36,7 +42,7 @@ export class TreeRecordRepository {
 
   /**
    * The records of nodes: `hashes[i]` written by batch `gens[i]`. One getMany runs its lookups one
-   * after another on one libuv thread; a large one is split so that two threads look up at once.
+   * after another on one libuv thread; a large read is split so that several threads look up at once.
    */
   nodes(hashes: readonly Uint8Array[], gens: ArrayLike<number>): Promise<(Uint8Array | undefined)[]> {
     return this.records(TreeKind.node, hashes, gens);
@@ -112,8 +118,8 @@ export class TreeRecordRepository {
 
   /**
    * Looks up the keys packed in `keyBytes` (TREE_KEY_LENGTH bytes each): the values found one after
-   * the other, and where each key's ends (getPacked's answer), in one part, or two when the keys are
-   * many, looked up side by side. Through dacd's binding where it is loaded (level-binding.ts);
+   * the other, and where each key's ends (getPacked's answer), in one part, or up to READ_PARTS_MAX
+   * consecutive ranges of the keys when they are many, looked up side by side. Through dacd's binding where it is loaded (level-binding.ts);
    * else through getMany, whose records, a Buffer each, are copied into one buffer: the trees keep
    * them until their update ends, and the young generation would copy so many objects again and
    * again.
@@ -121,9 +127,12 @@ export class TreeRecordRepository {
   private async lookUpPacked(keyBytes: Uint8Array): Promise<{ values: Uint8Array; ends: Uint32Array }[]> {
     const { db } = this.handle;
     const count = keyBytes.length / TREE_KEY_LENGTH;
-    const cut = count < PARALLEL_READ_MIN ? [count] : [count >> 1, count];
-    const halves = cut.map((end, j) =>
-      keyBytes.subarray((j === 0 ? 0 : cut[0]!) * TREE_KEY_LENGTH, end * TREE_KEY_LENGTH),
+    const partCount = Math.max(1, Math.min(READ_PARTS_MAX, Math.floor(count / READ_PART_MIN)));
+    const ranges = Array.from({ length: partCount }, (_, j) =>
+      keyBytes.subarray(
+        Math.floor((count * j) / partCount) * TREE_KEY_LENGTH,
+        Math.floor((count * (j + 1)) / partCount) * TREE_KEY_LENGTH,
+      ),
     );
     // Tree records never fill LevelDB's block cache. The lookups below the node cache land on
     // random blocks of a store far larger than the block cache, so a block kept there would only
@@ -133,10 +142,10 @@ export class TreeRecordRepository {
     const reads = { ...this.handle.reads, fillCache: false };
     if (getPacked && canGetPacked(db, reads)) {
       const get = getPacked;
-      return Promise.all(halves.map((keys) => get(db, keys, TREE_KEY_LENGTH, reads)));
+      return Promise.all(ranges.map((keys) => get(db, keys, TREE_KEY_LENGTH, reads)));
     }
     return Promise.all(
-      halves.map(async (packedKeys) => {
+      ranges.map(async (packedKeys) => {
         // The keys are views of one buffer (classic-level copies each key when called).
         const keys = Array.from({ length: packedKeys.length / TREE_KEY_LENGTH }, (_, k) =>
           packedKeys.subarray(k * TREE_KEY_LENGTH, (k + 1) * TREE_KEY_LENGTH),

@@ -59,7 +59,7 @@ describe("classic-level's own binding (DACD_LEVEL_BINDING=stock)", () => {
     const nodes = new NodeWrites();
     const hashes: Uint8Array[] = [];
     const values: Uint8Array[] = [];
-    // More than one getMany takes (the store splits large reads in two).
+    // More than one getMany takes (the store splits a large read into up to four).
     for (let i = 0; i < 5000; i++) {
       const hash = new Uint8Array(randomBytes(32));
       const value = new Uint8Array(randomBytes(1 + (i % 90)));
