@@ -41,7 +41,9 @@ import { runtimeSettings } from "./config/runtime-settings.js";
 import { createEngine } from "./verifier/hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
 import { TopNodeCache } from "./verifier/trees/cache/node-cache.js";
-import { placeBranchTops, warmTopNodes } from "./verifier/warm-cache.js";
+import { placeBranchTops, warmNodeCache } from "./verifier/warm-cache.js";
+import { CacheSnapshotWriter } from "./verifier/cache-snapshot-writer.js";
+import { snapshotPath } from "./verifier/trees/cache/cache-snapshot.js";
 import { asStoreError } from "./storage/store-errors.js";
 import { bindVerifyContext } from "./verifier/verify-batch.js";
 import { ChainWatch } from "./chain/watch.js";
@@ -204,6 +206,15 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
     claims: journal,
     treeWalk,
   });
+  // Saved at a stop once the run loop has stopped, before the store closes (the closers run newest first).
+  const snapshots = new CacheSnapshotWriter(
+    ctx.topNodes!,
+    store,
+    keptTrees(profile, validateRollup).map((t) => t.name),
+    snapshotPath(config.dataDir),
+    log,
+  );
+  closers.defer(() => snapshots.stop());
   const chainWatch = baseChainWatch(config, profile.main.name, store, metrics, log);
   const member = new Member(
     ctx,
@@ -268,9 +279,20 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
   // Beside the member, never in its way: its RPC calls and small writes run between batches.
   await chainWatch?.start();
   // In the background: the first batches find the top levels in memory, and the start is not delayed.
-  const warmStart = performance.now();
-  warmTopNodes(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).then(
-    (nodes) => log.info({ nodes, ms: Math.round(performance.now() - warmStart) }, "node cache warmed"),
+  // From the snapshot a clean stop saved when it fits the store, else by walking the trees (and
+  // then saved once, so that a crash later still leaves one).
+  warmNodeCache(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup), snapshots.file).then(
+    (warmed) => {
+      if (warmed.refused) log.info({ reason: warmed.refused }, `node cache snapshot not used: ${warmed.refused}`);
+      if (warmed.batchesBehind)
+        log.info(
+          { batches_behind: warmed.batchesBehind },
+          `node cache snapshot is ${warmed.batchesBehind} batches older than the store`,
+        );
+      log.info({ nodes: warmed.nodes, ms: warmed.ms, source: warmed.source }, "node cache warmed");
+      snapshots.markWarm();
+      if (warmed.source === "walk") snapshots.writeInBackground();
+    },
     (err: unknown) => log.warn({ err }, "node cache warm-up stopped"),
   );
   const operations: Operations = await startOperations({

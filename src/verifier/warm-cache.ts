@@ -6,6 +6,7 @@ import type { TopNodeCache } from "./trees/cache/node-cache.js";
 import type { TreeSpec } from "../model/profile.js";
 import { emptyRoots } from "./trees/update/compute-roots.js";
 import { findBranchTop, type FoundTop } from "./trees/cache/branch-top.js";
+import { openCacheSnapshot, SnapshotRefused } from "./trees/cache/cache-snapshot.js";
 
 /**
  * Fills the node cache from the trees of the newest stored batch (or of batch `batchId`), so that
@@ -76,4 +77,81 @@ export async function warmTopNodes(
     for await (const _leaves of walk);
   }
   return cache.size - before;
+}
+
+/** How a warm-up went: the nodes it added, its time and where they came from. */
+export interface Warmed {
+  readonly nodes: number;
+  readonly ms: number;
+  readonly source: "snapshot" | "walk";
+  /** Why the snapshot was not used (source "walk"). */
+  readonly refused?: string;
+  /** How many batches the store is past the snapshot's (source "snapshot"). */
+  readonly batchesBehind?: number;
+}
+
+/**
+ * Warms the cache from the snapshot in `snapshotFile` when it fits this store and configuration
+ * (loadCacheSnapshot), else by walking the trees (warmTopNodes). The branch tops are placed first
+ * (placeBranchTops, as at every start); a snapshot's tree whose top has moved since is not loaded.
+ */
+export async function warmNodeCache(
+  cache: TopNodeCache,
+  store: LevelStore,
+  engine: HashEngine,
+  trees: readonly TreeSpec[],
+  snapshotFile: string | undefined,
+): Promise<Warmed> {
+  const started = performance.now();
+  const ms = (): number => Math.round(performance.now() - started);
+  let refused = "no snapshot file configured";
+  if (snapshotFile !== undefined && cache.levels > 0) {
+    try {
+      await placeBranchTops(cache, store, engine, trees);
+      const loaded = await loadCacheSnapshot(cache, store, trees, snapshotFile);
+      return { ...loaded, ms: ms(), source: "snapshot" };
+    } catch (err) {
+      refused = err instanceof SnapshotRefused ? err.message : `cannot read the snapshot: ${String(err)}`;
+    }
+  }
+  const nodes = await warmTopNodes(cache, store, engine, trees);
+  return { nodes, ms: ms(), source: "walk", refused };
+}
+
+/**
+ * Loads the snapshot in `file` into `cache` when its checksum, format, node format and trees are
+ * this dacd's and the store holds its batch with the same roots; the branch tops must be placed
+ * already. Throws SnapshotRefused saying why not.
+ */
+export async function loadCacheSnapshot(
+  cache: TopNodeCache,
+  store: Pick<LevelStore, "getBatch" | "lastBatchId">,
+  trees: readonly TreeSpec[],
+  file: string,
+): Promise<{ nodes: number; batchesBehind: number }> {
+  if (!cache.canSnapshot) throw new SnapshotRefused("this node cache cannot load a snapshot (an older native addon)");
+  const snapshot = await openCacheSnapshot(file);
+  try {
+    const { header } = snapshot;
+    const names = trees.map((t) => t.name).join(", ");
+    const theirs = header.trees.map((t) => t.name).join(", ");
+    if (names !== theirs) throw new SnapshotRefused(`the snapshot holds the trees ${theirs}, this member keeps ${names}`);
+    const record = await store.getBatch(header.batch_id);
+    if (!record) throw new SnapshotRefused(`the snapshot's batch ${header.batch_id} is not in the store`);
+    for (const spec of trees)
+      if (record.roots[spec.name] !== header.roots[spec.name])
+        throw new SnapshotRefused(
+          `the snapshot's ${spec.name} root of batch ${header.batch_id} is not the store's (a snapshot of another store)`,
+        );
+    const newest = (await store.lastBatchId()) ?? header.batch_id;
+    const before = cache.size;
+    await snapshot.load(cache, (tree) => {
+      const top = cache.topOf(tree);
+      const at = header.trees.find((t) => t.name === tree)!;
+      return top.depth === at.top_depth && top.index.toString() === at.top_index;
+    });
+    return { nodes: cache.size - before, batchesBehind: Math.max(0, newest - header.batch_id) };
+  } finally {
+    await snapshot.close();
+  }
 }
