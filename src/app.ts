@@ -289,7 +289,10 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
           { batches_behind: warmed.batchesBehind },
           `node cache snapshot is ${warmed.batchesBehind} batches older than the store`,
         );
-      log.info({ nodes: warmed.nodes, ms: warmed.ms, source: warmed.source }, "node cache warmed");
+      log.info(
+        { nodes: warmed.nodes, ms: warmed.ms, source: warmed.source, ...(warmed.walked && { walked: warmed.walked }) },
+        "node cache warmed",
+      );
       snapshots.markWarm();
       if (warmed.source === "walk") snapshots.writeInBackground();
     },

@@ -64,14 +64,14 @@ export class CacheSnapshotWriter {
     const batchId = await this.store.lastBatchId();
     const record = batchId === undefined ? undefined : await this.store.getBatch(batchId);
     if (!record) return;
-    const { bytes } = await writeCacheSnapshot(
+    const { bytes, nodes } = await writeCacheSnapshot(
       this.cache,
       this.file,
       { batchId: record.batch_id, roots: record.roots, trees: this.trees },
       { signal },
     );
     this.log.info(
-      { batch_id: record.batch_id, nodes: this.cache.size, bytes, ms: Math.round(performance.now() - started) },
+      { batch_id: record.batch_id, nodes, bytes, ms: Math.round(performance.now() - started) },
       "node cache snapshot written",
     );
   }

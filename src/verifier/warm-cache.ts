@@ -88,12 +88,14 @@ export interface Warmed {
   readonly refused?: string;
   /** How many batches the store is past the snapshot's (source "snapshot"). */
   readonly batchesBehind?: number;
+  /** The trees walked after all, their top having moved since the snapshot (source "snapshot"). */
+  readonly walked?: readonly string[];
 }
 
 /**
  * Warms the cache from the snapshot in `snapshotFile` when it fits this store and configuration
  * (loadCacheSnapshot), else by walking the trees (warmTopNodes). The branch tops are placed first
- * (placeBranchTops, as at every start); a snapshot's tree whose top has moved since is not loaded.
+ * (placeBranchTops, as at every start); a tree whose top has moved since the snapshot is walked.
  */
 export async function warmNodeCache(
   cache: TopNodeCache,
@@ -109,7 +111,15 @@ export async function warmNodeCache(
     try {
       await placeBranchTops(cache, store, engine, trees);
       const loaded = await loadCacheSnapshot(cache, store, trees, snapshotFile);
-      return { ...loaded, ms: ms(), source: "snapshot" };
+      const moved = trees.filter((t) => loaded.moved.includes(t.name));
+      const walkedNodes = moved.length > 0 ? await warmTopNodes(cache, store, engine, moved) : 0;
+      return {
+        nodes: loaded.nodes + walkedNodes,
+        batchesBehind: loaded.batchesBehind,
+        ...(moved.length > 0 ? { walked: loaded.moved } : {}),
+        ms: ms(),
+        source: "snapshot",
+      };
     } catch (err) {
       refused = err instanceof SnapshotRefused ? err.message : `cannot read the snapshot: ${String(err)}`;
     }
@@ -121,14 +131,15 @@ export async function warmNodeCache(
 /**
  * Loads the snapshot in `file` into `cache` when its checksum, format, node format and trees are
  * this dacd's and the store holds its batch with the same roots; the branch tops must be placed
- * already. Throws SnapshotRefused saying why not.
+ * already. The trees whose top has moved since are not loaded (`moved`). Throws SnapshotRefused
+ * saying why not.
  */
 export async function loadCacheSnapshot(
   cache: TopNodeCache,
   store: Pick<LevelStore, "getBatch" | "lastBatchId">,
   trees: readonly TreeSpec[],
   file: string,
-): Promise<{ nodes: number; batchesBehind: number }> {
+): Promise<{ nodes: number; batchesBehind: number; moved: string[] }> {
   if (!cache.canSnapshot) throw new SnapshotRefused("this node cache cannot load a snapshot (an older native addon)");
   const snapshot = await openCacheSnapshot(file);
   try {
@@ -144,13 +155,15 @@ export async function loadCacheSnapshot(
           `the snapshot's ${spec.name} root of batch ${header.batch_id} is not the store's (a snapshot of another store)`,
         );
     const newest = (await store.lastBatchId()) ?? header.batch_id;
+    const moved = header.trees
+      .filter((t) => {
+        const top = cache.topOf(t.name);
+        return top.depth !== t.top_depth || top.index.toString() !== t.top_index;
+      })
+      .map((t) => t.name);
     const before = cache.size;
-    await snapshot.load(cache, (tree) => {
-      const top = cache.topOf(tree);
-      const at = header.trees.find((t) => t.name === tree)!;
-      return top.depth === at.top_depth && top.index.toString() === at.top_index;
-    });
-    return { nodes: cache.size - before, batchesBehind: Math.max(0, newest - header.batch_id) };
+    await snapshot.load(cache, (tree) => !moved.includes(tree));
+    return { nodes: cache.size - before, batchesBehind: Math.max(0, newest - header.batch_id), moved };
   } finally {
     await snapshot.close();
   }

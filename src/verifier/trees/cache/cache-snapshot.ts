@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { mkdir, open, rename, rm, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { NODE_FORMAT } from "../../../storage/records/node-record.js";
-import type { TopNodeCache } from "./node-cache.js";
+import { SNAPSHOT_ENTRY_HEAD, type TopNodeCache } from "./node-cache.js";
 
 const MAGIC = Buffer.from("dacd node cache\n", "latin1");
 /** This layout's number; a file of another is refused. */
@@ -65,7 +65,7 @@ export async function writeCacheSnapshot(
   file: string,
   state: { readonly batchId: number; readonly roots: Readonly<Record<string, string>>; readonly trees: readonly string[] },
   opts: { readonly signal?: AbortSignal; readonly chunkBytes?: number } = {},
-): Promise<{ bytes: number }> {
+): Promise<{ bytes: number; nodes: number }> {
   if (!cache.canSnapshot) throw new SnapshotRefused("this node cache cannot be saved (an older native addon)");
   const header: SnapshotHeader = {
     format: SNAPSHOT_FORMAT,
@@ -83,6 +83,7 @@ export async function writeCacheSnapshot(
   const fh = await open(partial, "w", 0o600);
   const digest = createHash("sha256");
   let bytes = 0;
+  let nodes = 0;
   const put = async (chunk: Uint8Array): Promise<void> => {
     digest.update(chunk);
     await fh.write(chunk);
@@ -96,6 +97,7 @@ export async function writeCacheSnapshot(
         opts.signal?.throwIfAborted();
         await put(frameHead(number, chunk.length));
         await put(chunk);
+        nodes += countEntries(chunk);
       }
     }
     await put(frameHead(END, 0));
@@ -110,7 +112,13 @@ export async function writeCacheSnapshot(
     throw err;
   }
   await syncFolder(dirname(file));
-  return { bytes: bytes + DIGEST };
+  return { bytes: bytes + DIGEST, nodes };
+}
+
+function countEntries(chunk: Uint8Array): number {
+  let n = 0;
+  for (let at = 0; at < chunk.length; n++) at += SNAPSHOT_ENTRY_HEAD + chunk[at + SNAPSHOT_ENTRY_HEAD - 1]!;
+  return n;
 }
 
 /** A snapshot whose checksum held: its header, and the open file to read its entries from. */
