@@ -233,6 +233,13 @@ size_t nc_export(const nc_cache *c, int tree, int32_t *depth, int32_t *index, ui
   return at;
 }
 
+/** Whether a position holds a node of a later gen than `gen` (a batch's, newer than a snapshot's). */
+static int holds_later(const nc_cache *c, int tree, int depth, uint32_t index, uint32_t gen) {
+  if (tree < 0 || (size_t)tree >= c->tree_count || depth >= c->levels || index >= (uint32_t)1 << depth) return 0;
+  const uint32_t *level = c->trees[tree].depth[depth];
+  return level && level[index] && gen_of(c, level[index] - 1) > gen;
+}
+
 long nc_import(nc_cache *c, int tree, const uint8_t *in, size_t bytes, uint32_t max_gen) {
   long count = 0;
   for (size_t at = 0; at < bytes; count++) {
@@ -240,9 +247,9 @@ long nc_import(nc_cache *c, int tree, const uint8_t *in, size_t bytes, uint32_t 
     const uint8_t *e = in + at;
     uint32_t length = e[41];
     if (length > NC_MAX_RECORD || bytes - at - NC_ENTRY_HEAD < length) return -2;
-    uint32_t gen = get_le32(e + 37);
-    if (gen <= max_gen &&
-        nc_remember(c, tree, e[0], (int32_t)get_le32(e + 1), e + 5, gen, e + NC_ENTRY_HEAD, length) < 0)
+    uint32_t gen = get_le32(e + 37), index = get_le32(e + 1);
+    if (gen <= max_gen && !holds_later(c, tree, e[0], index, gen) &&
+        nc_remember(c, tree, e[0], (int32_t)index, e + 5, gen, e + NC_ENTRY_HEAD, length) < 0)
       return -1;
     at += NC_ENTRY_HEAD + length;
   }

@@ -66,8 +66,9 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
 size_t nc_export(const nc_cache *c, int tree, int32_t *depth, int32_t *index, uint8_t *out, size_t cap);
 /**
  * Keeps `bytes` of entries (nc_export's) at their positions in `tree` (as nc_remember, so entries
- * below the levels or past the node bound are ignored), but those of a gen above `max_gen`. The
- * entries read; −1: out of memory; −2: an entry is cut short or its record too long.
+ * below the levels or past the node bound are ignored), but those of a gen above `max_gen` and
+ * those whose position holds a node of a later gen (a batch's, run meanwhile). The entries read;
+ * −1: out of memory; −2: an entry is cut short or its record too long.
  */
 long nc_import(nc_cache *c, int tree, const uint8_t *in, size_t bytes, uint32_t max_gen);
 

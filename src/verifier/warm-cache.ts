@@ -106,7 +106,7 @@ export async function warmNodeCache(
 ): Promise<Warmed> {
   const started = performance.now();
   const ms = (): number => Math.round(performance.now() - started);
-  let refused = "no snapshot file configured";
+  let refused = cache.levels === 0 ? "the node cache is off" : "no snapshot file";
   if (snapshotFile !== undefined && cache.levels > 0) {
     try {
       await placeBranchTops(cache, store, engine, trees);

@@ -158,6 +158,35 @@ async function nextBatch(state: State, cache: TopNodeCache | null, seed: number)
   return { roots: trees.map((t) => toHex64(done.roots[t.name]!)), records, reads };
 }
 
+describe("the node cache's entries", () => {
+  const h = (n: number): Uint8Array => new Uint8Array(32).fill(n);
+  for (const [kind, kindAddon] of kinds)
+    it(`import keeps a later node at its position, replaces an earlier one, and refuses a cut entry (${kind} cache)`, () => {
+      const from = new TopNodeCache(4, kindAddon);
+      from.remember("vault", 2, 1, h(1), 5, h(11));
+      from.remember("vault", 2, 2, h(2), 5, h(12));
+      from.remember("vault", 3, 7, h(3), 6, h(13).subarray(0, 9));
+      const entries = Buffer.concat([...from.snapshotChunks("vault", 1 << 16)].map((c) => Buffer.from(c)));
+      expect(entries.length).toBe(3 * 42 + 32 + 32 + 9);
+      const into = new TopNodeCache(4, kindAddon);
+      into.remember("vault", 2, 1, h(4), 10, h(14));
+      into.remember("vault", 2, 2, h(5), 3, h(15));
+      expect(into.importEntries("vault", entries, 100)).toBe(3);
+      expect(into.get(h(4), 10)).toEqual(h(14));
+      expect(into.get(h(1), 5)).toBeUndefined();
+      expect(into.get(h(2), 5)).toEqual(h(12));
+      expect(into.get(h(3), 6)).toEqual(h(13).subarray(0, 9));
+      // Gens above the snapshot's batch stay out.
+      const capped = new TopNodeCache(4, kindAddon);
+      expect(capped.importEntries("vault", entries, 5)).toBe(3);
+      expect(capped.get(h(3), 6)).toBeUndefined();
+      expect(capped.size).toBe(2);
+      expect(() => new TopNodeCache(4, kindAddon).importEntries("vault", entries.subarray(0, 50), 100)).toThrow(
+        /cut short/,
+      );
+    });
+});
+
 describe("the node cache's snapshot", () => {
   let state: State;
   let other: State;

@@ -155,7 +155,8 @@ export class TopNodeCache {
 
   /**
    * Keeps snapshot entries of `tree` (snapshotChunks') at their positions, as remember does (so the
-   * levels and the node bound apply), but those of a gen above `maxGen`. The entries read.
+   * levels and the node bound apply), but those of a gen above `maxGen` and those whose position
+   * holds a node of a later gen (a batch's, run meanwhile). The entries read.
    */
   importEntries(tree: string, entries: Uint8Array, maxGen: number): number {
     if (this.native) return this.native.importEntries(tree, entries, maxGen);
@@ -167,7 +168,7 @@ export class TopNodeCache {
       const depth = entries[at]!;
       const index = readLe32(entries, at + 1);
       const gen = readLe32(entries, at + 37);
-      if (gen <= maxGen && depth < this.levels && index < 2 ** depth) {
+      if (gen <= maxGen && depth < this.levels && index < 2 ** depth && !this.holdsLater(tree, depth, index, gen)) {
         const slot = this.slotFor(tree, depth, index, entries, at + 5, gen);
         if (slot >= 0) {
           this.slab[slot * SLOT + LENGTH_AT] = length;
@@ -177,6 +178,11 @@ export class TopNodeCache {
       at += SNAPSHOT_ENTRY_HEAD + length;
     }
     return count;
+  }
+
+  private holdsLater(tree: string, depth: number, index: number, gen: number): boolean {
+    const slot = (this.byPosition.get(tree)?.[depth]?.[index] ?? 0) - 1;
+    return slot >= 0 && readGen(this.slab, slot * SLOT + HASH_BYTES) > gen;
   }
 
   /** The JavaScript storage's nc_export: entries from `cursor` (depth, index; moved on) into `out`. */
