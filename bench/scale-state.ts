@@ -127,7 +127,11 @@ function rssKinds(): RssKinds {
 }
 
 /** The signing process's memory plan for the store in `dir` under `limit` (as a member sizes it). */
-async function planFor(config: ScaleStateConfig, dir: string, limit: MemoryLimit | undefined): Promise<MemoryPlan> {
+async function planFor(
+  config: ScaleStateConfig,
+  dir: string,
+  limit: MemoryLimit | undefined,
+): Promise<MemoryPlan> {
   return planMemory(memoryBudget(undefined, limit), await directorySize(dir), 3, {
     nodeCacheLevels: config.cacheLevels,
     storeMappedTables: config.mappedTables,
@@ -168,7 +172,9 @@ async function walkAndSave(
       roots: record.roots,
       trees: trees.map((t) => t.name),
     });
-    log(`cache warm-up by walking ${walkS.toFixed(1)} s, ${nodes} nodes; snapshot ${Math.round(saved.bytes / 2 ** 20)} MiB`);
+    log(
+      `cache warm-up by walking ${walkS.toFixed(1)} s, ${nodes} nodes; snapshot ${Math.round(saved.bytes / 2 ** 20)} MiB`,
+    );
     return { walkS, bytes: saved.bytes };
   } finally {
     await store.close();

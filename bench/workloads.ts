@@ -711,7 +711,9 @@ export async function runWorkload(
       const s = (performance.now() - t) / 1000;
       if (warmS === undefined) [warmS, warmNodes, warmSource] = [s, cache.size, warmed.source];
       const why = "refused" in warmed && warmed.refused ? ` (snapshot not used: ${warmed.refused})` : "";
-      opts.log(`${kind}: cache warm-up ${s.toFixed(1)} s, ${warmed.nodes} nodes, from a ${warmed.source}${why}`);
+      opts.log(
+        `${kind}: cache warm-up ${s.toFixed(1)} s, ${warmed.nodes} nodes, from a ${warmed.source}${why}`,
+      );
       return cache;
     };
     const treeWalk = chooseTreeWalk(runtimeSettings().treeWalk);

@@ -283,14 +283,20 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
   // then saved once, so that a crash later still leaves one).
   warmNodeCache(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup), snapshots.file).then(
     (warmed) => {
-      if (warmed.refused) log.info({ reason: warmed.refused }, `node cache snapshot not used: ${warmed.refused}`);
+      if (warmed.refused)
+        log.info({ reason: warmed.refused }, `node cache snapshot not used: ${warmed.refused}`);
       if (warmed.batchesBehind)
         log.info(
           { batches_behind: warmed.batchesBehind },
           `node cache snapshot is ${warmed.batchesBehind} batches older than the store`,
         );
       log.info(
-        { nodes: warmed.nodes, ms: warmed.ms, source: warmed.source, ...(warmed.walked && { walked: warmed.walked }) },
+        {
+          nodes: warmed.nodes,
+          ms: warmed.ms,
+          source: warmed.source,
+          ...(warmed.walked && { walked: warmed.walked }),
+        },
         "node cache warmed",
       );
       snapshots.markWarm();

@@ -140,13 +140,15 @@ export async function loadCacheSnapshot(
   trees: readonly TreeSpec[],
   file: string,
 ): Promise<{ nodes: number; batchesBehind: number; moved: string[] }> {
-  if (!cache.canSnapshot) throw new SnapshotRefused("this node cache cannot load a snapshot (an older native addon)");
+  if (!cache.canSnapshot)
+    throw new SnapshotRefused("this node cache cannot load a snapshot (an older native addon)");
   const snapshot = await openCacheSnapshot(file);
   try {
     const { header } = snapshot;
     const names = trees.map((t) => t.name).join(", ");
     const theirs = header.trees.map((t) => t.name).join(", ");
-    if (names !== theirs) throw new SnapshotRefused(`the snapshot holds the trees ${theirs}, this member keeps ${names}`);
+    if (names !== theirs)
+      throw new SnapshotRefused(`the snapshot holds the trees ${theirs}, this member keeps ${names}`);
     const record = await store.getBatch(header.batch_id);
     if (!record) throw new SnapshotRefused(`the snapshot's batch ${header.batch_id} is not in the store`);
     for (const spec of trees)

@@ -47,10 +47,7 @@ const trees: TreeSpec[] = [
   { name: "vault", kind: "merkle", height: 31, leaf: "order" },
   { name: "order", kind: "merkle", height: 31, leaf: "order" },
 ];
-const kinds = [
-  ...(haveAddon ? ([["native", addon]] as const) : []),
-  ["JavaScript", null],
-] as const;
+const kinds = [...(haveAddon ? ([["native", addon]] as const) : []), ["JavaScript", null]] as const;
 
 interface State {
   dir: string;
@@ -115,9 +112,7 @@ async function newState(seed: number, batches: number): Promise<State> {
 
 /** Every positioned node of a cache, as its export gives them (tree by tree). */
 function exported(cache: TopNodeCache): string {
-  return trees
-    .map((t) => [...cache.snapshotChunks(t.name, 1 << 16)].map((c) => hex(c)).join(""))
-    .join("|");
+  return trees.map((t) => [...cache.snapshotChunks(t.name, 1 << 16)].map((c) => hex(c)).join("")).join("|");
 }
 
 async function walked(state: State, kindAddon: NativeNodeCacheAddon | null): Promise<TopNodeCache> {
@@ -181,9 +176,9 @@ describe("the node cache's entries", () => {
       expect(capped.importEntries("vault", entries, 5)).toBe(3);
       expect(capped.get(h(3), 6)).toBeUndefined();
       expect(capped.size).toBe(2);
-      expect(() => new TopNodeCache(4, kindAddon).importEntries("vault", entries.subarray(0, 50), 100)).toThrow(
-        /cut short/,
-      );
+      expect(() =>
+        new TopNodeCache(4, kindAddon).importEntries("vault", entries.subarray(0, 50), 100),
+      ).toThrow(/cut short/);
     });
 });
 
@@ -223,14 +218,17 @@ describe("the node cache's snapshot", () => {
       expect(viaSnapshot.reads).toBeLessThan((await nextBatch(state, null, 7)).reads / 2);
     }, 120_000);
 
-  it.skipIf(!haveAddon)("the native cache's snapshot loads into the JavaScript cache, entry for entry", async () => {
-    const native = await walked(state, addon);
-    const file = join(dir, "native-to-js");
-    await snapshotOf(native, state, file);
-    const { cache } = await loaded(state, null, file);
-    expect(cache.isNative).toBe(false);
-    expect(exported(cache)).toBe(exported(native));
-  });
+  it.skipIf(!haveAddon)(
+    "the native cache's snapshot loads into the JavaScript cache, entry for entry",
+    async () => {
+      const native = await walked(state, addon);
+      const file = join(dir, "native-to-js");
+      await snapshotOf(native, state, file);
+      const { cache } = await loaded(state, null, file);
+      expect(cache.isNative).toBe(false);
+      expect(exported(cache)).toBe(exported(native));
+    },
+  );
 
   it("loaded, a batch gives the same roots and records as without a cache, after batches since the snapshot", async () => {
     const later = await newState(3, 2);
@@ -275,7 +273,11 @@ describe("the node cache's snapshot", () => {
     const atRoot = new TopNodeCache(LEVELS, addon);
     await warmTopNodes(atRoot, state.store, engine, [trees[1]!]);
     // A snapshot whose vault tree was cached from its root (as a first start on an empty store leaves it).
-    await writeCacheSnapshot(atRoot, stale, { batchId: state.batch, roots: record.roots, trees: trees.map((t) => t.name) });
+    await writeCacheSnapshot(atRoot, stale, {
+      batchId: state.batch,
+      roots: record.roots,
+      trees: trees.map((t) => t.name),
+    });
     const warmed = await warmNodeCache(started, state.store, engine, trees, stale);
     expect(warmed).toMatchObject({ source: "snapshot", walked: ["vault"] });
     expect(exported(started)).toBe(exported(await walked(state, addon)));
@@ -300,7 +302,9 @@ describe("the node cache's snapshot", () => {
     const cache = new TopNodeCache(LEVELS, addon);
     await placeBranchTops(cache, state.store, engine, trees);
     await expect(loadCacheSnapshot(cache, state.store, trees, file)).rejects.toThrow(
-      new SnapshotRefused(`the snapshot's vault root of batch 4 is not the store's (a snapshot of another store)`),
+      new SnapshotRefused(
+        `the snapshot's vault root of batch 4 is not the store's (a snapshot of another store)`,
+      ),
     );
     expect(cache.size).toBe(0);
     const warmed = await warmNodeCache(cache, state.store, engine, trees, file);
@@ -308,7 +312,9 @@ describe("the node cache's snapshot", () => {
     await expect(loadCacheSnapshot(cache, state.store, trees.slice(0, 1), file)).rejects.toThrow(
       /holds the trees vault, order, this member keeps vault$/,
     );
-    await expect(loadCacheSnapshot(cache, state.store, trees, join(dir, "none"))).rejects.toThrow(/^no snapshot$/);
+    await expect(loadCacheSnapshot(cache, state.store, trees, join(dir, "none"))).rejects.toThrow(
+      /^no snapshot$/,
+    );
   });
 
   it("a write abandoned half-way leaves no partial file and the old snapshot as it was", async () => {
@@ -339,7 +345,13 @@ describe("the node cache's snapshot", () => {
       info: (_: unknown, m: string) => void lines.push(m),
       warn: (_: unknown, m: string) => void lines.push(m),
     } as unknown as Pick<Logger, "info" | "warn">;
-    const writer = new CacheSnapshotWriter(cache, state.store, trees.map((t) => t.name), snapshotPath(dataDir), log);
+    const writer = new CacheSnapshotWriter(
+      cache,
+      state.store,
+      trees.map((t) => t.name),
+      snapshotPath(dataDir),
+      log,
+    );
     // Not warm: nothing is written.
     writer.writeInBackground();
     expect(writer.pending).toBeUndefined();
@@ -356,22 +368,25 @@ describe("the node cache's snapshot", () => {
     expect(writer.pending).toBeUndefined();
   });
 
-  it.skipIf(!haveAddon)("an addon built before the snapshot calls: the cache works, without a snapshot", async () => {
-    const a = addon!;
-    const older: NativeNodeCacheAddon = {
-      nodeCacheCreate: a.nodeCacheCreate,
-      nodeCacheForget: a.nodeCacheForget,
-      nodeCacheGet: a.nodeCacheGet,
-      nodeCacheRemember: a.nodeCacheRemember,
-      nodeCacheRememberPacked: a.nodeCacheRememberPacked,
-      nodeCacheSize: a.nodeCacheSize,
-    };
-    const cache = new TopNodeCache(LEVELS, older);
-    expect(cache.isNative).toBe(true);
-    expect(cache.canSnapshot).toBe(false);
-    const warmed = await warmNodeCache(cache, state.store, engine, trees, join(dir, "round-trip-native"));
-    expect(warmed).toMatchObject({ source: "walk", refused: expect.stringMatching(/older native addon/) });
-    expect(warmed.nodes).toBeGreaterThan(1000);
-    await expect(snapshotOf(cache, state, join(dir, "older-addon"))).rejects.toThrow(SnapshotRefused);
-  });
+  it.skipIf(!haveAddon)(
+    "an addon built before the snapshot calls: the cache works, without a snapshot",
+    async () => {
+      const a = addon!;
+      const older: NativeNodeCacheAddon = {
+        nodeCacheCreate: a.nodeCacheCreate,
+        nodeCacheForget: a.nodeCacheForget,
+        nodeCacheGet: a.nodeCacheGet,
+        nodeCacheRemember: a.nodeCacheRemember,
+        nodeCacheRememberPacked: a.nodeCacheRememberPacked,
+        nodeCacheSize: a.nodeCacheSize,
+      };
+      const cache = new TopNodeCache(LEVELS, older);
+      expect(cache.isNative).toBe(true);
+      expect(cache.canSnapshot).toBe(false);
+      const warmed = await warmNodeCache(cache, state.store, engine, trees, join(dir, "round-trip-native"));
+      expect(warmed).toMatchObject({ source: "walk", refused: expect.stringMatching(/older native addon/) });
+      expect(warmed.nodes).toBeGreaterThan(1000);
+      await expect(snapshotOf(cache, state, join(dir, "older-addon"))).rejects.toThrow(SnapshotRefused);
+    },
+  );
 });

@@ -35,7 +35,11 @@ export interface SnapshotHeader {
   readonly node_format: number;
   readonly levels: number;
   /** The kept trees, in the frames' numbering, and where each one's cached levels start (setTop). */
-  readonly trees: readonly { readonly name: string; readonly top_depth: number; readonly top_index: string }[];
+  readonly trees: readonly {
+    readonly name: string;
+    readonly top_depth: number;
+    readonly top_index: string;
+  }[];
   /** The newest stored batch when the write began: entries of a later gen are not loaded. */
   readonly batch_id: number;
   readonly roots: Readonly<Record<string, string>>;
@@ -63,10 +67,15 @@ export function partialPath(file: string): string {
 export async function writeCacheSnapshot(
   cache: TopNodeCache,
   file: string,
-  state: { readonly batchId: number; readonly roots: Readonly<Record<string, string>>; readonly trees: readonly string[] },
+  state: {
+    readonly batchId: number;
+    readonly roots: Readonly<Record<string, string>>;
+    readonly trees: readonly string[];
+  },
   opts: { readonly signal?: AbortSignal; readonly chunkBytes?: number } = {},
 ): Promise<{ bytes: number; nodes: number }> {
-  if (!cache.canSnapshot) throw new SnapshotRefused("this node cache cannot be saved (an older native addon)");
+  if (!cache.canSnapshot)
+    throw new SnapshotRefused("this node cache cannot be saved (an older native addon)");
   const header: SnapshotHeader = {
     format: SNAPSHOT_FORMAT,
     node_format: NODE_FORMAT,
@@ -167,14 +176,15 @@ export async function openCacheSnapshot(file: string): Promise<CheckedSnapshot> 
 async function checkDigest(fh: FileHandle, bodyEnd: number): Promise<void> {
   const digest = createHash("sha256");
   const buffer = Buffer.allocUnsafe(SNAPSHOT_CHUNK_BYTES);
-  for (let at = 0; at < bodyEnd; ) {
+  for (let at = 0; at < bodyEnd;) {
     const { bytesRead } = await fh.read(buffer, 0, Math.min(buffer.length, bodyEnd - at), at);
     if (bytesRead === 0) throw new SnapshotRefused("the snapshot is cut short");
     digest.update(buffer.subarray(0, bytesRead));
     at += bytesRead;
   }
   const stored = await readAt(fh, bodyEnd, DIGEST);
-  if (!digest.digest().equals(stored)) throw new SnapshotRefused("the snapshot is damaged (its checksum does not match)");
+  if (!digest.digest().equals(stored))
+    throw new SnapshotRefused("the snapshot is damaged (its checksum does not match)");
 }
 
 function parseHeader(bytes: Buffer): SnapshotHeader {
@@ -185,9 +195,13 @@ function parseHeader(bytes: Buffer): SnapshotHeader {
     throw new SnapshotRefused("the snapshot's header is not JSON");
   }
   if (header.format !== SNAPSHOT_FORMAT)
-    throw new SnapshotRefused(`the snapshot is in format ${header.format}, this dacd reads ${SNAPSHOT_FORMAT}`);
+    throw new SnapshotRefused(
+      `the snapshot is in format ${header.format}, this dacd reads ${SNAPSHOT_FORMAT}`,
+    );
   if (header.node_format !== NODE_FORMAT)
-    throw new SnapshotRefused(`the snapshot holds node format ${header.node_format}, this dacd's is ${NODE_FORMAT}`);
+    throw new SnapshotRefused(
+      `the snapshot holds node format ${header.node_format}, this dacd's is ${NODE_FORMAT}`,
+    );
   if (!Array.isArray(header.trees) || !Number.isInteger(header.batch_id) || typeof header.roots !== "object")
     throw new SnapshotRefused("the snapshot's header is incomplete");
   return header;
@@ -201,7 +215,7 @@ async function loadFrames(
   cache: TopNodeCache,
   use: (tree: string) => boolean,
 ): Promise<void> {
-  for (let at = from; ; ) {
+  for (let at = from; ;) {
     if (at + FRAME_HEAD > bodyEnd) throw new SnapshotRefused("the snapshot's entries are cut short");
     const head = await readAt(fh, at, FRAME_HEAD);
     const number = head.readUInt16LE(0);
@@ -218,7 +232,7 @@ async function loadFrames(
 
 async function readAt(fh: FileHandle, at: number, length: number): Promise<Buffer> {
   const out = Buffer.allocUnsafe(length);
-  for (let done = 0; done < length; ) {
+  for (let done = 0; done < length;) {
     const { bytesRead } = await fh.read(out, done, length - done, at + done);
     if (bytesRead === 0) throw new SnapshotRefused("the snapshot is cut short");
     done += bytesRead;

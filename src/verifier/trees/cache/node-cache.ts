@@ -168,11 +168,19 @@ export class TopNodeCache {
       const depth = entries[at]!;
       const index = readLe32(entries, at + 1);
       const gen = readLe32(entries, at + 37);
-      if (gen <= maxGen && depth < this.levels && index < 2 ** depth && !this.holdsLater(tree, depth, index, gen)) {
+      if (
+        gen <= maxGen &&
+        depth < this.levels &&
+        index < 2 ** depth &&
+        !this.holdsLater(tree, depth, index, gen)
+      ) {
         const slot = this.slotFor(tree, depth, index, entries, at + 5, gen);
         if (slot >= 0) {
           this.slab[slot * SLOT + LENGTH_AT] = length;
-          this.slab.set(entries.subarray(at + SNAPSHOT_ENTRY_HEAD, at + SNAPSHOT_ENTRY_HEAD + length), slot * SLOT + RECORD_AT);
+          this.slab.set(
+            entries.subarray(at + SNAPSHOT_ENTRY_HEAD, at + SNAPSHOT_ENTRY_HEAD + length),
+            slot * SLOT + RECORD_AT,
+          );
         }
       }
       at += SNAPSHOT_ENTRY_HEAD + length;
