@@ -66,7 +66,9 @@ keepInitialOldSpaceToMainThread();
  * workload reports the records it read from LevelDB, looked up and wrote per batch, and the cache's
  * warm-up. `--scale` puts each signing process in a memory cgroup of `--cgroup-mib N` (default
  * 2048; 0: none; needs root), sizes it from that budget, and reports the cgroup's anonymous and
- * file memory (`w_scale.cgroup_mib`, absent when no cgroup could be made; `w_scale.warm_s`).
+ * file memory (`w_scale.cgroup_mib`, absent when no cgroup could be made). Each load warms the
+ * cache by walking its trees and saves it (`w_scale.walk_s`); the signing process starts from that
+ * snapshot, as a restarted member does (`w_scale.warm_s`).
  */
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);

@@ -6,9 +6,20 @@ import { setMappedTables } from "../src/storage/level-binding.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import { readLoadedState, writeLoadedState } from "./loaded-state.js";
 import { cgroupMemory, joinCgroup, type BenchCgroup, type CgroupMemory } from "./memory-cgroup.js";
-import { cgroupMemoryLimit } from "../src/config/memory-limit.js";
+import { cgroupMemoryLimit, type MemoryLimit } from "../src/config/memory-limit.js";
+import { LevelStore } from "../src/storage/level-store.js";
+import type { HashEngine } from "../src/verifier/hash/engine.js";
+import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
+import { snapshotPath, writeCacheSnapshot } from "../src/verifier/trees/cache/cache-snapshot.js";
+import { warmTopNodes } from "../src/verifier/warm-cache.js";
 import { describePlan, memoryBudget, planMemory, type MemoryPlan } from "../src/config/memory-plan.js";
-import { loadWorkload, runWorkload, type WorkloadResult, type WorkloadSize } from "./workloads.js";
+import {
+  loadWorkload,
+  runWorkload,
+  workloadTrees,
+  type WorkloadResult,
+  type WorkloadSize,
+} from "./workloads.js";
 
 /**
  * One state of W-scale (bench/scale.ts) in one of its two phases, each in a process of its own, as
@@ -38,6 +49,11 @@ export interface ScaleStateConfig {
   level: LevelTuning;
   /** The memory cgroup the signing process joins first (bench/memory-cgroup.ts). */
   cgroup?: BenchCgroup;
+  /**
+   * The limit (MiB) the signing process will run under, once its cgroup is limited: the load plans
+   * the node cache it warms and saves from it, as the signing process will.
+   */
+  limitMib?: number;
   /** LevelDB's memory-mapped tables in this process (setMappedTables); unset: LevelDB's number. */
   mappedTables?: number;
   kernel?: string;
@@ -46,6 +62,10 @@ export interface ScaleStateConfig {
 /** What the load's process measured. */
 export interface ScaleLoadResult {
   bulk_load_s: number;
+  /** The node cache's warm-up by walking the loaded trees (a first start after an import). */
+  walk_s: number;
+  /** The snapshot of that cache the signing process starts from. */
+  snapshot_bytes: number;
   store_bytes_after_load: number;
   peak_rss_mib_load: number;
   rss_kinds_at_peak_mib_load: RssKinds;
@@ -106,6 +126,61 @@ function rssKinds(): RssKinds {
   };
 }
 
+/** The signing process's memory plan for the store in `dir` under `limit` (as a member sizes it). */
+async function planFor(
+  config: ScaleStateConfig,
+  dir: string,
+  limit: MemoryLimit | undefined,
+): Promise<MemoryPlan> {
+  return planMemory(memoryBudget(undefined, limit), await directorySize(dir), 3, {
+    nodeCacheLevels: config.cacheLevels,
+    storeMappedTables: config.mappedTables,
+    storeMaxOpenFiles: config.level.maxOpenFiles,
+  });
+}
+
+/**
+ * What a member's first start after an import does, and its clean stop after: the node cache the
+ * signing process will plan, warmed by walking the loaded trees, then saved where the signing
+ * process (a restarted daemon) loads it from.
+ */
+async function walkAndSave(
+  config: ScaleStateConfig,
+  dir: string,
+  engine: HashEngine,
+  log: (s: string) => void,
+): Promise<{ walkS: number; bytes: number }> {
+  const limit =
+    config.limitMib !== undefined
+      ? { bytes: config.limitMib * 2 ** 20, source: "the signing process's cgroup" }
+      : cgroupMemoryLimit();
+  const plan = await planFor(config, dir, limit);
+  const store = await LevelStore.open(dir, config.level);
+  try {
+    const { trees } = workloadTrees("spot");
+    const cache = new TopNodeCache(
+      plan.node_cache_levels,
+      undefined,
+      config.cacheLevels === undefined ? plan.node_cache_nodes : undefined,
+    );
+    const t = performance.now();
+    const nodes = await warmTopNodes(cache, store, engine, trees);
+    const walkS = (performance.now() - t) / 1000;
+    const record = (await store.getBatch((await store.lastBatchId())!))!;
+    const saved = await writeCacheSnapshot(cache, snapshotPath(dir), {
+      batchId: record.batch_id,
+      roots: record.roots,
+      trees: trees.map((t) => t.name),
+    });
+    log(
+      `cache warm-up by walking ${walkS.toFixed(1)} s, ${nodes} nodes; snapshot ${Math.round(saved.bytes / 2 ** 20)} MiB`,
+    );
+    return { walkS, bytes: saved.bytes };
+  } finally {
+    await store.close();
+  }
+}
+
 async function main(config: ScaleStateConfig): Promise<void> {
   const send = (m: ScaleMessage): void => void process.send!(m);
   // The parent gone (killed): nothing is left to take turns with; it removes the store's directory.
@@ -139,11 +214,7 @@ async function main(config: ScaleStateConfig): Promise<void> {
   let cache: { levels: number; nodes?: number } | undefined;
   if (config.phase === "batches") {
     const state = await readLoadedState(config.statePath);
-    plan = planMemory(memoryBudget(undefined, cgroupMemoryLimit()), await directorySize(state.dir), 3, {
-      nodeCacheLevels: config.cacheLevels,
-      storeMappedTables: config.mappedTables,
-      storeMaxOpenFiles: config.level.maxOpenFiles,
-    });
+    plan = await planFor(config, state.dir, cgroupMemoryLimit());
     log(describePlan(plan));
     level = {
       ...config.level,
@@ -169,6 +240,7 @@ async function main(config: ScaleStateConfig): Promise<void> {
     const loaded = await loadWorkload("spot", { size: config.size, native, level: config.level, log });
     await writeLoadedState(config.statePath, loaded);
     const storeBytes = await directorySize(loaded.dir);
+    const saved = await walkAndSave(config, loaded.dir, native, log);
     sample();
     await native.close?.();
     clearInterval(sampler);
@@ -176,6 +248,8 @@ async function main(config: ScaleStateConfig): Promise<void> {
       type: "loaded",
       result: {
         bulk_load_s: loaded.bulkLoadS,
+        walk_s: saved.walkS,
+        snapshot_bytes: saved.bytes,
         store_bytes_after_load: storeBytes,
         peak_rss_mib_load: mib(peak),
         rss_kinds_at_peak_mib_load: kinds,
@@ -183,10 +257,12 @@ async function main(config: ScaleStateConfig): Promise<void> {
     });
   } else {
     let afterBatches = 0;
+    const loadedState = await readLoadedState(config.statePath);
     const workload = await runWorkload("spot", {
       quick: false,
       size: config.size,
-      loaded: await readLoadedState(config.statePath),
+      loaded: loadedState,
+      snapshotFile: snapshotPath(loadedState.dir),
       native,
       wasm: new WasmEngine(),
       nativeRuns: config.nativeRuns,

@@ -34,7 +34,7 @@ import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
 import type { NativeNodeCacheAddon } from "../src/verifier/trees/native/native-node-cache.js";
 import type { NodeWrite } from "../src/storage/records/node-source.js";
 import { NodeWrites } from "../src/storage/records/node-writes.js";
-import { warmTopNodes } from "../src/verifier/warm-cache.js";
+import { warmNodeCache, warmTopNodes } from "../src/verifier/warm-cache.js";
 import { setRandomReads } from "../src/storage/level-binding.js";
 import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
 import { chooseTreeWalk } from "../src/verifier/trees/update/tree-walk.js";
@@ -77,6 +77,8 @@ export interface WorkloadResult {
   cache: { levels: number; max_nodes: number | null; nodes_warm: number };
   /** Seconds the node cache's warm-up took (the first one, from the loaded state). */
   warm_s: number;
+  /** Where that warm-up took its nodes from: a snapshot (`snapshotFile`) or a walk of the trees. */
+  warm_source: "snapshot" | "walk";
   /** Ids given out in sequence (`-seq` workloads). */
   sequential_ids: boolean;
   /**
@@ -483,7 +485,7 @@ export async function loadAltVerifier(distDir: string): Promise<AltVerifier> {
 }
 
 /** The workload's trees, as a daemon of its profile keeps them. */
-function workloadTrees(kind: "spot" | "perp"): {
+export function workloadTrees(kind: "spot" | "perp"): {
   profile: Profile;
   trees: TreeSpec[];
   validateRollup?: true;
@@ -593,6 +595,8 @@ export async function runWorkload(
     kernels?: { name: string; engine: HashEngine }[];
     /** A state loaded already (loadWorkload), by another process: its batches only. */
     loaded?: LoadedState;
+    /** The node cache's snapshot of the loaded state: the first warm-up loads it (warmNodeCache). */
+    snapshotFile?: string;
     /** Awaited after the bulk load and the reopening, with the store's directory. */
     afterLoad?: (dir: string) => Promise<void>;
     /** Batches verified untimed before the timed ones, after the cache's warm-up. */
@@ -693,16 +697,24 @@ export async function runWorkload(
     const native = new CountingEngine(opts.native);
     let warmS: number | undefined;
     let warmNodes = 0;
+    let warmSource: "snapshot" | "walk" = "walk";
     const warmedCache = async (
       fromBatch: number,
       addon?: NativeNodeCacheAddon | null,
     ): Promise<TopNodeCache> => {
       const cache = new TopNodeCache(opts.cacheLevels, addon, opts.cacheNodes);
       const t = performance.now();
-      const warmed = await warmTopNodes(cache, store, opts.native, trees, fromBatch);
+      // The first warm-up, from the loaded state, starts as a restarted daemon does: from the snapshot.
+      const first = warmS === undefined && opts.snapshotFile !== undefined;
+      const warmed = first
+        ? await warmNodeCache(cache, store, opts.native, trees, opts.snapshotFile)
+        : { nodes: await warmTopNodes(cache, store, opts.native, trees, fromBatch), source: "walk" as const };
       const s = (performance.now() - t) / 1000;
-      if (warmS === undefined) [warmS, warmNodes] = [s, cache.size];
-      opts.log(`${kind}: cache warm-up ${s.toFixed(1)} s, ${warmed} nodes`);
+      if (warmS === undefined) [warmS, warmNodes, warmSource] = [s, cache.size, warmed.source];
+      const why = "refused" in warmed && warmed.refused ? ` (snapshot not used: ${warmed.refused})` : "";
+      opts.log(
+        `${kind}: cache warm-up ${s.toFixed(1)} s, ${warmed.nodes} nodes, from a ${warmed.source}${why}`,
+      );
       setRandomReads(); // as a daemon does once its cache is warm (app.ts)
       return cache;
     };
@@ -879,6 +891,7 @@ export async function runWorkload(
         nodes_warm: warmNodes,
       },
       warm_s: warmS ?? NaN,
+      warm_source: warmSource,
       sequential_ids: size.sequentialIds === true,
       hash_only_s: hashOnly,
       ...(kernels.length > 0

@@ -46,7 +46,9 @@ import { runtimeSettings } from "./config/runtime-settings.js";
 import { createEngine } from "./verifier/hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
 import { TopNodeCache } from "./verifier/trees/cache/node-cache.js";
-import { placeBranchTops, warmTopNodes } from "./verifier/warm-cache.js";
+import { placeBranchTops, warmNodeCache } from "./verifier/warm-cache.js";
+import { CacheSnapshotWriter } from "./verifier/cache-snapshot-writer.js";
+import { snapshotPath } from "./verifier/trees/cache/cache-snapshot.js";
 import { asStoreError } from "./storage/store-errors.js";
 import { bindVerifyContext } from "./verifier/verify-batch.js";
 import { ChainWatch } from "./chain/watch.js";
@@ -209,6 +211,15 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
     claims: journal,
     treeWalk,
   });
+  // Saved at a stop once the run loop has stopped, before the store closes (the closers run newest first).
+  const snapshots = new CacheSnapshotWriter(
+    ctx.topNodes!,
+    store,
+    keptTrees(profile, validateRollup).map((t) => t.name),
+    snapshotPath(config.dataDir),
+    log,
+  );
+  closers.defer(() => snapshots.stop());
   const chainWatch = baseChainWatch(config, profile.main.name, store, metrics, log);
   const member = new Member(
     ctx,
@@ -273,11 +284,31 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
   // Beside the member, never in its way: its RPC calls and small writes run between batches.
   await chainWatch?.start();
   // In the background: the first batches find the top levels in memory, and the start is not delayed.
-  const warmStart = performance.now();
-  // Once it is done, the reads below the cache are lookups at random places: no read-ahead for them.
-  warmTopNodes(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup))
+  // From the snapshot a clean stop saved when it fits the store, else by walking the trees (and
+  // then saved once, so that a crash later still leaves one). Once it is done, the reads below
+  // the cache are lookups at random places: no read-ahead for them.
+  warmNodeCache(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup), snapshots.file)
     .then(
-      (nodes) => log.info({ nodes, ms: Math.round(performance.now() - warmStart) }, "node cache warmed"),
+      (warmed) => {
+        if (warmed.refused)
+          log.info({ reason: warmed.refused }, `node cache snapshot not used: ${warmed.refused}`);
+        if (warmed.batchesBehind)
+          log.info(
+            { batches_behind: warmed.batchesBehind },
+            `node cache snapshot is ${warmed.batchesBehind} batches older than the store`,
+          );
+        log.info(
+          {
+            nodes: warmed.nodes,
+            ms: warmed.ms,
+            source: warmed.source,
+            ...(warmed.walked && { walked: warmed.walked }),
+          },
+          "node cache warmed",
+        );
+        snapshots.markWarm();
+        if (warmed.source === "walk") snapshots.writeInBackground();
+      },
       (err: unknown) => log.warn({ err }, "node cache warm-up stopped"),
     )
     .finally(() => setRandomReads());

@@ -199,6 +199,63 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
   return 0;
 }
 
+static inline void put_le32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  p[2] = (uint8_t)(v >> 16);
+  p[3] = (uint8_t)(v >> 24);
+}
+
+static inline uint32_t get_le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+size_t nc_export(const nc_cache *c, int tree, int32_t *depth, int32_t *index, uint8_t *out, size_t cap) {
+  size_t at = 0;
+  if (tree < 0 || (size_t)tree >= c->tree_count || *depth < 0) *depth = c->levels;
+  for (; *depth < c->levels; (*depth)++, *index = 0) {
+    const uint32_t *level = c->trees[tree].depth[*depth];
+    if (!level) continue;
+    for (uint32_t n = (uint32_t)1 << *depth; (uint32_t)*index < n; (*index)++) {
+      if (!level[*index]) continue;
+      const uint8_t *s = c->slab + (size_t)(level[*index] - 1) * SLOT;
+      if (at + NC_ENTRY_HEAD + s[LENGTH_AT] > cap) return at;
+      uint8_t *e = out + at;
+      e[0] = (uint8_t)*depth;
+      put_le32(e + 1, (uint32_t)*index);
+      memcpy(e + 5, s, 32);
+      put_le32(e + 37, gen_of(c, (size_t)(level[*index] - 1)));
+      e[41] = s[LENGTH_AT];
+      memcpy(e + NC_ENTRY_HEAD, s + RECORD_AT, s[LENGTH_AT]);
+      at += NC_ENTRY_HEAD + s[LENGTH_AT];
+    }
+  }
+  return at;
+}
+
+/** Whether a position holds a node of a later gen than `gen` (a batch's, newer than a snapshot's). */
+static int holds_later(const nc_cache *c, int tree, int depth, uint32_t index, uint32_t gen) {
+  if (tree < 0 || (size_t)tree >= c->tree_count || depth >= c->levels || index >= (uint32_t)1 << depth) return 0;
+  const uint32_t *level = c->trees[tree].depth[depth];
+  return level && level[index] && gen_of(c, level[index] - 1) > gen;
+}
+
+long nc_import(nc_cache *c, int tree, const uint8_t *in, size_t bytes, uint32_t max_gen) {
+  long count = 0;
+  for (size_t at = 0; at < bytes; count++) {
+    if (bytes - at < NC_ENTRY_HEAD) return -2;
+    const uint8_t *e = in + at;
+    uint32_t length = e[41];
+    if (length > NC_MAX_RECORD || bytes - at - NC_ENTRY_HEAD < length) return -2;
+    uint32_t gen = get_le32(e + 37), index = get_le32(e + 1);
+    if (gen <= max_gen && !holds_later(c, tree, e[0], index, gen) &&
+        nc_remember(c, tree, e[0], (int32_t)index, e + 5, gen, e + NC_ENTRY_HEAD, length) < 0)
+      return -1;
+    at += NC_ENTRY_HEAD + length;
+  }
+  return count;
+}
+
 void nc_link_free(nc_link *l) {
   free(l->hashes);
   free(l->pos);

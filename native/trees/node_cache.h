@@ -54,6 +54,25 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
                 const uint8_t *record, uint32_t length);
 
 /**
+ * A snapshot entry: depth (1) ‖ index (4, little-endian) ‖ hash (32) ‖ gen (4, little-endian) ‖
+ * record length (1) ‖ record. Entries of one tree follow each other; the caller names the tree.
+ */
+#define NC_ENTRY_HEAD 42
+/**
+ * Writes the nodes at `tree`'s positions into `out` as entries, from position (*depth, *index) on,
+ * until the next one would pass `cap` bytes, and moves the cursor past them (*depth is the cache's
+ * levels once every position is written). The bytes written.
+ */
+size_t nc_export(const nc_cache *c, int tree, int32_t *depth, int32_t *index, uint8_t *out, size_t cap);
+/**
+ * Keeps `bytes` of entries (nc_export's) at their positions in `tree` (as nc_remember, so entries
+ * below the levels or past the node bound are ignored), but those of a gen above `max_gen` and
+ * those whose position holds a node of a later gen (a batch's, run meanwhile). The entries read;
+ * −1: out of memory; −2: an entry is cut short or its record too long.
+ */
+long nc_import(nc_cache *c, int tree, const uint8_t *in, size_t bytes, uint32_t max_gen);
+
+/**
  * What a native walk's update keeps to consult a cache: the records its last step asked for that
  * the cache holds (copied, since another tree's update may replace their slots before the walk is
  * supplied), and the others', which the caller reads from the store.

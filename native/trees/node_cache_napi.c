@@ -148,6 +148,53 @@ static napi_value forget(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/**
+ * nodeCacheExport(handle, tree, cursor, out): the nodes at the tree's positions from the cursor
+ * (an Int32Array: depth, index; moved past them, depth = levels once done) into `out` as
+ * entries (nc_export); the bytes written.
+ */
+static napi_value export_chunk(napi_env env, napi_callback_info info) {
+  napi_value argv[4], result;
+  nc_cache *c = cache_call(env, info, 4, argv);
+  if (!c) return NULL;
+  int32_t tree;
+  NAPI_CALL(env, napi_get_value_int32(env, argv[1], &tree));
+  int32_t *cursor;
+  uint8_t *out;
+  size_t ncursor, cap;
+  if (!nu_typed(env, argv[2], napi_int32_array, (void **)&cursor, &ncursor) ||
+      !nu_typed(env, argv[3], napi_uint8_array, (void **)&out, &cap))
+    return NULL;
+  if (ncursor != 2) return throw_input(env, "a cursor is a depth and an index");
+  if (cap < NC_ENTRY_HEAD + NC_MAX_RECORD) return throw_input(env, "an export chunk holds at least one entry");
+  size_t written = nc_export(c, tree, &cursor[0], &cursor[1], out, cap);
+  NAPI_CALL(env, napi_create_double(env, (double)written, &result));
+  return result;
+}
+
+/**
+ * nodeCacheImport(handle, tree, entries, maxGen): keeps the entries (nodeCacheExport's) of gens up
+ * to maxGen at their positions; the entries read.
+ */
+static napi_value import_entries(napi_env env, napi_callback_info info) {
+  napi_value argv[4], result;
+  nc_cache *c = cache_call(env, info, 4, argv);
+  if (!c) return NULL;
+  int32_t tree;
+  uint32_t max_gen;
+  uint8_t *in;
+  size_t bytes;
+  NAPI_CALL(env, napi_get_value_int32(env, argv[1], &tree));
+  NAPI_CALL(env, napi_get_value_uint32(env, argv[3], &max_gen));
+  if (!nu_typed(env, argv[2], napi_uint8_array, (void **)&in, &bytes)) return NULL;
+  if (tree < 0 || tree > 0xffff) return throw_input(env, "tree ids: 0..65535");
+  long read = nc_import(c, tree, in, bytes, max_gen);
+  if (read == -1) return throw_memory(env);
+  if (read < 0) return throw_input(env, "an entry is cut short or its record too long");
+  NAPI_CALL(env, napi_create_double(env, (double)read, &result));
+  return result;
+}
+
 int nc_register(napi_env env, napi_value exports) {
   static const nu_named_fn fns[] = {
       {"nodeCacheCreate", create},
@@ -156,6 +203,8 @@ int nc_register(napi_env env, napi_value exports) {
       {"nodeCacheRememberPacked", remember_packed},
       {"nodeCacheSize", size},
       {"nodeCacheForget", forget},
+      {"nodeCacheExport", export_chunk},
+      {"nodeCacheImport", import_entries},
   };
   return nu_register_all(env, exports, fns, sizeof fns / sizeof fns[0]);
 }

@@ -7,8 +7,8 @@
 #include "node_cache.h"
 
 /**
- * Registers nodeCacheCreate, nodeCacheGet, nodeCacheRemember, nodeCacheRememberPacked and
- * nodeCacheSize; 0 on failure.
+ * Registers nodeCacheCreate, nodeCacheGet, nodeCacheRemember, nodeCacheRememberPacked,
+ * nodeCacheSize, nodeCacheForget, nodeCacheExport and nodeCacheImport; 0 on failure.
  */
 int nc_register(napi_env env, napi_value exports);
 

@@ -6,6 +6,7 @@ import type { TopNodeCache } from "./trees/cache/node-cache.js";
 import type { TreeSpec } from "../model/profile.js";
 import { emptyRoots } from "./trees/update/compute-roots.js";
 import { findBranchTop, type FoundTop } from "./trees/cache/branch-top.js";
+import { openCacheSnapshot, SnapshotRefused } from "./trees/cache/cache-snapshot.js";
 
 /**
  * Fills the node cache from the trees of the newest stored batch (or of batch `batchId`), so that
@@ -76,4 +77,96 @@ export async function warmTopNodes(
     for await (const _leaves of walk);
   }
   return cache.size - before;
+}
+
+/** How a warm-up went: the nodes it added, its time and where they came from. */
+export interface Warmed {
+  readonly nodes: number;
+  readonly ms: number;
+  readonly source: "snapshot" | "walk";
+  /** Why the snapshot was not used (source "walk"). */
+  readonly refused?: string;
+  /** How many batches the store is past the snapshot's (source "snapshot"). */
+  readonly batchesBehind?: number;
+  /** The trees walked after all, their top having moved since the snapshot (source "snapshot"). */
+  readonly walked?: readonly string[];
+}
+
+/**
+ * Warms the cache from the snapshot in `snapshotFile` when it fits this store and configuration
+ * (loadCacheSnapshot), else by walking the trees (warmTopNodes). The branch tops are placed first
+ * (placeBranchTops, as at every start); a tree whose top has moved since the snapshot is walked.
+ */
+export async function warmNodeCache(
+  cache: TopNodeCache,
+  store: LevelStore,
+  engine: HashEngine,
+  trees: readonly TreeSpec[],
+  snapshotFile: string | undefined,
+): Promise<Warmed> {
+  const started = performance.now();
+  const ms = (): number => Math.round(performance.now() - started);
+  let refused = cache.levels === 0 ? "the node cache is off" : "no snapshot file";
+  if (snapshotFile !== undefined && cache.levels > 0) {
+    try {
+      await placeBranchTops(cache, store, engine, trees);
+      const loaded = await loadCacheSnapshot(cache, store, trees, snapshotFile);
+      const moved = trees.filter((t) => loaded.moved.includes(t.name));
+      const walkedNodes = moved.length > 0 ? await warmTopNodes(cache, store, engine, moved) : 0;
+      return {
+        nodes: loaded.nodes + walkedNodes,
+        batchesBehind: loaded.batchesBehind,
+        ...(moved.length > 0 ? { walked: loaded.moved } : {}),
+        ms: ms(),
+        source: "snapshot",
+      };
+    } catch (err) {
+      refused = err instanceof SnapshotRefused ? err.message : `cannot read the snapshot: ${String(err)}`;
+    }
+  }
+  const nodes = await warmTopNodes(cache, store, engine, trees);
+  return { nodes, ms: ms(), source: "walk", refused };
+}
+
+/**
+ * Loads the snapshot in `file` into `cache` when its checksum, format, node format and trees are
+ * this dacd's and the store holds its batch with the same roots; the branch tops must be placed
+ * already. The trees whose top has moved since are not loaded (`moved`). Throws SnapshotRefused
+ * saying why not.
+ */
+export async function loadCacheSnapshot(
+  cache: TopNodeCache,
+  store: Pick<LevelStore, "getBatch" | "lastBatchId">,
+  trees: readonly TreeSpec[],
+  file: string,
+): Promise<{ nodes: number; batchesBehind: number; moved: string[] }> {
+  if (!cache.canSnapshot)
+    throw new SnapshotRefused("this node cache cannot load a snapshot (an older native addon)");
+  const snapshot = await openCacheSnapshot(file);
+  try {
+    const { header } = snapshot;
+    const names = trees.map((t) => t.name).join(", ");
+    const theirs = header.trees.map((t) => t.name).join(", ");
+    if (names !== theirs)
+      throw new SnapshotRefused(`the snapshot holds the trees ${theirs}, this member keeps ${names}`);
+    const record = await store.getBatch(header.batch_id);
+    if (!record) throw new SnapshotRefused(`the snapshot's batch ${header.batch_id} is not in the store`);
+    for (const spec of trees)
+      if (record.roots[spec.name] !== header.roots[spec.name])
+        throw new SnapshotRefused(
+          `the snapshot's ${spec.name} root of batch ${header.batch_id} is not the store's (a snapshot of another store)`,
+        );
+    const newest = (await store.lastBatchId()) ?? header.batch_id;
+    const moved = header.trees
+      .filter((t) => {
+        const top = cache.topOf(t.name);
+        return top.depth !== t.top_depth || top.index.toString() !== t.top_index;
+      })
+      .map((t) => t.name);
+    const before = cache.size;
+    await snapshot.load(cache, (tree) => !moved.includes(tree));
+    return { nodes: cache.size - before, batchesBehind: Math.max(0, newest - header.batch_id), moved };
+  } finally {
+    await snapshot.close();
+  }
 }

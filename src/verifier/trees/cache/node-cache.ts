@@ -34,6 +34,14 @@ const MAX_RECORD = MAX_CACHED_RECORD_LENGTH;
 const SLOT = RECORD_AT + MAX_RECORD;
 
 /**
+ * A snapshot entry, as node_cache.h's NC_ENTRY_HEAD: depth (1) ‖ index (4, little-endian) ‖ hash
+ * (32) ‖ gen (4, little-endian) ‖ record length (1) ‖ record. A chunk holds one tree's entries.
+ */
+export const SNAPSHOT_ENTRY_HEAD = 42;
+/** The room one entry may need. */
+export const SNAPSHOT_ENTRY_MAX = SNAPSHOT_ENTRY_HEAD + MAX_RECORD;
+
+/**
  * The top levels of each tree, kept in memory from one batch to the next. Every batch changes
  * leaves all over the tree, so it reads and rewrites the nodes near the root each time, and the
  * random reads below them are LevelDB lookups; this cache answers those near the root.
@@ -123,6 +131,99 @@ export class TopNodeCache {
 
   get size(): number {
     return this.native ? this.native.size : this.used;
+  }
+
+  /** Whether the cache can export and import its nodes (an addon built before that cannot). */
+  get canSnapshot(): boolean {
+    return this.native ? this.native.canSnapshot : this.levels > 0;
+  }
+
+  /**
+   * The nodes at `tree`'s positions as snapshot entries, in chunks of at most `chunkBytes`, depth
+   * by depth. A chunk is valid until the next is asked for (one buffer is reused).
+   */
+  *snapshotChunks(tree: string, chunkBytes: number): Generator<Uint8Array> {
+    const out = new Uint8Array(Math.max(chunkBytes, SNAPSHOT_ENTRY_MAX));
+    const cursor = new Int32Array(2);
+    while (cursor[0]! < this.levels) {
+      const bytes = this.native
+        ? this.native.exportChunk(tree, cursor, out)
+        : this.exportChunk(tree, cursor, out);
+      if (bytes > 0) yield out.subarray(0, bytes);
+    }
+  }
+
+  /**
+   * Keeps snapshot entries of `tree` (snapshotChunks') at their positions, as remember does (so the
+   * levels and the node bound apply), but those of a gen above `maxGen` and those whose position
+   * holds a node of a later gen (a batch's, run meanwhile). The entries read.
+   */
+  importEntries(tree: string, entries: Uint8Array, maxGen: number): number {
+    if (this.native) return this.native.importEntries(tree, entries, maxGen);
+    let count = 0;
+    for (let at = 0; at < entries.length; count++) {
+      const length = entries[at + SNAPSHOT_ENTRY_HEAD - 1] ?? 0;
+      if (entries.length - at < SNAPSHOT_ENTRY_HEAD + length || length > MAX_RECORD)
+        throw new RangeError("a node cache entry is cut short or its record too long");
+      const depth = entries[at]!;
+      const index = readLe32(entries, at + 1);
+      const gen = readLe32(entries, at + 37);
+      if (
+        gen <= maxGen &&
+        depth < this.levels &&
+        index < 2 ** depth &&
+        !this.holdsLater(tree, depth, index, gen)
+      ) {
+        const slot = this.slotFor(tree, depth, index, entries, at + 5, gen);
+        if (slot >= 0) {
+          this.slab[slot * SLOT + LENGTH_AT] = length;
+          this.slab.set(
+            entries.subarray(at + SNAPSHOT_ENTRY_HEAD, at + SNAPSHOT_ENTRY_HEAD + length),
+            slot * SLOT + RECORD_AT,
+          );
+        }
+      }
+      at += SNAPSHOT_ENTRY_HEAD + length;
+    }
+    return count;
+  }
+
+  private holdsLater(tree: string, depth: number, index: number, gen: number): boolean {
+    const slot = (this.byPosition.get(tree)?.[depth]?.[index] ?? 0) - 1;
+    return slot >= 0 && readGen(this.slab, slot * SLOT + HASH_BYTES) > gen;
+  }
+
+  /** The JavaScript storage's nc_export: entries from `cursor` (depth, index; moved on) into `out`. */
+  private exportChunk(tree: string, cursor: Int32Array, out: Uint8Array): number {
+    const levels = this.byPosition.get(tree);
+    let at = 0;
+    let depth = levels ? cursor[0]! : this.levels;
+    let index = cursor[1]!;
+    for (; depth < this.levels; depth++, index = 0) {
+      const level = levels![depth];
+      if (!level) continue;
+      for (; index < level.length; index++) {
+        const slot = level[index]! - 1;
+        if (slot < 0) continue;
+        const base = slot * SLOT;
+        const length = this.slab[base + LENGTH_AT]!;
+        if (at + SNAPSHOT_ENTRY_HEAD + length > out.length) {
+          cursor[0] = depth;
+          cursor[1] = index;
+          return at;
+        }
+        out[at] = depth;
+        writeLe32(out, at + 1, index);
+        out.set(this.slab.subarray(base, base + HASH_BYTES), at + 5);
+        writeLe32(out, at + 37, readGen(this.slab, base + HASH_BYTES));
+        out[at + 41] = length;
+        out.set(this.slab.subarray(base + RECORD_AT, base + RECORD_AT + length), at + SNAPSHOT_ENTRY_HEAD);
+        at += SNAPSHOT_ENTRY_HEAD + length;
+      }
+    }
+    cursor[0] = depth;
+    cursor[1] = 0;
+    return at;
   }
 
   /** The record of a node of this gen, if cached. */
@@ -420,6 +521,17 @@ export class TopNodeCache {
     }
     return this.used++;
   }
+}
+
+function readLe32(bytes: Uint8Array, at: number): number {
+  return (bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)) >>> 0;
+}
+
+function writeLe32(bytes: Uint8Array, at: number, value: number): void {
+  bytes[at] = value & 0xff;
+  bytes[at + 1] = (value >>> 8) & 0xff;
+  bytes[at + 2] = (value >>> 16) & 0xff;
+  bytes[at + 3] = value >>> 24;
 }
 
 /** 31 bits of the hash at `off` (hashes are uniform, so any bits will do). */

@@ -32,6 +32,14 @@ export interface NativeNodeCacheAddon {
   nodeCacheSize(h: Handle): number;
 }
 
+/** The addon's snapshot calls (missing from an addon built before them: then no snapshot). */
+export interface NativeNodeCacheSnapshotAddon {
+  /** The tree's positioned nodes from `cursor` (depth, index; moved on) as entries into `out`; the bytes. */
+  nodeCacheExport(h: Handle, tree: number, cursor: Int32Array, out: Uint8Array): number;
+  /** Keeps the entries of gens up to `maxGen` at their positions; the entries read. */
+  nodeCacheImport(h: Handle, tree: number, entries: Uint8Array, maxGen: number): number;
+}
+
 /**
  * The addon's node cache, where the addon is loaded and has one; else null (the JavaScript cache).
  * `DACD_NODE_CACHE=js` keeps the cache in JavaScript (to compare, or should the native one fail).
@@ -50,6 +58,7 @@ export function nativeNodeCacheAddon(mode: "auto" | "js" = "auto"): NativeNodeCa
 export class NativeNodeStore {
   private readonly handle: Handle;
   private readonly trees = new Map<string, number>();
+  private readonly snapshots: NativeNodeCacheSnapshotAddon | null;
 
   constructor(
     private readonly addon: NativeNodeCacheAddon,
@@ -57,6 +66,31 @@ export class NativeNodeStore {
     maxNodes = Infinity,
   ) {
     this.handle = addon.nodeCacheCreate(levels, maxNodes);
+    const calls = addon as Partial<NativeNodeCacheSnapshotAddon>;
+    this.snapshots =
+      typeof calls.nodeCacheExport === "function" && typeof calls.nodeCacheImport === "function"
+        ? (calls as NativeNodeCacheSnapshotAddon)
+        : null;
+  }
+
+  /** Whether this addon exports and imports snapshot entries. */
+  get canSnapshot(): boolean {
+    return this.snapshots !== null;
+  }
+
+  /** The tree's positioned nodes from `cursor` on, as entries into `out` (nc_export); the bytes. */
+  exportChunk(tree: string, cursor: Int32Array, out: Uint8Array): number {
+    return this.snapshotCalls().nodeCacheExport(this.handle, this.treeId(tree), cursor, out);
+  }
+
+  /** Keeps the entries of gens up to `maxGen` at their positions in `tree` (nc_import); the entries read. */
+  importEntries(tree: string, entries: Uint8Array, maxGen: number): number {
+    return this.snapshotCalls().nodeCacheImport(this.handle, this.treeId(tree), entries, maxGen);
+  }
+
+  private snapshotCalls(): NativeNodeCacheSnapshotAddon {
+    if (!this.snapshots) throw new Error("this build of the native addon has no node cache snapshots");
+    return this.snapshots;
   }
 
   forget(tree: string): void {
