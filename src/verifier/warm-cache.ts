@@ -9,14 +9,6 @@ import { findBranchTop, type FoundTop } from "./trees/cache/branch-top.js";
 import { openCacheSnapshot, SnapshotRefused } from "./trees/cache/cache-snapshot.js";
 
 /**
- * Fills the node cache from the trees of the newest stored batch (or of batch `batchId`), so that
- * the first batches after a start read as few nodes from LevelDB as later ones do. Each Merkle
- * tree's cached levels start where it first branches (branch-top.ts), found first; the walk then
- * reads the levels below it that the cache keeps, a chunk of nodes per read. Reads only; returns
- * the number of nodes it added. Batches may run meanwhile: a node is cached under its hash and gen,
- * so whatever the warm-up adds is a stored record, and a batch finds it or reads it itself.
- */
-/**
  * Sets where each Merkle tree's cached levels start (TopNodeCache.setTop) from the trees of the
  * newest stored batch (or of `batchId`): one read per level of each tree's single top path, so it
  * is awaited before the first batch, which then remembers its nodes where the warm-up puts them.
@@ -49,6 +41,14 @@ export async function placeBranchTops(
   return tops;
 }
 
+/**
+ * Fills the node cache from the trees of the newest stored batch (or of batch `batchId`), so that
+ * the first batches after a start read as few nodes from LevelDB as later ones do. Each Merkle
+ * tree's cached levels start where it first branches (branch-top.ts), found first; the walk then
+ * reads the levels below it that the cache keeps, a chunk of nodes per read. Reads only; returns
+ * the number of nodes it added. Batches may run meanwhile: a node is cached under its hash and gen,
+ * so whatever the warm-up adds is a stored record, and a batch finds it or reads it itself.
+ */
 export async function warmTopNodes(
   cache: TopNodeCache,
   store: LevelStore,
