@@ -1,9 +1,7 @@
 import { existsSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { startDaemon } from "../../src/app.js";
-import { createLogger } from "../../src/logging.js";
 import { partialPath, snapshotPath } from "../../src/verifier/trees/cache/cache-snapshot.js";
-import { spotChainMember, waitFor } from "../helpers/daemon.js";
+import { loggedDaemons, spotChainMember, waitFor } from "../helpers/daemon.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -13,16 +11,7 @@ afterEach(async () => {
 describe("the node cache's snapshot across a restart", () => {
   it("a clean stop saves the cache, and the next start warms from it rather than walking", async () => {
     const { gw, expected, setup } = await spotChainMember(cleanups);
-    const lines: Record<string, unknown>[] = [];
-    const log = createLogger({
-      level: "info",
-      destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
-    });
-    const start = async () => {
-      const daemon = await startDaemon(setup.config, { log, env: {} });
-      cleanups.push(() => daemon.stop());
-      return daemon;
-    };
+    const { lines, start } = loggedDaemons(cleanups, setup.config);
     const warmed = () => lines.filter((l) => l.msg === "node cache warmed");
     const file = snapshotPath(setup.config.dataDir);
 

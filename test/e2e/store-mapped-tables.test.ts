@@ -1,9 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { startDaemon } from "../../src/app.js";
 import { levelBindingName } from "../../src/storage/level-binding.js";
-import { createLogger } from "../../src/logging.js";
-import { spotChainMember, waitFor } from "../helpers/daemon.js";
+import { loggedDaemons, spotChainMember, waitFor } from "../helpers/daemon.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 
 const dacdBinding = nativeAvailable("dacd's LevelDB binding", levelBindingName === "dacd");
@@ -17,16 +15,7 @@ afterEach(async () => {
 
 async function member(extra: string) {
   const { gw, expected, setup } = await spotChainMember(cleanups, undefined, extra);
-  const lines: Record<string, unknown>[] = [];
-  const log = createLogger({
-    level: "info",
-    destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
-  });
-  const start = async () => {
-    const daemon = await startDaemon(setup.config, { log, env: {} });
-    cleanups.push(() => daemon.stop());
-    return daemon;
-  };
+  const { lines, start } = loggedDaemons(cleanups, setup.config);
   const daemon = await start();
   await waitFor(() => gw.accepted.length >= expected.batches.length, 60_000, "all batches signed");
   expect(gw.acceptedIds()).toEqual(expected.batches.map((b) => b.batch_id));

@@ -1,9 +1,8 @@
 import { rm } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { startDaemon } from "../../src/app.js";
-import { createLogger } from "../../src/logging.js";
 import { openFileLimit } from "../../src/storage/open-files.js";
-import { memberSetup, waitFor } from "../helpers/daemon.js";
+import { memberSetup, recordingLogger, waitFor } from "../helpers/daemon.js";
 import { VectorGateway } from "../helpers/vector-gateway.js";
 import { loadChain } from "../helpers/vectors.js";
 
@@ -27,11 +26,7 @@ describe("store_max_open_files above the process's open-file limit", () => {
       extra: `store_max_open_files: ${limit + 5000}`,
     });
     cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-    const lines: Record<string, unknown>[] = [];
-    const log = createLogger({
-      level: "warn",
-      destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
-    });
+    const { log, lines } = recordingLogger("warn");
     const daemon = await startDaemon(setup.config, { log, retryAttempts: 2 });
     try {
       await waitFor(() => gw.accepted.length >= expected.batches.length, 60_000, "all batches signed");

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/config.js";
 import type { Config } from "../../src/config/config.js";
-import { createLogger } from "../../src/logging.js";
+import { createLogger, type Logger } from "../../src/logging.js";
 import { startDaemon, type Daemon } from "../../src/app.js";
 import { VectorGateway } from "./vector-gateway.js";
 import { loadChain, type Expected } from "./vectors.js";
@@ -42,6 +42,36 @@ export async function memberSetup(opts: {
 
 export async function startQuietDaemon(config: Config): Promise<Daemon> {
   return startDaemon(config, { log: createLogger({ level: "silent" }), retryAttempts: 2 });
+}
+
+/** A logger that keeps every line it writes, parsed, in `lines`: for tests that read a daemon's log. */
+export function recordingLogger(level: "info" | "warn" = "info"): {
+  log: Logger;
+  lines: Record<string, unknown>[];
+} {
+  const lines: Record<string, unknown>[] = [];
+  const log = createLogger({
+    level,
+    destination: { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
+  });
+  return { log, lines };
+}
+
+/**
+ * Starts daemons on `config` one after another, all logging into one `lines` (recordingLogger);
+ * each is stopped by `cleanups` if the test has not stopped it.
+ */
+export function loggedDaemons(
+  cleanups: (() => Promise<void>)[],
+  config: Config,
+): { lines: Record<string, unknown>[]; start: () => Promise<Daemon> } {
+  const { log, lines } = recordingLogger();
+  const start = async () => {
+    const daemon = await startDaemon(config, { log, env: {} });
+    cleanups.push(() => daemon.stop());
+    return daemon;
+  };
+  return { lines, start };
 }
 
 export async function waitFor(

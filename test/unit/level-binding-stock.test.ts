@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { placeholderRecord } from "../helpers/batch-record.js";
+import { randomNodeWrites } from "../helpers/level-records.js";
 import { nativeAvailable } from "../helpers/native-required.js";
 
 // Each test file runs in a process of its own (vitest's forks pool), so this one loads classic-level
@@ -56,17 +57,8 @@ describe("classic-level's own binding (DACD_LEVEL_BINDING=stock)", () => {
   });
 
   it("stores a batch one put per record and reads it back through getMany, missing records too", async () => {
-    const nodes = new NodeWrites();
-    const hashes: Uint8Array[] = [];
-    const values: Uint8Array[] = [];
     // More than one getMany takes (the store splits a large read into up to four).
-    for (let i = 0; i < 5000; i++) {
-      const hash = new Uint8Array(randomBytes(32));
-      const value = new Uint8Array(randomBytes(1 + (i % 90)));
-      hashes.push(hash);
-      values.push(value);
-      nodes.add(hash, 0, value, 0, value.length);
-    }
+    const { nodes, hashes, values } = randomNodeWrites(5000, (i) => 1 + (i % 90));
     await store.commitBatch(record, nodes, new NodeWrites());
     const absent = Array.from({ length: 100 }, () => new Uint8Array(randomBytes(32)));
     const asked = [...absent.slice(0, 50), ...hashes, ...absent.slice(50)];

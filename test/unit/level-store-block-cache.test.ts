@@ -1,7 +1,3 @@
-import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClassicLevel } from "../../src/storage/classic-level.js";
 import { TreeKind, treeKey } from "../../src/storage/keys.js";
@@ -10,7 +6,9 @@ import { levelDb } from "../../src/storage/level-db.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { placeholderRecord } from "../helpers/batch-record.js";
+import { randomNodeWrites } from "../helpers/level-records.js";
 import { nativeAvailable } from "../helpers/native-required.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 // LevelDB caches only blocks it read with pread, never those of memory-mapped tables: each test file
 // runs in a process of its own (vitest's forks pool), and this one maps none, before anything here
@@ -20,29 +18,18 @@ const dacdBinding =
 if (dacdBinding) setMappedTables(0);
 
 const GEN = 3;
-let dir: string;
 let store: LevelStore;
-const hashes: Uint8Array[] = [];
-const values: Uint8Array[] = [];
+const { nodes, hashes, values } = randomNodeWrites(4000, () => 72);
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "dacd-block-cache-"));
-  store = await LevelStore.open(dir);
-  const nodes = new NodeWrites();
-  for (let i = 0; i < 4000; i++) {
-    const hash = new Uint8Array(randomBytes(32));
-    const value = new Uint8Array(randomBytes(72));
-    hashes.push(hash);
-    values.push(value);
-    nodes.add(hash, 0, value, 0, value.length);
-  }
+  store = await LevelStore.open(await tempDir("dacd-block-cache-"));
   await store.commitBatch(placeholderRecord(GEN), nodes, new NodeWrites());
   // Into tables: the memtable is never a block cache's.
   await store.compact();
 });
 afterAll(async () => {
   await store.close();
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDirs();
 });
 
 /** LevelDB's block cache, memtables included (`leveldb.approximate-memory-usage`), in bytes. */

@@ -1,35 +1,23 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import { placeholderRecord } from "../helpers/batch-record.js";
+import { randomNodeWrites } from "../helpers/level-records.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 const GEN = 5;
-let dir: string;
 let store: LevelStore;
-const hashes: Uint8Array[] = [];
-const values: Uint8Array[] = [];
+const { nodes, hashes, values } = randomNodeWrites(6000, (i) => 1 + (i % 100));
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "dacd-tree-reads-"));
-  store = await LevelStore.open(dir);
-  const nodes = new NodeWrites();
-  for (let i = 0; i < 6000; i++) {
-    const hash = new Uint8Array(randomBytes(32));
-    const value = new Uint8Array(randomBytes(1 + (i % 100)));
-    hashes.push(hash);
-    values.push(value);
-    nodes.add(hash, 0, value, 0, value.length);
-  }
+  store = await LevelStore.open(await tempDir("dacd-tree-reads-"));
   await store.commitBatch(placeholderRecord(GEN), nodes, new NodeWrites());
   await store.compact();
 });
 afterAll(async () => {
   await store.close();
-  await rm(dir, { recursive: true, force: true });
+  await removeTempDirs();
 });
 
 describe("the store's tree reads, split into ranges looked up side by side", () => {
