@@ -1,7 +1,8 @@
-import { open, mkdir, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { ClassicLevel } from "../storage/classic-level.js";
 import { DacdError } from "../errors.js";
+import { syncDir } from "../util/sync-dir.js";
 
 /**
  * Builds a store in a directory beside `dataDir` and moves it into place only when `build`
@@ -86,13 +87,4 @@ async function refuseIfLocked(dir: string): Promise<void> {
     return; // not a LevelDB store: nothing holds it
   }
   await db.close();
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }

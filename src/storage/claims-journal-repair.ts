@@ -11,13 +11,8 @@
 import { link, readFile, rename, writeFile, open } from "node:fs/promises";
 import { dirname } from "node:path";
 import { DacdError } from "../errors.js";
-import {
-  journalError,
-  journalLines,
-  syncDir,
-  type JournalEntry,
-  type JournalLine,
-} from "./claims-journal.js";
+import { journalError, journalLines, type JournalEntry, type JournalLine } from "./claims-journal.js";
+import { syncDir } from "../util/sync-dir.js";
 import { ensureLocalDir } from "./local-dir.js";
 
 export interface RepairReport {

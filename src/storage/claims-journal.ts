@@ -19,6 +19,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { crc32 } from "node:zlib";
 import { DacdError } from "../errors.js";
 import type { PostedSignature } from "../signer/signer.js";
+import { syncDir } from "../util/sync-dir.js";
 import { ensureLocalDir } from "./local-dir.js";
 
 export interface JournalEntry {
@@ -460,15 +461,6 @@ async function cutTornTail(path: string, goodBytes: number): Promise<void> {
     await fh.sync();
   } finally {
     await fh.close();
-  }
-}
-
-export async function syncDir(dir: string): Promise<void> {
-  const d = await open(dir, "r");
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
   }
 }
 

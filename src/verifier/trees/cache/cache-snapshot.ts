@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
 import { mkdir, open, rename, rm, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { NODE_FORMAT } from "../../../storage/records/node-record.js";
+import { syncDir } from "../../../util/sync-dir.js";
 import { SNAPSHOT_ENTRY_HEAD, type TopNodeCache } from "./node-cache.js";
 
 const MAGIC = Buffer.from("dacd node cache\n", "latin1");
@@ -120,7 +121,7 @@ export async function writeCacheSnapshot(
     await rm(partial, { force: true });
     throw err;
   }
-  await syncFolder(dirname(file));
+  await syncDir(dirname(file));
   return { bytes: bytes + DIGEST, nodes };
 }
 
@@ -251,14 +252,4 @@ function frameHead(tree: number, length: number): Buffer {
   b.writeUInt16LE(tree, 0);
   b.writeUInt32LE(length, 2);
   return b;
-}
-
-/** fsync of a folder, so that a rename in it survives a crash. */
-async function syncFolder(dir: string): Promise<void> {
-  const fh = await open(dir, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }
