@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
 import { directorySize } from "../src/service/metrics.js";
@@ -10,7 +11,8 @@ import { cgroupMemoryLimit, type MemoryLimit } from "../src/config/memory-limit.
 import { LevelStore } from "../src/storage/level-store.js";
 import type { HashEngine } from "../src/verifier/hash/engine.js";
 import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
-import { snapshotPath, writeCacheSnapshot } from "../src/verifier/trees/cache/cache-snapshot.js";
+import { snapshotPath } from "../src/verifier/trees/cache/cache-snapshot.js";
+import { CacheSnapshotWriter } from "../src/verifier/cache-snapshot-writer.js";
 import { warmTopNodes } from "../src/verifier/warm-cache.js";
 import { describePlan, memoryBudget, planMemory, type MemoryPlan } from "../src/config/memory-plan.js";
 import {
@@ -166,16 +168,26 @@ async function walkAndSave(
     const t = performance.now();
     const nodes = await warmTopNodes(cache, store, engine, trees);
     const walkS = (performance.now() - t) / 1000;
-    const record = (await store.getBatch((await store.lastBatchId())!))!;
-    const saved = await writeCacheSnapshot(cache, snapshotPath(dir), {
-      batchId: record.batch_id,
-      roots: record.roots,
-      trees: trees.map((t) => t.name),
-    });
-    log(
-      `cache warm-up by walking ${walkS.toFixed(1)} s, ${nodes} nodes; snapshot ${Math.round(saved.bytes / 2 ** 20)} MiB`,
+    // Saved as a daemon's clean stop saves it.
+    const file = snapshotPath(dir);
+    const writer = new CacheSnapshotWriter(
+      cache,
+      store,
+      trees.map((t) => t.name),
+      file,
+      {
+        info: () => undefined,
+        warn: (fields: unknown) =>
+          log(`node cache snapshot not written: ${String((fields as { err?: unknown }).err)}`),
+      },
     );
-    return { walkS, bytes: saved.bytes };
+    writer.markWarm();
+    await writer.stop();
+    const bytes = (await stat(file)).size;
+    log(
+      `cache warm-up by walking ${walkS.toFixed(1)} s, ${nodes} nodes; snapshot ${Math.round(bytes / 2 ** 20)} MiB`,
+    );
+    return { walkS, bytes };
   } finally {
     await store.close();
   }
