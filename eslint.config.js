@@ -16,6 +16,11 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
+    // The launcher is CommonJS (bin/package.json) and sets libuv's pool through process.env.
+    files: ["bin/*.js"],
+    languageOptions: { sourceType: "commonjs", globals: { process: "readonly" } },
+  },
+  {
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
     },

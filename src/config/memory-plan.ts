@@ -1,4 +1,5 @@
 import type { MemoryLimit } from "./memory-limit.js";
+import { runtimeSettings } from "./runtime-settings.js";
 
 /**
  * How dacd shares its memory budget out: the node cache, LevelDB's memory-mapped tables, its block
@@ -85,6 +86,8 @@ export interface MemoryPlan {
   readonly store_mapped_tables: number;
   readonly store_block_cache_mib: number;
   readonly store_max_open_files: number;
+  /** libuv's threads, where LevelDB's lookups run side by side (UV_THREADPOOL_SIZE; not from the budget). */
+  readonly store_read_threads: number;
   /** Table files in the store now (its size over LevelDB's file size). */
   readonly store_tables: number;
   /** The settings the operator gave, kept as given. */
@@ -95,13 +98,16 @@ export interface MemoryPlan {
  * The plan for `budget`, a store of `storeBytes` and `trees` kept trees. The node cache comes first
  * (every batch reads the top of each tree), then the open table files (a table not open is reopened
  * on each read that needs it), the block cache, and what is left goes to mapped tables, whose pages
- * the kernel counts against the cgroup like any other.
+ * the kernel counts against the cgroup like any other. `readThreads` (libuv's pool, which the
+ * launcher sizes) is carried along for the log line, since it decides how many lookups wait on the
+ * disk at once.
  */
 export function planMemory(
   budget: MemoryBudget,
   storeBytes: number,
   trees: number,
   overrides: MemoryOverrides = {},
+  readThreads = runtimeSettings().threadpoolSize,
 ): MemoryPlan {
   const spare = Math.max(0, budget.bytes - FIXED_BYTES);
   const treeCount = Math.max(1, trees);
@@ -142,6 +148,7 @@ export function planMemory(
     store_mapped_tables: mapped,
     store_block_cache_mib: Math.round(blockCache / MIB),
     store_max_open_files: openFiles,
+    store_read_threads: readThreads,
     store_tables: tables,
     overridden,
   };
@@ -161,7 +168,8 @@ export function describePlan(plan: MemoryPlan): string {
     `memory budget ${plan.budget_mib} MiB (${plan.budget_source}): node cache ${plan.node_cache_levels} levels ` +
     `below each tree's first branch, at most ${plan.node_cache_nodes.toLocaleString("en")} nodes ` +
     `(~${plan.node_cache_mib} MiB for this store); LevelDB: ${plan.store_mapped_tables} mapped tables, ` +
-    `${plan.store_block_cache_mib} MiB block cache, ${plan.store_max_open_files} open files ` +
+    `${plan.store_block_cache_mib} MiB block cache, ${plan.store_max_open_files} open files, ` +
+    `${plan.store_read_threads} read threads ` +
     `(store: ${plan.store_tables} tables)${kept}`
   );
 }

@@ -1,3 +1,5 @@
+import { threadpoolSize } from "../util/threadpool.js";
+
 /**
  * The switches dacd reads from its environment outside the configuration file (the `DACD_*`
  * variables of env-check.ts's SWITCHES, and what systemd hands a service), read once, here, and
@@ -28,6 +30,8 @@ export interface RuntimeSettings {
   readonly configPath: string | undefined;
   /** CREDENTIALS_DIRECTORY: where systemd hands over credentials (LoadCredential=). */
   readonly credentialsDirectory: string | undefined;
+  /** UV_THREADPOOL_SIZE as libuv took it (the launcher, bin/dacd.js, sets it when unset). */
+  readonly threadpoolSize: number;
   /** JOURNAL_STREAM: set by systemd when stdout is the journal. */
   readonly journalStream: string | undefined;
   /**
@@ -53,6 +57,7 @@ export function readRuntimeSettings(env: Env): RuntimeSettings {
     configPath: trimmed(env.DACD_CONFIG),
     credentialsDirectory: env.CREDENTIALS_DIRECTORY || undefined,
     journalStream: env.JOURNAL_STREAM || undefined,
+    threadpoolSize: threadpoolSize(env),
     environment: Object.freeze({ ...env }),
   };
 }

@@ -11,15 +11,16 @@ import {
 } from "./keys.js";
 import type { StoreHandle } from "./store-handle.js";
 import type { UnwrittenBatch } from "./unwritten-batch.js";
+import { runtimeSettings } from "../config/runtime-settings.js";
 
 /** The fewest lookups one getMany call of a split read is given. */
-const READ_PART_MIN = 1024;
+export const READ_PART_MIN = 256;
 /**
- * How many getMany calls of one read run side by side: libuv's threads (4 unless
- * UV_THREADPOOL_SIZE says otherwise), where a store larger than the page cache keeps each waiting
- * on the disk.
+ * How many getMany calls of one read run side by side: one per thread of libuv's pool, where each
+ * lookup runs; a store larger than the page cache keeps each thread waiting on the disk, and a disk
+ * answers random reads faster the more of them it is asked at once (bin/dacd.js sizes the pool).
  */
-const READ_PARTS_MAX = 4;
+const READ_PARTS_MAX = runtimeSettings().threadpoolSize;
 
 /** A tree record's key: a node's (`node`) or a leaf's, by the batch that wrote it and its 32-byte hash. */
 export interface TreeRecordKey {
@@ -119,7 +120,8 @@ export class TreeRecordRepository {
   /**
    * Looks up the keys packed in `keyBytes` (TREE_KEY_LENGTH bytes each): the values found one after
    * the other, and where each key's ends (getPacked's answer), in one part, or up to READ_PARTS_MAX
-   * consecutive ranges of the keys when they are many, looked up side by side. Through dacd's binding where it is loaded (level-binding.ts);
+   * consecutive ranges of the keys when they are many, looked up side by side. Through dacd's
+   * binding where it is loaded (level-binding.ts);
    * else through getMany, whose records, a Buffer each, are copied into one buffer: the trees keep
    * them until their update ends, and the young generation would copy so many objects again and
    * again.

@@ -8,9 +8,14 @@ import { DEFAULT_BUDGET_MIB, memoryBudget } from "../../src/config/memory-plan.j
 
 const BIN = join(import.meta.dirname, "..", "..", "bin", "dacd.js");
 
-function dacd(args: string[]): { code: number | null; out: string; err: string } {
+function dacd(
+  args: string[],
+  extra: Record<string, string> = {},
+): { code: number | null; out: string; err: string } {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("DACD_") && v !== undefined) env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (!k.startsWith("DACD_") && k !== "UV_THREADPOOL_SIZE" && v !== undefined) env[k] = v;
+  Object.assign(env, extra);
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", env, timeout: 120_000 });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
@@ -40,7 +45,7 @@ describe("dacd config check prints the memory plan", () => {
     expect(r.out).toContain(
       "# memory budget 1024 MiB (memory_budget_mib): node cache 19 levels below each tree's first branch, " +
         "at most 1,415,577 nodes (~0 MiB for this store); LevelDB: 180 mapped tables, 8 MiB block cache, " +
-        "1000 open files (store: 0 tables)\n",
+        "1000 open files, 16 read threads (store: 0 tables)\n",
     );
     const json = dacd(["config", "check", "--config", path, "--no-key", "--json"]);
     expect(json.code, json.err).toBe(0);
@@ -54,6 +59,7 @@ describe("dacd config check prints the memory plan", () => {
         store_mapped_tables: 180,
         store_block_cache_mib: 8,
         store_max_open_files: 1000,
+        store_read_threads: 16,
         overridden: [],
       },
     });
@@ -75,5 +81,11 @@ describe("dacd config check prints the memory plan", () => {
       overridden: ["node_cache_levels", "store_mapped_tables"],
     });
     if (!cgroupMemoryLimit()) expect(plan.budget_mib).toBe(DEFAULT_BUDGET_MIB);
+    // The launcher keeps the operator's UV_THREADPOOL_SIZE.
+    const own = dacd(["config", "check", "--config", path, "--no-key", "--json"], {
+      UV_THREADPOOL_SIZE: "6",
+    });
+    expect(own.code, own.err).toBe(0);
+    expect(JSON.parse(own.out)).toMatchObject({ memory_plan: { store_read_threads: 6 } });
   }, 60_000);
 });

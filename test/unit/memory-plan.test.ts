@@ -50,7 +50,7 @@ describe("the memory plan", () => {
   });
 
   it("the default budget, a 1M-vault store, three trees", () => {
-    const plan = planMemory(budget(1792), ONE_M_STORE, 3);
+    const plan = planMemory(budget(1792), ONE_M_STORE, 3, {}, 16);
     expect(plan).toEqual({
       budget_mib: 1792,
       budget_source: "test",
@@ -60,6 +60,7 @@ describe("the memory plan", () => {
       store_mapped_tables: 340,
       store_block_cache_mib: 18,
       store_max_open_files: 1001,
+      store_read_threads: 16,
       store_tables: 334,
       overridden: [],
     });
@@ -96,11 +97,13 @@ describe("the memory plan", () => {
   });
 
   it("keeps the operator's settings and says so", () => {
-    const plan = planMemory(budget(1792), ONE_M_STORE, 3, {
-      nodeCacheLevels: 19,
-      storeMappedTables: 0,
-      storeMaxOpenFiles: 5000,
-    });
+    const plan = planMemory(
+      budget(1792),
+      ONE_M_STORE,
+      3,
+      { nodeCacheLevels: 19, storeMappedTables: 0, storeMaxOpenFiles: 5000 },
+      16,
+    );
     expect(plan).toMatchObject({
       node_cache_levels: 19,
       node_cache_nodes: 3 * (2 ** 19 - 1),
@@ -111,7 +114,7 @@ describe("the memory plan", () => {
     expect(describePlan(plan)).toBe(
       "memory budget 1792 MiB (test): node cache 19 levels below each tree's first branch, at most " +
         "1,572,861 nodes (~192 MiB for this store); LevelDB: 0 mapped tables, 18 MiB block cache, " +
-        "5000 open files (store: 334 tables); as configured: node_cache_levels, store_max_open_files, store_mapped_tables",
+        "5000 open files, 16 read threads (store: 334 tables); as configured: node_cache_levels, store_max_open_files, store_mapped_tables",
     );
   });
 });
