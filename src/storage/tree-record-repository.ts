@@ -15,13 +15,6 @@ import { runtimeSettings } from "../config/runtime-settings.js";
 
 /** The fewest lookups one getMany call of a split read is given. */
 export const READ_PART_MIN = 256;
-/**
- * How many getMany calls of one read run side by side: one per thread of libuv's pool, where each
- * lookup runs; a store larger than the page cache keeps each thread waiting on the disk, and a disk
- * answers random reads faster the more of them it is asked at once (bin/dacd.js sizes the pool).
- */
-const READ_PARTS_MAX = runtimeSettings().threadpoolSize;
-
 /** A tree record's key: a node's (`node`) or a leaf's, by the batch that wrote it and its 32-byte hash. */
 export interface TreeRecordKey {
   readonly node: boolean;
@@ -119,17 +112,20 @@ export class TreeRecordRepository {
 
   /**
    * Looks up the keys packed in `keyBytes` (TREE_KEY_LENGTH bytes each): the values found one after
-   * the other, and where each key's ends (getPacked's answer), in one part, or up to READ_PARTS_MAX
-   * consecutive ranges of the keys when they are many, looked up side by side. Through dacd's
-   * binding where it is loaded (level-binding.ts);
-   * else through getMany, whose records, a Buffer each, are copied into one buffer: the trees keep
-   * them until their update ends, and the young generation would copy so many objects again and
-   * again.
+   * the other, and where each key's ends (getPacked's answer): in one part, or when the keys are
+   * many in up to one range of consecutive keys per thread, looked up side by side. Through dacd's
+   * binding where it is loaded (level-binding.ts); else through getMany, whose records, a Buffer
+   * each, are copied into one buffer: the trees keep them until their update ends, and the young
+   * generation would copy so many objects again and again.
    */
   private async lookUpPacked(keyBytes: Uint8Array): Promise<{ values: Uint8Array; ends: Uint32Array }[]> {
     const { db } = this.handle;
     const count = keyBytes.length / TREE_KEY_LENGTH;
-    const partCount = Math.max(1, Math.min(READ_PARTS_MAX, Math.floor(count / READ_PART_MIN)));
+    // One range per thread of libuv's pool, where each lookup runs: a store larger than the page
+    // cache keeps each thread waiting on the disk, and a disk answers random reads faster the more
+    // of them it is asked at once (the launcher, bin/dacd.js, sizes the pool).
+    const threads = runtimeSettings().threadpoolSize;
+    const partCount = Math.max(1, Math.min(threads, Math.floor(count / READ_PART_MIN)));
     const ranges = Array.from({ length: partCount }, (_, j) =>
       keyBytes.subarray(
         Math.floor((count * j) / partCount) * TREE_KEY_LENGTH,

@@ -23,7 +23,7 @@ afterAll(async () => {
 
 describe("the store's tree reads, split into ranges looked up side by side", () => {
   // Around each count where the read is cut into one more range (every READ_PART_MIN lookups, up to
-  // READ_PARTS_MAX: libuv's threads here), and around sixteen ranges, the launcher's pool.
+  // one per thread of libuv's pool here), and around sixteen ranges, the launcher's pool.
   const m = READ_PART_MIN;
   it.each([
     1,
