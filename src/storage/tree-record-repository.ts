@@ -121,9 +121,7 @@ export class TreeRecordRepository {
   private async lookUpPacked(keyBytes: Uint8Array): Promise<{ values: Uint8Array; ends: Uint32Array }[]> {
     const { db } = this.handle;
     const count = keyBytes.length / TREE_KEY_LENGTH;
-    // One range per thread of libuv's pool, where each lookup runs: a store larger than the page
-    // cache keeps each thread waiting on the disk, and a disk answers random reads faster the more
-    // of them it is asked at once (the launcher, bin/dacd.js, sizes the pool).
+    // One range per thread of libuv's pool, where each lookup runs (why 16: util/threadpool.ts).
     const threads = runtimeSettings().threadpoolSize;
     const partCount = Math.max(1, Math.min(threads, Math.floor(count / READ_PART_MIN)));
     const ranges = Array.from({ length: partCount }, (_, j) =>
