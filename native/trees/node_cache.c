@@ -19,9 +19,14 @@ typedef struct {
   uint32_t key;
 } cell;
 
-/** A tree's positions: depth → index → slot + 1 (0: none), each allocated when first used. */
+/**
+ * A tree's positions: depth → index → slot + 1 (0: none), each allocated when first used; per
+ * depth, how many hold a slot and where the last search for one to give up stopped.
+ */
 typedef struct {
   uint32_t *depth[NC_MAX_LEVELS];
+  uint32_t held[NC_MAX_LEVELS];
+  uint32_t cursor[NC_MAX_LEVELS];
 } tree_positions;
 
 struct nc_cache {
@@ -71,10 +76,8 @@ void nc_set_max_nodes(nc_cache *c, size_t max_nodes) { c->max_nodes = max_nodes;
 
 void nc_forget(nc_cache *c, int tree) {
   if (tree < 0 || (size_t)tree >= c->tree_count) return;
-  for (int d = 0; d < NC_MAX_LEVELS; d++) {
-    free(c->trees[tree].depth[d]);
-    c->trees[tree].depth[d] = NULL;
-  }
+  for (int d = 0; d < NC_MAX_LEVELS; d++) free(c->trees[tree].depth[d]);
+  memset(&c->trees[tree], 0, sizeof c->trees[tree]);
 }
 size_t nc_size(const nc_cache *c) { return c->used; }
 
@@ -146,6 +149,26 @@ static int insert(nc_cache *c, size_t slot) {
   return 1;
 }
 
+/**
+ * At the node bound, a position takes the slot of a node at a deeper level, the deepest level
+ * first (any tree's): a node nearer the top lies on the paths of more leaves, so it saves more
+ * reads per batch. So the bound holds the top levels of every tree, whatever order the nodes came
+ * in, and only the deepest kept level is partial. The position giving up its slot (not yet
+ * cleared), or NULL when no deeper level holds one.
+ */
+static uint32_t *deeper_position(nc_cache *c, int depth, uint32_t **held) {
+  for (int d = c->levels - 1; d > depth; d--)
+    for (size_t t = 0; t < c->tree_count; t++) {
+      tree_positions *p = &c->trees[t];
+      if (!p->held[d]) continue;
+      uint32_t mask = ((uint32_t)1 << d) - 1;
+      while (!p->depth[d][p->cursor[d]]) p->cursor[d] = (p->cursor[d] + 1) & mask;
+      *held = &p->held[d];
+      return &p->depth[d][p->cursor[d]];
+    }
+  return NULL;
+}
+
 int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *hash, uint32_t gen,
                 const uint8_t *record, uint32_t length) {
   if (tree < 0 || depth < 0 || depth >= c->levels || index < 0 || (uint32_t)index >= (uint32_t)1 << depth ||
@@ -162,13 +185,17 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
   uint32_t **level = &c->trees[tree].depth[depth];
   if (!*level && !(*level = calloc((size_t)1 << depth, sizeof(uint32_t)))) return -1;
   uint32_t *at = &(*level)[index];
+  uint32_t *given = NULL, *given_held = NULL;
   size_t slot;
   if (*at) {
     slot = *at - 1;
     if (holds(c, slot, hash, gen)) return 0;
     /* The slot now holds the newer node; the old one's table cell goes stale. */
+  } else if (c->used >= c->max_nodes) {
+    /* The deeper node's table cell goes stale with its slot. */
+    if (!(given = deeper_position(c, depth, &given_held))) return 0;
+    slot = *given - 1;
   } else {
-    if (c->used >= c->max_nodes) return 0;
     /* Slots are never freed: a position, once used, keeps its slot for each newer node there. */
     if (c->used == c->cap) {
       size_t cap = c->cap ? c->cap * 2 : 1024;
@@ -180,7 +207,7 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
     slot = c->used;
   }
   /* A failed insert (out of memory) leaves the cache as it was. */
-  int fresh = *at == 0;
+  int fresh = *at == 0 && !given;
   uint8_t *s = c->slab + slot * SLOT, old[32];
   memcpy(old, s, 32);
   memcpy(s, hash, 32);
@@ -192,6 +219,11 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
       memcpy(s, old, 32);
     return -1;
   }
+  if (given) {
+    *given = 0;
+    (*given_held)--;
+  }
+  if (!*at) c->trees[tree].held[depth]++;
   *at = (uint32_t)slot + 1;
   memcpy(s + GEN_AT, &gen, 4);
   s[LENGTH_AT] = (uint8_t)length;

@@ -4,7 +4,7 @@
  * themselves, a memcmp and a memcpy per node, rather than through JavaScript).
  *
  * One node per position (tree, depth, index) for depths below `levels`: a node written at a
- * position replaces the one there before, so the size is bounded by the trees' shape. Lookups are
+ * position replaces the one there before, so the size is bounded by the trees' shape and the node bound. Lookups are
  * by hash and gen (the batch that wrote the record: two batches' records of one node may name
  * different children); the walks, which know where each node they read sits, look up by position
  * first. Storage: a slab of fixed-size slots (hash ‖ gen ‖ record length ‖ record),
@@ -33,7 +33,10 @@ typedef struct nc_cache nc_cache;
 nc_cache *nc_create(int levels);
 void nc_free(nc_cache *c);
 int nc_levels(const nc_cache *c);
-/** New positions get no slot once `max_nodes` slots are in use (the budget); SIZE_MAX by default. */
+/**
+ * Once `max_nodes` slots are in use (the budget), a new position takes the slot of a node at a
+ * deeper level, the deepest first, or gets none; SIZE_MAX by default.
+ */
 void nc_set_max_nodes(nc_cache *c, size_t max_nodes);
 /** Drops a tree's positions (its branch moved); its slots keep their nodes, findable by hash. */
 void nc_forget(nc_cache *c, int tree);

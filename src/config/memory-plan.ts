@@ -29,7 +29,7 @@ export const FIXED_BYTES = 640 * MIB;
 /** A cached node: its slot (hash, gen, record), its table cell and its position entry, rounded up. */
 export const NODE_CACHE_BYTES_PER_NODE = 128;
 /** Of the budget left after the fixed part, what the node cache may take. */
-const NODE_CACHE_SHARE = 0.45;
+const NODE_CACHE_SHARE = 0.4;
 /** The deepest the node cache goes below each tree's first branch (positions per tree: 2^levels). */
 const MAX_LEVELS = 24;
 
@@ -77,7 +77,10 @@ export interface MemoryOverrides {
 export interface MemoryPlan {
   readonly budget_mib: number;
   readonly budget_source: string;
-  /** Levels below each tree's first branch (the top of a tree whose ids share a prefix is one path). */
+  /**
+   * Levels below each tree's first branch (the top of a tree whose ids share a prefix is one path)
+   * where the cache may keep nodes, as many as the node bound allows, those nearer the top first.
+   */
   readonly node_cache_levels: number;
   /** The most nodes the cache holds (every tree together). */
   readonly node_cache_nodes: number;
@@ -114,7 +117,10 @@ export function planMemory(
   const overridden: string[] = [];
 
   let nodes = Math.floor((spare * NODE_CACHE_SHARE) / NODE_CACHE_BYTES_PER_NODE);
-  let levels = levelsFor(nodes, treeCount);
+  // Deep enough for one tree alone to fill the bound. With several, the cache keeps the nodes
+  // nearest each tree's top first (a deeper one gives up its slot), so the bound holds every tree's
+  // full top levels and part of the next, however their sizes differ.
+  let levels = levelsFor(nodes, 1);
   if (overrides.nodeCacheLevels !== undefined) {
     overridden.push("node_cache_levels");
     levels = overrides.nodeCacheLevels;

@@ -48,6 +48,11 @@ export async function placeBranchTops(
  * reads the levels below it that the cache keeps, a chunk of nodes per read. Reads only; returns
  * the number of nodes it added. Batches may run meanwhile: a node is cached under its hash and gen,
  * so whatever the warm-up adds is a stored record, and a batch finds it or reads it itself.
+ *
+ * The levels every tree holds in full under the node bound are walked first. The deeper ones, which
+ * the trees share, follow one level at a time across all trees (the levels above answered by the
+ * cache), each until the bound is reached: a tree walked to the cache's last level before the next
+ * would read nodes that the next tree's upper levels then take the slots of.
  */
 export async function warmTopNodes(
   cache: TopNodeCache,
@@ -58,15 +63,46 @@ export async function warmTopNodes(
 ): Promise<number> {
   const tops = await placeBranchTops(cache, store, engine, trees, batchId);
   const before = cache.size;
-  const getNodes = (hashes: readonly Uint8Array[], gens: ArrayLike<number>) => store.getNodes(hashes, gens);
+  const walked = trees.filter((spec) => tops.has(spec.name));
+  const shared = levelsEveryTreeHolds(cache, walked.length);
+  const fromStore = (hashes: readonly Uint8Array[], gens: ArrayLike<number>) => store.getNodes(hashes, gens);
+  await walkLevels(cache, engine, walked, tops, fromStore, shared, false);
+  const throughCache = cache.over(store);
+  for (let depth = shared; depth < cache.levels && !cache.full; depth++)
+    await walkLevels(cache, engine, walked, tops, (h, g) => throughCache.getNodes(h, g), depth + 1, true);
+  return cache.size - before;
+}
+
+/** The most levels whose nodes every one of `trees` full trees could keep under the node bound. */
+function levelsEveryTreeHolds(cache: TopNodeCache, trees: number): number {
+  let levels = 0;
+  while (levels < cache.levels && trees * (2 ** (levels + 1) - 1) <= cache.maxNodes) levels++;
+  return levels;
+}
+
+/**
+ * Walks each tree's levels above `levels` below its top, keeping the nodes read; with `untilFull`,
+ * the last of them is no longer read once the cache is at its bound.
+ */
+async function walkLevels(
+  cache: TopNodeCache,
+  engine: HashEngine,
+  trees: readonly TreeSpec[],
+  tops: ReadonlyMap<string, FoundTop>,
+  getNodes: (hashes: readonly Uint8Array[], gens: ArrayLike<number>) => Promise<(Uint8Array | undefined)[]>,
+  levels: number,
+  untilFull: boolean,
+): Promise<void> {
   for (const spec of trees) {
-    const top = tops.get(spec.name);
-    if (!top) continue;
+    const top = tops.get(spec.name)!;
     // The subtree under the top, walked as a tree of its own: its depths and indices are the cache's.
     const below: TreeSpec = { ...spec, height: spec.height - top.depth };
     const walk = walkLeaves(engine, below, top.hash, top.gen, {
       getNodes,
-      enter: (t) => t.height > 0 && below.height - t.height < cache.levels,
+      enter: (t) => {
+        const depth = below.height - t.height;
+        return t.height > 0 && depth < levels && !(untilFull && depth === levels - 1 && cache.full);
+      },
       onNodes: (nodes) => {
         for (const n of nodes)
           cache.remember(spec.name, below.height - n.height, Number(n.index), n.hash, n.gen, n.record);
@@ -76,7 +112,6 @@ export async function warmTopNodes(
     });
     for await (const _leaves of walk);
   }
-  return cache.size - before;
 }
 
 /** How a warm-up went: the nodes it added, its time and where they came from. */

@@ -43,8 +43,8 @@ describe("dacd config check prints the memory plan", () => {
     expect(r.code, r.err).toBe(0);
     // Two kept trees (vault and order; no rollup without validate_rollup), an empty store.
     expect(r.out).toContain(
-      "# memory budget 1024 MiB (memory_budget_mib): node cache 19 levels below each tree's first branch, " +
-        "at most 1,415,577 nodes (~0 MiB for this store); LevelDB: 180 mapped tables, 8 MiB block cache, " +
+      "# memory budget 1024 MiB (memory_budget_mib): node cache 20 levels below each tree's first branch, " +
+        "at most 1,258,291 nodes (~0 MiB for this store); LevelDB: 180 mapped tables, 8 MiB block cache, " +
         "1000 open files, 16 read threads (store: 0 tables)\n",
     );
     const json = dacd(["config", "check", "--config", path, "--no-key", "--json"]);
@@ -54,8 +54,8 @@ describe("dacd config check prints the memory plan", () => {
       memory_plan: {
         budget_mib: 1024,
         budget_source: "memory_budget_mib",
-        node_cache_levels: 19,
-        node_cache_nodes: 1415577,
+        node_cache_levels: 20,
+        node_cache_nodes: 1258291,
         store_mapped_tables: 180,
         store_block_cache_mib: 8,
         store_max_open_files: 1000,

@@ -53,16 +53,19 @@ function lowS(signature: string): boolean {
   return BigInt("0x" + signature.slice(66, 130)) <= HALF_N;
 }
 
-/** A gateway serving the spot chain that accepts any signature recovering to the member with a low s. */
-async function hsmGateway(): Promise<{ gw: VectorGateway; posts: Post[]; failPosts: { on: boolean } }> {
+/**
+ * A gateway serving the spot chain that accepts any signature recovering to the member with a low s,
+ * and answers 503 to the POSTs of the batches in `failPosts`.
+ */
+async function hsmGateway(): Promise<{ gw: VectorGateway; posts: Post[]; failPosts: Set<number> }> {
   const gw = await new VectorGateway(responses, expected, "G").start();
   const posts: Post[] = [];
-  const failPosts = { on: false };
+  const failPosts = new Set<number>();
   gw.interceptor = (_req, res, url, body) => {
     if (url.pathname !== "/availability_gateway/approve_new_roots") return false;
     const post = JSON.parse(body) as Post;
     posts.push(post);
-    if (failPosts.on) {
+    if (failPosts.has(post.batch_id)) {
       res.writeHead(503).end("unavailable");
       return true;
     }
@@ -175,12 +178,13 @@ describeHsm("signer: pkcs11 (SoftHSM2)", () => {
     const { gw, posts, failPosts } = await hsmGateway();
     const m = await memberConfig(gw.url);
     const journalPath = defaultClaimsJournalPath(m.config.dataDir);
-    // Batches 0 and 1 are accepted; batch 2 is journaled and its POST fails.
+    // Batches 0 and 1 are accepted; batch 2 is journaled and its POST fails (refused from the start:
+    // turned on after two acceptances, it would race the member's third POST).
     gw.available = 3;
+    failPosts.add(2);
     let daemon = await start(m.config, []);
-    await waitFor(() => gw.accepted.length === 2, 60_000, "two accepted");
-    failPosts.on = true;
-    await waitFor(() => posts.some((p) => p.batch_id === 2), 60_000, "batch 2 posted");
+    await waitFor(() => posts.some((p) => p.batch_id === 2), 20_000, "batch 2 posted");
+    expect(gw.acceptedIds()).toEqual([0, 1]);
     await daemon.stop();
     const journaled = new Map(
       (await readClaimsJournalEntries(journalPath)).map((e) => [e.batch_id, e.signature]),
@@ -188,17 +192,17 @@ describeHsm("signer: pkcs11 (SoftHSM2)", () => {
     expect([...journaled.keys()].sort()).toEqual([0, 1, 2]);
 
     // Restart with the store: batch 2 is re-posted from it.
-    failPosts.on = false;
+    failPosts.delete(2);
     const before = posts.length;
     daemon = await start(m.config, []);
-    await waitFor(() => gw.accepted.some((p) => p.batch_id === 2), 60_000, "batch 2 accepted");
+    await waitFor(() => gw.accepted.some((p) => p.batch_id === 2), 20_000, "batch 2 accepted");
     await daemon.stop();
     // Restart without the store: every batch is verified again, and signed with the journal's signature.
     await rm(m.config.dataDir, { recursive: true });
     const lost = posts.length;
     daemon = await start(m.config, []);
     try {
-      await waitFor(() => posts.slice(lost).some((p) => p.batch_id === 2), 60_000, "batch 2 posted again");
+      await waitFor(() => posts.slice(lost).some((p) => p.batch_id === 2), 20_000, "batch 2 posted again");
     } finally {
       await daemon.stop();
       await gw.close();

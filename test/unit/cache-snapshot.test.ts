@@ -200,6 +200,45 @@ describe("the node cache's snapshot", () => {
   });
 
   for (const [kind, kindAddon] of kinds)
+    it(`a warm-up at a node bound keeps every tree's full top levels, then fills the bound from the next level (${kind} cache)`, async () => {
+      const all = await walked(state, kindAddon);
+      const entries = (cache: TopNodeCache) =>
+        trees.flatMap((t) => {
+          // Each chunk is copied before the next is asked for (the buffer is reused).
+          const chunks: Buffer[] = [];
+          for (const c of cache.snapshotChunks(t.name, 1 << 16)) chunks.push(Buffer.from(c));
+          const bytes = Buffer.concat(chunks);
+          const out: { tree: string; depth: number; entry: string }[] = [];
+          for (let at = 0; at < bytes.length; at += 42 + bytes[at + 41]!)
+            out.push({
+              tree: t.name,
+              depth: bytes[at]!,
+              entry: bytes.subarray(at, at + 42 + bytes[at + 41]!).toString("hex"),
+            });
+          return out;
+        });
+      const full = entries(all);
+      // Bound: every node above depth 6 of both trees and half of those at depth 6 (more trees'
+      // full levels than the bound's levelsEveryTreeHolds).
+      const above = full.filter((e) => e.depth < 6);
+      const atSix = full.filter((e) => e.depth === 6);
+      expect(atSix.length).toBeGreaterThan(40);
+      const bound = above.length + Math.floor(atSix.length / 2);
+      const cache = new TopNodeCache(LEVELS, kindAddon, bound);
+      await warmTopNodes(cache, state.store, engine, trees);
+      const kept = entries(cache);
+      expect(cache.size).toBe(bound);
+      expect(kept.length).toBe(bound);
+      const keptSet = new Set(kept.map((e) => e.entry));
+      for (const e of above) expect(keptSet.has(e.entry), `${e.tree} depth ${e.depth}`).toBe(true);
+      expect(kept.filter((e) => e.depth === 6)).toHaveLength(bound - above.length);
+      expect(kept.filter((e) => e.depth > 6)).toEqual([]);
+      // Every kept node is one the unbounded walk keeps at the same position.
+      const fullSet = new Set(full.map((e) => e.entry));
+      for (const e of kept) expect(fullSet.has(e.entry)).toBe(true);
+    });
+
+  for (const [kind, kindAddon] of kinds)
     it(`round trip (${kind} cache): the loaded cache holds what a walk of the same store holds`, async () => {
       const walk = await walked(state, kindAddon);
       expect(walk.size).toBeGreaterThan(1000);

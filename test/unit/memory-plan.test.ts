@@ -54,8 +54,8 @@ describe("the memory plan", () => {
     expect(plan).toEqual({
       budget_mib: 1792,
       budget_source: "test",
-      node_cache_levels: 20,
-      node_cache_nodes: 4246732,
+      node_cache_levels: 21,
+      node_cache_nodes: 3774873,
       node_cache_mib: 427,
       store_mapped_tables: 340,
       store_block_cache_mib: 18,
@@ -68,20 +68,20 @@ describe("the memory plan", () => {
 
   it("a larger store at the same budget: the same cache, more open files, fewer mapped tables", () => {
     const plan = planMemory(budget(1792), TEN_M_STORE, 3);
-    expect(plan.node_cache_levels).toBe(20);
-    expect(plan.node_cache_mib).toBe(518);
+    expect(plan.node_cache_levels).toBe(21);
+    expect(plan.node_cache_mib).toBe(461);
     expect(plan.store_tables).toBe(3100);
     expect(plan.store_max_open_files).toBe(5150);
-    expect(plan.store_mapped_tables).toBe(251);
+    expect(plan.store_mapped_tables).toBe(280);
   });
 
   it("a small budget: a smaller cache; a large one: a deeper cache and more mapped tables", () => {
     const small = planMemory(budget(1024), ONE_M_STORE, 3);
-    expect(small.node_cache_levels).toBe(18);
-    expect(small.node_cache_nodes).toBe(1415577);
+    expect(small.node_cache_levels).toBe(20);
+    expect(small.node_cache_nodes).toBe(1258291);
     expect(small.store_block_cache_mib).toBe(8);
     const large = planMemory(budget(7168), ONE_M_STORE, 3);
-    expect(large.node_cache_levels).toBe(22);
+    expect(large.node_cache_levels).toBe(24);
     expect(large.node_cache_mib).toBe(Math.round((2 * Math.ceil(ONE_M_STORE / 400) * 128) / MIB));
     expect(large.store_mapped_tables).toBeGreaterThan(1000);
     expect(large.store_block_cache_mib).toBe(32);
@@ -90,10 +90,14 @@ describe("the memory plan", () => {
     expect(tiny).toMatchObject({ node_cache_levels: 0, node_cache_nodes: 0, store_mapped_tables: 0 });
   });
 
-  it("fewer trees get deeper levels from the same nodes", () => {
-    expect(planMemory(budget(1792), ONE_M_STORE, 3).node_cache_levels).toBe(20);
-    expect(planMemory(budget(1792), ONE_M_STORE, 2).node_cache_levels).toBe(21);
-    expect(planMemory(budget(1792), ONE_M_STORE, 1).node_cache_levels).toBe(22);
+  it("levels deep enough for one tree alone to fill the node bound, however many trees share it", () => {
+    for (const trees of [1, 2, 3]) {
+      const plan = planMemory(budget(1792), ONE_M_STORE, trees);
+      expect(plan.node_cache_nodes).toBe(3774873);
+      expect(plan.node_cache_levels).toBe(21);
+      expect(2 ** plan.node_cache_levels - 1).toBeLessThanOrEqual(plan.node_cache_nodes);
+      expect(2 ** (plan.node_cache_levels + 1) - 1).toBeGreaterThan(plan.node_cache_nodes);
+    }
   });
 
   it("keeps the operator's settings and says so", () => {

@@ -117,6 +117,63 @@ describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
     }
     expect(found).toBeGreaterThan(10_000);
   });
+
+  for (const native of [false, true])
+    it(`at its node bound, a position nearer the top takes a deepest node's slot, any tree's: the ${native ? "native" : "JavaScript"} cache`, () => {
+      const cache = new TopNodeCache(4, native ? addon : null, 6);
+      const node = (n: number) => [h(n), 1, h(100 + n)] as const;
+      const has = (n: number) => cache.get(h(n), 1) !== undefined;
+      // The bound filled from the deepest kept level (depth 3) of one tree.
+      for (let i = 0; i < 6; i++) cache.remember("vault", 3, i, ...node(10 + i));
+      expect(cache.size).toBe(6);
+      // Another tree's root takes the slot of a depth-3 node; a depth-3 position gets none.
+      cache.remember("order", 0, 0, ...node(1));
+      cache.remember("order", 3, 0, ...node(2));
+      expect([has(1), has(2)]).toEqual([true, false]);
+      expect([10, 11, 12, 13, 14, 15].filter(has)).toHaveLength(5);
+      // Depth 2 and 1 take the rest of depth 3, then a new depth-2 position finds nothing deeper.
+      for (let i = 0; i < 4; i++) cache.remember("vault", 2, i, ...node(20 + i));
+      cache.remember("vault", 1, 0, ...node(30));
+      expect([10, 11, 12, 13, 14, 15].filter(has)).toEqual([]);
+      expect([20, 21, 22, 23, 30].every(has)).toBe(true);
+      cache.remember("order", 2, 0, ...node(24));
+      expect(has(24)).toBe(false);
+      // A root takes a depth-2 slot; a replaced node keeps its own slot.
+      cache.remember("vault", 0, 0, ...node(40));
+      cache.remember("vault", 1, 0, ...node(31));
+      expect([has(40), has(31), has(30)]).toEqual([true, true, false]);
+      expect([20, 21, 22, 23].filter(has)).toHaveLength(3);
+      expect(cache.size).toBe(6);
+      // Every node is its own record still, where it is answered.
+      for (const n of [1, 20, 21, 22, 23, 31, 40]) if (has(n)) expect(cache.get(h(n), 1)).toEqual(h(100 + n));
+    });
+
+  it("agrees with the JavaScript cache at a node bound over many random inserts (deeper slots given up)", () => {
+    const rand = prng(12);
+    const caches = [new TopNodeCache(12, null, 3000), new TopNodeCache(12, addon, 3000)];
+    const bytes = (n: number): Uint8Array => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
+    const seen: Uint8Array[] = [];
+    // Both trees are first kept in the same order in both caches (the order deeper slots are sought in).
+    for (const tree of ["vault", "order"])
+      for (const c of caches) c.remember(tree, 0, 0, h(tree === "vault" ? 1 : 2), 1, h(9));
+    for (let i = 0; i < 50_000; i++) {
+      const depth = Math.min(11, Math.floor(-Math.log2(1 - rand()) * 3));
+      const index = Math.floor(rand() * 2 ** depth);
+      const hash = bytes(32);
+      seen.push(hash);
+      const record = bytes(33 + Math.floor(rand() * 40));
+      const tree = rand() < 0.5 ? "vault" : "order";
+      for (const c of caches) c.remember(tree, depth, index, hash, 1, record);
+    }
+    expect(caches.map((c) => c.size)).toEqual([3000, 3000]);
+    let kept = 0;
+    for (const hash of seen) {
+      const [js, native] = caches.map((c) => c.get(hash, 1));
+      expect(toHex(native)).toBe(toHex(js));
+      if (js) kept++;
+    }
+    expect(kept).toBeGreaterThan(2000);
+  });
 });
 
 /** The three ways a tree update can use the cache. */

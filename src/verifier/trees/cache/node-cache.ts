@@ -78,6 +78,8 @@ export class TopNodeCache {
   private readonly copies = new ByteChunks();
   /** tree → depth → index → slot + 1 (0: none). */
   private readonly byPosition = new Map<string, Int32Array[]>();
+  /** tree → depth → how many positions hold a slot, and where the last search for one to give up stopped. */
+  private readonly held = new Map<string, { count: number[]; cursor: number[] }>();
   private readonly views = new WeakMap<NodeSource, NodeSource>();
   /** The cache in the addon, when there is one; null: this class's own storage. */
   private readonly native: NativeNodeStore | null;
@@ -121,7 +123,15 @@ export class TopNodeCache {
   /** Drops every position of `tree` (its nodes stay findable by hash until their slots are reused). */
   private forget(tree: string): void {
     if (this.native) this.native.forget(tree);
-    else this.byPosition.delete(tree);
+    else {
+      this.byPosition.delete(tree);
+      this.held.delete(tree);
+    }
+  }
+
+  /** Whether the node bound is reached: a new position then takes a deeper node's slot, or none. */
+  get full(): boolean {
+    return this.size >= this.maxNodes;
   }
 
   /** Whether the cache lives in the native addon. */
@@ -289,15 +299,46 @@ export class TopNodeCache {
       if (this.holdsAt(slot, hash, off, gen)) return -1;
       // The slot now holds the newer node; the old one's table cell goes stale.
     } else {
-      if (this.used >= this.maxNodes) return -1;
-      slot = this.allocate();
+      slot = this.used < this.maxNodes ? this.allocate() : this.takeDeeperSlot(depth);
+      if (slot < 0) return -1;
       level[index] = slot + 1;
+      const held = this.heldAt(tree);
+      held.count[depth] = (held.count[depth] ?? 0) + 1;
     }
     const base = slot * SLOT;
     for (let i = 0; i < 32; i++) this.slab[base + i] = hash[off + i]!;
     writeGen(this.slab, base + 32, gen);
     this.insert(slot);
     return slot;
+  }
+
+  private heldAt(tree: string): { count: number[]; cursor: number[] } {
+    let held = this.held.get(tree);
+    if (!held) this.held.set(tree, (held = { count: [], cursor: [] }));
+    return held;
+  }
+
+  /**
+   * At the node bound, the slot of a node at a deeper level than `depth`, the deepest level first
+   * (any tree's), taken from its position: a node nearer the top lies on the paths of more leaves,
+   * so it saves more reads per batch. So the bound holds the top levels of every tree, whatever
+   * order the nodes came in, and only the deepest kept level is partial (node_cache.c does the
+   * same). −1 when no deeper level holds one.
+   */
+  private takeDeeperSlot(depth: number): number {
+    for (let d = this.levels - 1; d > depth; d--)
+      for (const [tree, held] of this.held) {
+        if (!held.count[d]) continue;
+        const level = this.byPosition.get(tree)![d]!;
+        let at = held.cursor[d] ?? 0;
+        while (level[at] === 0) at = (at + 1) % level.length;
+        held.cursor[d] = at;
+        held.count[d]!--;
+        const slot = level[at]! - 1;
+        level[at] = 0;
+        return slot;
+      }
+    return -1;
   }
 
   /**
