@@ -31,9 +31,12 @@ typedef struct {
 
 struct nc_cache {
   int levels;
-  size_t max_nodes; /* new positions get no slot once this many are in use */
+  size_t max_nodes; /* past this many slots in use, new positions take deeper ones' slots */
   uint8_t *slab;
   size_t used, cap;
+  /* Slots of forgotten trees, which new positions take first (their nodes findable till then). */
+  uint32_t *free_slots;
+  size_t free_n, free_cap;
   cell *table;
   size_t table_size, filled;
   tree_positions *trees;
@@ -67,6 +70,7 @@ void nc_free(nc_cache *c) {
   free(c->trees);
   free(c->table);
   free(c->slab);
+  free(c->free_slots);
   free(c);
 }
 
@@ -74,12 +78,30 @@ int nc_levels(const nc_cache *c) { return c->levels; }
 
 void nc_set_max_nodes(nc_cache *c, size_t max_nodes) { c->max_nodes = max_nodes; }
 
+/** Keeps a forgotten position's slot for reuse; out of memory, the slot is simply not reused. */
+static void free_slot(nc_cache *c, uint32_t slot) {
+  if (c->free_n == c->free_cap) {
+    size_t cap = c->free_cap ? c->free_cap * 2 : 1024;
+    uint32_t *grown = realloc(c->free_slots, cap * sizeof *grown);
+    if (!grown) return;
+    c->free_slots = grown;
+    c->free_cap = cap;
+  }
+  c->free_slots[c->free_n++] = slot;
+}
+
 void nc_forget(nc_cache *c, int tree) {
   if (tree < 0 || (size_t)tree >= c->tree_count) return;
-  for (int d = 0; d < NC_MAX_LEVELS; d++) free(c->trees[tree].depth[d]);
-  memset(&c->trees[tree], 0, sizeof c->trees[tree]);
+  tree_positions *p = &c->trees[tree];
+  for (int d = 0; d < NC_MAX_LEVELS; d++) {
+    if (p->depth[d])
+      for (uint32_t i = 0, n = (uint32_t)1 << d; i < n; i++)
+        if (p->depth[d][i]) free_slot(c, p->depth[d][i] - 1);
+    free(p->depth[d]);
+  }
+  memset(p, 0, sizeof *p);
 }
-size_t nc_size(const nc_cache *c) { return c->used; }
+size_t nc_size(const nc_cache *c) { return c->used - c->free_n; }
 
 static inline uint32_t gen_of(const nc_cache *c, size_t slot) {
   uint32_t g;
@@ -186,17 +208,22 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
   if (!*level && !(*level = calloc((size_t)1 << depth, sizeof(uint32_t)))) return -1;
   uint32_t *at = &(*level)[index];
   uint32_t *given = NULL, *given_held = NULL;
+  int reused = 0;
   size_t slot;
   if (*at) {
     slot = *at - 1;
     if (holds(c, slot, hash, gen)) return 0;
     /* The slot now holds the newer node; the old one's table cell goes stale. */
+  } else if (c->free_n > 0) {
+    /* A forgotten tree's node gives up its slot, and its table cell goes stale. */
+    slot = c->free_slots[--c->free_n];
+    reused = 1;
   } else if (c->used >= c->max_nodes) {
     /* The deeper node's table cell goes stale with its slot. */
     if (!(given = deeper_position(c, depth, &given_held))) return 0;
     slot = *given - 1;
   } else {
-    /* Slots are never freed: a position, once used, keeps its slot for each newer node there. */
+    /* A position, once used, keeps its slot for each newer node there (until its tree is forgotten). */
     if (c->used == c->cap) {
       size_t cap = c->cap ? c->cap * 2 : 1024;
       uint8_t *slab = realloc(c->slab, cap * SLOT);
@@ -207,7 +234,7 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
     slot = c->used;
   }
   /* A failed insert (out of memory) leaves the cache as it was. */
-  int fresh = *at == 0 && !given;
+  int fresh = *at == 0 && !given && !reused;
   uint8_t *s = c->slab + slot * SLOT, old[32];
   memcpy(old, s, 32);
   memcpy(s, hash, 32);
@@ -217,6 +244,7 @@ int nc_remember(nc_cache *c, int tree, int depth, int32_t index, const uint8_t *
       c->used--;
     else
       memcpy(s, old, 32);
+    if (reused) c->free_n++;
     return -1;
   }
   if (given) {

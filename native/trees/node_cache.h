@@ -38,9 +38,12 @@ int nc_levels(const nc_cache *c);
  * deeper level, the deepest first, or gets none; SIZE_MAX by default.
  */
 void nc_set_max_nodes(nc_cache *c, size_t max_nodes);
-/** Drops a tree's positions (its branch moved); its slots keep their nodes, findable by hash. */
+/**
+ * Drops a tree's positions (its branch moved); its slots keep their nodes, findable by hash, until
+ * new positions take them (before any other slot).
+ */
 void nc_forget(nc_cache *c, int tree);
-/** How many slots are in use (one per position ever written). */
+/** How many slots are in use (one per position held). */
 size_t nc_size(const nc_cache *c);
 /** The slot of the node with this hash and gen (at any position), or −1. */
 long nc_find(const nc_cache *c, const uint8_t *hash, uint32_t gen);

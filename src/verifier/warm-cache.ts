@@ -81,8 +81,8 @@ function levelsEveryTreeHolds(cache: TopNodeCache, trees: number): number {
 }
 
 /**
- * Walks each tree's levels above `levels` below its top, keeping the nodes read; with `untilFull`,
- * the last of them is no longer read once the cache is at its bound.
+ * Walks the first `levels` levels below each tree's top, keeping the nodes read; with `untilFull`,
+ * the nodes of the last of those levels are no longer read once the cache is at its bound.
  */
 async function walkLevels(
   cache: TopNodeCache,

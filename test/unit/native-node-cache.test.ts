@@ -148,6 +148,35 @@ describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
       for (const n of [1, 20, 21, 22, 23, 31, 40]) if (has(n)) expect(cache.get(h(n), 1)).toEqual(h(100 + n));
     });
 
+  for (const native of [false, true])
+    it(`a forgotten tree's slots go to new positions first, its nodes answered till then: the ${native ? "native" : "JavaScript"} cache`, () => {
+      const cache = new TopNodeCache(4, native ? addon : null, 5);
+      const node = (n: number) => [h(n), 1, h(100 + n)] as const;
+      const has = (n: number) => cache.get(h(n), 1) !== undefined;
+      for (let i = 0; i < 4; i++) cache.remember("vault", 2, i, ...node(10 + i));
+      cache.remember("order", 0, 0, ...node(1));
+      expect([cache.size, cache.full]).toEqual([5, true]);
+      // The vault tree's branch moved: its positions go, its nodes stay findable by hash.
+      cache.setTop("vault", 1, 0n);
+      expect([cache.size, cache.full]).toEqual([1, false]);
+      expect([10, 11, 12, 13].every(has)).toBe(true);
+      // Its new positions take the four slots, though the slab holds five.
+      for (const [depth, index, n] of [
+        [0, 0, 20],
+        [1, 0, 21],
+        [1, 1, 22],
+        [2, 3, 23],
+      ] as const)
+        cache.remember("vault", depth, index, ...node(n));
+      expect([cache.size, cache.full]).toEqual([5, true]);
+      expect([20, 21, 22, 23].every(has)).toBe(true);
+      expect([10, 11, 12, 13].some(has)).toBe(false);
+      // At the bound again: a new position takes the deepest node's slot.
+      cache.remember("order", 1, 0, ...node(2));
+      expect([has(2), has(23), has(1)]).toEqual([true, false, true]);
+      for (const n of [1, 2, 20, 21, 22]) expect(cache.get(h(n), 1)).toEqual(h(100 + n));
+    });
+
   it("agrees with the JavaScript cache at a node bound over many random inserts (deeper slots given up)", () => {
     const rand = prng(12);
     const caches = [new TopNodeCache(12, null, 3000), new TopNodeCache(12, addon, 3000)];

@@ -80,6 +80,8 @@ export class TopNodeCache {
   private readonly byPosition = new Map<string, Int32Array[]>();
   /** tree → depth → how many positions hold a slot, and where the last search for one to give up stopped. */
   private readonly held = new Map<string, { count: number[]; cursor: number[] }>();
+  /** Slots of forgotten trees' positions, which new positions take first. */
+  private readonly freeSlots: number[] = [];
   private readonly views = new WeakMap<NodeSource, NodeSource>();
   /** The cache in the addon, when there is one; null: this class's own storage. */
   private readonly native: NativeNodeStore | null;
@@ -120,13 +122,16 @@ export class TopNodeCache {
     return this.tops.get(tree) ?? ROOT_TOP;
   }
 
-  /** Drops every position of `tree` (its nodes stay findable by hash until their slots are reused). */
+  /**
+   * Drops every position of `tree`; its nodes stay findable by hash until new positions take their
+   * slots, which they do before any other.
+   */
   private forget(tree: string): void {
-    if (this.native) this.native.forget(tree);
-    else {
-      this.byPosition.delete(tree);
-      this.held.delete(tree);
-    }
+    if (this.native) return this.native.forget(tree);
+    for (const level of this.byPosition.get(tree) ?? [])
+      if (level) for (const held of level) if (held !== 0) this.freeSlots.push(held - 1);
+    this.byPosition.delete(tree);
+    this.held.delete(tree);
   }
 
   /** Whether the node bound is reached: a new position then takes a deeper node's slot, or none. */
@@ -140,7 +145,7 @@ export class TopNodeCache {
   }
 
   get size(): number {
-    return this.native ? this.native.size : this.used;
+    return this.native ? this.native.size : this.used - this.freeSlots.length;
   }
 
   /** Whether the cache can export and import its nodes (an addon built before that cannot). */
@@ -299,7 +304,8 @@ export class TopNodeCache {
       if (this.holdsAt(slot, hash, off, gen)) return -1;
       // The slot now holds the newer node; the old one's table cell goes stale.
     } else {
-      slot = this.used < this.maxNodes ? this.allocate() : this.takeDeeperSlot(depth);
+      slot =
+        this.freeSlots.pop() ?? (this.used < this.maxNodes ? this.allocate() : this.takeDeeperSlot(depth));
       if (slot < 0) return -1;
       level[index] = slot + 1;
       const held = this.heldAt(tree);
@@ -553,7 +559,10 @@ export class TopNodeCache {
     this.filled++;
   }
 
-  /** Slots are never freed: a position, once used, keeps its slot for each newer node there. */
+  /**
+   * A new slot at the slab's end. A position, once used, keeps its slot for each newer node there
+   * (until its tree is forgotten).
+   */
   private allocate(): number {
     if ((this.used + 1) * SLOT > this.slab.length) {
       const grown = new Uint8Array(Math.max(1024 * SLOT, this.slab.length * 2));
