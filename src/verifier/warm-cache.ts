@@ -1,3 +1,4 @@
+import { levelsFor } from "../config/memory-plan.js";
 import { walkLeaves } from "./trees/read/walk-leaves.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32 } from "../util/bytes.js";
@@ -64,20 +65,14 @@ export async function warmTopNodes(
   const tops = await placeBranchTops(cache, store, engine, trees, batchId);
   const before = cache.size;
   const walked = trees.filter((spec) => tops.has(spec.name));
-  const shared = levelsEveryTreeHolds(cache, walked.length);
+  // The levels every tree, were it full, keeps under the node bound.
+  const shared = Math.min(cache.levels, levelsFor(cache.maxNodes, walked.length));
   const fromStore = (hashes: readonly Uint8Array[], gens: ArrayLike<number>) => store.getNodes(hashes, gens);
   await walkLevels(cache, engine, walked, tops, fromStore, shared, false);
   const throughCache = cache.over(store);
   for (let depth = shared; depth < cache.levels && !cache.full; depth++)
     await walkLevels(cache, engine, walked, tops, (h, g) => throughCache.getNodes(h, g), depth + 1, true);
   return cache.size - before;
-}
-
-/** The most levels whose nodes every one of `trees` full trees could keep under the node bound. */
-function levelsEveryTreeHolds(cache: TopNodeCache, trees: number): number {
-  let levels = 0;
-  while (levels < cache.levels && trees * (2 ** (levels + 1) - 1) <= cache.maxNodes) levels++;
-  return levels;
 }
 
 /**
