@@ -32,7 +32,8 @@ keepInitialOldSpaceToMainThread();
  * `--climb-threshold N`: chain climbs of fewer hashes do (default 2048).
  * `--level JSON` sets any of LevelDB's tunables (LevelTuning), e.g. `'{"writeBufferSize":67108864}'`.
  * `--alt-build DIST` alternates the native batches between this build's verifier and another build's
- * (its `dist` directory, e.g. of a `git worktree` of another commit, built), and prints both medians.
+ * (its `dist` directory, e.g. of a `git worktree` of another commit, built), and prints both medians
+ * (with `--scale`, in each state's signing process).
  * `--alt-node-cache` alternates them between the node cache in the addon and in JavaScript
  * (DACD_NODE_CACHE=js), each batch with a cache of its kind warmed beforehand, and prints both medians.
  * For profiling: `--only spot|perp` runs one workload and no engine table; `--cpu-profile PREFIX`
@@ -237,6 +238,7 @@ if (process.argv.includes("--scale")) {
     level,
     mappedTables,
     kernel: forcedKernels.length === 1 ? forcedKernels[0] : undefined,
+    altBuild,
     log,
   });
   clearInterval(sampler);

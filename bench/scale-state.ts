@@ -18,6 +18,7 @@ import { describePlan, memoryBudget, planMemory, type MemoryPlan } from "../src/
 import {
   loadWorkload,
   runWorkload,
+  loadAltVerifier,
   workloadTrees,
   type WorkloadResult,
   type WorkloadSize,
@@ -59,6 +60,8 @@ export interface ScaleStateConfig {
   /** LevelDB's memory-mapped tables in this process (setMappedTables); unset: LevelDB's number. */
   mappedTables?: number;
   kernel?: string;
+  /** Another build's `dist` whose verifier takes every other timed batch (`--alt-build`). */
+  altBuild?: string;
 }
 
 /** What the load's process measured. */
@@ -278,6 +281,7 @@ async function main(config: ScaleStateConfig): Promise<void> {
       native,
       wasm: new WasmEngine(),
       nativeRuns: config.nativeRuns,
+      ...(config.altBuild ? { alt: await loadAltVerifier(config.altBuild) } : {}),
       wasmRuns: 0,
       cacheLevels: cache!.levels,
       cacheNodes: cache!.nodes,

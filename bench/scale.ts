@@ -116,6 +116,8 @@ export async function runScale(opts: {
   level: LevelTuning;
   mappedTables?: number;
   kernel?: string;
+  /** Another build's `dist`: its verifier takes every other timed batch of each state. */
+  altBuild?: string;
   log: (s: string) => void;
 }): Promise<WScale> {
   const large = scaledSize(opts.base, opts.factor);
@@ -131,6 +133,7 @@ export async function runScale(opts: {
     level: opts.level,
     mappedTables: opts.mappedTables,
     kernel: opts.kernel,
+    altBuild: opts.altBuild,
   }));
   const states: StateProcess[] = [];
   const cgroups: BenchCgroup[] = [];
