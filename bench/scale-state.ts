@@ -60,7 +60,7 @@ export interface ScaleStateConfig {
   /** LevelDB's memory-mapped tables in this process (setMappedTables); unset: LevelDB's number. */
   mappedTables?: number;
   kernel?: string;
-  /** Another build's `dist` whose verifier takes every other timed batch (`--alt-build`). */
+  /** Another build's `dist` whose verifier takes half the timed batches, in pairs (`--alt-build`). */
   altBuild?: string;
 }
 

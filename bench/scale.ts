@@ -116,7 +116,7 @@ export async function runScale(opts: {
   level: LevelTuning;
   mappedTables?: number;
   kernel?: string;
-  /** Another build's `dist`: its verifier takes every other timed batch of each state. */
+  /** Another build's `dist`: its verifier takes half of each state's timed batches, in pairs. */
   altBuild?: string;
   log: (s: string) => void;
 }): Promise<WScale> {
