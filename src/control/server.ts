@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { rmSync } from "node:fs";
-import { chmod } from "node:fs/promises";
+import { chmod, rename, rm } from "node:fs/promises";
 import { isDacdError } from "../errors.js";
 import { prepareControlSocket } from "./socket-path.js";
 
@@ -55,17 +55,25 @@ export async function startControlServer(
           ),
     );
   });
+  // Bound under a name of its own and renamed into place once 0600, so that the socket is never
+  // found at its path with the mode the umask gave it. Its directory already keeps others out;
+  // the mode keeps them out should that directory's change.
+  const bound = `${path}~`;
+  await rm(bound, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(path, () => resolve());
+    server.listen(bound, () => resolve());
   });
-  // Its directory already keeps others out; the mode keeps them out should that directory's change.
-  await chmod(path, 0o600);
+  await chmod(bound, 0o600);
+  await rename(bound, path);
   server.unref();
-  // close() unlinks the socket; an exit without it (an uncaught error, a forced exit on the third
-  // signal) would leave it behind, so it is removed on the way out too.
-  const removeOnExit = (): void => rmSync(path, { force: true });
-  process.on("exit", removeOnExit);
-  server.once("close", () => process.off("exit", removeOnExit));
+  // close() unlinks only the name the socket was bound under, and an exit without close() (an
+  // uncaught error, a forced exit on the third signal) nothing: the socket is removed either way.
+  const remove = (): void => rmSync(path, { force: true });
+  process.on("exit", remove);
+  server.once("close", () => {
+    process.off("exit", remove);
+    remove();
+  });
   return server;
 }
