@@ -1,8 +1,8 @@
 import { createServer, type Server } from "node:http";
 import { rmSync } from "node:fs";
-import { chmod, rename, rm } from "node:fs/promises";
+import { chmod, rename } from "node:fs/promises";
 import { isDacdError } from "../errors.js";
-import { prepareControlSocket } from "./socket-path.js";
+import { boundSocketPath, prepareControlSocket } from "./socket-path.js";
 
 // The socket's file name, where callers of the server have always found it.
 export { CONTROL_SOCKET } from "./socket-path.js";
@@ -55,11 +55,8 @@ export async function startControlServer(
           ),
     );
   });
-  // Bound under a name of its own and renamed into place once 0600, so that the socket is never
-  // found at its path with the mode the umask gave it. Its directory already keeps others out;
-  // the mode keeps them out should that directory's change.
-  const bound = `${path}~`;
-  await rm(bound, { force: true });
+  // Its directory already keeps others out; the mode keeps them out should that directory's change.
+  const bound = boundSocketPath(path);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(bound, () => resolve());

@@ -17,12 +17,21 @@ export function controlSocketPaths(dataDir: string): string[] {
 }
 
 /**
- * Picks and prepares the socket's directory, removes sockets a killed daemon left in either place
- * (the caller holds the store's lock, so no live daemon owns them), and returns the path to listen
- * on.
+ * The name the server binds the socket under before it is 0600 and renamed to `path`, so that it
+ * is never found at its path with the mode the umask gave it.
+ */
+export function boundSocketPath(path: string): string {
+  return `${path}~`;
+}
+
+/**
+ * Picks and prepares the socket's directory, removes sockets a killed daemon left in either place,
+ * under either name (the caller holds the store's lock, so no live daemon owns them), and returns
+ * the path to listen on.
  */
 export async function prepareControlSocket(dataDir: string): Promise<string> {
-  for (const p of controlSocketPaths(dataDir)) await rm(p, { force: true });
+  for (const p of controlSocketPaths(dataDir))
+    for (const name of [p, boundSocketPath(p)]) await rm(name, { force: true });
   const uid = process.getuid?.();
   const top = await stat(dataDir);
   if ((top.mode & 0o077) === 0 && (uid === undefined || top.uid === uid))
