@@ -55,12 +55,12 @@ export async function startControlServer(
           ),
     );
   });
-  // Its directory already keeps others out; the mode keeps them out should that directory's change.
   const bound = boundSocketPath(path);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(bound, () => resolve());
   });
+  // Its directory already keeps others out; the mode keeps them out should that directory's change.
   await chmod(bound, 0o600);
   await rename(bound, path);
   server.unref();
