@@ -1,10 +1,42 @@
 import { defineConfig } from "vitest/config";
 
+// Three projects, chosen by folder so a new file lands in its project by where it is put:
+// - unit: no build, no child process, no network but loopback, no root; quick.
+// - e2e: starts dacd (its CLI or its daemon in the process) or other processes; needs the build.
+// - system: root, tmpfs, Chromium, nginx, SoftHSM2, a local chain (Hardhat), promtool, large
+//   hostile bodies, fuzz and crash tests; needs the build and the tools (DACD_REQUIRE_TOOLS=1
+//   makes a missing tool fail rather than skip).
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
     pool: "forks",
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+          testTimeout: 20_000,
+          hookTimeout: 20_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "system",
+          include: ["test/system/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
   },
 });

@@ -11,7 +11,7 @@
  * otherwise be the one verified, and the mutant would never be parsed.
  *
  * `node dist/bench/fuzz-daemon.js [--bodies N] [--seed S]` prints the figures (default 10,000
- * bodies); test/e2e/fuzz-daemon.test.ts runs 1,000 of them in CI.
+ * bodies); test/system/fuzz-daemon.test.ts runs 1,000 of them in CI.
  */
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
