@@ -9,18 +9,21 @@ import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 afterEach(removeTempDirs);
 const claim = (n: number): string => `0x${n.toString(16).padStart(64, "0")}`;
 
-/** A journal of claims 0..n-1, and a copy of it taken when it held `backupAt` lines. */
-async function journalWithBackup(n: number, backupAt: number) {
+/**
+ * A journal of batches 0..n-1 (batch id's claim is claim(first + id)), and a copy of it taken when
+ * it held `backupAt` lines.
+ */
+async function journalWithBackup(n: number, backupAt: number, first = 100) {
   const dir = await tempDir("dacd-repair-");
   const path = join(dir, "claims.journal");
   const backup = join(dir, "backup.journal");
   const j = await ClaimsJournal.open(path);
   for (let id = 0; id < n; id++) {
     if (id === backupAt) await writeFile(backup, await readFile(path));
-    await j.ensure(id, claim(100 + id), `0x${id}`);
+    await j.ensure(id, claim(first + id), `0x${id}`);
   }
   await j.close();
-  return { dir, path, backup, all: new Map([...Array(n).keys()].map((id) => [id, claim(100 + id)])) };
+  return { dir, path, backup, all: new Map([...Array(n).keys()].map((id) => [id, claim(first + id)])) };
 }
 
 /** Flips one checksum digit of line `line` (1-based): the line stays terminated, so it is damage. */
@@ -61,7 +64,9 @@ describe("dacd journal repair", () => {
 
   it("does not take a line from a copy of another journal (its earlier lines differ)", async () => {
     const { path } = await journalWithBackup(5, 5);
-    const other = await journalWithBackup(5, 5);
+    // Other claims for the same batch ids: its lines differ whatever their times (two journals
+    // written in the same millisecond with the same claims would be line for line the same).
+    const other = await journalWithBackup(5, 5, 200);
     await damageLine(path, 3);
     await expect(repairClaimsJournal(path, [other.path])).rejects.toThrow(
       /none of the given copies holds it/,
