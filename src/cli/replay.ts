@@ -6,12 +6,18 @@ import { loadPrivateKey } from "../signer/key-file.js";
 import { openStoreAt } from "./store-options.js";
 import { createEngine } from "../verifier/hash/select.js";
 import { isProfileName, makeProfile } from "../model/profile.js";
-import { DEFAULT_CACHE_LEVELS, TopNodeCache } from "../verifier/trees/cache/node-cache.js";
+import { TopNodeCache } from "../verifier/trees/cache/node-cache.js";
 import { bindVerifyContext, verifyAndStoreBatch } from "../verifier/verify-batch.js";
 import { chooseTreeWalk } from "../verifier/trees/update/tree-walk.js";
 import { nativeNodeCacheAddon } from "../verifier/trees/native/native-node-cache.js";
 import { HASH_ENGINES } from "../model/engines.js";
 import { runtimeSettings } from "../config/runtime-settings.js";
+
+/**
+ * The replay's node cache: up to 2^19 positions per tree (about 110 bytes a node). The daemon sizes
+ * its own from the memory plan (src/config/memory-plan.ts); an offline replay has no budget to plan.
+ */
+const REPLAY_CACHE_LEVELS = 19;
 
 interface ReplayOptions {
   profile: string;
@@ -76,7 +82,7 @@ async function replay(opts: ReplayOptions): Promise<number> {
       engine,
       signer,
       options: { validateOrders: opts.validateOrders, validateRollup },
-      topNodes: new TopNodeCache(DEFAULT_CACHE_LEVELS, nativeNodeCacheAddon(settings.nodeCache)),
+      topNodes: new TopNodeCache(REPLAY_CACHE_LEVELS, nativeNodeCacheAddon(settings.nodeCache)),
       treeWalk: chooseTreeWalk(settings.treeWalk),
     });
     for (let batchId = 0; batchId < bodies.length; batchId++) {

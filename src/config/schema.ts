@@ -182,15 +182,6 @@ export type Field =
 const height: Field = { kind: "int", min: 1, max: 251 };
 const cron: Field = { kind: "cron" };
 
-/**
- * The member's open table files (`store_max_open_files`): above the ~3,000 tables of a 10M-vault
- * store, so that a batch never reopens tables (docs/operations.md).
- */
-export const DEFAULT_MAX_OPEN_FILES = 5000;
-
-/** LevelDB's own number of memory-mapped tables (`store_mapped_tables`, docs/operations.md). */
-export const DEFAULT_MAPPED_TABLES = 1000;
-
 /** Every accepted key of the file (snake_case). Anything else is an error. */
 export const SCHEMA: Readonly<Record<string, Field>> = {
   profile: { kind: "enum", values: PROFILE_NAMES, required: true },

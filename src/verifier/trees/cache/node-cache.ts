@@ -19,13 +19,6 @@ import {
   type NativeNodeCacheAddon,
 } from "../native/native-node-cache.js";
 
-/**
- * 19 levels: up to 2^19 positions per tree, at most ~60 MiB per tree (about 110 bytes a node).
- * The trees read while they hash (compute-roots.ts) and the reads hold up the main thread, so a
- * level more than the reads alone would justify is worth its memory (docs/performance.md).
- */
-export const DEFAULT_CACHE_LEVELS = 19;
-
 /** A slot: hash ‖ gen ‖ record length (1 byte) ‖ record (up to MAX_CACHED_RECORD_LENGTH). */
 const LENGTH_AT = HASH_BYTES + GEN_BYTES;
 /** Where a slot's record starts. */
