@@ -18,6 +18,7 @@ export function checkSummary(r: CheckReport): string {
   list("skipped", r.skipped);
   list("pruned", r.pruned);
   list("loaded from a dump", r.loaded_from_dump);
+  if (r.records_read !== undefined) lines.push(`every record of the store read: ${r.records_read}`);
   for (const d of r.deep ?? []) {
     const trees = Object.entries(d.trees)
       .map(([t, c]) => `${t} ${c.nodes} nodes, ${c.leaves} leaves`)

@@ -142,6 +142,8 @@ function check(walk: DaemonWalk, q: URLSearchParams, out: FrameOut): Promise<unk
   let last = 0;
   return withSnapshot(walk.store, (view) =>
     checkStore(view, walk.engine, {
+      // As `dacd check` on a stopped daemon's store: every record read once, paced.
+      readAll: true,
       deep: q.get("deep") === "1",
       pace: walk.pace,
       chunk: DAEMON_WALK_CHUNK,

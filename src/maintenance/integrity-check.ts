@@ -1,6 +1,7 @@
 import { storeProfile } from "../inspect/inspect.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
+import { asStoreError } from "../storage/store-errors.js";
 import { addSmall, bytesEqual, hexToBytes32, toHex64 } from "../util/bytes.js";
 import { emptyRoots } from "../verifier/trees/update/compute-roots.js";
 import { type HashEngine } from "../verifier/hash/engine.js";
@@ -42,6 +43,11 @@ export interface CheckOptions {
   readonly progress?: (batchId: number, tree: string, nodes: number) => void;
   /** Awaited before each read of a deep walk (the daemon: yield to a batch being verified). */
   readonly pace?: () => Promise<void>;
+  /**
+   * Read every record of the store once, so that a damaged table is found wherever it lies, not
+   * only where the batch records or the deep-checked trees are (`dacd check`).
+   */
+  readonly readAll?: boolean;
 }
 
 export interface CheckProblem {
@@ -63,6 +69,8 @@ export interface CheckReport {
   pruned: number[];
   loaded_from_dump: number[];
   deep?: { batch_id: number; trees: Record<string, { nodes: number; leaves: number }> }[];
+  /** With readAll: how many records were read (all of them, unless a problem says otherwise). */
+  records_read?: number;
   problems: CheckProblem[];
 }
 
@@ -151,6 +159,16 @@ export async function checkStore(
     problems.push({
       problem: `the cursor names batch ${cursor.last_accepted_batch_id} but no batch is stored`,
     });
+  }
+
+  if (opts.readAll) {
+    try {
+      report.records_read = await store.readEveryRecord(opts.pace);
+    } catch (err) {
+      const damaged = asStoreError(err, store.dir);
+      if (!damaged) throw err;
+      problems.push({ problem: damaged.message });
+    }
   }
 
   if (opts.deep) {

@@ -18,6 +18,10 @@ import type { PendingCommit } from "./pending-commit.js";
 import { StoreHandle } from "./store-handle.js";
 import { TreeRecordRepository } from "./tree-record-repository.js";
 import { asStoreError } from "./store-errors.js";
+import { yieldToEventLoop } from "../util/yield.js";
+
+/** Records per read of readEveryRecord (between two paces). */
+const READ_ALL_CHUNK = 4096;
 
 /** LevelDB's tunables that dacd sets (classic-level's names; unset: LevelDB's defaults). */
 export interface LevelTuning {
@@ -235,6 +239,27 @@ export class LevelStore implements NodeSource {
       if (cols.length === 6 && /^\d+$/.test(cols[0]!)) mb += Number(cols[5]);
     }
     return mb;
+  }
+
+  /**
+   * Reads every record of the store (of the view's snapshot) once, without filling the block
+   * cache: LevelDB reads each block of each table, so a table damaged anywhere fails here with its
+   * error (store-errors.ts names it), where a read of the batch records alone would pass it by.
+   * `pace` is awaited between chunks. Returns how many records were read.
+   */
+  async readEveryRecord(pace?: () => Promise<void>): Promise<number> {
+    const it = this.handle.db.iterator({ ...this.handle.reads, fillCache: false, values: false });
+    let records = 0;
+    try {
+      for (;;) {
+        const chunk = await it.nextv(READ_ALL_CHUNK);
+        if (chunk.length === 0) return records;
+        records += chunk.length;
+        await (pace ?? yieldToEventLoop)();
+      }
+    } finally {
+      await it.close();
+    }
   }
 
   /** Whether the store holds no record at all (a load builds only a fresh store). */

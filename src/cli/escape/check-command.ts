@@ -17,6 +17,7 @@ type CheckCliOptions = StoreOptions & { deep?: boolean; batch?: string; json?: b
 
 /** What the check of the store itself is asked to do. */
 interface CheckRequest {
+  readonly readAll: true;
   readonly deep: boolean;
   readonly deepBatches: number[] | undefined;
   readonly progress: (id: number, tree: string, n: number) => void;
@@ -45,6 +46,7 @@ export function registerCheckCommand(program: Command): void {
   ).action(async (opts: CheckCliOptions) => {
     const bar = progressLine();
     const request: CheckRequest = {
+      readAll: true,
       deep: opts.deep === true,
       deepBatches: batchList(opts.batch),
       progress: (id, tree, n) => bar.update(`check batch ${id} ${tree}: ${n} nodes`),
