@@ -13,6 +13,7 @@ import {
   type HttpClientOptions,
   type RequestOutcome,
 } from "../../src/poller/gateway/gateway-client.js";
+import { toolAvailable } from "../helpers/tool-required.js";
 
 interface Seen {
   method: string;
@@ -424,14 +425,17 @@ describe("FeederGateway", () => {
   });
 });
 
-const haveOpenssl = (() => {
-  try {
-    execFileSync("openssl", ["version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const haveOpenssl = toolAvailable(
+  "openssl, which makes the mutual TLS tests' certificates (apt-get install openssl)",
+  (() => {
+    try {
+      execFileSync("openssl", ["version"], { stdio: "ignore" });
+      return true;
+    } catch {
+      return false;
+    }
+  })(),
+);
 
 describe.skipIf(!haveOpenssl)("mutual TLS", () => {
   const dir = mkdtempSync(join(tmpdir(), "dacd-tls-"));

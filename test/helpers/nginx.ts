@@ -4,9 +4,15 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { freePort } from "./free-port.js";
 import { waitFor } from "./daemon.js";
+import { toolAvailable } from "./tool-required.js";
 
 /** Debian's nginx, where installed (apt-get install nginx; .ci/run installs it). */
 export const NGINX = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => existsSync(p));
+
+/** Whether nginx is here, for a test's skipIf(!…); under DACD_REQUIRE_TOOLS=1 its absence fails the file. */
+export function nginxAvailable(): boolean {
+  return toolAvailable("nginx (apt-get install nginx)", NGINX !== undefined);
+}
 
 /**
  * A real nginx serving `root` on 127.0.0.1 from a configuration and prefix of its own under

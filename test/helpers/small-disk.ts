@@ -2,11 +2,12 @@ import { execFileSync } from "node:child_process";
 import { mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { toolAvailable } from "./tool-required.js";
 
 /**
  * A tmpfs of `mb` MiB of its own, for tests of a full disk (mounting needs root, as in CI
  * containers): its directory and how to unmount and remove it, or undefined where mounting is not
- * allowed (the test then skips).
+ * allowed (the test then skips; under DACD_REQUIRE_TOOLS=1 it fails instead).
  */
 export async function smallDisk(
   mb: number,
@@ -14,8 +15,9 @@ export async function smallDisk(
   const dir = await mkdtemp(join(tmpdir(), "dacd-small-"));
   try {
     execFileSync("mount", ["-t", "tmpfs", "-o", `size=${mb}m`, "tmpfs", dir], { stdio: "ignore" });
-  } catch {
+  } catch (err) {
     await rm(dir, { recursive: true, force: true });
+    toolAvailable(`a tmpfs of our own (mount -t tmpfs, as root): ${(err as Error).message}`, false);
     return undefined;
   }
   return {

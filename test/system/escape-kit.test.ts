@@ -11,7 +11,7 @@ import { createEngine } from "../../src/verifier/hash/select.js";
 import type { HashEngine } from "../../src/verifier/hash/engine.js";
 import { BIN, dacdAsync } from "../helpers/dacd-cli.js";
 import { waitFor } from "../helpers/daemon.js";
-import { NGINX, startNginx } from "../helpers/nginx.js";
+import { nginxAvailable, startNginx } from "../helpers/nginx.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 /**
@@ -56,6 +56,8 @@ async function kitFiles(dir: string, tree: string): Promise<Map<string, string>>
   }
   return out;
 }
+
+const haveNginx = nginxAvailable();
 
 describe("dacd escape-kit", () => {
   it("writes one verified proof per non-empty vault, equal to dacd proof --format starkex", async () => {
@@ -108,7 +110,7 @@ describe("dacd escape-kit", () => {
     }
   }, 300_000);
 
-  it.skipIf(!NGINX)(
+  it.skipIf(!haveNginx)(
     "is served by nginx: the manifest, the page and the proofs over HTTP",
     async () => {
       const server = await startNginx(kit, join(work, "nginx"));
@@ -135,8 +137,6 @@ describe("dacd escape-kit", () => {
     },
     60_000,
   );
-  if (!NGINX)
-    it("nginx: skipped, the nginx binary is not installed (apt-get install nginx)", () => undefined);
 
   it("leaves no kit and no manifest when killed mid-write (SIGKILL), and the next run clears its remains", async () => {
     const out = join(work, "killed");

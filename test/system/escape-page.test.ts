@@ -10,8 +10,9 @@ import { createEngine } from "../../src/verifier/hash/select.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { freePort } from "../helpers/free-port.js";
-import { NGINX, startNginx } from "../helpers/nginx.js";
+import { nginxAvailable, startNginx } from "../helpers/nginx.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
+import { toolAvailable } from "../helpers/tool-required.js";
 import { VectorGateway } from "../helpers/vector-gateway.js";
 import { loadChain, type ChainName } from "../helpers/vectors.js";
 
@@ -25,6 +26,11 @@ import { loadChain, type ChainName } from "../helpers/vectors.js";
  */
 
 const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = toolAvailable(
+  "Debian's chromium at /usr/bin/chromium (apt-get install chromium)",
+  existsSync(CHROMIUM),
+);
+const haveNginx = nginxAvailable();
 const ARTIFACTS = join(import.meta.dirname, "..", "..", "test-artifacts");
 const EXCHANGE = toChecksumAddress("0x" + "5fdcca53617f4d2b9134b29090c87d01058e27e9");
 const VERIFIER = toChecksumAddress("0x" + "b8ef4a31b1d1e2bd2b1a3d0ac3d0f6f7bd9c6e4a");
@@ -102,7 +108,7 @@ async function pageCalls(
   }
 }
 
-describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium", () => {
+describe.skipIf(!haveChromium)("the escape page in headless Chromium", () => {
   let browser: import("playwright-core").BrowserContext;
   let m: Awaited<ReturnType<typeof signingMember>>;
   let api: string;
@@ -163,7 +169,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium", (
     expect(shown.text).toContain(VERIFIER);
   }, 120_000);
 
-  it.skipIf(!NGINX)(
+  it.skipIf(!haveNginx)(
     "from an escape kit made beside the running member, served by nginx",
     async () => {
       const work = await tempDir("dacd-escape-page-");
@@ -210,9 +216,6 @@ describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium", (
     180_000,
   );
 });
-if (!existsSync(CHROMIUM))
-  it("the escape page: skipped, Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)", () =>
-    undefined);
 
 describe("the escape kit of a perpetual member, beside the running daemon", () => {
   it("writes every non-empty position's proof, each verified and equal to dacd proof --format starkex", async () => {

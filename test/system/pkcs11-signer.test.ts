@@ -22,12 +22,14 @@ import { waitFor } from "../helpers/daemon.js";
 import { freePort } from "../helpers/free-port.js";
 import { generateP256, importKey, initToken, PIN, softhsm, softhsmConf } from "../helpers/softhsm.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
+import { toolAvailable } from "../helpers/tool-required.js";
 import { VectorGateway, type Post } from "../helpers/vector-gateway.js";
 import { loadChain, type Expected } from "../helpers/vectors.js";
 
 const hsm = softhsm();
-if ("missing" in hsm) console.warn(`PKCS#11 signer tests skipped: ${hsm.missing}`);
-const describeHsm = "module" in hsm ? describe : describe.skip;
+const haveHsm = toolAvailable(`PKCS#11: ${"missing" in hsm ? hsm.missing : ""}`, "module" in hsm);
+if (!haveHsm) console.warn(`PKCS#11 signer tests skipped: ${"missing" in hsm ? hsm.missing : ""}`);
+const describeHsm = haveHsm ? describe : describe.skip;
 const MODULE = "module" in hsm ? hsm.module : "";
 const TOKEN = "dacd-e2e";
 const HALF_N = secp256k1.Point.CURVE().n / 2n;
