@@ -84,10 +84,15 @@ describe("JobRunner", () => {
     runner.add({ name: "slow", schedule: "*/1 * * * * *", run: work("slow", 1600) });
     runner.add({ name: "quick", schedule: "*/1 * * * * *", run: work("quick", 50) });
     runner.start();
-    await sleep(4500);
+    const okRuns = (job: string) => lines.filter((l) => l.outcome === "ok" && l.job === job).length;
+    await waitFor(
+      () => okRuns("slow") >= 2 && okRuns("quick") >= 1 && lines.some((l) => l.outcome === "skipped"),
+      15_000,
+      "two slow runs, a quick one and a skipped tick",
+    );
     await runner.stop();
     const after = runs.length;
-    await sleep(1200);
+    await sleep(1200); // longer than a tick: none may come after stop
     expect(runs.length).toBe(after); // nothing after stop
     expect(maxRunning).toBe(1);
     expect(runs.filter((r) => r === "slow").length).toBeGreaterThanOrEqual(2);
@@ -105,10 +110,12 @@ describe("JobRunner", () => {
     const { log, lines } = capture();
     const runner = new JobRunner(log);
     let sawAbort = false;
+    let started = false;
     runner.add({
       name: "long",
       schedule: "0 0 1 1 *",
       run: async (signal) => {
+        started = true;
         while (!signal.aborted) await sleep(10);
         sawAbort = true;
         throw signal.reason;
@@ -125,7 +132,7 @@ describe("JobRunner", () => {
       error: "disk on fire",
     });
     const run = runner.trigger("long");
-    await sleep(50);
+    await waitFor(() => started, 5000, "the long job to start");
     expect(await runner.trigger("long")).toBe(false); // busy: skipped
     await runner.stop();
     expect(sawAbort).toBe(true);
@@ -218,10 +225,14 @@ describe("systemd notifications", () => {
     });
     expect(n.enabled).toBe(true);
     await n.ready("signing");
-    await sleep(1300);
+    const pings = async () =>
+      (await readFile(record, "utf8").catch(() => ""))
+        .split("\n")
+        .filter((c) => c === `--pid=${process.pid} WATCHDOG=1`);
+    await waitFor(async () => (await pings()).length >= 1, 5000, "a watchdog ping");
     healthy = false;
     const before = (await readFile(record, "utf8")).split("\n").filter(Boolean);
-    await sleep(1100);
+    await sleep(1100); // longer than the ping interval: none may come while unhealthy
     n.close();
     const calls = (await readFile(record, "utf8")).split("\n").filter(Boolean);
     expect(calls[0]).toBe(`--pid=${process.pid} --ready --status=signing`);
