@@ -76,6 +76,7 @@ describe("prune", () => {
     }
   });
 
+  // Seconds on a quiet machine, more on a busy one: 60 s rather than the unit project's 20.
   it("loses nothing while a chain is committed between sweep chunks", async () => {
     const s = await chainStore("perpetual-chain", 3); // batches 0, 1, 2; 3 builds on 1, then 4 and 5
     const full = await chainStore("perpetual-chain");
@@ -106,7 +107,7 @@ describe("prune", () => {
       await s.store.close();
       await full.store.close();
     }
-  });
+  }, 60_000);
 
   it("never deletes a node that a concurrent commit re-creates (a reverted leaf): the commit's copies are its own", async () => {
     const dir = await tempDir();

@@ -65,14 +65,16 @@ function randomIds(seed: number, n: number, bits: number) {
 }
 
 describe.skipIf(!haveNative)("the native Merkle walk", () => {
+  // Seconds on a quiet machine, more on a busy one: 60 s rather than the unit project's 20.
   it("writes and remembers exactly what the JavaScript walk does, batch after batch (height 31)", async () => {
     await compareOnBatches(31, 12, randomIds(91, 30, 31));
-  });
+  }, 60_000);
 
   it("agrees on a small, dense tree (subtrees emptied, edges split and climbing past deleted neighbours)", async () => {
     await compareOnBatches(10, 25, randomIds(92, 60, 10));
   });
 
+  // Seconds on a quiet machine, more on a busy one: 60 s rather than the unit project's 20.
   it("agrees where new leaves split old edges at every height, checkpoints included (height 64)", async () => {
     // Lone leaves first, then for each a neighbour that meets it at height k + 1: the new leaf splits
     // the old leaf's edge at height k, which the old leaf's chain climbs through from its checkpoint.
@@ -89,7 +91,7 @@ describe.skipIf(!haveNative)("the native Merkle walk", () => {
       });
       return changes;
     });
-  });
+  }, 60_000);
 
   it("reads and remembers through the node cache's packed calls as the JavaScript walk through its own", async () => {
     const height = 31;
