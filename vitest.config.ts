@@ -15,6 +15,9 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
+          // CPU-bound files, one per core (vitest's default leaves one core to itself, which the
+          // unit tests' main process does not need).
+          maxWorkers: 2,
           testTimeout: 20_000,
           hookTimeout: 20_000,
         },
