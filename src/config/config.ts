@@ -68,6 +68,7 @@ export const OTHER_ENV: ReadonlySet<string> = new Set([
   "DACD_NATIVE_VERBOSE",
   "DACD_PEDERSEN_WINDOW_BITS",
   "DACD_REQUIRE_NATIVE",
+  "DACD_REQUIRE_TOOLS",
   "DACD_BZIP2",
 ]);
 

@@ -51,6 +51,8 @@ const SWITCHES: Readonly<Record<string, (value: string) => string | undefined>> 
   DACD_PEDERSEN_WINDOW_BITS: oneOf(["12", "13", "14", "15", "16"]),
   // Read by the install scripts and the tests: a native build or test that cannot run fails.
   DACD_REQUIRE_NATIVE: oneOf(["0", "1"]),
+  // Read by the tests (CI sets it, and its children inherit it): a test whose tool is missing fails.
+  DACD_REQUIRE_TOOLS: oneOf(["0", "1"]),
 };
 
 /** The problems with the DACD_* variables of `env` (empty when all are fine). */
