@@ -106,6 +106,16 @@ describe("check", () => {
     expect(r.batches).toBe(6);
   });
 
+  it("reads every record of the store once when asked (readAll), counting them", async () => {
+    let keys = 0;
+    for await (const _ of levelDb(src.store).keys()) keys++;
+    const r = await checkStore(src.store, engine, { readAll: true });
+    expect(r.problems).toEqual([]);
+    expect(r.records_read).toBe(keys);
+    expect(keys).toBeGreaterThan(6);
+    expect((await checkStore(src.store, engine)).records_read).toBeUndefined();
+  });
+
   it("--deep finds a deleted node, an altered node and an altered leaf record; shallow finds a missing batch", async () => {
     const s = await chainStore("spot-v40-chain");
     try {
