@@ -519,6 +519,8 @@ function baseChainWatch(
     events: {
       onRpcFailure: (reason) => metrics.onchainRpcFailures.inc({ reason }),
       onRootMismatch: () => metrics.onchainRootMismatches.inc(),
+      onFreezeWithdrawn: () => metrics.onchainFreezeWithdrawn.inc(),
+      onRejected: (reason) => metrics.onchainRejected.inc({ reason }),
     },
   });
 }
