@@ -351,7 +351,9 @@ export class ChainWatch {
     // From below the confirmed head too: blocks past it that a lying or broken endpoint once
     // answered (a head that jumped ahead and came back) are reread, not waited for.
     const from = Math.max(0, Math.min(last.number, head - this.opts.confirmations) - REORG_REWIND);
-    this.opts.log.warn(
+    this.say(
+      "reorg",
+      "warn",
       { block_number: last.number, hash: last.hash, head, reread_from: from },
       `base chain reorg below base_chain_confirmations (${this.opts.confirmations}): block ${last.number} was replaced; rereading from block ${from}`,
     );

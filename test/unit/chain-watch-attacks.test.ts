@@ -278,6 +278,29 @@ describe("the watch stays bounded and never stops for good", () => {
   });
 });
 
+describe("a flood in one answer", () => {
+  it("9,000 forged logs in one eth_getLogs answer give a few lines, each refusal counted", async () => {
+    const { rpc, store, watch, lines, counts } = await setup(50);
+    const forged = (i: number) => {
+      if (i % 3 === 0) return { ...update(40, BigInt(i % 50)), address: OTHER };
+      if (i % 3 === 1) return update(40, BigInt(10 ** 9 + i));
+      return update(
+        40,
+        BigInt(i % 50),
+        { vault: 7n, rollupVault: 7n, order: 7n },
+        `0x${i.toString(16).padStart(64, "0")}`,
+      );
+    };
+    rpc.logs = Array.from({ length: 9000 }, (_, i) => ({ ...forged(i), logIndex: i }));
+    await watch.poll();
+    expect(counts.rejected.foreign_address).toBe(3000);
+    expect(counts.rejected.out_of_range).toBe(3000);
+    expect(counts.mismatches).toBe(3000);
+    expect(await onchainRecords(store)).toBe(50);
+    expect(errorLines(lines)).toBeLessThanOrEqual(15);
+  });
+});
+
 async function waitUntil(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
   const until = Date.now() + ms;
   while (!cond()) {
