@@ -107,6 +107,7 @@ export class ChainWatch {
   async start(): Promise<void> {
     this.cursor = await this.opts.store.onchain.cursor();
     for (const id of await this.opts.store.onchain.uncomparedBatchIds()) this.toCompare.add(id);
+    if (this.cursor?.contract === this.address) await this.dropOutOfRange(this.cursor);
     const frozen = this.cursor?.contract === this.address ? this.cursor.frozen : undefined;
     if (frozen)
       this.opts.log.warn(
@@ -365,6 +366,8 @@ export class ChainWatch {
     };
     for (const b of await this.opts.store.onchain.record(rewound, [], { dropFrom: from }))
       if (b.matches === false) this.reported.add(`${b.tx_hash}/${b.batch_id}`);
+    if (cursor.frozen && !frozen)
+      this.freezeWithdrawn(cursor.frozen, `block ${last.number}, after the freeze's, was replaced`);
     const kept = await this.opts.store.onchain.last();
     const withLast: OnchainCursor = kept
       ? {
@@ -554,16 +557,43 @@ export class ChainWatch {
 
   /** A recorded freeze that isFrozen() at the confirmed block `safe` denies: dropped, loudly. */
   private async withdrawFreeze(cursor: OnchainCursor, safe: number): Promise<void> {
-    const freeze = cursor.frozen!;
-    const { frozen: _dropped, ...unfrozen } = cursor;
+    const { frozen, ...unfrozen } = cursor;
     await this.record(unfrozen, []);
+    this.freezeWithdrawn(frozen!, `isFrozen() at the confirmed block ${safe} is false`);
+  }
+
+  /** Says that the recorded freeze `freeze` no longer holds, and why (the caller dropped it). */
+  private freezeWithdrawn(freeze: OnchainFreeze, why: string): void {
     this.opts.events?.onFreezeWithdrawn?.(freeze);
     this.say(
       "freeze_withdrawn",
       "error",
-      { batch_id: freeze.batch_id, block_number: freeze.block_number, confirmed_block: safe },
-      `the freeze recorded at batch ${freeze.batch_id} (block ${freeze.block_number}) is withdrawn: isFrozen() at the confirmed block ${safe} is false (a reorg, an unfreeze, or an endpoint that lied); escapes and signing no longer follow it`,
+      { batch_id: freeze.batch_id, block_number: freeze.block_number },
+      `the freeze recorded at batch ${freeze.batch_id} (block ${freeze.block_number}) is withdrawn: ${why} (a reorg, an unfreeze, or an endpoint that lied); escapes and signing no longer follow it`,
     );
+  }
+
+  /**
+   * What an earlier version recorded from a lying endpoint: a frozen batch or a newest update past
+   * the batch ids the exchange can have reached. The freeze is withdrawn; the newest update is
+   * forgotten until the next one is read.
+   */
+  private async dropOutOfRange(cursor: OnchainCursor): Promise<void> {
+    const { newest } = await this.batchWindow();
+    const badFreeze = cursor.frozen !== undefined && cursor.frozen.batch_id > newest;
+    const badLast = cursor.last !== undefined && cursor.last.batch_id > newest;
+    if (!badFreeze && !badLast) return;
+    const { frozen, last, ...rest } = cursor;
+    await this.record({ ...rest, ...(badFreeze ? {} : { frozen }), ...(badLast ? {} : { last }) }, []);
+    if (badFreeze)
+      this.freezeWithdrawn(
+        frozen!,
+        `its batch id is more than ${this.aheadLimit()} past the newest stored batch`,
+      );
+  }
+
+  private aheadLimit(): number {
+    return this.opts.maxBatchesAhead ?? MAX_BATCHES_AHEAD;
   }
 
   /**
@@ -572,7 +602,7 @@ export class ChainWatch {
    */
   private async batchWindow(): Promise<{ newest: number; stored: number | null; first: number | undefined }> {
     const stored = await this.opts.store.batches.lastId();
-    const ahead = this.opts.maxBatchesAhead ?? MAX_BATCHES_AHEAD;
+    const ahead = this.aheadLimit();
     return {
       newest: Math.min((stored ?? -1) + ahead, Number.MAX_SAFE_INTEGER),
       stored: stored ?? null,
@@ -586,7 +616,7 @@ export class ChainWatch {
     const what: Record<OnchainRejection, string> = {
       foreign_address: "a log from another address than starkex_contract_address",
       malformed_log: "a log with extra topics or data for its event",
-      out_of_range: `a batch id beyond ${this.opts.maxBatchesAhead ?? MAX_BATCHES_AHEAD} batches ahead of the newest stored batch, or out of range`,
+      out_of_range: `a batch id beyond ${this.aheadLimit()} batches ahead of the newest stored batch, or out of range`,
       freeze_unconfirmed: "a LogFrozen that isFrozen() at a confirmed block denies",
     };
     this.say(

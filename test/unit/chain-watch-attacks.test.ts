@@ -196,10 +196,13 @@ describe("batch ids are range-checked", () => {
 
 describe("the watch stays bounded and never stops for good", () => {
   it("a head that jumps +100,000 blocks for a while and comes back: the watch goes on", async () => {
-    const { rpc, store, watch } = await setup();
+    const { rpc, store, watch, counts } = await setup();
     await watch.poll();
+    // The lying node's blocks come with a freeze of their own.
+    rpc.views.isFrozen = (block) => block > 1000;
     rpc.head += 100_000;
     await watch.poll();
+    expect(watch.state?.frozen).toBeDefined();
     rpc.head -= 100_000;
     rpc.fork++; // the lying node's blocks were its own
     await watch.poll();
@@ -209,6 +212,28 @@ describe("the watch stays bounded and never stops for good", () => {
     await watch.poll();
     expect(await store.onchain.batch(3)).toMatchObject({ batch_id: 3, matches: true });
     expect((await store.onchain.cursor())!.next_block).toBe(rpc.head - CONFIRMATIONS + 1);
+    // Its freeze went with its blocks, with the alert.
+    expect((await store.onchain.cursor())!.frozen).toBeUndefined();
+    expect(counts.withdrawn).toBe(1);
+  });
+
+  it("a freeze and a newest batch past the range, recorded by an earlier version: dropped at the start", async () => {
+    const { store, watch, counts } = await setup();
+    await store.onchain.record(
+      {
+        contract: EXCHANGE.toLowerCase(),
+        next_block: 50,
+        last: { batch_id: 10 ** 12, sequence_number: 10 ** 12, block_number: 40 },
+        frozen: { batch_id: 1e30, block_number: 45, detected_at: new Date(0).toISOString() },
+      },
+      [],
+    );
+    await watch.start();
+    await watch.stop();
+    const cursor = await store.onchain.cursor();
+    expect(cursor?.frozen).toBeUndefined();
+    expect(cursor?.last?.batch_id ?? -1).toBeLessThan(10 ** 12);
+    expect(counts.withdrawn).toBe(1);
   });
 
   it("a head that goes backwards for a while: the watch goes on", async () => {
