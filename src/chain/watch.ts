@@ -190,12 +190,13 @@ export class ChainWatch {
     }
   }
 
-  private readBool(functionName: "isFrozen", block: number): Promise<boolean> {
-    return this.call(`${functionName}()`, () =>
+  /** The contract's isFrozen() at `block`: the one answer a freeze is taken from. */
+  private isFrozenAt(block: number): Promise<boolean> {
+    return this.call("isFrozen()", () =>
       this.client.readContract({
         address: this.address,
         abi: EXCHANGE_ABI,
-        functionName,
+        functionName: "isFrozen",
         blockNumber: BigInt(block),
       }),
     );
@@ -218,7 +219,7 @@ export class ChainWatch {
       cursor = await this.readRange(cursor, from, to);
     }
     if (cursor.next_block > safe && safe >= 0 && !this.stopped) {
-      const frozen = await this.readBool("isFrozen", safe);
+      const frozen = await this.isFrozenAt(safe);
       if (!cursor.frozen && frozen) {
         // A freeze before the first block read has no log left to read: the view says so.
         const freeze = await this.freezeAt(safe);
@@ -444,7 +445,7 @@ export class ChainWatch {
       if (!stored && window.first !== undefined && batchId < BigInt(window.first)) continue;
       const view =
         log.eventName === "LogUpdateState"
-          ? await this.perpetualRoots(update, updates.slice(i + 1), log.blockNumber)
+          ? await this.perpetualRoots(update, lastUpdateInBlock(updates, i), log.blockNumber)
           : undefined;
       const roots = rootsOf(update, this.opts.mainTree, view);
       const batch = onchainBatch(update, roots, stored);
@@ -472,7 +473,7 @@ export class ChainWatch {
    */
   private async perpetualRoots(
     update: RootUpdateLog,
-    later: readonly { blockNumber: bigint; eventName: string }[],
+    lastInBlock: boolean,
     block: bigint,
   ): Promise<{ vault: bigint; order: bigint } | undefined> {
     try {
@@ -487,7 +488,6 @@ export class ChainWatch {
       if (err instanceof BaseError || err instanceof MalformedAnswer) throw err;
       // Not an updateState call this watch can read: the views below.
     }
-    const lastInBlock = !later.some((l) => l.blockNumber === block && l.eventName !== "LogFrozen");
     return lastInBlock ? this.viewRoots(block) : undefined;
   }
 
@@ -523,7 +523,7 @@ export class ChainWatch {
    * (at or after it) agrees: an endpoint can forge a log, not the contract's state at every block.
    */
   private async confirmedFreeze(block: number, confirmed: number): Promise<OnchainFreeze | undefined> {
-    if (!(await this.readBool("isFrozen", confirmed))) {
+    if (!(await this.isFrozenAt(confirmed))) {
       this.rejected("freeze_unconfirmed", { block_number: block, confirmed_block: confirmed });
       return undefined;
     }
@@ -681,4 +681,11 @@ export class ChainWatch {
         `the exchange is frozen at batch ${cursor.frozen.batch_id}: users now escape against it; escape commands and the escape API default to that batch`,
       );
   }
+}
+
+/** Whether `logs[i]` (sorted by block) is the last root update of its block. */
+function lastUpdateInBlock(logs: readonly { blockNumber: bigint; eventName: string }[], i: number): boolean {
+  for (let j = i + 1; j < logs.length && logs[j]!.blockNumber === logs[i]!.blockNumber; j++)
+    if (logs[j]!.eventName !== "LogFrozen") return false;
+  return true;
 }
