@@ -70,6 +70,12 @@ export const REORG_REWIND = 128;
  */
 export const MAX_BATCHES_AHEAD = 10_000;
 
+/**
+ * Log ranges read per poll at most: the head is asked for again between polls, so that a head an
+ * endpoint answered far ahead (then the real one) costs a few ranges, not the whole distance.
+ */
+export const RANGES_PER_POLL = 20;
+
 /** Mismatches remembered across a reorg's reread, at most (and for at most an hour). */
 const REPORTED_MAX = 1024;
 const REPORTED_AGE_MS = 3_600_000;
@@ -135,7 +141,8 @@ export class ChainWatch {
   private async run(): Promise<void> {
     while (!this.stopped) {
       try {
-        await this.poll();
+        // Still behind after a poll's ranges: the next poll at once (it asks for the head again).
+        if (await this.poll()) continue;
       } catch (err) {
         if (this.stopped) break;
         if (!(err instanceof BaseError) && !(err instanceof MalformedAnswer)) {
@@ -202,8 +209,11 @@ export class ChainWatch {
     );
   }
 
-  /** One round: check for a reorg, read the confirmed blocks not read yet, look for the freeze. */
-  async poll(): Promise<void> {
+  /**
+   * One round: check for a reorg, read confirmed blocks not read yet (at most
+   * RANGES_PER_POLL ranges), look for the freeze. True when confirmed blocks are left to read.
+   */
+  async poll(): Promise<boolean> {
     const headNumber = await this.call("eth_blockNumber", () => this.client.getBlockNumber({ cacheTime: 0 }));
     if (typeof headNumber !== "bigint" || headNumber < 0n || headNumber > BigInt(Number.MAX_SAFE_INTEGER))
       throw new MalformedAnswer(`eth_blockNumber answered ${String(headNumber)}`);
@@ -213,7 +223,8 @@ export class ChainWatch {
     cursor = await this.checkReorg(cursor, head);
     await this.compareStored(cursor);
     const maxRange = this.opts.maxRange ?? DEFAULT_LOG_RANGE;
-    while (cursor.next_block <= safe && !this.stopped) {
+    for (let ranges = 0; cursor.next_block <= safe && !this.stopped; ranges++) {
+      if (ranges === RANGES_PER_POLL) return true;
       const from = cursor.next_block;
       const to = Math.min(safe, from + maxRange - 1);
       cursor = await this.readRange(cursor, from, to);
@@ -233,6 +244,7 @@ export class ChainWatch {
       !this.stopped
     )
       await this.readSharedState(this.cursor);
+    return false;
   }
 
   /**

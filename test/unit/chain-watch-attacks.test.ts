@@ -201,7 +201,7 @@ describe("the watch stays bounded and never stops for good", () => {
     // The lying node's blocks come with a freeze of their own.
     rpc.views.isFrozen = (block) => block > 1000;
     rpc.head += 100_000;
-    await watch.poll();
+    while (await watch.poll()); // its blocks read, 20 ranges a poll
     expect(watch.state?.frozen).toBeDefined();
     rpc.head -= 100_000;
     rpc.fork++; // the lying node's blocks were its own
@@ -234,6 +234,22 @@ describe("the watch stays bounded and never stops for good", () => {
     expect(cursor?.frozen).toBeUndefined();
     expect(cursor?.last?.batch_id ?? -1).toBeLessThan(10 ** 12);
     expect(counts.withdrawn).toBe(1);
+  });
+
+  it("a head of 2^53 - 1: a poll reads 20 ranges, then asks for the head again", async () => {
+    const { rpc, store, watch } = await setup();
+    await watch.poll();
+    const real = rpc.head;
+    rpc.head = Number.MAX_SAFE_INTEGER;
+    const ranges = rpc.count("eth_getLogs");
+    expect(await watch.poll()).toBe(true);
+    expect(rpc.count("eth_getLogs") - ranges).toBe(20);
+    rpc.head = real + 1 + CONFIRMATIONS;
+    rpc.fork++;
+    rpc.logs = [update(real + 1, 5n)];
+    while (await watch.poll());
+    await watch.poll();
+    expect(await store.onchain.batch(5)).toMatchObject({ batch_id: 5, matches: true });
   });
 
   it("a head that goes backwards for a while: the watch goes on", async () => {
