@@ -202,7 +202,11 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
     profile,
     engine,
     signer,
-    options: { validateOrders: config.validateOrders && !ordersMissing, validateRollup },
+    options: {
+      validateOrders: config.validateOrders && !ordersMissing,
+      validateRollup,
+      signAfterFreeze: config.signAfterFreeze,
+    },
     topNodes: new TopNodeCache(
       memory.node_cache_levels,
       nativeNodeCacheAddon(settings.nodeCache),
@@ -519,6 +523,8 @@ function baseChainWatch(
     events: {
       onRpcFailure: (reason) => metrics.onchainRpcFailures.inc({ reason }),
       onRootMismatch: () => metrics.onchainRootMismatches.inc(),
+      onFreezeWithdrawn: () => metrics.onchainFreezeWithdrawn.inc(),
+      onRejected: (reason) => metrics.onchainRejected.inc({ reason }),
     },
   });
 }

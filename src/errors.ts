@@ -11,7 +11,8 @@ export type ErrorCode =
   | "CONFIG" // invalid configuration or key material
   | "USAGE" // a command-line argument or flag is invalid
   | "STORE" // the local store is unusable or inconsistent
-  | "SIGNER"; // the member key's token (HSM) failed a call: the batch is left unsigned and retried
+  | "SIGNER" // the member key's token (HSM) failed a call: the batch is left unsigned and retried
+  | "FROZEN"; // the exchange's freeze is confirmed on the base chain: no new batch is signed (retried)
 
 export class DacdError extends Error {
   readonly code: ErrorCode;

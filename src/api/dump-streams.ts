@@ -69,6 +69,7 @@ export class DumpStreams {
       "cache-control": batchText !== undefined ? CACHE_NAMED_BATCH : CACHE_LATEST_BATCH,
       "x-dacd-batch-id": String(record.batch_id),
       "x-dacd-root": record.roots[spec.name]!,
+      "x-content-type-options": "nosniff",
     });
     if (req.method === "HEAD") {
       res.end();

@@ -157,7 +157,8 @@ class RequestHandler {
   ): Promise<void> {
     checkRequestLimits(req, res, target.text, this.limiter);
     const { path } = target;
-    const query = parseQuery(target.query, BATCH_ROUTES.includes(route));
+    // The page's files are static: a query string on them (a shared link's tail) changes nothing.
+    const query = route === "page" ? {} : parseQuery(target.query, BATCH_ROUTES.includes(route));
     const seg = path.split("/"); // "", "v1", ...
     switch (route) {
       case "openapi":

@@ -18,6 +18,8 @@ export function sendJson(
     "content-type": "application/json",
     "content-length": Buffer.byteLength(text),
     "cache-control": cache,
+    // Errors echo the request's path and parameters: no browser may sniff them into HTML.
+    "x-content-type-options": "nosniff",
   });
   res.end(req.method === "HEAD" ? undefined : text);
 }

@@ -4,8 +4,11 @@
  */
 import { BaseError, createPublicClient, http, TimeoutError, type PublicClient } from "viem";
 
-/** Why an RPC call failed: it took longer than the time-out, or anything else. */
-export const RPC_FAILURES = ["timeout", "error"] as const;
+/**
+ * Why an RPC call failed: it took longer than the time-out, its answer was not what the method
+ * returns (a null block number, an object for a list), or anything else.
+ */
+export const RPC_FAILURES = ["timeout", "error", "malformed"] as const;
 export type RpcFailure = (typeof RPC_FAILURES)[number];
 
 /** `signal` aborts every call in flight (a stop does not wait for a hanging endpoint). */
@@ -18,7 +21,11 @@ export function rpcClient(url: string, timeoutMs: number, signal?: AbortSignal):
   });
 }
 
+/** An answer that is not what the method returns: the endpoint is broken or lies; retried like an error. */
+export class MalformedAnswer extends Error {}
+
 export function rpcFailure(err: unknown): RpcFailure {
+  if (err instanceof MalformedAnswer) return "malformed";
   if (err instanceof TimeoutError) return "timeout";
   if (err instanceof BaseError && err.walk((e) => e instanceof TimeoutError) instanceof TimeoutError)
     return "timeout";

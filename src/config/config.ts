@@ -525,6 +525,7 @@ function configOf(
     pollingIntervalS: raw.polling_interval_s as number,
     validateOrders: raw.validate_orders as boolean,
     acceptMissingOrders: raw.accept_missing_orders as boolean,
+    signAfterFreeze: raw.sign_after_freeze as boolean,
     httpRequestTimeoutS: raw.http_request_timeout_s as number,
     heights,
     metricsHost: raw.metrics_host as string,

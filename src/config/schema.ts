@@ -8,6 +8,7 @@
  *   data_dir → dataDir                      polling_interval_s → pollingIntervalS
  *   validate_orders → validateOrders        validate_rollup → validateRollup
  *   accept_missing_orders → acceptMissingOrders
+ *   sign_after_freeze → signAfterFreeze
  *   certificates_path → certificatesPath    http_request_timeout_s → httpRequestTimeoutS
  *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollup_vault,position}
  *   metrics_port → metricsPort              metrics_host → metricsHost
@@ -93,6 +94,11 @@ export interface Config {
   validateOrders: boolean;
   /** A store imported without its order tree runs without validating orders: true silences the start-up warning. */
   acceptMissingOrders: boolean;
+  /**
+   * Sign batches after the base-chain watch confirmed the exchange's freeze (default false: a
+   * frozen exchange takes no new state, and a claim then only muddies what users escape with).
+   */
+  signAfterFreeze: boolean;
   /** true / false: sent as validate_rollup=True/False; undefined: not sent at all. */
   validateRollup?: boolean;
   /** Absolute; a directory with user.crt, user.key, server.crt (mutual TLS to the availability gateway). */
@@ -196,6 +202,7 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
   prefetch_batches: { kind: "int", min: 0, max: 16, default: 2 },
   validate_orders: { kind: "bool", default: true },
   accept_missing_orders: { kind: "bool", default: false },
+  sign_after_freeze: { kind: "bool", default: false },
   validate_rollup: { kind: "bool" },
   certificates_path: { kind: "path" },
   http_request_timeout_s: { kind: "number", exclusiveMin: 0, default: 30 },

@@ -155,6 +155,21 @@ export async function checkStore(
         problems.push({ batch_id: missing, problem: "batch record missing (before the cursor)" });
     }
   }
+  const frozen = (await store.onchain.cursor())?.frozen;
+  if (frozen) {
+    // What users escape with once the exchange froze: it must be there, trees and all.
+    const where = `the exchange froze at batch ${frozen.batch_id} (block ${frozen.block_number})`;
+    if (!(await store.getBatch(frozen.batch_id)))
+      problems.push({
+        batch_id: frozen.batch_id,
+        problem: `${where}, which is not stored: users cannot escape with this member's data`,
+      });
+    else if (isPruned(prune, frozen.batch_id))
+      problems.push({
+        batch_id: frozen.batch_id,
+        problem: `${where}, whose trees were pruned: users cannot escape with this member's data`,
+      });
+  }
   if (cursor && cursor.last_accepted_batch_id >= 0 && first === undefined) {
     problems.push({
       problem: `the cursor names batch ${cursor.last_accepted_batch_id} but no batch is stored`,

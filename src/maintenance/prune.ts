@@ -155,8 +155,8 @@ interface Retention {
 }
 
 /**
- * The newest `keepBatches` not yet pruned, the checkpoints (each must be stored and not pruned)
- * and the cursor's batch.
+ * The newest `keepBatches` not yet pruned, the checkpoints (each must be stored and not pruned),
+ * the cursor's batch and the exchange's frozen batch.
  */
 async function keptBatches(store: LevelStore, snapshot: LevelStore, opts: PruneOptions): Promise<Retention> {
   const previous = await store.batches.pruneInfo();
@@ -177,6 +177,10 @@ async function keptBatches(store: LevelStore, snapshot: LevelStore, opts: PruneO
   }
   const cursor = await store.getCursor();
   if (cursor && all.has(cursor.last_accepted_batch_id)) kept.add(cursor.last_accepted_batch_id);
+  // Once the exchange froze, its frozen batch is what every user escapes with: kept whatever
+  // keepBatches says (the escape at that batch needs only its own trees).
+  const frozen = await store.onchain.frozenBatchId();
+  if (frozen !== undefined && all.has(frozen)) kept.add(frozen);
   const keptIds = [...kept].sort((a, b) => a - b);
   const upTo = ids.length > 0 ? ids[ids.length - 1]! : -1;
   return { kept, keptIds, upTo };

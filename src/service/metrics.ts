@@ -89,6 +89,16 @@ export class DacdMetrics {
     return this.onchain.rpcFailures;
   }
 
+  /** Recorded freezes the base chain later denied. */
+  get onchainFreezeWithdrawn(): OnchainMetrics["freezeWithdrawn"] {
+    return this.onchain.freezeWithdrawn;
+  }
+
+  /** What the base-chain endpoint answered and the watch refused, by reason. */
+  get onchainRejected(): OnchainMetrics["rejected"] {
+    return this.onchain.rejected;
+  }
+
   /** Root updates on the base chain that differ from the stored roots. */
   get onchainRootMismatches(): OnchainMetrics["rootMismatches"] {
     return this.onchain.rootMismatches;

@@ -47,6 +47,13 @@ export class BatchRepository {
   }
 
   /** The ids of the stored batch records, in order. */
+  /** The lowest stored batch id (undefined: none stored). */
+  async firstId(): Promise<number | undefined> {
+    for await (const k of this.handle.db.keys({ ...BATCH_RANGE, limit: 1, ...this.handle.reads }))
+      return batchIdFromKey(k);
+    return undefined;
+  }
+
   async *ids(): AsyncGenerator<number> {
     for await (const k of this.handle.db.keys({ ...BATCH_RANGE, ...this.handle.reads }))
       yield batchIdFromKey(k);

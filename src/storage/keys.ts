@@ -123,6 +123,9 @@ const ONCHAIN_BATCH = new TextEncoder().encode("onchain_batch/");
 
 /** The key of what the base chain holds for batch `batchId` (sorted by id). */
 export function onchainBatchKey(batchId: number): Uint8Array {
+  // setBigUint64 wraps: an id of 2^64 would be batch 0's key. Ids are checked before; never folded.
+  if (!Number.isSafeInteger(batchId) || batchId < 0)
+    throw new RangeError(`on-chain batch id ${batchId} is not an integer in [0, 2^53)`);
   const key = new Uint8Array(1 + ONCHAIN_BATCH.length + 8);
   key[0] = Prefix.meta;
   key.set(ONCHAIN_BATCH, 1);

@@ -26,6 +26,8 @@ export interface VerifyOptions {
   readonly validateOrders: boolean;
   /** Keep and check the rollup vault tree (spot only). Unset: the gateway is not asked for it. */
   readonly validateRollup: boolean | undefined;
+  /** Sign after the exchange's confirmed freeze (config sign_after_freeze); default: refused. */
+  readonly signAfterFreeze?: boolean;
 }
 
 export interface VerifyContext {
@@ -170,6 +172,7 @@ export async function verifyParsedAndStartStore(
         field: "batch_id",
       },
     );
+  await refuseAfterFreeze(ctx, batchId);
   const prevState = prev ? stateFromRecord(prev, batchId) : null;
 
   const trees = treesToCompute(ctx, update);
@@ -193,6 +196,21 @@ export async function verifyParsedAndStartStore(
     pending.abandon();
     throw err;
   }
+}
+
+/**
+ * Once the base-chain watch confirmed the exchange's freeze (isFrozen() at a confirmed block), the
+ * exchange takes no new state: a new batch is not signed unless sign_after_freeze says so.
+ */
+async function refuseAfterFreeze(ctx: VerifyContext, batchId: number): Promise<void> {
+  if (ctx.options.signAfterFreeze) return;
+  const frozen = (await ctx.store.onchain.cursor())?.frozen;
+  if (frozen)
+    throw new DacdError(
+      "FROZEN",
+      `batch ${batchId} not signed: the exchange is frozen at batch ${frozen.batch_id} (confirmed on the base chain at block ${frozen.block_number}) and takes no new state (sign_after_freeze: true signs anyway)`,
+      { batchId, field: "batch_id" },
+    );
 }
 
 /** A batch stored, or verified and being written: its record, and when it is (or was) durable. */

@@ -301,6 +301,52 @@ describe("following the base chain", () => {
     expect(await metric(daemon, "dacd_onchain_root_mismatch_total")).toBe(1);
   });
 
+  it("after a confirmed freeze no new batch is signed, unless sign_after_freeze", async () => {
+    const frozenExchange = await DevnetExchange.deploy(node.url, "spot", 31);
+    const { gw, expected, setup } = await spotChainMember(
+      cleanups,
+      undefined,
+      [
+        `base_chain_rpc_url: "${proxy.url}"`,
+        `starkex_contract_address: "${frozenExchange.address}"`,
+        "base_chain_confirmations: 0",
+        "base_chain_poll_interval_s: 0.05",
+      ].join("\n"),
+    );
+    gw.available = 2;
+    let daemon = await startQuietDaemon(setup.config);
+    cleanups.push(() => daemon.stop());
+    await waitFor(
+      async () => (await daemon.store.getCursor())?.last_accepted_batch_id === 1,
+      20_000,
+      "signed",
+    );
+    for (const id of [0, 1]) {
+      const r = expected.batches[id]!.roots as Record<string, string>;
+      await frozenExchange.commit(id, {
+        vault: BigInt(`0x${r.vault}`),
+        rollupVault: BigInt(`0x${r.rollup_vault}`),
+        order: BigInt(`0x${r.order}`),
+      });
+    }
+    await frozenExchange.freeze();
+    await waitFor(async () => (await daemon.store.onchain.frozenBatchId()) === 1, 10_000, "the freeze");
+    gw.available = 6;
+    await waitFor(async () => daemon.member.state.failing?.code === "FROZEN", 20_000, "batch 2 refused");
+    expect(daemon.member.state.failing?.reason).toMatch(
+      /batch 2 not signed: the exchange is frozen at batch 1/,
+    );
+    expect(await daemon.store.getBatch(2)).toBeUndefined();
+    await daemon.stop();
+
+    daemon = await startQuietDaemon(loadConfig(setup.configPath, { DACD_SIGN_AFTER_FREEZE: "true" }));
+    await waitFor(
+      async () => (await daemon.store.getCursor())?.last_accepted_batch_id === 5,
+      30_000,
+      "signed on",
+    );
+  });
+
   it("a wrong contract address: nothing is recorded, the member signs on and stays ready", async () => {
     const { setup } = await spotChainMember(
       cleanups,

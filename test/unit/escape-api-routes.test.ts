@@ -94,3 +94,29 @@ describe("the escape API's routes and openapi.json", () => {
     }
   });
 });
+
+describe("the escape API's answers to input it echoes", () => {
+  it("error JSON, which echoes the request, says nosniff (no browser takes it for HTML)", async () => {
+    for (const path of [
+      "/<script>alert(1)</script>",
+      "/v1/batches/latest?<b>=1",
+      "/v1/batches/latest?batch=<i>",
+    ]) {
+      const res = await fetch(`${api.url}${path}`);
+      expect(res.status, path).toBeGreaterThanOrEqual(400);
+      expect(res.headers.get("content-type"), path).toBe("application/json");
+      expect(res.headers.get("x-content-type-options"), path).toBe("nosniff");
+    }
+    const ok = await fetch(`${api.url}/v1/openapi.json`);
+    expect(ok.headers.get("x-content-type-options")).toBe("nosniff");
+  });
+
+  it("the page with a query string (a shared link, a tracker's tail) is the page, not a JSON 400", async () => {
+    for (const path of ["/?anything", "/?vault=12&x=1", `/${Object.keys(PAGE_FILES)[0]}?v=2`]) {
+      const res = await fetch(`${api.url}${path}`);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type"), path).not.toBe("application/json");
+    }
+    expect(await (await fetch(`${api.url}/?anything`)).text()).toBe(PAGE_FILES["index.html"]!.body);
+  });
+});

@@ -1,10 +1,19 @@
 /** The base-chain watch: what it has seen on-chain, and its failures. */
 import { Counter } from "prom-client";
+import { ONCHAIN_REJECTIONS } from "../../chain/exchange-logs.js";
 import { PREFIX, scrapedGauge, type Registers } from "./family.js";
 import type { StateReader } from "./member-state.js";
 
+/** What the watch refuses of the endpoint's answers (chain/exchange-logs.ts ONCHAIN_REJECTIONS). */
+export const ONCHAIN_REJECTED = [
+  "foreign_address",
+  "malformed_log",
+  "out_of_range",
+  "freeze_unconfirmed",
+] as const;
+
 /** Why a base-chain RPC call failed (chain/rpc.ts RPC_FAILURES). */
-export const ONCHAIN_RPC_FAILURES = ["timeout", "error"] as const;
+export const ONCHAIN_RPC_FAILURES = ["timeout", "error", "malformed"] as const;
 
 export function onchainMetrics(registers: Registers, state: StateReader) {
   const m = {
@@ -33,12 +42,24 @@ export function onchainMetrics(registers: Registers, state: StateReader) {
     }),
     rpcFailures: new Counter({
       name: `${PREFIX}onchain_rpc_failures_total`,
-      help: "Failed base-chain RPC calls by reason (timeout, error); the watch tries again at its next poll",
+      help: "Failed base-chain RPC calls by reason (timeout, error, malformed: an answer that is not what the method returns); the watch tries again at its next poll",
+      labelNames: ["reason"],
+      registers,
+    }),
+    freezeWithdrawn: new Counter({
+      name: `${PREFIX}onchain_freeze_withdrawn_total`,
+      help: "Recorded freezes dropped because isFrozen() at a confirmed block later said false (a reorg, an unfreeze, or an endpoint that lied)",
+      registers,
+    }),
+    rejected: new Counter({
+      name: `${PREFIX}onchain_rejected_total`,
+      help: "What the base-chain endpoint answered and the watch refused, by reason (foreign_address, malformed_log, out_of_range, freeze_unconfirmed)",
       labelNames: ["reason"],
       registers,
     }),
   };
   for (const reason of ONCHAIN_RPC_FAILURES) m.rpcFailures.inc({ reason }, 0);
+  for (const reason of ONCHAIN_REJECTIONS) m.rejected.inc({ reason }, 0);
   return m;
 }
 
