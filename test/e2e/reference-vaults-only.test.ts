@@ -275,7 +275,7 @@ describe("loading the reference member's own archive (vaults.csv only)", () => {
       [
         [...spot, "--batch", "3", "--batch-info", malformed],
         2,
-        /malformed\.json, field sequence_number: "3" is not a non-negative integer$/,
+        /malformed\.json, field sequence_number: "3" is not an integer in 0 … 9007199254740990$/,
       ],
       [
         ["--db", db, "--profile", "perpetual", "--batch", "3", "--batch-info", batchInfo],
