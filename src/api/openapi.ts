@@ -110,7 +110,8 @@ export const OPENAPI = {
   paths: {
     "/v1/batches/latest": {
       get: {
-        summary: "The latest batch this member signed",
+        summary:
+          "The latest batch this member signed (after a freeze too), and the batch the exchange froze at, which the other answers default to",
         responses: {
           "200": {
             description: "The batch",
@@ -244,6 +245,10 @@ export const OPENAPI = {
           },
           claim_hash: { type: "string" },
           accepted_at: { type: ["string", "null"], format: "date-time" },
+          frozen_batch_id: {
+            type: ["integer", "null"],
+            description: "The batch the exchange froze at, once this member saw the freeze; else null",
+          },
         },
       },
       Leaf: {
@@ -259,6 +264,15 @@ export const OPENAPI = {
             type: "object",
             description:
               "stark_key, token, balance (vaults); fulfilled_amount (orders); public_key, collateral_balance, assets (positions)",
+          },
+          frozen_batch_id: {
+            type: "integer",
+            description: "Once this member saw the exchange freeze: the batch it froze at",
+          },
+          at_frozen_batch: {
+            type: "boolean",
+            description:
+              "With frozen_batch_id: whether this leaf is at that batch (the state escapes are checked against)",
           },
         },
       },

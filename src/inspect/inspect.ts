@@ -261,6 +261,7 @@ export async function showLeaf(
   if (!root) throw new DacdError("STORE", `batch ${record.batch_id} has no ${spec.name} root`);
   const found = await readLeaf(engine, store, spec, root, storedRootGen(record, spec), BigInt(id));
   const leaf = await leafFromHash(store, spec, found.leafHash, found.leafGen, found.empty);
+  const frozen = await store.onchain.frozenBatchId();
   return {
     batch_id: record.batch_id,
     tree: spec.name,
@@ -268,5 +269,26 @@ export async function showLeaf(
     empty: found.empty,
     leaf_hash: toHex64(found.leafHash),
     leaf: leafToJson(leaf, spec),
+    // After a freeze, whether this is the state escapes are checked against.
+    ...(frozen === undefined ? {} : { frozen_batch_id: frozen, at_frozen_batch: record.batch_id === frozen }),
   };
+}
+
+/**
+ * Which batch a leaf or a proof was read at when none was asked for, and why; undefined before a
+ * freeze (the newest verified batch, as always). Said on stderr by `dacd show leaf` and `dacd proof`,
+ * which default to different batches once the exchange is frozen.
+ */
+export function defaultBatchNote(
+  what: "leaf" | "proof",
+  batchId: number,
+  frozen: number | undefined,
+): string | undefined {
+  if (frozen === undefined) return undefined;
+  if (batchId === frozen)
+    return `${what} at batch ${batchId}, the batch the exchange froze at (escapes are checked against its state)`;
+  return (
+    `${what} at batch ${batchId}, the newest verified batch; the exchange froze at batch ${frozen}, ` +
+    `whose state escapes are checked against (\`dacd proof\` answers at it): --batch ${frozen} for the ${what} there`
+  );
 }
