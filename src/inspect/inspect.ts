@@ -64,7 +64,10 @@ export interface OnchainStatus {
   readonly contract: string;
   /** The newest root update in a confirmed block (null: none seen yet). */
   readonly batch_id: number | null;
+  /** The contract's sequence number for it (its LogRootUpdate's: the count of its root updates). */
   readonly sequence_number: number | null;
+  /** This member's sequence number for that batch (its claim's), when stored: see docs/base-chain.md. */
+  readonly member_sequence_number: number | null;
   readonly block_number: number | null;
   /** The last confirmed block read. */
   readonly confirmed_block: number | null;
@@ -74,12 +77,16 @@ export interface OnchainStatus {
   readonly frozen_block_number: number | null;
 }
 
-export function onchainStatus(cursor: OnchainCursor | undefined): OnchainStatus | null {
+export function onchainStatus(
+  cursor: OnchainCursor | undefined,
+  memberSequenceNumber?: number,
+): OnchainStatus | null {
   if (!cursor) return null;
   return {
     contract: cursor.contract,
     batch_id: cursor.last?.batch_id ?? null,
     sequence_number: cursor.last?.sequence_number ?? null,
+    member_sequence_number: memberSequenceNumber ?? null,
     block_number: cursor.last?.block_number ?? null,
     confirmed_block: cursor.last_block?.number ?? null,
     frozen: cursor.frozen !== undefined,
@@ -138,8 +145,16 @@ export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
             verified_at: newestRecord.verified_at,
           }
         : null,
-    onchain: onchainStatus(await store.onchain.cursor()),
+    onchain: await onchainOf(store),
   };
+}
+
+/** The watch's status, with this member's sequence number for the newest batch on-chain. */
+async function onchainOf(store: LevelStore): Promise<OnchainStatus | null> {
+  const cursor = await store.onchain.cursor();
+  const id = cursor?.last?.batch_id;
+  const record = id === undefined ? undefined : await store.getBatch(id);
+  return onchainStatus(cursor, record?.sequence_number);
 }
 
 export async function showBatch(store: LevelStore, batchId: number): Promise<BatchRecord> {
