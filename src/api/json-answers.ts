@@ -33,9 +33,9 @@ export function answerJson(
   batchText: string | undefined,
 ): Promise<JsonAnswer> {
   return withSnapshot(source.store, async (view) => {
-    if (route === "batches_latest") return { body: await latestBatch(view), batchGiven: false };
     const record = await signedBatch(view, batchText);
     if (route === "escape_info") return { body: await escapeInfo(view, record, source), batchGiven: false };
+    if (route === "batches_latest") return { body: await latestBatch(view, record), batchGiven: false };
     return {
       body: await leafAnswer(view, source.engine, route, seg, record),
       batchGiven: batchText !== undefined,
@@ -58,18 +58,18 @@ async function escapeInfo(view: LevelStore, record: BatchRecord, source: AnswerS
 }
 
 /**
- * The latest batch this member signed, frozen or not, and beside it the batch the exchange froze at
- * (null before a freeze): the other answers default to that one, so a reader sees both.
+ * The batch the other answers default to: the latest this member signed, or once the exchange is
+ * frozen the batch it froze at (escapes are checked against its state). Both ids are given, so a
+ * reader sees which one this is and why.
  */
-async function latestBatch(view: LevelStore): Promise<unknown> {
-  const signed = (await view.getCursor())?.last_accepted_batch_id;
-  const record = await signedBatch(view, signed === undefined || signed < 0 ? undefined : String(signed));
+async function latestBatch(view: LevelStore, record: BatchRecord): Promise<unknown> {
   return {
     batch_id: record.batch_id,
     sequence_number: record.sequence_number,
     roots: record.roots,
     claim_hash: record.claim_hash,
     accepted_at: record.accepted_at ?? null,
+    latest_signed_batch_id: (await view.getCursor())?.last_accepted_batch_id ?? null,
     frozen_batch_id: (await view.onchain.frozenBatchId()) ?? null,
   };
 }

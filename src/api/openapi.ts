@@ -111,7 +111,7 @@ export const OPENAPI = {
     "/v1/batches/latest": {
       get: {
         summary:
-          "The latest batch this member signed (after a freeze too), and the batch the exchange froze at, which the other answers default to",
+          "The batch the other answers default to: the latest this member signed, or once the exchange is frozen the batch it froze at",
         responses: {
           "200": {
             description: "The batch",
@@ -245,6 +245,11 @@ export const OPENAPI = {
           },
           claim_hash: { type: "string" },
           accepted_at: { type: ["string", "null"], format: "date-time" },
+          latest_signed_batch_id: {
+            type: ["integer", "null"],
+            description:
+              "The latest batch this member signed (batch_id, unless the exchange froze at another)",
+          },
           frozen_batch_id: {
             type: ["integer", "null"],
             description: "The batch the exchange froze at, once this member saw the freeze; else null",

@@ -9,8 +9,8 @@ import { placeholderRecord } from "../helpers/batch-record.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 /**
- * After a freeze (issue 65, item 9): `/v1/batches/latest` is the latest signed batch, as
- * documented, and says which batch the exchange froze at (the other answers' default); `show leaf`
+ * After a freeze (issue 65, item 9): `/v1/batches/latest` is, as documented, the batch the other
+ * answers default to (the frozen one), and names the latest signed one beside it; `show leaf`
  * (the newest batch) and `proof` (the frozen one) say which batch they answer at and why.
  */
 
@@ -52,14 +52,23 @@ const latest = async (s: LevelStore): Promise<Record<string, unknown>> =>
   ).body as Record<string, unknown>;
 
 describe("/v1/batches/latest", () => {
-  it("is the latest signed batch after a freeze, with the frozen batch beside it", async () => {
+  it("is the frozen batch after a freeze, naming the latest signed one beside it", async () => {
     store = await signedStore(2);
-    expect(await latest(store)).toMatchObject({ batch_id: 5, sequence_number: 5, frozen_batch_id: 2 });
+    expect(await latest(store)).toMatchObject({
+      batch_id: 2,
+      sequence_number: 2,
+      latest_signed_batch_id: 5,
+      frozen_batch_id: 2,
+    });
   });
 
-  it("says no freeze before one", async () => {
+  it("is the latest signed batch before a freeze", async () => {
     store = await signedStore();
-    expect(await latest(store)).toMatchObject({ batch_id: 5, frozen_batch_id: null });
+    expect(await latest(store)).toMatchObject({
+      batch_id: 5,
+      latest_signed_batch_id: 5,
+      frozen_batch_id: null,
+    });
   });
 });
 
