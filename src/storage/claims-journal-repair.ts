@@ -39,6 +39,11 @@ export interface RepairReport {
   readonly added: number[];
   /** Batch ids of the copies' records without a signature (loaded, never signed): not restored. */
   readonly unsigned: number[];
+  /**
+   * The copies' lines that are not records (a bad checksum, a batch id out of range, a claim that is
+   * not a hash): not restored.
+   */
+  readonly unreadable: { from: string; line: number }[];
   /** Where the journal as it was before the repair was kept (absent when there was none or nothing changed). */
   readonly kept_as?: string;
   readonly records: number;
@@ -108,8 +113,10 @@ export async function repairClaimsJournal(
     } else if (hold(l.entry, path)) keep(l.text);
   }
   const added: number[] = [];
+  const unreadable: { from: string; line: number }[] = [];
   for (const copy of copies) {
     for (const l of copy.lines) {
+      if (l.kind === "damaged") unreadable.push({ from: copy.path, line: l.line });
       if (l.kind !== "record" || claims.has(l.entry.batch_id)) {
         if (l.kind === "record") hold(l.entry, copy.path);
         continue;
@@ -129,6 +136,7 @@ export async function repairClaimsJournal(
     dropped_torn_tail: torn,
     added: added.sort((a, b) => a - b),
     unsigned: [...new Set(unsigned)].sort((a, b) => a - b),
+    unreadable,
     records: kept.length,
   };
   if (!changed) return report;

@@ -90,6 +90,7 @@ describe("journal repair restores only what the member signed", () => {
     ]);
     const report = await repairClaimsJournal(path, [copy], opts);
     expect(report.added).toEqual([]);
+    expect(report.unreadable).toEqual([1, 2, 3].map((line) => ({ from: copy, line })));
     expect([...(await readClaimsJournal(path))!.keys()]).toEqual([0, 1]);
   });
 
