@@ -87,6 +87,35 @@ check_install() {
     });
     console.log(`check-package: ${mode}: dacd --help and the golden replay (${want.length} batch, engine ${process.env.ENGINE}) match`);
   ' "$PWD/$golden/expected.json" "$tmp/$mode.out" "$mode"
+  # The HSM binding compiles at install: an optional peer, never installed with dacd.
+  [ ! -e "$prefix/lib/node_modules/dacd/node_modules/pkcs11js" ] || fail "$mode: pkcs11js was installed"
+  # No Hardhat in an install: --chain is refused in one line, before the demo makes its folder and key.
+  local cmd
+  for cmd in "demo --chain --data-dir $tmp/$mode.demo" "devnet --chain"; do
+    # shellcheck disable=SC2086 # the words of $cmd
+    if "$prefix/bin/dacd" $cmd >"$tmp/$mode.chain" 2>&1; then fail "$mode: dacd $cmd ran without Hardhat"; fi
+    { [ "$(wc -l <"$tmp/$mode.chain")" -eq 1 ] && grep -q '^dacd: --chain needs Hardhat' "$tmp/$mode.chain"; } ||
+      { cat "$tmp/$mode.chain" >&2; fail "$mode: dacd $cmd without Hardhat is not one line"; }
+  done
+  [ ! -e "$tmp/$mode.demo" ] || fail "$mode: dacd demo --chain left $tmp/$mode.demo behind"
+}
+
+# The installed demo's next steps name this dacd as the user can run it: here by its path (its bin
+# directory is not on the PATH), never `npx dacd`, which outside a project asks the public registry.
+check_demo_steps() {
+  local prefix="$tmp/$1" out="$tmp/$1.demo-steps"
+  (cd "$tmp" && exec "$prefix/bin/dacd" demo --data-dir "$tmp/$1.demo-steps.d" --traffic 5) >"$out" 2>&1 &
+  local pid=$! i
+  for i in $(seq 1 120); do
+    grep -q 'stop the demo with Ctrl-C' "$out" && break
+    sleep 0.5
+  done
+  kill -INT "$pid" 2>/dev/null || true
+  wait "$pid" || true
+  grep -qx "  $prefix/bin/dacd status --config $tmp/$1.demo-steps.d/dacd.yaml" "$out" ||
+    { cat "$out" >&2; fail "$1: the demo's next steps do not name the installed dacd"; }
+  if grep -q 'npx dacd' "$out"; then fail "$1: the demo's next steps say npx dacd"; fi
+  echo "check-package: $1: no pkcs11js, --chain without Hardhat is one line, the demo's steps name $prefix/bin/dacd"
 }
 
 # Which LevelDB binding an install loads: dacd's (built by the install script, or the package's
@@ -97,6 +126,7 @@ level_binding() {
 }
 
 check_install with-scripts "${allow[@]}"
+check_demo_steps with-scripts
 # The replay above wrote its store with dacd's binding: the package's prebuilt one, made from these
 # very sources, so the install script builds nothing (it would with another classic-level).
 if [ "$prebuilt" = yes ]; then

@@ -5,7 +5,12 @@
 // devDependencies are not installed (`npm ci --omit=dev`) it says so in one line and succeeds
 // instead of failing the install on `tsc: not found`. `npm pack` and `npm publish` build in
 // "prepack" (a clean build), so this does nothing for them.
+//
+// `npx dacd` in a checkout runs this again (npm exec installs the checkout as a package into its
+// cache, which runs "prepare" with its output hidden): so a dist/ newer than every file it is built
+// from is left as it is, and a build says first that it runs.
 import { spawnSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +18,30 @@ import { fileURLToPath } from "node:url";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 if (process.env.npm_command === "pack" || process.env.npm_command === "publish") process.exit(0);
+
+/** The newest modification time among `p` and the files under it (0 when it does not exist). */
+function newest(p) {
+  let st;
+  try {
+    st = statSync(p);
+  } catch {
+    return 0;
+  }
+  if (!st.isDirectory()) return st.mtimeMs;
+  let t = 0;
+  for (const e of readdirSync(p)) t = Math.max(t, newest(path.join(p, e)));
+  return t;
+}
+
+/** tsc writes every output at each build: dist/ is current when its CLI is newer than every input. */
+const built = newest(path.join(root, "dist", "src", "cli", "main.js"));
+const inputs = ["src", "bench", "tsconfig.json", "tsconfig.build.json", "package.json"].map((p) =>
+  newest(path.join(root, p)),
+);
+if (built > 0 && inputs.every((t) => t <= built)) {
+  console.log("dacd: dist/ is up to date with src/, not rebuilt");
+  process.exit(0);
+}
 
 let tsc;
 try {
@@ -24,6 +53,7 @@ try {
   );
   process.exit(0);
 }
+console.log("dacd: compiling src/ into dist/ (tsc -p tsconfig.build.json; about half a minute)");
 const build = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], {
   cwd: root,
   stdio: "inherit",

@@ -21,7 +21,7 @@ export interface BuildInfo {
 }
 
 /** The package's root: the nearest directory above this module whose package.json is dacd's. */
-function packageRoot(): { dir: string; version: string } | undefined {
+export function packageRoot(): { dir: string; version: string } | undefined {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++, dir = dirname(dir)) {
     try {

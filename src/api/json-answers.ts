@@ -35,7 +35,7 @@ export function answerJson(
   return withSnapshot(source.store, async (view) => {
     const record = await signedBatch(view, batchText);
     if (route === "escape_info") return { body: await escapeInfo(view, record, source), batchGiven: false };
-    if (route === "batches_latest") return { body: latestBatch(record), batchGiven: false };
+    if (route === "batches_latest") return { body: await latestBatch(view, record), batchGiven: false };
     return {
       body: await leafAnswer(view, source.engine, route, seg, record),
       batchGiven: batchText !== undefined,
@@ -57,13 +57,20 @@ async function escapeInfo(view: LevelStore, record: BatchRecord, source: AnswerS
   };
 }
 
-function latestBatch(record: BatchRecord): unknown {
+/**
+ * The batch the other answers default to: the latest this member signed, or once the exchange is
+ * frozen the batch it froze at (escapes are checked against its state). Both ids are given, so a
+ * reader sees which one this is and why.
+ */
+async function latestBatch(view: LevelStore, record: BatchRecord): Promise<unknown> {
   return {
     batch_id: record.batch_id,
     sequence_number: record.sequence_number,
     roots: record.roots,
     claim_hash: record.claim_hash,
     accepted_at: record.accepted_at ?? null,
+    latest_signed_batch_id: (await view.getCursor())?.last_accepted_batch_id ?? null,
+    frozen_batch_id: (await view.onchain.frozenBatchId()) ?? null,
   };
 }
 

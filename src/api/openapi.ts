@@ -110,7 +110,8 @@ export const OPENAPI = {
   paths: {
     "/v1/batches/latest": {
       get: {
-        summary: "The latest batch this member signed",
+        summary:
+          "The batch the other answers default to: the latest this member signed, or once the exchange is frozen the batch it froze at",
         responses: {
           "200": {
             description: "The batch",
@@ -244,6 +245,15 @@ export const OPENAPI = {
           },
           claim_hash: { type: "string" },
           accepted_at: { type: ["string", "null"], format: "date-time" },
+          latest_signed_batch_id: {
+            type: ["integer", "null"],
+            description:
+              "The latest batch this member signed (batch_id, unless the exchange froze at another)",
+          },
+          frozen_batch_id: {
+            type: ["integer", "null"],
+            description: "The batch the exchange froze at, once this member saw the freeze; else null",
+          },
         },
       },
       Leaf: {
@@ -259,6 +269,15 @@ export const OPENAPI = {
             type: "object",
             description:
               "stark_key, token, balance (vaults); fulfilled_amount (orders); public_key, collateral_balance, assets (positions)",
+          },
+          frozen_batch_id: {
+            type: "integer",
+            description: "Once this member saw the exchange freeze: the batch it froze at",
+          },
+          at_frozen_batch: {
+            type: "boolean",
+            description:
+              "With frozen_batch_id: whether this leaf is at that batch (the state escapes are checked against)",
           },
         },
       },

@@ -6,6 +6,7 @@ import type { Command } from "commander";
 import { startDaemon } from "../app.js";
 import { loadConfig } from "../config/config.js";
 import { startDevnet, type Devnet } from "../devnet/main.js";
+import { requireHardhat } from "../devnet/exchange/eth-node.js";
 import { createLogger } from "../logging.js";
 import { ethAddressFromPrivateKey } from "../signer/eth-signer.js";
 import { demoNextSteps, freeLocalPort } from "./demo-next-steps.js";
@@ -41,6 +42,7 @@ export function registerDemoCommand(program: Command): void {
 
 async function runDemo(opts: DemoOptions): Promise<void> {
   const { variant, traffic } = demoSettings(opts);
+  if (opts.chain === true) requireHardhat(); // before the folder and the key are made
   const dir = resolve(opts.dataDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const address = await demoMemberAddress(dir);

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { askDaemon } from "../control/client.js";
-import { showBatchOnchain, showLeaf, storeStatus } from "../inspect/inspect.js";
+import { defaultBatchNote, showBatchOnchain, showLeaf, storeStatus } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { printJson, snakeKeys, wantsJson } from "./output.js";
 import { statusSummary } from "./status-summary.js";
@@ -36,6 +36,13 @@ async function inspect(
   } finally {
     await store.close();
   }
+}
+
+/** The batch the exchange froze at, as the daemon or the store knows it (undefined before a freeze). */
+export async function frozenBatchOf(opts: StoreOptions): Promise<number | undefined> {
+  const { answer } = await inspect(opts, "/status", {}, (store) => storeStatus(store));
+  const onchain = (answer as { onchain?: { frozen_batch_id?: number | null } | null }).onchain;
+  return onchain?.frozen_batch_id ?? undefined;
 }
 
 export function registerInspectCommands(program: Command): void {
@@ -80,5 +87,8 @@ export function registerInspectCommands(program: Command): void {
       showLeaf(store, commandEngine(), object, id, batchId),
     );
     printJson(answer);
+    const a = answer as { batch_id: number; frozen_batch_id?: number };
+    const note = batchId === undefined ? defaultBatchNote("leaf", a.batch_id, a.frozen_batch_id) : undefined;
+    if (note) process.stderr.write(`dacd: ${note}\n`);
   });
 }

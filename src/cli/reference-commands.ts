@@ -4,6 +4,7 @@ import { DacdError } from "../errors.js";
 import { parseBatchInfo, type StatedBatch } from "../escape/reference-format.js";
 import { importReference, type ReferenceProgress } from "../escape/reference-load.js";
 import { ordersMissingText } from "../escape/reference-store.js";
+import { inBatchRange, MAX_BATCH_NUMBER } from "../model/batch-range.js";
 import { isProfileName, makeProfile, type Heights } from "../model/profile.js";
 import {
   AvailabilityGateway,
@@ -119,7 +120,16 @@ async function statedBatch(
         `cannot read --batch-info ${opts.batchInfo}: ${(err as Error).message}`,
       );
     }
-    return parseBatchInfo(text, opts.batchInfo, batchId);
+    const stated = parseBatchInfo(text, opts.batchInfo, batchId);
+    if (config?.feederGatewayUrl) {
+      const feeder = new FeederGateway({ ...httpOf(config, config.feederGatewayUrl), variant: "G" });
+      try {
+        await crossCheckSequence(stated, feeder, (m) => process.stderr.write(`dacd: warning: ${m}\n`));
+      } finally {
+        await feeder.close();
+      }
+    }
+    return stated;
   }
   if (!config)
     throw new DacdError(
@@ -136,13 +146,7 @@ async function statedByGateway(c: Config, batchId: number): Promise<StatedBatch>
       "CONFIG",
       `batch ${batchId}'s sequence number: get_batch_data does not state it and feeder_gateway_url (whose get_batch_info does) is not set; set it, or give --batch-info FILE`,
     );
-  const http = (baseUrl: string): HttpClientOptions => ({
-    baseUrl,
-    timeoutMs: c.httpRequestTimeoutS * 1000,
-    deadlineMs: c.httpRequestDeadlineS * 1000,
-    maxBodyBytes: c.maxResponseBytes,
-    tls: c.certificatesPath ? { certificatesPath: c.certificatesPath } : undefined,
-  });
+  const http = (baseUrl: string): HttpClientOptions => httpOf(c, baseUrl);
   const availability = new AvailabilityGateway(http(c.availabilityGatewayUrl));
   const feeder = new FeederGateway({ ...http(c.feederGatewayUrl), variant: "G" });
   try {
@@ -167,17 +171,67 @@ async function statedByGateway(c: Config, batchId: number): Promise<StatedBatch>
           order: root("order_root"),
           ...(update.rollup_vault_root === undefined ? {} : { rollup_vault: root("rollup_vault_root") }),
         },
-        sequence_number: readInteger(
-          required(info, "sequence_number", feederAt),
-          child(feederAt, "sequence_number"),
-          0,
-        ),
+        sequence_number: sequenceOf(info, feederAt),
       },
       source: "the gateway",
     };
   } finally {
     await Promise.all([availability.close(), feeder.close()]);
   }
+}
+
+function httpOf(c: Config, baseUrl: string): HttpClientOptions {
+  return {
+    baseUrl,
+    timeoutMs: c.httpRequestTimeoutS * 1000,
+    deadlineMs: c.httpRequestDeadlineS * 1000,
+    maxBodyBytes: c.maxResponseBytes,
+    tls: c.certificatesPath ? { certificatesPath: c.certificatesPath } : undefined,
+  };
+}
+
+/** get_batch_info's sequence number, in the range dacd takes (a larger one would fail every batch after it). */
+function sequenceOf(info: Record<string, unknown>, at: At): number {
+  const seq = readInteger(required(info, "sequence_number", at), child(at, "sequence_number"), 0);
+  if (!inBatchRange(seq))
+    throw new DacdError(
+      "BAD_INPUT",
+      `get_batch_info, field sequence_number: ${seq} is out of range (0 … ${MAX_BATCH_NUMBER})`,
+      { batchId: at.batchId },
+    );
+  return seq;
+}
+
+/**
+ * A sequence number stated in a file is checked with the feeder's for the same batch when the
+ * feeder answers: a wrong one would be signed into every claim after the import (the member signs
+ * N + 1 with S + 1) and, once posted, could not be taken back. A feeder that cannot be reached is
+ * warned about, not waited for (the file is what the operator chose).
+ */
+export async function crossCheckSequence(
+  stated: StatedBatch,
+  feeder: Pick<FeederGateway, "getBatchInfo">,
+  warn: (message: string) => void,
+): Promise<void> {
+  const batchId = stated.batch_id;
+  let info: Record<string, unknown>;
+  try {
+    info = await feeder.getBatchInfo(batchId);
+  } catch (err) {
+    warn(
+      `batch ${batchId}: the sequence number of ${stated.source} could not be checked with the feeder gateway ` +
+        `(${(err as Error).message.split("\n")[0]}); check it with the operator`,
+    );
+    return;
+  }
+  const feederSeq = sequenceOf(info, { batchId, path: "get_batch_info" });
+  if (feederSeq !== stated.batch_info.sequence_number)
+    throw new DacdError(
+      "BAD_INPUT",
+      `${stated.source}, field sequence_number: ${stated.batch_info.sequence_number}, but the feeder gateway's ` +
+        `get_batch_info states ${feederSeq} for batch ${batchId}; nothing was imported: find out which is right`,
+      { batchId },
+    );
 }
 
 const MB = 1e6;

@@ -56,11 +56,23 @@ export function statusSummary(s: Record<string, unknown>, fromDaemon: boolean): 
       "on-chain",
       (onchain.batch_id === null
         ? "no root update seen yet"
-        : `batch ${String(onchain.batch_id)} (sequence ${String(onchain.sequence_number)}, block ${String(onchain.block_number)})`) +
+        : `batch ${String(onchain.batch_id)} (${sequenceText(onchain)}, block ${String(onchain.block_number)})`) +
         (onchain.frozen ? `; FROZEN at batch ${String(onchain.frozen_batch_id)}` : ""),
     ]);
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}\n`).join("");
+}
+
+/**
+ * The contract's sequence number, and the member's beside it when they differ: the contract counts
+ * its root updates, the member's claims count from its first batch (docs/base-chain.md).
+ */
+function sequenceText(onchain: Record<string, unknown>): string {
+  const chain = String(onchain.sequence_number);
+  const member = onchain.member_sequence_number;
+  if (member === undefined || member === null || member === onchain.sequence_number)
+    return `sequence ${chain}`;
+  return `sequence ${chain} on-chain, ${String(member)} in this member's claim: the contract counts its root updates`;
 }
 
 function modeLine(mode: unknown, fromDaemon: boolean): string {

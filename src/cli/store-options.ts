@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { DacdError } from "../errors.js";
+import { inBatchRange, MAX_BATCH_NUMBER } from "../model/batch-range.js";
 import { TREE_ALIASES } from "../inspect/inspect.js";
 import { TREE_NAMES } from "../model/profile.js";
 import { LevelStore, type LevelTuning } from "../storage/level-store.js";
@@ -40,10 +41,12 @@ export function openStoreAt(
   return readOnly ? LevelStore.openExisting(dir, tuning) : LevelStore.open(dir, tuning);
 }
 
-/** A batch id given on the command line: a non-negative integer in decimal, else a usage error. */
+/** A batch id given on the command line: a decimal integer in 0 … 2^53 − 2, else a usage error. */
 export function parseBatchId(v: string): number {
   if (!/^(0|[1-9][0-9]*)$/.test(v))
     throw new DacdError("USAGE", `batch id ${JSON.stringify(v)} is not a non-negative integer`);
+  if (v.length > 16 || !inBatchRange(Number(v)))
+    throw new DacdError("USAGE", `batch id ${v} is out of range (0 … ${MAX_BATCH_NUMBER})`);
   return Number(v);
 }
 

@@ -1,6 +1,7 @@
 /** `dacd devnet`: runs the local operator until SIGINT/SIGTERM (docs/devnet.md). */
 import { InvalidArgumentError, type Command } from "commander";
 import { startDevnet, type DevnetOptions } from "./main.js";
+import { requireHardhat } from "./exchange/eth-node.js";
 import { isProfileName } from "../model/profile.js";
 import { DacdError } from "../errors.js";
 import { post } from "./client.js";
@@ -127,6 +128,7 @@ export function registerDevnetCommand(program: Command): void {
       0,
     )
     .action(async (o: CliOptions) => {
+      if (o.chain === true) requireHardhat();
       const devnet = await startDevnet(toDevnetOptions(o));
       process.stdout.write(
         `gateway ${devnet.urls.gateway}\nfeeder ${devnet.urls.feeder}\navailability ${devnet.urls.availability}\n`,

@@ -4,6 +4,7 @@ import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { DacdError } from "../errors.js";
+import { inBatchRange, MAX_BATCH_NUMBER } from "../model/batch-range.js";
 import { MAX_GEN } from "../storage/records/node-record.js";
 import { computeClaimHash } from "../signer/claim.js";
 import type { Cursor, StoreIdentity } from "../storage/batch-record.js";
@@ -240,7 +241,7 @@ async function readManifest(dir: string): Promise<Manifest> {
   if (m.format !== DUMP_FORMAT) bad(`format ${JSON.stringify(m.format)} is not ${DUMP_FORMAT}`);
   if (!isProfileName(m.profile)) bad(`unknown profile ${JSON.stringify(m.profile)}`);
   for (const k of ["batch_id", "sequence_number"] as const)
-    if (!Number.isSafeInteger(m[k]) || m[k] < 0) bad(`${k} is not a non-negative integer`);
+    if (!inBatchRange(m[k])) bad(`${k} ${JSON.stringify(m[k])} is not an integer in 0 … ${MAX_BATCH_NUMBER}`);
   if (!Number.isSafeInteger(m.prev_batch_id) || m.prev_batch_id < -1)
     bad("prev_batch_id is not an integer >= -1");
   if (typeof m.heights !== "object" || m.heights === null) bad("heights missing");

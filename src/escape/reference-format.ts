@@ -1,4 +1,5 @@
 import { DacdError } from "../errors.js";
+import { inBatchRange, MAX_BATCH_NUMBER } from "../model/batch-range.js";
 import { FIELD_PRIME } from "../model/field.js";
 
 /**
@@ -62,7 +63,7 @@ export function parseInfo(text: string, orderHeight: number): ReferenceInfo {
       ? (v as Record<string, unknown>)
       : bad(field, "missing or not an object");
   const count = (v: unknown, field: string): number =>
-    Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : bad(field, "not a non-negative integer");
+    inBatchRange(v) ? v : bad(field, `${JSON.stringify(v)} is not an integer in 0 … ${MAX_BATCH_NUMBER}`);
   const hex = (v: unknown, field: string): string =>
     typeof v === "string" && HEX64.test(v)
       ? v.toLowerCase()
@@ -145,8 +146,8 @@ export function parseBatchInfo(text: string, file: string, batchId: number): Sta
     if (k !== "vault" && k !== "order" && k !== "rollup_vault")
       bad(`merkle_roots.${k}`, "not a tree of a spot member");
   const seq = top.sequence_number;
-  if (!Number.isSafeInteger(seq) || (seq as number) < 0)
-    bad("sequence_number", `${JSON.stringify(seq)} is not a non-negative integer`);
+  if (!inBatchRange(seq))
+    bad("sequence_number", `${JSON.stringify(seq)} is not an integer in 0 … ${MAX_BATCH_NUMBER}`);
   return {
     batch_id: batchId,
     batch_info: {

@@ -64,7 +64,10 @@ export interface OnchainStatus {
   readonly contract: string;
   /** The newest root update in a confirmed block (null: none seen yet). */
   readonly batch_id: number | null;
+  /** The contract's sequence number for it (its LogRootUpdate's: the count of its root updates). */
   readonly sequence_number: number | null;
+  /** This member's sequence number for that batch (its claim's), when stored: see docs/base-chain.md. */
+  readonly member_sequence_number: number | null;
   readonly block_number: number | null;
   /** The last confirmed block read. */
   readonly confirmed_block: number | null;
@@ -74,12 +77,16 @@ export interface OnchainStatus {
   readonly frozen_block_number: number | null;
 }
 
-export function onchainStatus(cursor: OnchainCursor | undefined): OnchainStatus | null {
+export function onchainStatus(
+  cursor: OnchainCursor | undefined,
+  memberSequenceNumber?: number,
+): OnchainStatus | null {
   if (!cursor) return null;
   return {
     contract: cursor.contract,
     batch_id: cursor.last?.batch_id ?? null,
     sequence_number: cursor.last?.sequence_number ?? null,
+    member_sequence_number: memberSequenceNumber ?? null,
     block_number: cursor.last?.block_number ?? null,
     confirmed_block: cursor.last_block?.number ?? null,
     frozen: cursor.frozen !== undefined,
@@ -138,8 +145,16 @@ export async function storeStatus(store: LevelStore): Promise<StoreStatus> {
             verified_at: newestRecord.verified_at,
           }
         : null,
-    onchain: onchainStatus(await store.onchain.cursor()),
+    onchain: await onchainOf(store),
   };
+}
+
+/** The watch's status, with this member's sequence number for the newest batch on-chain. */
+async function onchainOf(store: LevelStore): Promise<OnchainStatus | null> {
+  const cursor = await store.onchain.cursor();
+  const id = cursor?.last?.batch_id;
+  const record = id === undefined ? undefined : await store.getBatch(id);
+  return onchainStatus(cursor, record?.sequence_number);
 }
 
 export async function showBatch(store: LevelStore, batchId: number): Promise<BatchRecord> {
@@ -261,6 +276,7 @@ export async function showLeaf(
   if (!root) throw new DacdError("STORE", `batch ${record.batch_id} has no ${spec.name} root`);
   const found = await readLeaf(engine, store, spec, root, storedRootGen(record, spec), BigInt(id));
   const leaf = await leafFromHash(store, spec, found.leafHash, found.leafGen, found.empty);
+  const frozen = await store.onchain.frozenBatchId();
   return {
     batch_id: record.batch_id,
     tree: spec.name,
@@ -268,5 +284,26 @@ export async function showLeaf(
     empty: found.empty,
     leaf_hash: toHex64(found.leafHash),
     leaf: leafToJson(leaf, spec),
+    // After a freeze, whether this is the state escapes are checked against.
+    ...(frozen === undefined ? {} : { frozen_batch_id: frozen, at_frozen_batch: record.batch_id === frozen }),
   };
+}
+
+/**
+ * Which batch a leaf or a proof was read at when none was asked for, and why; undefined before a
+ * freeze (the newest verified batch, as always). Said on stderr by `dacd show leaf` and `dacd proof`,
+ * which default to different batches once the exchange is frozen.
+ */
+export function defaultBatchNote(
+  what: "leaf" | "proof",
+  batchId: number,
+  frozen: number | undefined,
+): string | undefined {
+  if (frozen === undefined) return undefined;
+  if (batchId === frozen)
+    return `${what} at batch ${batchId}, the batch the exchange froze at (escapes are checked against its state)`;
+  return (
+    `${what} at batch ${batchId}, the newest verified batch; the exchange froze at batch ${frozen}, ` +
+    `whose state escapes are checked against (\`dacd proof\` answers at it): --batch ${frozen} for the ${what} there`
+  );
 }

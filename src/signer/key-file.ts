@@ -86,12 +86,20 @@ function parseRawKey(text: string, path: string): Uint8Array {
   return key;
 }
 
+/** Where the keystore's password was read: the configured file, or the systemd credential. */
+function passwordSource(opts: LoadPrivateKeyOptions): string {
+  return opts.passwordPath !== undefined
+    ? `${opts.passwordPath}, the private_key_password_path`
+    : `the systemd credential ${PASSWORD_CREDENTIAL}`;
+}
+
 async function readPassword(keyPath: string, opts: LoadPrivateKeyOptions): Promise<string> {
   const passwordPath = secretPath(opts.passwordPath, PASSWORD_CREDENTIAL, opts.credentialsDirectory);
   if (passwordPath === undefined)
     throw configError(
       `key file ${keyPath} is a keystore but no password file is configured ` +
-        `(set the password file, or provide the systemd credential ${PASSWORD_CREDENTIAL})`,
+        `(set private_key_password_path in the configuration, or --password-file on the command line, ` +
+        `or provide the systemd credential ${PASSWORD_CREDENTIAL})`,
     );
   return readPasswordFile(passwordPath, opts);
 }
@@ -163,7 +171,9 @@ export async function loadPrivateKey(path: string, opts: LoadPrivateKeyOptions =
   try {
     key = await decryptKeystore(doc, password);
   } catch (e) {
-    if (isDacdError(e)) throw configError(`key file ${path}: ${e.message}`);
+    // A wrong password is the likely cause: say which file it came from.
+    if (isDacdError(e))
+      throw configError(`key file ${path}: ${e.message} (password from ${passwordSource(opts)})`);
     throw configError(`key file ${path}: keystore could not be decrypted`);
   }
   if (key.every((b) => b === 0)) throw configError(`key file ${path} holds the zero key`);

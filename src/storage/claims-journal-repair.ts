@@ -7,11 +7,25 @@
  * whose line N is whole. The copies' other claims are added; a claim that contradicts one already
  * held stops the repair. The result replaces the journal atomically, and the damaged file stays
  * beside it.
+ *
+ * Only what the member signed is restored: every record taken from a copy must carry a signature
+ * the member key made over its claim (a copy with another key's signature is not this member's,
+ * and the member would post that signature at every try); records without a signature (batches
+ * loaded from a dump, never signed) are left out. Claim hashes are written in lower case. A
+ * journal reached through a symbolic link is repaired in its target's place: the link stays.
  */
-import { link, readFile, rename, writeFile, open } from "node:fs/promises";
+import { link, lstat, readFile, realpath, rename, writeFile, open } from "node:fs/promises";
 import { dirname } from "node:path";
 import { DacdError } from "../errors.js";
-import { journalError, journalLines, type JournalEntry, type JournalLine } from "./claims-journal.js";
+import { memberSignatureProblem } from "../signer/member-signature.js";
+import {
+  canonicalText,
+  isUnsigned,
+  journalError,
+  journalLines,
+  type JournalEntry,
+  type JournalLine,
+} from "./claims-journal.js";
 import { syncDir } from "../util/sync-dir.js";
 import { ensureLocalDir } from "./local-dir.js";
 
@@ -23,15 +37,46 @@ export interface RepairReport {
   readonly dropped_torn_tail: boolean;
   /** Batch ids added from the copies that the journal did not hold. */
   readonly added: number[];
+  /** Batch ids of the copies' records without a signature (loaded, never signed): not restored. */
+  readonly unsigned: number[];
+  /**
+   * The copies' lines that are not records (a bad checksum, a batch id out of range, a claim that is
+   * not a hash): not restored.
+   */
+  readonly unreadable: { from: string; line: number }[];
   /** Where the journal as it was before the repair was kept (absent when there was none or nothing changed). */
   readonly kept_as?: string;
   readonly records: number;
 }
 
-/** Merges the journals at `sources` into the one at `path` (created if missing); see the module's comment. */
-export async function repairClaimsJournal(path: string, sources: readonly string[]): Promise<RepairReport> {
-  const target = await readLines(path, true);
+/**
+ * Merges the journals at `sources` into the one at `path` (created if missing), taking from them only
+ * records signed by `memberKey` (the member's address, or its STARK key); see the module's comment.
+ */
+export async function repairClaimsJournal(
+  path: string,
+  sources: readonly string[],
+  opts: { memberKey: string },
+): Promise<RepairReport> {
+  const file = await journalFile(path);
+  const target = await readLines(file, true);
   const copies = await Promise.all(sources.map(async (s) => ({ path: s, lines: await readLines(s, false) })));
+  const unsigned: number[] = [];
+  /** Whether a copy's record is to be restored: signed by the member (else the repair stops), not unsigned. */
+  const restorable = (entry: JournalEntry, from: string, line: number): boolean => {
+    if (isUnsigned(entry.signature)) {
+      unsigned.push(entry.batch_id);
+      return false;
+    }
+    const problem = memberSignatureProblem(entry.claim_hash, entry.signature, opts.memberKey);
+    if (problem !== undefined)
+      throw new DacdError(
+        "CONFLICTING_CLAIM",
+        `${from} line ${line}, batch ${entry.batch_id}: ${problem}; this copy is not this member's ` +
+          "(or holds what another key signed): nothing was changed",
+      );
+    return true;
+  };
 
   const kept: string[] = [];
   const recovered: number[] = [];
@@ -51,37 +96,79 @@ export async function repairClaimsJournal(path: string, sources: readonly string
     return false;
   };
 
+  let normalised = false;
+  const keep = (text: string): void => {
+    const canonical = canonicalText(text);
+    if (canonical !== text) normalised = true;
+    kept.push(canonical);
+  };
   for (const l of target) {
     if (l.kind === "torn") break;
-    const record = l.kind === "record" ? { ...l, from: path } : recoverLine(path, target, l.line, copies);
-    if (l.kind === "damaged") recovered.push(l.line);
-    if (hold(record.entry, record.from)) kept.push(record.text);
+    if (l.kind === "damaged") {
+      recovered.push(l.line);
+      const record = recoverLine(path, target, l.line, copies);
+      // An unsigned record recovered is left out: the line held no claim this member released.
+      if (!restorable(record.entry, record.from, l.line)) continue;
+      if (hold(record.entry, record.from)) keep(record.text);
+    } else if (hold(l.entry, path)) keep(l.text);
   }
   const added: number[] = [];
+  const unreadable: { from: string; line: number }[] = [];
   for (const copy of copies) {
     for (const l of copy.lines) {
-      if (l.kind !== "record") continue;
-      if (hold(l.entry, copy.path)) {
-        kept.push(l.text);
-        added.push(l.entry.batch_id);
+      if (l.kind === "damaged") unreadable.push({ from: copy.path, line: l.line });
+      if (l.kind !== "record" || claims.has(l.entry.batch_id)) {
+        if (l.kind === "record") hold(l.entry, copy.path);
+        continue;
       }
+      if (!restorable(l.entry, copy.path, l.line)) continue;
+      hold(l.entry, copy.path);
+      keep(l.text);
+      added.push(l.entry.batch_id);
     }
   }
 
   const torn = target.at(-1)?.kind === "torn";
-  const changed = recovered.length > 0 || added.length > 0 || torn;
+  const changed = recovered.length > 0 || added.length > 0 || torn || normalised;
   const report = {
     path,
     recovered,
     dropped_torn_tail: torn,
     added: added.sort((a, b) => a - b),
+    unsigned: [...new Set(unsigned)].sort((a, b) => a - b),
+    unreadable,
     records: kept.length,
   };
   if (!changed) return report;
   const keptAs =
-    target.length > 0 ? `${path}.before-repair-${new Date().toISOString().replace(/[:.]/g, "-")}` : undefined;
-  await replaceJournal(path, kept, keptAs);
+    target.length > 0 ? `${file}.before-repair-${new Date().toISOString().replace(/[:.]/g, "-")}` : undefined;
+  await replaceJournal(file, kept, keptAs);
   return keptAs ? { ...report, kept_as: keptAs } : report;
+}
+
+/**
+ * The file to repair: `path`, or the file a symbolic link at `path` points to, so that the repaired
+ * journal takes the target's place and the link stays (renaming onto the link would replace it by
+ * a file, and whatever else reads the target would keep the damaged one). A link to nothing is refused.
+ */
+async function journalFile(path: string): Promise<string> {
+  let isLink: boolean;
+  try {
+    isLink = (await lstat(path)).isSymbolicLink();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return path;
+    throw journalError(path, "cannot be read", err);
+  }
+  if (!isLink) return path;
+  try {
+    return await realpath(path);
+  } catch (err) {
+    throw journalError(
+      path,
+      "is a symbolic link to a file that cannot be reached; nothing was changed: point it at the journal, or name the journal itself with --journal",
+      err,
+    );
+  }
 }
 
 type Copy = { path: string; lines: JournalLine[] };
@@ -96,11 +183,12 @@ function recoverLine(
   for (const copy of copies) {
     const candidate = copy.lines[line - 1];
     if (candidate?.kind !== "record") continue;
-    const agrees = target
-      .slice(0, line - 1)
-      .every(
-        (t, i) => t.kind !== "record" || copy.lines[i]?.kind !== "record" || copy.lines[i]!.text === t.text,
-      );
+    // Every earlier line of the copy must be whole and, where the journal's is readable, the same:
+    // a copy whose earlier lines cannot be read says nothing of whether it is this journal's copy.
+    const agrees = target.slice(0, line - 1).every((t, i) => {
+      const c = copy.lines[i];
+      return c?.kind === "record" && (t.kind !== "record" || c.text === t.text);
+    });
     if (agrees) return { entry: candidate.entry, text: candidate.text, from: copy.path };
   }
   throw new DacdError(

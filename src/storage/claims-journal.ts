@@ -18,6 +18,8 @@ import type { Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { crc32 } from "node:zlib";
 import { DacdError } from "../errors.js";
+import { inBatchRange } from "../model/batch-range.js";
+import { memberSignatureProblem } from "../signer/member-signature.js";
 import type { PostedSignature } from "../signer/signer.js";
 import { syncDir } from "../util/sync-dir.js";
 import { ensureLocalDir } from "./local-dir.js";
@@ -199,6 +201,15 @@ export class ClaimsJournal implements ClaimsGuard {
     // A rotated key signs afresh: the journaled signature is another member's now.
     if (entry.member_key !== undefined && entry.member_key.toLowerCase() !== memberKey.toLowerCase())
       return undefined;
+    // Posted as this member's, so it must be: a signature another key made (a copy merged into the
+    // journal that was not this member's) would be refused by the gateway at every try.
+    const problem = memberSignatureProblem(entry.claim_hash, entry.signature, memberKey);
+    if (problem !== undefined)
+      throw new ForeignSignatureError(
+        `the claims journal ${this.path} holds a signature for this batch that is not this member's (${problem}); ` +
+          `nothing was posted. Stop dacd and run \`dacd journal repair\` with this member's own backups (docs/hardening.md)`,
+        batchId,
+      );
     return entry.signature;
   }
 
@@ -215,6 +226,8 @@ export class ClaimsJournal implements ClaimsGuard {
     const conflicts: number[] = [];
     for await (const r of records) {
       const journaled = this.claims.get(r.batch_id);
+      // A batch loaded from a dump or an archive carries no signature: this member released nothing for it.
+      if (journaled === undefined && isUnsigned(r.signature)) continue;
       if (journaled === undefined) missing.push({ ...r, claim_hash: r.claim_hash.toLowerCase() });
       else if (journaled !== r.claim_hash.toLowerCase()) conflicts.push(r.batch_id);
     }
@@ -439,6 +452,13 @@ function parseJournal(
   return { entries, spans, goodBytes };
 }
 
+const CLAIM_HASH = /^0x[0-9a-fA-F]{64}$/;
+
+/**
+ * A line's record, or undefined when it is not one: a bad checksum, a batch id outside the range
+ * dacd takes, a claim that is not a 32-byte hash, a signature of neither form. The claim hash is
+ * read in lower case, the form every comparison uses.
+ */
 function parseLine(line: string): JournalEntry | undefined {
   const tab = line.lastIndexOf("\t");
   if (tab === -1) return undefined;
@@ -446,10 +466,46 @@ function parseLine(line: string): JournalEntry | undefined {
   if (line.slice(tab + 1) !== crc32(body).toString(16).padStart(8, "0")) return undefined;
   try {
     const v = JSON.parse(body) as Partial<JournalEntry>;
-    if (!Number.isSafeInteger(v.batch_id) || typeof v.claim_hash !== "string") return undefined;
-    return v as JournalEntry;
+    if (!inBatchRange(v.batch_id) || typeof v.claim_hash !== "string" || !CLAIM_HASH.test(v.claim_hash))
+      return undefined;
+    if (!isSignatureForm(v.signature)) return undefined;
+    return { ...v, claim_hash: v.claim_hash.toLowerCase() } as JournalEntry;
   } catch {
     return undefined;
+  }
+}
+
+function isSignatureForm(v: unknown): v is PostedSignature {
+  if (typeof v === "string") return true;
+  const o = v as { r?: unknown; s?: unknown } | null;
+  return typeof o === "object" && o !== null && typeof o.r === "string" && typeof o.s === "string";
+}
+
+/** An empty signature: a batch record loaded from a dump or an archive, never signed by this member. */
+export function isUnsigned(signature: PostedSignature | undefined): boolean {
+  return signature === undefined || signature === "";
+}
+
+/**
+ * The line of a record with its claim hash in lower case (a copy may hold it in another case; the
+ * member compares claims in lower case), its other fields and their order as they were.
+ */
+export function canonicalText(text: string): string {
+  const body = text.slice(0, text.lastIndexOf("\t"));
+  const v = JSON.parse(body) as { claim_hash: string };
+  if (v.claim_hash === v.claim_hash.toLowerCase()) return text;
+  const fixed = JSON.stringify({ ...v, claim_hash: v.claim_hash.toLowerCase() });
+  return `${fixed}\t${crc32(fixed).toString(16).padStart(8, "0")}`;
+}
+
+/**
+ * A journaled signature that is not the member's: the member stops (it would be refused at every
+ * post) until the journal is repaired from the member's own copies.
+ */
+export class ForeignSignatureError extends DacdError {
+  constructor(message: string, batchId: number) {
+    super("STORE", message, { batchId });
+    this.name = "ForeignSignatureError";
   }
 }
 

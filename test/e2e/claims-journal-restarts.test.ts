@@ -3,8 +3,14 @@ import { copyFile, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startDevnet } from "../../src/devnet/main.js";
-import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
-import { defaultClaimsJournalPath, journalLines } from "../../src/storage/claims-journal.js";
+import { EthSigner, ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
+import {
+  defaultClaimsJournalPath,
+  formatLine,
+  journalLines,
+  type JournalEntry,
+} from "../../src/storage/claims-journal.js";
+import { hexToBytes32 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
 import { BIN, dacdAsync } from "../helpers/dacd-cli.js";
 import { memberSetup, waitFor } from "../helpers/daemon.js";
@@ -132,6 +138,34 @@ describe("claims journal across restarts of the member over a growing chain", ()
       );
     }
   }, 240_000);
+
+  it("a journaled signature that is not the member's stops it (exit 2, one line naming the batch and journal repair)", async () => {
+    const { dn, setup, journalPath } = await devnetMember(13);
+    for (let i = 0; i < 4; i++) await dn.cutBatch(true);
+    const first = startMember(setup.configPath);
+    await dn.waitForQuorum(3, 60_000);
+    first.kill("SIGTERM");
+    expect(await exited(first)).toBe(0);
+
+    // Batch 3's line keeps its claim and the member's address, with another key's signature; the
+    // store is lost, so the member signs batch 3 again and would post the journaled signature.
+    const other = new EthSigner(new Uint8Array(32).fill(7));
+    const lines = (await readFile(journalPath, "utf8")).split("\n");
+    const at = lines.findIndex((l) => l.startsWith('{"batch_id":3,'));
+    const record = JSON.parse(lines[at]!.slice(0, lines[at]!.lastIndexOf("\t"))) as JournalEntry & {
+      at: string;
+    };
+    const forged = { ...record, signature: other.sign(hexToBytes32(record.claim_hash)!) };
+    lines[at] = formatLine(forged).slice(0, -1);
+    await writeFile(journalPath, lines.join("\n"));
+    await rm(setup.config.dataDir, { recursive: true });
+
+    const refused = await dacdAsync(["run", "--config", setup.configPath]);
+    expect(refused.code).toBe(2);
+    const errorLines = refused.err.trim().split("\n");
+    expect(errorLines.at(-1)).toMatch(/batch 3: .*not this member's.*`dacd journal repair`/);
+    expect(refused.err).not.toMatch(/^\s+at /m);
+  }, 120_000);
 
   it("a damaged complete line stops the member (exit 2, one line) until `dacd journal repair` merges a backup", async () => {
     const { dn, setup, journalPath } = await devnetMember(12);

@@ -252,8 +252,19 @@ describe("loading the reference member's own archive (vaults.csv only)", () => {
       validateRollup: null,
     });
     cleanups.push(() => rm(noFeeder.dir, { recursive: true, force: true }));
+    // A sequence number the feeder contradicts (the feeder states batch 3's own).
+    const lying = join(work, "lying.json");
+    await writeFile(lying, JSON.stringify({ merkle_roots: r3.roots, sequence_number: 1000 }));
+    const withFeeder = await member("0x" + "54".repeat(32));
 
     const cases: [string[], number, RegExp][] = [
+      [
+        ["--config", withFeeder.configPath, "--batch", "3", "--batch-info", lying],
+        2,
+        new RegExp(
+          `batch 3: ${lying}, field sequence_number: 1000, but the feeder gateway's get_batch_info states ${r3.sequence_number} for batch 3; nothing was imported`,
+        ),
+      ],
       [
         [...spot],
         64,
@@ -275,7 +286,7 @@ describe("loading the reference member's own archive (vaults.csv only)", () => {
       [
         [...spot, "--batch", "3", "--batch-info", malformed],
         2,
-        /malformed\.json, field sequence_number: "3" is not a non-negative integer$/,
+        /malformed\.json, field sequence_number: "3" is not an integer in 0 … 9007199254740990$/,
       ],
       [
         ["--db", db, "--profile", "perpetual", "--batch", "3", "--batch-info", batchInfo],
@@ -296,6 +307,7 @@ describe("loading the reference member's own archive (vaults.csv only)", () => {
       expect(r.code, args.join(" ")).toBe(code);
       expect(existsSync(join(db, "CURRENT"))).toBe(false);
     }
+    expect(existsSync(join(withFeeder.config.dataDir, "CURRENT"))).toBe(false);
     // A batch id that differs from what the archive's own info.json says.
     const differs = await dacdAsync([
       "load",

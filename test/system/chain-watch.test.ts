@@ -175,6 +175,7 @@ describe("following the base chain", () => {
     const running = await dacdAsync(["proof", ...cfg, "vault", "0"]);
     expect(running.code, running.err).toBe(0);
     expect(JSON.parse(running.out)).toMatchObject({ batch_id: 3, root: chainVaultRoot });
+    expect(running.err).toMatch(/^dacd: proof at batch 3, the batch the exchange froze at /m);
     const latest = (await (await fetch(`${daemon.escapeApi!.url}/v1/batches/latest`)).json()) as {
       batch_id: number;
     };

@@ -2,7 +2,9 @@ import { appendFile, readFile, rename, stat, writeFile } from "node:fs/promises"
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isDacdError } from "../../src/errors.js";
+import { EthSigner } from "../../src/signer/eth-signer.js";
 import { ClaimsJournal, readClaimsJournal } from "../../src/storage/claims-journal.js";
+import { hexToBytes32 } from "../../src/util/bytes.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 afterEach(removeTempDirs);
@@ -135,16 +137,19 @@ describe("ClaimsJournal", () => {
 
   it("reads a journaled signature back, before and after reopening, and none for another member key", async () => {
     const path = join(await tmp(), "claims.journal");
+    const key = new EthSigner(Uint8Array.from({ length: 32 }, (_, i) => i + 1));
+    const sig = (id: number): string => key.sign(hexToBytes32(claim(id))!);
+    const lower = key.memberKey.toLowerCase();
     const j = await ClaimsJournal.open(path);
-    for (let id = 0; id < 12; id++) await j.ensure(id, claim(id), `0xsig${id}`, "0xAA");
-    expect(await j.journaledSignature(11, "0xaa")).toBe("0xsig11");
-    expect(await j.ensure(3, claim(3), "0xother", "0xAA")).toBe("0xsig3");
+    for (let id = 0; id < 12; id++) await j.ensure(id, claim(id), sig(id), key.memberKey);
+    expect(await j.journaledSignature(11, lower)).toBe(sig(11));
+    expect(await j.ensure(3, claim(3), "0xother", key.memberKey)).toBe(sig(3));
     await j.close();
     const again = await ClaimsJournal.open(path);
-    await again.ensure(12, claim(12), "0xsig12", "0xAA");
-    for (const id of [0, 9, 10, 12]) expect(await again.journaledSignature(id, "0xAA")).toBe(`0xsig${id}`);
+    await again.ensure(12, claim(12), sig(12), key.memberKey);
+    for (const id of [0, 9, 10, 12]) expect(await again.journaledSignature(id, key.memberKey)).toBe(sig(id));
     expect(await again.journaledSignature(5, "0xBB")).toBeUndefined();
-    expect(await again.journaledSignature(99, "0xAA")).toBeUndefined();
+    expect(await again.journaledSignature(99, key.memberKey)).toBeUndefined();
     await again.close();
   });
 });

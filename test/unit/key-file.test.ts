@@ -124,6 +124,17 @@ describe("loadPrivateKey: keystore", () => {
     expect(await configError(loadPrivateKey(ks))).toMatch(/no password file is configured/);
   });
 
+  it("names private_key_password_path when a keystore has no password, and the password file when it is wrong", async () => {
+    const ks = await keystoreFile("right");
+    expect(await configError(loadPrivateKey(ks))).toMatch(
+      /set private_key_password_path in the configuration/,
+    );
+    const pw = file("wrong\n");
+    expect(await configError(loadPrivateKey(ks, { passwordPath: pw }))).toContain(
+      `(password from ${pw}, the private_key_password_path)`,
+    );
+  });
+
   it("fails cleanly on a wrong password, naming the key file", async () => {
     const ks = await keystoreFile("right");
     const msg = await configError(loadPrivateKey(ks, { passwordPath: file("wrong\n") }));

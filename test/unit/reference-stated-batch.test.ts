@@ -163,7 +163,7 @@ describe("a reference archive with its batch stated outside it", () => {
       ["not json", "f.json, field (whole file): not JSON"],
       [
         { merkle_roots: { vault: r, order: r }, sequence_number: -1 },
-        "f.json, field sequence_number: -1 is not a non-negative integer",
+        "f.json, field sequence_number: -1 is not an integer in 0 … 9007199254740990",
       ],
       [
         { merkle_roots: { vault: r }, sequence_number: 1 },

@@ -8,6 +8,26 @@ describe("dacd status on a terminal", () => {
     expect(statusSummary({ ...base, onchain: null }, false)).not.toMatch(/on-chain/);
   });
 
+  it("shows the member's sequence number beside the contract's when they differ, saying why", () => {
+    const onchain = {
+      contract: "0x" + "11".repeat(20),
+      batch_id: 4,
+      sequence_number: 5,
+      member_sequence_number: 4,
+      block_number: 120,
+      confirmed_block: 130,
+      frozen: false,
+      frozen_batch_id: null,
+      frozen_block_number: null,
+    };
+    expect(statusSummary({ ...base, onchain }, false)).toMatch(
+      /^on-chain +batch 4 \(sequence 5 on-chain, 4 in this member's claim: the contract counts its root updates, block 120\)$/m,
+    );
+    expect(statusSummary({ ...base, onchain: { ...onchain, member_sequence_number: 5 } }, false)).toMatch(
+      /^on-chain +batch 4 \(sequence 5, block 120\)$/m,
+    );
+  });
+
   it("names the last batch on-chain, and the freeze", () => {
     const onchain = {
       batch_id: 4,

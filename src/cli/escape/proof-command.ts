@@ -2,6 +2,8 @@ import type { Command } from "commander";
 import { DacdError } from "../../errors.js";
 import { makeProof } from "../../escape/proof.js";
 import { proofViaDaemon } from "../daemon-escape.js";
+import { defaultBatchNote } from "../../inspect/inspect.js";
+import { frozenBatchOf } from "../inspect-commands.js";
 import { printJson } from "../output.js";
 import {
   parseLeafId,
@@ -34,11 +36,16 @@ export function registerProofCommand(program: Command): void {
     const id = parseLeafId(idArg);
     const batch = batchId(opts.batch);
     const format = proofFormat(opts.format, object);
-    printJson(
+    const answer =
       format === "starkex"
         ? await onchainProof(opts, object, id, batch)
-        : await dacdProof(opts, object, id, batch),
-    );
+        : await dacdProof(opts, object, id, batch);
+    printJson(answer);
+    if (batch === undefined) {
+      const at = (answer as { batch_id?: number }).batch_id;
+      const note = at === undefined ? undefined : defaultBatchNote("proof", at, await frozenBatchOf(opts));
+      if (note) process.stderr.write(`dacd: ${note}\n`);
+    }
   });
 }
 

@@ -5,6 +5,7 @@
  */
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { DacdError } from "../../errors.js";
 
 export interface EthNode {
   /** http://127.0.0.1:PORT */
@@ -31,7 +32,27 @@ interface HardhatInternals {
   };
 }
 
+/**
+ * Refuses, in one line, when Hardhat cannot be loaded: it is a development dependency, present in a
+ * checkout after `npm ci` and absent from an installed package. Asked before anything is started or
+ * written (`dacd demo --chain` would otherwise leave a key behind).
+ */
+export function requireHardhat(
+  resolve: (id: string) => string = createRequire(import.meta.url).resolve,
+): void {
+  try {
+    resolve("hardhat/package.json");
+  } catch {
+    throw new DacdError(
+      "CONFIG",
+      "--chain needs Hardhat's local Ethereum node, a development dependency that an installed dacd " +
+        "does not carry: run it from a checkout after `npm ci`, or install hardhat@2 beside dacd (npm install hardhat@2)",
+    );
+  }
+}
+
 function loadHardhat(): HardhatInternals {
+  requireHardhat();
   const require = createRequire(import.meta.url);
   try {
     const { resolveConfig } = require("hardhat/internal/core/config/config-resolution") as HardhatInternals;

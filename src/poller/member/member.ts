@@ -13,6 +13,7 @@ import type { AvailabilityGateway, FeederGateway } from "../gateway/gateway-clie
 import { backoffDelay, sleep } from "../gateway/retry.js";
 import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
 import { storeFailure } from "../../storage/store-errors.js";
+import { ForeignSignatureError } from "../../storage/claims-journal.js";
 import { readPrevBatchId } from "../../wire/parse-update.js";
 import { BatchParser } from "../gateway/batch-parser.js";
 import { BatchPrefetcher, gatewayLoader, type BatchTimes, type FetchedBatch } from "./prefetch.js";
@@ -149,7 +150,8 @@ export class Member {
         // exits non-zero (store-errors.ts).
         const store = storeFailure(caught, this.store.dir);
         const err = store?.error ?? caught;
-        if (store?.fatal) {
+        // So is a journaled signature that is not this member's: every post of it would be refused.
+        if (store?.fatal || caught instanceof ForeignSignatureError) {
           this.recordFailure(err, failures + 1, 0);
           this.state.phase = "stopped";
           throw err;
