@@ -73,6 +73,8 @@ export interface ExitPlan {
   /** Spot: the vault's quantized balance; perpetual: the amount the verifier lets the position withdraw, or its collateral when the shared state is not known. */
   quantized_amount: string;
   empty: boolean;
+  /** The fact the escape verifier registers and escape looks up (spot: the claim hash; perpetual: with the shared state only). */
+  fact: Hex | null;
   /** Set when there is nothing to send (empty vault, nothing to withdraw): then `steps` is empty. */
   message: string | null;
   notes: string[];
@@ -225,6 +227,17 @@ function frozenLabel(
   };
 }
 
+/** The plan labelled with the frozen batch learnt later (e.g. from the chain): its note first, as exitPlan puts it. */
+export function withFrozenBatch(plan: ExitPlan, frozenBatchId: number): ExitPlan {
+  const label = frozenLabel(plan.batch_id, { frozenBatchId });
+  return {
+    ...plan,
+    frozen_batch_id: label.frozen_batch_id,
+    at_frozen_batch: label.at_frozen_batch,
+    notes: label.note ? [label.note, ...plan.notes] : plan.notes,
+  };
+}
+
 /** The exit plan of a vault (spot) or a position (perpetual) from its on-chain escape proof. */
 export function exitPlan(proof: ExitProof, options: ExitOptions = {}): ExitPlan {
   return proof.format === "starkex-escape-spot/1"
@@ -238,7 +251,7 @@ function base(
   batchId: number | undefined,
   options: ExitOptions,
 ): {
-  head: Omit<ExitPlan, "owner_key" | "quantized_amount" | "empty" | "message" | "notes" | "steps">;
+  head: Omit<ExitPlan, "owner_key" | "quantized_amount" | "empty" | "fact" | "message" | "notes" | "steps">;
   notes: string[];
 } {
   const batch = batchId ?? null;
@@ -272,6 +285,7 @@ function spotPlan(p: SpotEscape, options: ExitOptions): ExitPlan {
     asset_id: p.asset_id,
     quantized_amount: p.quantized_amount,
     empty: p.empty,
+    fact: p.claim_hash,
   };
   if (p.empty || amount === 0n)
     return {
@@ -452,6 +466,7 @@ function perpetualPlan(p: PerpetualEscape, options: ExitOptions): ExitPlan {
     owner_key: p.public_key,
     quantized_amount: amount.toString(),
     empty: p.empty,
+    fact: p.fact_hash ?? null,
   };
   const nothing = p.empty
     ? `Position ${p.position_id} is empty at batch ${p.batch_id ?? "?"}`
@@ -549,26 +564,32 @@ function perpetualPlan(p: PerpetualEscape, options: ExitOptions): ExitPlan {
       data: calldata?.escape ?? null,
     },
   );
-  const assetType = p.system_asset_type ?? options.systemAssetType;
-  steps.push(
-    makeStep(
-      {
-        step: "withdraw",
-        contract: "exchange",
-        signature: SIG.withdraw,
-        inputs: ["ownerKey", "assetType"],
-        args: [p.public_key, assetType ?? null],
-        values: assetType === undefined ? null : [key, BigInt(assetType)],
-        sender: "owner",
-        note:
-          assetType === undefined
-            ? "assetType is the exchange's getSystemAssetType() (the collateral), from the chain."
-            : "Pays the collateral to the Ethereum address registered to the stark key.",
-      },
-      options,
-    ),
-  );
+  steps.push(perpetualWithdrawStep(p.public_key, p.system_asset_type ?? options.systemAssetType, options));
   return { ...plan, message: null, notes, steps };
+}
+
+/** The perpetual withdraw step: `withdraw(ownerKey, assetType)` with the collateral's asset type (getSystemAssetType()). */
+export function perpetualWithdrawStep(
+  ownerKey: Hex,
+  assetType: Hex | undefined,
+  options: ExitOptions,
+): ExitStep {
+  return makeStep(
+    {
+      step: "withdraw",
+      contract: "exchange",
+      signature: SIG.withdraw,
+      inputs: ["ownerKey", "assetType"],
+      args: [ownerKey, assetType ?? null],
+      values: assetType === undefined ? null : [BigInt(ownerKey), BigInt(assetType)],
+      sender: "owner",
+      note:
+        assetType === undefined
+          ? "assetType is the exchange's getSystemAssetType() (the collateral), from the chain."
+          : "Pays the collateral to the Ethereum address registered to the stark key.",
+    },
+    options,
+  );
 }
 
 /** A plan for an id the store or kit does not have: no transactions, and why. */
@@ -590,6 +611,7 @@ export function noExitPlan(
     owner_key: `0x${"0".repeat(64)}`,
     quantized_amount: "0",
     empty: true,
+    fact: null,
     message,
     notes: [],
     steps: [],
