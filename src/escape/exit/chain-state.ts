@@ -62,6 +62,24 @@ export interface ExitChainState {
   unread: string[];
 }
 
+/** Nothing read yet; `unread` says why when nothing will be. */
+export function emptyChainState(unread: string[] = []): ExitChainState {
+  return {
+    frozen: null,
+    freeze_grace_period: null,
+    last_batch_id: null,
+    eth_key: null,
+    request_time: null,
+    freeze_possible_at: null,
+    withdrawal_balance: null,
+    withdrawal_balance_quantized: null,
+    asset: null,
+    amount_base_units: null,
+    amount_units: null,
+    unread,
+  };
+}
+
 export type PlanWithState = ExitPlan & { chain: ExitChainState };
 
 export interface ReadExitOptions {
@@ -215,20 +233,7 @@ export async function readExitState(
 ): Promise<PlanWithState> {
   let plan = planIn;
   const unread: string[] = [];
-  const chain: ExitChainState = {
-    frozen: null,
-    freeze_grace_period: null,
-    last_batch_id: null,
-    eth_key: null,
-    request_time: null,
-    freeze_possible_at: null,
-    withdrawal_balance: null,
-    withdrawal_balance_quantized: null,
-    asset: null,
-    amount_base_units: null,
-    amount_units: null,
-    unread,
-  };
+  const chain = emptyChainState(unread);
   const exchange = plan.exchange;
   if (exchange === null) {
     unread.push("the exchange's address is not known: nothing read");

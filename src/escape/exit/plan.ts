@@ -220,11 +220,16 @@ function frozenLabel(
   return {
     frozen_batch_id: frozen,
     at_frozen_batch: at,
-    note: at
-      ? null
-      : `This proof is at batch ${batchId}, not at batch ${frozen} where the exchange froze: the escape ` +
-        `verifier checks against the frozen batch's root and refuses it. Ask for the proof at batch ${frozen}.`,
+    note: at ? null : frozenBatchNote(batchId, frozen),
   };
+}
+
+/** Why a proof at `batchId` does not serve an exchange frozen at `frozenBatchId`. */
+export function frozenBatchNote(batchId: number, frozenBatchId: number): string {
+  return (
+    `This proof is at batch ${batchId}, not at batch ${frozenBatchId} where the exchange froze: the escape ` +
+    `verifier checks against the frozen batch's root and refuses it. Ask for the proof at batch ${frozenBatchId}.`
+  );
 }
 
 /** The plan labelled with the frozen batch learnt later (e.g. from the chain): its note first, as exitPlan puts it. */
@@ -239,7 +244,12 @@ export function withFrozenBatch(plan: ExitPlan, frozenBatchId: number): ExitPlan
 }
 
 /** The exit plan of a vault (spot) or a position (perpetual) from its on-chain escape proof. */
-export function exitPlan(proof: ExitProof, options: ExitOptions = {}): ExitPlan {
+export function exitPlan(proof: ExitProof, given: ExitOptions = {}): ExitPlan {
+  // A proof from a store that saw the freeze carries the frozen batch.
+  const options: ExitOptions = {
+    ...given,
+    frozenBatchId: given.frozenBatchId ?? proof.frozen_batch_id ?? null,
+  };
   return proof.format === "starkex-escape-spot/1"
     ? spotPlan(proof, options)
     : perpetualPlan(proof as PerpetualEscape, options);

@@ -5,6 +5,7 @@ import type { FrozenSharedState } from "../../storage/onchain-record.js";
 import type { PositionLeaf, VaultLeaf } from "../../model/state-update.js";
 import { parseLeafLine } from "../formats.js";
 import { makeProof, type Proof } from "../proof.js";
+import { frozenBatchNote } from "../exit/plan.js";
 import { hashChain, pathNodes, pedersen } from "./path.js";
 import {
   perpetualEscape,
@@ -112,5 +113,21 @@ export async function makeOnchainProof(
     );
   const proof = await makeProof(store, engine, object, id, batchId);
   const shared = proof.tree === "position" ? await frozenSharedState(store, proof.batch_id) : undefined;
-  return onchainFromProof(engine, proof, shared);
+  const frozen = (await store.onchain.cursor())?.frozen?.batch_id;
+  return withFrozenLabel(await onchainFromProof(engine, proof, shared), frozen);
+}
+
+/**
+ * The proof labelled with the batch the exchange froze at, when the store's base-chain watch saw
+ * the freeze: a proof at another batch is refused by the escape verifier, and says so.
+ */
+export function withFrozenLabel(escape: OnchainEscape, frozenBatchId: number | undefined): OnchainEscape {
+  if (frozenBatchId === undefined || escape.batch_id === undefined) return escape;
+  const at = escape.batch_id === frozenBatchId;
+  return {
+    ...escape,
+    frozen_batch_id: frozenBatchId,
+    at_frozen_batch: at,
+    ...(at ? {} : { frozen_batch_note: frozenBatchNote(escape.batch_id, frozenBatchId) }),
+  };
 }

@@ -54,6 +54,10 @@ export interface PerpetualEscape {
   /** When the amount is positive: the three transactions (withdraw when the asset type is known). */
   calldata?: { verify_escape: Hex; escape: Hex; withdraw?: Hex };
   note: string;
+  /** From a store that saw the freeze (makeOnchainProof): the frozen batch, and whether this proof is at it. */
+  frozen_batch_id?: number;
+  at_frozen_batch?: boolean;
+  frozen_batch_note?: string;
 }
 
 /** The frozen batch's shared state as an escape takes it. */
