@@ -4,7 +4,6 @@
  * is read after the store's snapshot is released; a node that cannot be reached leaves the plan
  * without state and says why in `chain.unread`.
  */
-import type { Config } from "../config/config.js";
 import {
   emptyChainState,
   readExitState,
@@ -13,33 +12,13 @@ import {
 } from "../escape/exit/chain-state.js";
 import { makeExitPlan } from "../escape/exit/from-store.js";
 import type { ExitPlan } from "../escape/exit/plan.js";
+import type { ExitSettings } from "../escape/exit/settings.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { withSnapshot } from "../storage/snapshot.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { rpcClient, rpcMessage } from "./rpc.js";
 
-/** Where the exit's transactions go and how the chain is read. */
-export interface ExitSettings {
-  readonly exchange?: string;
-  readonly verifier?: string;
-  /** The base chain's JSON-RPC URL: with it (and the exchange), each step's state is read. */
-  readonly rpcUrl?: string;
-  readonly timeoutMs?: number;
-}
-
 const DEFAULT_TIMEOUT_MS = 10_000;
-
-/** The settings a configuration gives: escape_contracts, else the followed exchange; base_chain_rpc_url. */
-export function exitSettings(
-  config: Pick<Config, "escapeContracts" | "starkexContractAddress" | "baseChainRpcUrl">,
-): ExitSettings {
-  const exchange = config.escapeContracts?.exchange ?? config.starkexContractAddress;
-  return {
-    ...(exchange === undefined ? {} : { exchange }),
-    ...(config.escapeContracts ? { verifier: config.escapeContracts.verifier } : {}),
-    ...(config.baseChainRpcUrl === undefined ? {} : { rpcUrl: config.baseChainRpcUrl }),
-  };
-}
 
 const address = (a: string | undefined): `0x${string}` | null =>
   a === undefined ? null : (a.toLowerCase() as `0x${string}`);

@@ -6,8 +6,8 @@ import { exitPlan, type ExitOptions, type ExitPlan } from "./plan.js";
 /**
  * A leaf's exit plan from a member's store (`dacd exit`, the control socket, the escape API). With
  * no batch asked for, the proof is at the batch the exchange froze at when the store's base-chain
- * watch saw the freeze (the only batch the escape verifier accepts then), else at the latest
- * signed batch; either way the plan says whether it is at the frozen batch.
+ * watch saw the freeze (the only batch the escape verifier accepts then), else at the newest
+ * verified batch; either way the plan says whether it is at the frozen batch.
  */
 export async function makeExitPlan(
   store: LevelStore,
@@ -17,7 +17,6 @@ export async function makeExitPlan(
   batchId: number | undefined,
   options: Omit<ExitOptions, "frozenBatchId">,
 ): Promise<ExitPlan> {
-  const frozen = (await store.onchain.cursor())?.frozen?.batch_id;
-  const proof = await makeOnchainProof(store, engine, object, id, batchId ?? frozen);
-  return exitPlan(proof, { ...options, frozenBatchId: frozen ?? null });
+  // makeOnchainProof's default batch is the frozen one, and its proof carries the frozen batch.
+  return exitPlan(await makeOnchainProof(store, engine, object, id, batchId), options);
 }

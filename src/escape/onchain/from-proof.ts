@@ -113,7 +113,7 @@ export async function makeOnchainProof(
     );
   const proof = await makeProof(store, engine, object, id, batchId);
   const shared = proof.tree === "position" ? await frozenSharedState(store, proof.batch_id) : undefined;
-  const frozen = (await store.onchain.cursor())?.frozen?.batch_id;
+  const frozen = await store.onchain.frozenBatchId();
   return withFrozenLabel(await onchainFromProof(engine, proof, shared), frozen);
 }
 
