@@ -59,15 +59,15 @@ const source = {
     description: "An empty leaf: the proof is valid, and there is nothing to withdraw",
   },
 };
-/** A proof from a member whose base-chain watch saw the freeze says whether it is at the frozen batch. */
+/** A proof at another batch than the frozen one, from a member whose base-chain watch saw the freeze, says so. */
 const frozenLabel = {
   frozen_batch_id: {
     type: "integer",
     description: "The batch the exchange froze at, when the member saw the freeze",
   },
   at_frozen_batch: {
-    type: "boolean",
-    description: "Whether this proof is at the frozen batch (the verifier refuses a proof at any other)",
+    const: false,
+    description: "Present (false) only when this proof is not at the frozen batch: the verifier refuses it",
   },
   frozen_batch_note: {
     type: "string",

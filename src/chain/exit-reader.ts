@@ -20,6 +20,9 @@ import { rpcClient, rpcMessage } from "./rpc.js";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
+/** Lower case: viem refuses an address whose mixed case is not its checksum, and the caller's may be any case. */
+const lowerAddress = (a: string): `0x${string}` => a.toLowerCase() as `0x${string}`;
+
 const address = (a: string | undefined): `0x${string}` | null =>
   a === undefined ? null : (a.toLowerCase() as `0x${string}`);
 
@@ -50,7 +53,7 @@ export async function withChainState(
 ): Promise<PlanWithState> {
   const client = rpcClient(rpcUrl, timeoutMs);
   const call: EthCall = async ({ to, data, from }) =>
-    (await client.call({ to, data, ...(from ? { account: from } : {}) })).data ?? "0x";
+    (await client.call({ to, data, ...(from ? { account: lowerAddress(from) } : {}) })).data ?? "0x";
   let chainId: number;
   let now: bigint;
   try {

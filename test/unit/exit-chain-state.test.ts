@@ -169,6 +169,7 @@ describe("readExitState", () => {
       [ex("getEthKey(uint256)")]: "0x" + w(0n),
       [ex("getFullWithdrawalRequest(uint256,uint256)")]: "0x" + w(0n),
       [ex("fullWithdrawalRequest(uint256,uint256)")]: { revert: "USER_UNREGISTERED" },
+      [ex("getAssetInfo(uint256)")]: { revert: "ASSET_TYPE_NOT_REGISTERED" },
     });
     const s = await readExitState(call, plan);
     expect(s.steps.map((x) => [x.step, x.state?.status])).toEqual([

@@ -30,7 +30,9 @@ import {
 /** An eth_call at the latest block. */
 export type EthCall = (request: { to: Hex; data: Hex; from?: Hex }) => Promise<Hex>;
 
-export interface ChainAsset extends ExitAsset {
+/** The asset as read; `kind` absent when getAssetInfo could not say (the contract lacks it). */
+export interface ChainAsset extends Omit<ExitAsset, "kind"> {
+  kind?: AssetKind;
   /** getAssetInfo's bytes; absent when it reverts. */
   info?: Hex;
   /** The token's decimals() (18 for ETH), when readable. */
@@ -129,6 +131,7 @@ export function decodeAssetInfo(info: Hex): { kind: AssetKind; token?: Hex } | u
 }
 
 const ERROR_STRING = "0x08c379a0";
+const NO_REASON = "reverted without a reason";
 const PANIC = "0x4e487b71";
 
 /** The revert reason in an eth_call's error: Error(string) decoded, a panic's code, or the node's message. */
@@ -166,7 +169,7 @@ export function revertReason(err: unknown): string {
     if (quoted) return quoted[1]!.trim();
   }
   if (hexes.some((h) => h === "0x") || messages.some((m) => /revert/i.test(m)))
-    return "reverted without a reason";
+    return NO_REASON;
   return messages[0] ?? "the call failed";
 }
 
@@ -243,12 +246,11 @@ export async function readExitState(
   const id = BigInt(plan.id);
   const spot = plan.object === "vault";
 
-  const [frozen, grace, lastBatch, ethKey] = await Promise.all([
-    view<boolean>(call, exchange, "isFrozen", [], unread),
-    view<bigint>(call, exchange, "FREEZE_GRACE_PERIOD", [], unread),
-    view<bigint>(call, exchange, "getLastBatchId", [], unread),
-    view<Hex>(call, exchange, "getEthKey", [key], unread),
-  ]);
+  // One after another, so that `unread` lists failures in this order.
+  const frozen = await view<boolean>(call, exchange, "isFrozen", [], unread);
+  const grace = await view<bigint>(call, exchange, "FREEZE_GRACE_PERIOD", [], unread);
+  const lastBatch = await view<bigint>(call, exchange, "getLastBatchId", [], unread);
+  const ethKey = await view<Hex>(call, exchange, "getEthKey", [key], unread);
   chain.frozen = frozen ?? null;
   chain.freeze_grace_period = grace?.toString() ?? null;
   chain.last_batch_id = lastBatch === undefined ? null : Number(lastBatch);
@@ -269,13 +271,16 @@ export async function readExitState(
   if (assetType !== undefined) {
     const info = await view<Hex>(call, exchange, "getAssetInfo", [assetType], unread);
     const decoded = info === undefined ? undefined : decodeAssetInfo(info);
+    // StarkEx's getAssetInfo refuses an id that is not a registered asset type: an NFT's or a
+    // mintable asset's derived id. Another failure (no such function) leaves the kind unknown.
+    const unregistered = info === undefined && unread.at(-1) === "getAssetInfo: ASSET_TYPE_NOT_REGISTERED";
     const quantum = await view<bigint>(call, exchange, "getQuantum", [assetType], unread);
     asset = {
-      kind: decoded?.kind ?? "unregistered",
+      ...(decoded ? { kind: decoded.kind } : unregistered ? { kind: "unregistered" as const } : {}),
       ...(decoded?.token ? { token: decoded.token } : {}),
       ...(info === undefined ? {} : { info }),
       ...(quantum === undefined ? {} : { quantum: quantum.toString() }),
-      ...(spot ? {} : { assetType: `0x${assetType.toString(16)}` as Hex }),
+      ...(spot ? {} : { asset_type: `0x${assetType.toString(16)}` as Hex }),
     };
     if (info !== undefined && decoded === undefined)
       unread.push(`getAssetInfo: an unknown asset kind ${info.slice(0, 10)}`);
@@ -326,9 +331,11 @@ export async function readExitState(
   );
   steps = steps.map((s) => {
     if (s.step !== "withdraw" || s.data !== null || asset === undefined) return s;
-    return spot
-      ? spotWithdrawStep(plan.owner_key, plan.asset_id!, { ...planOptions, asset })
-      : perpetualWithdrawStep(plan.owner_key, asset.assetType, planOptions);
+    if (!spot) return perpetualWithdrawStep(plan.owner_key, asset.asset_type, planOptions);
+    const kind = asset.kind;
+    return kind === undefined
+      ? s
+      : spotWithdrawStep(plan.owner_key, plan.asset_id!, { ...planOptions, asset: { ...asset, kind } });
   });
   if (chain.frozen === true && plan.frozen_batch_id === null && chain.last_batch_id !== null)
     plan = withFrozenBatch(plan, chain.last_batch_id);

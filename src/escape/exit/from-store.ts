@@ -17,6 +17,7 @@ export async function makeExitPlan(
   batchId: number | undefined,
   options: Omit<ExitOptions, "frozenBatchId">,
 ): Promise<ExitPlan> {
-  // makeOnchainProof's default batch is the frozen one, and its proof carries the frozen batch.
-  return exitPlan(await makeOnchainProof(store, engine, object, id, batchId), options);
+  // makeOnchainProof's default batch is the frozen one.
+  const proof = await makeOnchainProof(store, engine, object, id, batchId);
+  return exitPlan(proof, { ...options, frozenBatchId: (await store.onchain.frozenBatchId()) ?? null });
 }

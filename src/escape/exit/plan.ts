@@ -92,8 +92,8 @@ export interface ExitAsset {
   /** getQuantum(assetId), decimal. */
   quantum?: string;
   /** For withdrawWithTokenId: the asset type and token id, when the caller knows them (the vault holds only their hash). */
-  assetType?: Hex;
-  tokenId?: Hex;
+  asset_type?: Hex;
+  token_id?: Hex;
 }
 
 export interface ExitOptions {
@@ -410,15 +410,15 @@ export function spotWithdrawStep(ownerKey: Hex, assetId: Hex, options: ExitOptio
       );
     case "erc721":
     case "erc1155": {
-      const known = asset.assetType !== undefined && asset.tokenId !== undefined;
+      const known = asset.asset_type !== undefined && asset.token_id !== undefined;
       return makeStep(
         {
           step: "withdraw",
           contract: "exchange",
           signature: SIG.withdrawWithTokenId,
           inputs: ["ownerKey", "assetType", "tokenId"],
-          args: [ownerKey, asset.assetType ?? null, asset.tokenId ?? null],
-          values: known ? [key, BigInt(asset.assetType!), BigInt(asset.tokenId!)] : null,
+          args: [ownerKey, asset.asset_type ?? null, asset.token_id ?? null],
+          values: known ? [key, BigInt(asset.asset_type!), BigInt(asset.token_id!)] : null,
           sender: "owner",
           note: known
             ? null
@@ -436,7 +436,7 @@ export function spotWithdrawStep(ownerKey: Hex, assetId: Hex, options: ExitOptio
           contract: "exchange",
           signature: SIG.withdrawAndMint,
           inputs: ["ownerKey", "assetType", "mintingBlob"],
-          args: [ownerKey, asset.assetType ?? null, null],
+          args: [ownerKey, asset.asset_type ?? null, null],
           values: null,
           sender: "owner",
           note:

@@ -118,16 +118,17 @@ export async function makeOnchainProof(
 }
 
 /**
- * The proof labelled with the batch the exchange froze at, when the store's base-chain watch saw
- * the freeze: a proof at another batch is refused by the escape verifier, and says so.
+ * A proof at another batch than the one the exchange froze at (when the store's base-chain watch
+ * saw the freeze) says so: the escape verifier refuses it. A proof at the frozen batch is left as
+ * it is, the same as the escape kit's file of it.
  */
 export function withFrozenLabel(escape: OnchainEscape, frozenBatchId: number | undefined): OnchainEscape {
-  if (frozenBatchId === undefined || escape.batch_id === undefined) return escape;
-  const at = escape.batch_id === frozenBatchId;
+  if (frozenBatchId === undefined || escape.batch_id === undefined || escape.batch_id === frozenBatchId)
+    return escape;
   return {
     ...escape,
     frozen_batch_id: frozenBatchId,
-    at_frozen_batch: at,
-    ...(at ? {} : { frozen_batch_note: frozenBatchNote(escape.batch_id, frozenBatchId) }),
+    at_frozen_batch: false,
+    frozen_batch_note: frozenBatchNote(escape.batch_id, frozenBatchId),
   };
 }

@@ -35,9 +35,9 @@ export interface SpotEscape {
   /** keccak256(abi.encode(stark_key, asset_id, quantized_amount, vault_root, tree_height, vault_id)). */
   claim_hash: Hex;
   calldata: { verify_escape: Hex; escape: Hex };
-  /** From a store that saw the freeze (makeOnchainProof): the frozen batch, and whether this proof is at it. */
+  /** Only in a proof at another batch than the frozen one, from a store that saw the freeze (makeOnchainProof). */
   frozen_batch_id?: number;
-  at_frozen_batch?: boolean;
+  at_frozen_batch?: false;
   frozen_batch_note?: string;
 }
 
