@@ -76,7 +76,7 @@ const MAX_CONNECTIONS = 256;
 const DEFAULT_MAX_DUMPS = 2;
 const DEFAULT_ANSWER_TIMEOUT_MS = 10_000;
 /** Routes whose query may name a batch. */
-const BATCH_ROUTES: readonly ApiRoute[] = ["leaf", "proof", "escape", "exit", "dump"];
+const BATCH_ROUTES: readonly ApiRoute[] = ["leaf", "proof", "escape", "exit", "keys", "dump"];
 
 export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi> {
   const handler = new RequestHandler(opts);

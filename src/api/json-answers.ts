@@ -13,7 +13,7 @@ import type { ApiRoute } from "./routes.js";
 /** The routes answered with JSON computed from the store. */
 export type JsonRoute = Extract<
   ApiRoute,
-  "batches_latest" | "leaf" | "proof" | "escape" | "exit" | "escape_info"
+  "batches_latest" | "leaf" | "proof" | "escape" | "exit" | "keys" | "escape_info"
 >;
 
 export interface JsonAnswer {
@@ -42,6 +42,7 @@ export function answerJson(
   batchText: string | undefined,
 ): Promise<JsonAnswer> {
   if (route === "exit") return exitAnswer(source, seg, batchText);
+  if (route === "keys") return keyAnswer(source, seg, batchText);
   return withSnapshot(source.store, async (view) => {
     const record = await signedBatch(view, batchText);
     if (route === "escape_info") return { body: await escapeInfo(view, record, source), batchGiven: false };
@@ -124,6 +125,26 @@ async function exitAnswer(
     return { body: plan, batchGiven: batchText !== undefined };
   const { withChainState } = await import("../chain/exit-reader.js");
   return { body: await withChainState(plan, settings.rpcUrl, EXIT_RPC_TIMEOUT_MS), batchGiven: false };
+}
+
+/** A stark key's vaults or positions at the batch: a walk of the tree (by-key.ts). */
+async function keyAnswer(
+  source: AnswerSource,
+  seg: readonly string[],
+  batchText: string | undefined,
+): Promise<JsonAnswer> {
+  const { leavesOfKey, parseStarkKey } = await import("../escape/exit/by-key.js");
+  const body = await withSnapshot(source.store, async (view) => {
+    const record = await signedBatch(view, batchText);
+    let key: bigint;
+    try {
+      key = parseStarkKey(seg[4]!);
+    } catch (err) {
+      throw new ApiError(400, (err as Error).message, "starkKey");
+    }
+    return leavesOfKey(view, source.engine, key, record.batch_id);
+  });
+  return { body, batchGiven: batchText !== undefined };
 }
 
 const address = (a: string | undefined): `0x${string}` | null =>

@@ -228,6 +228,26 @@ export const OPENAPI = {
     },
     "/v1/escape/vault/{id}/exit": exitPath("vault", "2^31 (validium vaults)", "spot"),
     "/v1/escape/position/{id}/exit": exitPath("position", "2^64", "perpetual"),
+    "/v1/escape/keys/{starkKey}": {
+      get: {
+        summary: "A stark key's vaults (spot) or positions (perpetual) at a batch, with their amounts",
+        description:
+          "For a user who knows their stark key and not their ids. There is no index by key: the member walks every " +
+          "non-empty leaf of the batch's tree, so the answer may take as long as a dump's walk (and time out on a " +
+          "large state). Default batch: the frozen batch, else the latest signed. At most 1000 ids (`truncated`).",
+        parameters: [
+          {
+            name: "starkKey",
+            in: "path",
+            required: true,
+            description: "The stark key: 0x and 1 to 64 hex digits",
+            schema: { type: "string", pattern: "^0x[0-9a-fA-F]{1,64}$" },
+          },
+          batch,
+        ],
+        responses: escapeAnswer("KeyLeaves", "The key's ids and amounts"),
+      },
+    },
     "/v1/dump/{tree}": {
       get: {
         summary: "Every non-empty leaf of a tree at a batch, in id order (the file of `dacd dump`), streamed",
@@ -532,6 +552,32 @@ export const OPENAPI = {
               },
             },
           },
+        },
+      },
+      KeyLeaves: {
+        type: "object",
+        required: ["format", "stark_key", "object", "batch_id", "leaves", "truncated", "scanned"],
+        properties: {
+          format: { const: "dacd-key-leaves/1" },
+          stark_key: hex,
+          object: { enum: ["vault", "position"] },
+          batch_id: { type: "integer" },
+          leaves: {
+            type: "array",
+            items: {
+              type: "object",
+              required: ["id"],
+              properties: {
+                id: unsigned,
+                asset_id: { ...hex, description: "Spot" },
+                quantized_amount: { ...unsigned, description: "Spot" },
+                collateral_balance: { ...signed, description: "Perpetual" },
+                n_assets: { type: "integer", description: "Perpetual" },
+              },
+            },
+          },
+          truncated: { type: "boolean", description: "More than 1000 ids: the list stops there" },
+          scanned: { type: "integer", description: "Non-empty leaves walked" },
         },
       },
       ExitStep: {

@@ -12,6 +12,7 @@ export const API_ROUTES = [
   "proof",
   "escape",
   "exit",
+  "keys",
   "escape_info",
   "page",
   "dump",
@@ -35,6 +36,7 @@ export const ROUTE_TABLE: readonly RouteSpec[] = [
   { route: "openapi", paths: ["/v1/openapi.json"] },
   { route: "leaf", paths: ["/v1/leaf/{tree}/{id}"] },
   { route: "proof", paths: ["/v1/proof/{tree}/{id}"] },
+  { route: "keys", paths: ["/v1/escape/keys/{starkKey}"] },
   { route: "exit", paths: ["/v1/escape/vault/{id}/exit", "/v1/escape/position/{id}/exit"] },
   {
     route: "escape",

@@ -10,6 +10,7 @@ import type { ReferenceDumpResult, ReferenceRows } from "../escape/reference-dum
 import type { Proof } from "../escape/proof.js";
 import type { OnchainEscape } from "../escape/onchain/from-proof.js";
 import type { ExitPlan } from "../escape/exit/plan.js";
+import type { KeyLeaves } from "../escape/exit/by-key.js";
 import { decodePaths } from "../escape/kit/path-frames.js";
 import type { LeafPath } from "../escape/kit/path-walk.js";
 import type { KitHead, PathSource } from "../escape/kit/source.js";
@@ -58,6 +59,17 @@ export async function exitViaDaemon(
   if (contracts.exchange !== undefined) query.exchange = contracts.exchange;
   if (contracts.verifier !== undefined) query.verifier = contracts.verifier;
   return (await askDaemon(dataDir, "/exit", query)) as ExitPlan | undefined;
+}
+
+/** `dacd exit --key`'s list from the running daemon. */
+export async function keyLeavesViaDaemon(
+  dataDir: string,
+  key: string,
+  batchId: number | undefined,
+): Promise<KeyLeaves | undefined> {
+  const query: Record<string, string> = { key };
+  if (batchId !== undefined) query.batch = String(batchId);
+  return (await askDaemon(dataDir, "/exit-key", query)) as KeyLeaves | undefined;
 }
 
 /**

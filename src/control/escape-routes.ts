@@ -50,6 +50,8 @@ export function escapeRoutes(
     "/proof": (q) => proof(walk, q),
     // The exit plan from the store (the contracts' addresses from the asker); the chain is read by the asker.
     "/exit": (q) => exit(walk, q),
+    // A stark key's vaults or positions: a walk of the batch's main tree, paced beside the signing.
+    "/exit-key": (q) => exitKey(walk, q),
     "/dump": { stream: limited((q, out) => dump(walk, q, out)) },
     // The reference member's archive: its row files and info here, packed (bzip2) by the command.
     "/dump-reference": { stream: limited((q, out) => dumpReference(walk, q, out)) },
@@ -102,6 +104,17 @@ async function exit(walk: DaemonWalk, q: URLSearchParams): Promise<unknown> {
     makeExitPlan(view, walk.engine, q.get("object") ?? "", q.get("id") ?? "", batchParam(q.get("batch")), {
       exchange: addressParam(q.get("exchange"), "exchange"),
       verifier: addressParam(q.get("verifier"), "verifier"),
+    }),
+  );
+}
+
+async function exitKey(walk: DaemonWalk, q: URLSearchParams): Promise<unknown> {
+  const { leavesOfKey, parseStarkKey } = await import("../escape/exit/by-key.js");
+  const key = parseStarkKey(q.get("key") ?? "");
+  return withSnapshot(walk.store, (view) =>
+    leavesOfKey(view, walk.engine, key, batchParam(q.get("batch")), {
+      pace: walk.pace,
+      chunk: DAEMON_WALK_CHUNK,
     }),
   );
 }

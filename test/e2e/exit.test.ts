@@ -80,6 +80,22 @@ function someId(chain: ChainName, key: string): string {
   return Object.entries(last[key] ?? {}).find(([, v]) => !v.collateral_balance?.startsWith("-"))![0];
 }
 
+/** The ids whose leaf has `ownerKey` once every update of the chain is applied (non-empty ones), ascending. */
+function leavesOf(chain: ChainName, key: string, ownerKey: string): string[] {
+  const state = new Map<string, { stark_key?: string; public_key?: string; balance?: string }>();
+  for (const r of loadChain(chain).responses) {
+    const update = r.update as Record<
+      string,
+      Record<string, { stark_key?: string; public_key?: string; balance?: string }>
+    >;
+    for (const [id, leaf] of Object.entries(update[key] ?? {})) state.set(id, leaf);
+  }
+  return [...state]
+    .filter(([, l]) => BigInt(l.stark_key ?? l.public_key ?? "0") === BigInt(ownerKey) && l.balance !== "0")
+    .map(([id]) => id)
+    .sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+}
+
 type Plan = {
   object: string;
   id: string;
@@ -180,6 +196,25 @@ describe.each([
     const other = tree === "vault" ? "position" : "vault";
     expect((await fetch(`${m.api}/v1/escape/${other}/1/exit`)).status).toBe(404);
     expect((await fetch(`${m.api}/v1/escape/${tree}/1x/exit`)).status).toBe(400);
+
+    // The key's leaves: every id whose leaf, after replaying the chain's updates here, has this key.
+    const mine = leavesOf(chain, key, plan.owner_key);
+    expect(mine).toContain(id);
+    const byKey = await dacdAsync(["exit", ...cfg, "--key", plan.owner_key, "--json"]);
+    expect(byKey.code, byKey.err).toBe(0);
+    const found = JSON.parse(byKey.out) as { leaves: { id: string }[]; batch_id: number; scanned: number };
+    expect(found.batch_id).toBe(last.batch_id);
+    expect(found.leaves.map((l) => l.id)).toEqual(mine);
+    const apiKey = await fetch(`${m.api}/v1/escape/keys/${plan.owner_key}`);
+    expect(apiKey.status).toBe(200);
+    expect(await apiKey.json()).toEqual(found);
+    const nobody = JSON.parse((await dacdAsync(["exit", ...cfg, "--key", "0x1234", "--json"])).out) as {
+      leaves: unknown[];
+    };
+    expect(nobody.leaves).toEqual([]);
+    expect((await fetch(`${m.api}/v1/escape/keys/0xzz`)).status).toBe(400);
+    const keyText = await dacdAsync(["exit", ...cfg, "--key", plan.owner_key, "--no-json"]);
+    expect(keyText.out).toMatch(new RegExp(`\\n  ${tree} ${id}: `));
 
     // For a person: the steps in order.
     const text = await dacdAsync(["exit", ...cfg, tree, id, "--no-json"]);

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { DacdError } from "../../errors.js";
 import { exitSettings, type ExitSettings } from "../../escape/exit/settings.js";
 import { loadConfigFor } from "../config-path.js";
-import { exitViaDaemon } from "../daemon-escape.js";
+import { exitViaDaemon, keyLeavesViaDaemon } from "../daemon-escape.js";
 import { printJson, wantsJson } from "../output.js";
 import { parseLeafId, storeDirOf, storeOptions, type StoreOptions } from "../store-options.js";
 import { batchId, DEFAULT_BATCH_HELP } from "./batch-options.js";
@@ -11,6 +11,7 @@ import { withStore } from "./with-store.js";
 
 type ExitCliOptions = StoreOptions & {
   batch?: string;
+  key?: string;
   json?: boolean;
   exchange?: string;
   verifier?: string;
@@ -31,11 +32,15 @@ const RPC_TIMEOUT_MS = 10_000;
 export function registerExitCommand(program: Command): void {
   storeOptions(
     program
-      .command("exit <object> <id>")
+      .command("exit [object] [id]")
       .description(
         "the exit from the exchange for a vault (spot) or position (perpetual): forced request, freeze, verifyEscape, escape, withdraw, with call data, and where the user stands when the base chain can be read",
       )
       .option("--batch <n>", DEFAULT_BATCH_HELP)
+      .option(
+        "--key <starkKey>",
+        "instead of OBJECT ID: list the stark key's vaults or positions with their amounts (a walk of the batch's tree)",
+      )
       .option(
         "--exchange <address>",
         "the exchange's address (default: escape_contracts.exchange, else starkex_contract_address)",
@@ -47,7 +52,17 @@ export function registerExitCommand(program: Command): void {
       )
       .option("--json", "print JSON (the default when stdout is not a terminal)")
       .option("--no-json", "print the steps for a person"),
-  ).action(async (objectArg: string, idArg: string, opts: ExitCliOptions) => {
+  ).action(async (objectArg: string | undefined, idArg: string | undefined, opts: ExitCliOptions) => {
+    if (opts.key !== undefined) {
+      if (objectArg !== undefined)
+        throw new DacdError("USAGE", "dacd exit --key lists the key's ids: give no OBJECT ID with it");
+      return keyLeaves(opts);
+    }
+    if (objectArg === undefined || idArg === undefined)
+      throw new DacdError(
+        "USAGE",
+        "dacd exit takes OBJECT ID (vault or position, and its id), or --key STARK_KEY",
+      );
     const object = OBJECTS[objectArg];
     if (object === undefined)
       throw new DacdError(
@@ -79,6 +94,35 @@ export function registerExitCommand(program: Command): void {
     if (wantsJson(opts.json)) printJson(full);
     else process.stdout.write(exitText(full));
   });
+}
+
+/** `dacd exit --key`: the key's leaves, from the running daemon or the store. */
+async function keyLeaves(opts: ExitCliOptions): Promise<void> {
+  const { leavesOfKey, parseStarkKey } = await import("../../escape/exit/by-key.js");
+  let key: bigint;
+  try {
+    key = parseStarkKey(opts.key!);
+  } catch (err) {
+    throw new DacdError("USAGE", `--key: ${(err as Error).message}`);
+  }
+  const batch = batchId(opts.batch);
+  const found =
+    (await keyLeavesViaDaemon(storeDirOf(opts).dir, opts.key!, batch)) ??
+    (await withStore(opts, {}, (store, engine) => leavesOfKey(store, engine, key, batch), {
+      readOnly: true,
+    }));
+  if (wantsJson(opts.json)) return printJson(found);
+  const lines = [
+    `stark key ${found.stark_key} at batch ${found.batch_id}: ${found.leaves.length} ${found.object}${found.leaves.length === 1 ? "" : "s"}${found.truncated ? " (the first ones only)" : ""}`,
+    ...found.leaves.map((l) =>
+      found.object === "vault"
+        ? `  vault ${l.id}: ${l.quantized_amount} (quantized) of asset ${l.asset_id}`
+        : `  position ${l.id}: collateral ${l.collateral_balance}, ${l.n_assets} assets`,
+    ),
+  ];
+  if (found.leaves.length > 0)
+    lines.push(`dacd exit ${found.object} ID shows the transactions for one of them`);
+  process.stdout.write(lines.join("\n") + "\n");
 }
 
 const lower = (a: string | undefined): `0x${string}` | null =>
