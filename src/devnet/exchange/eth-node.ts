@@ -64,8 +64,10 @@ export async function startEthNode(opts: EthNodeOptions = {}): Promise<EthNode> 
         chainId,
         accounts: { count: 2 },
         loggingEnabled: false,
-        // The escape verifiers hash a Merkle path with Pedersen in the EVM: several million gas a
-        // proof, more than mainnet's 30M block for a deep perpetual one.
+        // The devnet's escape verifiers hash a Merkle path with Pedersen in plain EVM code: 8M gas
+        // for a spot proof, 16M and more for a perpetual one. Prague, not Osaka: Osaka caps a
+        // transaction at 2^24 gas (EIP-7825), which a position with assets exceeds.
+        hardfork: "prague",
         blockGasLimit: BLOCK_GAS_LIMIT,
       },
     },
