@@ -22,6 +22,9 @@ export interface EthNodeOptions {
 /** The local node's block gas limit (mainnet's is 30M). */
 export const BLOCK_GAS_LIMIT = 100_000_000;
 
+/** The second account of Hardhat's public test mnemonic, funded at genesis: the demo's user. */
+export const DEV_USER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+
 /** The first account of Hardhat's public test mnemonic, funded at genesis: it deploys and owns the devnet's exchange. */
 export const DEV_ACCOUNT_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
