@@ -10,6 +10,7 @@ import type { PerpetualEscape } from "../../src/escape/onchain/perpetual.js";
 import { kitPath } from "../../src/escape/kit/layout.js";
 import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
+import { submitToDevnet } from "../helpers/devnet-submit.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { freePort } from "../helpers/free-port.js";
 
@@ -59,22 +60,6 @@ function factOf(e: PerpetualEscape, amount: bigint): string {
   );
 }
 
-/** Submits one transaction to the devnet's gateway at the first free id. */
-async function submit(gateway: string, tx: unknown): Promise<void> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const txId = Number(await (await fetch(`${gateway}/get_first_unused_tx_id`)).text());
-    const res = await fetch(`${gateway}/add_transaction`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ tx_id: txId, tx }),
-    });
-    const body = await res.text();
-    if (res.status === 200) return;
-    if (res.status !== 409) throw new Error(`add_transaction: ${res.status} ${body}`);
-  }
-  throw new Error("add_transaction: no free tx id");
-}
-
 describe("a perpetual exchange frozen on the base chain", () => {
   it("gives each position its escape with the frozen shared state, daemon running and stopped", async () => {
     const dn = await startDevnet({
@@ -113,7 +98,7 @@ describe("a perpetual exchange frozen on the base chain", () => {
     });
 
     // A position with collateral and no asset, beside the traffic's positions 100..105.
-    await submit(dn.urls.gateway, {
+    await submitToDevnet(dn.urls.gateway, {
       type: "DEPOSIT",
       amount: "777000",
       position_id: "7",
@@ -194,6 +179,40 @@ describe("a perpetual exchange frozen on the base chain", () => {
       expect(await api.json()).toEqual(JSON.parse(r.out));
       await check(JSON.parse(r.out) as PerpetualEscape, `running, ${n} assets`);
     }
+
+    // The exit plan with the chain's state (base_chain_rpc_url is configured): at the frozen batch,
+    // the proof's call data, request and freeze done; the same from the API and from `dacd exit`.
+    const deposit = byAssets.get(0)!;
+    const exitRes = await fetch(`http://127.0.0.1:${apiPort}/v1/escape/position/${deposit.position_id}/exit`);
+    expect(exitRes.status).toBe(200);
+    const plan = (await exitRes.json()) as {
+      steps: { step: string; data: string | null; state: { status: string } | null }[];
+      chain: { frozen: boolean; last_batch_id: number };
+    } & Record<string, unknown>;
+    expect(plan).toMatchObject({
+      object: "position",
+      batch_id: frozen_batch_id,
+      frozen_batch_id,
+      at_frozen_batch: true,
+      chain_id: 31337,
+      quantized_amount: deposit.withdrawal_amount,
+      chain: { frozen: true, last_batch_id: frozen_batch_id },
+    });
+    const stepOf = (name: string) => plan.steps.find((s) => s.step === name)!;
+    expect(stepOf("verify_escape").data).toBe(deposit.calldata!.verify_escape);
+    expect(stepOf("escape").data).toBe(deposit.calldata!.escape);
+    expect(stepOf("withdraw").data).toBe(deposit.calldata!.withdraw);
+    expect(stepOf("request").state?.status).toBe("done");
+    expect(stepOf("freeze").state?.status).toBe("done");
+    const exitCli = await dacdAsync(["exit", ...cfg, "position", deposit.position_id, "--json"]);
+    expect(exitCli.code, exitCli.err).toBe(0);
+    expect(JSON.parse(exitCli.out)).toEqual(plan);
+    const earlier = (await (
+      await fetch(
+        `http://127.0.0.1:${apiPort}/v1/escape/position/${deposit.position_id}/exit?batch=${frozen_batch_id - 1}`,
+      )
+    ).json()) as Record<string, unknown>;
+    expect(earlier).toMatchObject({ frozen_batch_id, at_frozen_batch: false });
     await daemon.stop();
     running = false;
     for (const [n, e] of byAssets) {

@@ -20,6 +20,12 @@ export interface EthNodeOptions {
   readonly chainId?: number;
 }
 
+/** The local node's block gas limit (mainnet's is 30M). */
+export const BLOCK_GAS_LIMIT = 100_000_000;
+
+/** The second account of Hardhat's public test mnemonic, funded at genesis: the demo's user. */
+export const DEV_USER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+
 /** The first account of Hardhat's public test mnemonic, funded at genesis: it deploys and owns the devnet's exchange. */
 export const DEV_ACCOUNT_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
@@ -77,7 +83,18 @@ export async function startEthNode(opts: EthNodeOptions = {}): Promise<EthNode> 
   // path it is given exists, and writes nothing there without forking). Two accounts: deriving
   // Hardhat's default twenty from the mnemonic takes seconds.
   const config = hh.resolveConfig(fileURLToPath(import.meta.url), {
-    networks: { hardhat: { chainId, accounts: { count: 2 }, loggingEnabled: false } },
+    networks: {
+      hardhat: {
+        chainId,
+        accounts: { count: 2 },
+        loggingEnabled: false,
+        // The devnet's escape verifiers hash a Merkle path with Pedersen in plain EVM code: 8M gas
+        // for a spot proof, 16M and more for a perpetual one. Prague, not Osaka: Osaka caps a
+        // transaction at 2^24 gas (EIP-7825), which a position with assets exceeds.
+        hardfork: "prague",
+        blockGasLimit: BLOCK_GAS_LIMIT,
+      },
+    },
   });
   const provider = await hh.createProvider(config, "hardhat");
   const server = new hh.JsonRpcServer({ hostname: "127.0.0.1", port: opts.port ?? 0, provider });

@@ -186,7 +186,7 @@ export const PAGE_JS = `"use strict";
     var same = info.root && root.toLowerCase() === info.root.toLowerCase();
     check.appendChild(make("span", same ? "they match." : "they differ: this proof is for another batch.", same ? "ok" : "bad"));
     check.appendChild(document.createTextNode(" Compare it with the exchange's frozen root (" +
-      (spot ? "getVaultRoot()" : "the position root of its shared state") +
+      (spot ? "getValidiumVaultRoot()" : "the position root of its shared state") +
       " on the exchange contract): the escape succeeds only if they are equal."));
     $("result").hidden = false;
   }
