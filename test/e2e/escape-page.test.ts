@@ -158,7 +158,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium", (
     expect(shown.calls.escape).toBe(proof.calldata.escape);
     expect(shown.calls.withdraw).toMatch(/^0x441a3e70[0-9a-f]{128}$/);
     expect(shown.rootCheck).toContain(proof.vault_root);
-    expect(shown.rootCheck).toContain("they match");
+    expect(shown.rootCheck).toContain("They match");
     expect(shown.text).toContain(EXCHANGE);
     expect(shown.text).toContain(VERIFIER);
   }, 120_000);
@@ -205,7 +205,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium", (
       );
       expect(shown.calls.verify_escape).toBe(proof.calldata.verify_escape);
       expect(shown.calls.escape).toBe(proof.calldata.escape);
-      expect(shown.rootCheck).toContain("they match");
+      expect(shown.rootCheck).toContain("They match");
     },
     180_000,
   );
