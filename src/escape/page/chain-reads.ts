@@ -1,5 +1,5 @@
 import { decodeFunctionResult, encodeFunctionData, formatUnits, parseAbi, type Hex } from "viem";
-import { isSpotProof, type ExitPlan, type PageProof, type StepName } from "./exit-steps.js";
+import type { ExitAsset, ExitPlan, ExitProof, ExitStepName } from "../exit/plan.js";
 
 /**
  * Where a user stands, read from the chain through any `eth_call` (the wallet's EIP-1193 provider
@@ -30,17 +30,17 @@ const READ_ABI = parseAbi([
 type ReadName = (typeof READ_ABI)[number]["name"];
 
 /** What StarkEx's asset info starts with: the selector of its asset kind. */
-const ASSET_KINDS: Record<string, string> = {
-  "0x8322fff2": "ETH",
-  "0xf47261b0": "ERC20",
-  "0x02571792": "ERC721",
-  "0x3348691d": "ERC1155",
-  "0x68646e2d": "MINTABLE_ERC20",
-  "0xb8b86672": "MINTABLE_ERC721",
+const ASSET_KINDS: Record<string, ExitAsset["kind"]> = {
+  "0x8322fff2": "eth",
+  "0xf47261b0": "erc20",
+  "0x02571792": "erc721",
+  "0x3348691d": "erc1155",
+  "0x68646e2d": "mintable_erc20",
+  "0xb8b86672": "mintable_erc721",
 };
 
 export interface AssetUnits {
-  kind: string | null;
+  kind: ExitAsset["kind"] | null;
   token: Hex | null;
   symbol: string;
   decimals: number;
@@ -63,7 +63,7 @@ export interface ChainView {
   factValid: boolean | null;
   withdrawable: bigint | null;
   asset: AssetUnits | null;
-  status: Partial<Record<StepName, StepStatus>>;
+  status: Partial<Record<ExitStepName, StepStatus>>;
 }
 
 const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
@@ -71,8 +71,7 @@ const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 export async function readChainView(
   call: EthCall,
   latestTime: () => Promise<bigint>,
-  plan: ExitPlan,
-  proof: PageProof,
+  proof: ExitProof,
   exchange: Hex | null,
   verifier: Hex | null,
 ): Promise<ChainView> {
@@ -103,10 +102,12 @@ export async function readChainView(
       return null;
     }
   };
-  const spot = isSpotProof(proof);
-  const key = BigInt((spot ? proof.stark_key : proof.public_key) ?? "0");
-  const id = BigInt(plan.id || "0");
-  const amount = BigInt(proof.withdrawal_amount ?? proof.collateral_balance ?? "0");
+  const spot = proof.format === "starkex-escape-spot/1";
+  const key = BigInt(spot ? proof.stark_key : proof.public_key);
+  const id = BigInt(spot ? proof.vault_id : proof.position_id);
+  const amount = BigInt(
+    spot ? proof.quantized_amount : (proof.withdrawal_amount ?? proof.collateral_balance),
+  );
   view.now = await latestTime().catch(() => null);
   view.frozen = await read<boolean>(exchange, "isFrozen");
   view.gracePeriodS = await read<bigint>(exchange, "FREEZE_GRACE_PERIOD");
@@ -119,7 +120,7 @@ export async function readChainView(
   const fact = spot ? proof.claim_hash : proof.fact_hash;
   if (fact) view.factValid = await read<boolean>(verifier, "isValid", [fact]);
   const assetType = spot
-    ? BigInt(proof.asset_id ?? "0")
+    ? BigInt(proof.asset_id)
     : proof.system_asset_type
       ? BigInt(proof.system_asset_type)
       : await read<bigint>(exchange, "getSystemAssetType");
@@ -127,7 +128,6 @@ export async function readChainView(
     view.withdrawable = await read<bigint>(exchange, "getWithdrawalBalance", [key, assetType]);
     view.asset = await assetUnits(read, exchange, assetType);
   }
-  view.status = stepStatus(plan, view);
   return view;
 }
 
@@ -140,7 +140,7 @@ async function assetUnits(
   if (quantum === null) return null;
   const info = await read<Hex>(exchange, "getAssetInfo", [assetType]);
   const kind = info ? (ASSET_KINDS[info.slice(0, 10).toLowerCase()] ?? null) : null;
-  if (kind === "ETH") return { kind, token: null, symbol: "ETH", decimals: 18, quantum };
+  if (kind === "eth") return { kind, token: null, symbol: "ETH", decimals: 18, quantum };
   const token = info && info.length >= 10 + 64 ? (("0x" + info.slice(10 + 24, 10 + 64)) as Hex) : null;
   const decimals = token ? await read<number>(token, "decimals") : null;
   const symbol = token ? await read<string>(token, "symbol") : null;
@@ -148,15 +148,15 @@ async function assetUnits(
 }
 
 /** Which steps are done, which one is next, and which must wait (the grace period). */
-export function stepStatus(plan: ExitPlan, v: ChainView): Partial<Record<StepName, StepStatus>> {
-  const done: Partial<Record<StepName, boolean>> = {};
+export function stepStatus(plan: ExitPlan, v: ChainView): Partial<Record<ExitStepName, StepStatus>> {
+  const done: Partial<Record<ExitStepName, boolean>> = {};
   done.register = v.ethKey !== null && v.ethKey !== ZERO_ADDRESS;
   done.request = v.frozen === true || (v.requestTime ?? 0n) > 0n;
   done.freeze = v.frozen === true;
   const escaped = v.withdrawable !== null && v.withdrawable > 0n;
   done.verify_escape = v.factValid === true || escaped;
   done.escape = escaped;
-  const status: Partial<Record<StepName, StepStatus>> = {};
+  const status: Partial<Record<ExitStepName, StepStatus>> = {};
   let nextFound = false;
   for (const s of plan.steps) {
     if (done[s.step]) {
@@ -168,6 +168,12 @@ export function stepStatus(plan: ExitPlan, v: ChainView): Partial<Record<StepNam
     } else status[s.step] = "later";
   }
   return status;
+}
+
+/** The asset as the exit plan takes it (getAssetInfo's kind, getQuantum's quantum). */
+export function exitAsset(a: AssetUnits | null): ExitAsset | undefined {
+  if (!a || !a.kind) return undefined;
+  return { kind: a.kind, quantum: a.quantum.toString(), ...(a.token ? { token: a.token } : {}) };
 }
 
 /** An amount in the asset's units: quantized × quantum, shown with the token's decimals. */

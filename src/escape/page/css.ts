@@ -1,5 +1,6 @@
 /** The escape page's style: one column, readable on a phone, long hex wrapped with a copy button. */
 export const PAGE_CSS = `*{box-sizing:border-box}
+[hidden]{display:none!important}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;background:#f6f7f9}
 main{max-width:52rem;margin:0 auto;padding:1rem}
 h1{font-size:1.5rem;margin:.5rem 0}

@@ -45,6 +45,7 @@ export const PAGE_HTML = `<!doctype html>
 <p id="root-check"></p>
 <h2 id="steps-title">Your way out, step by step</h2>
 <p id="steps-none" class="warning" hidden>There is nothing to withdraw here (an empty balance), so there is no transaction to send.</p>
+<ul id="plan-notes" class="muted"></ul>
 <ol id="steps"></ol>
 <div id="downloads" class="actions">
 <button type="button" id="download-proof">Download the proof file</button>

@@ -1,14 +1,16 @@
 import { decodeAbiParameters, keccak256, toHex, type Hex } from "viem";
-import { inUnits, rawInUnits, readChainView, type ChainView, type StepStatus } from "../chain-reads.js";
+import { exitPlan, type ExitPlan, type ExitProof, type ExitStep } from "../../exit/plan.js";
 import {
-  exitSteps,
-  isSpotProof,
-  safeBatch,
-  type ExitPlan,
-  type ExitStep,
-  type PageProof,
-} from "../exit-steps.js";
+  exitAsset,
+  inUnits,
+  rawInUnits,
+  readChainView,
+  stepStatus,
+  type ChainView,
+  type StepStatus,
+} from "../chain-reads.js";
 import { revertInWords } from "../revert.js";
+import { safeBatch } from "../safe-batch.js";
 import { $, clear, copyButton, download, hexValue, make } from "./dom.js";
 import { findSource, getJson, isKitManifest, kitSource, type Source } from "./source.js";
 import { findWallets, Wallet, type WalletInfo } from "./wallet.js";
@@ -19,6 +21,11 @@ import { findWallets, Wallet, type WalletInfo } from "./wallet.js";
  * from the wallet; the call data stays on the page for any other wallet, with the proof file and a
  * Safe Transaction Builder batch to download.
  */
+
+type PageProof = ExitProof;
+
+const SPOT = "starkex-escape-spot/1";
+const PERPETUAL = "starkex-escape-perpetual/1";
 
 interface PageState {
   source: Source | null;
@@ -186,65 +193,59 @@ async function refresh(): Promise<void> {
   renderWallet();
   if (!state.proof) return;
   const { exchange, verifier } = contracts();
-  state.plan = exitSteps(state.proof, { exchange, verifier }, expectedChain());
   state.view = null;
-  if (walletReady() && state.wallet && !state.plan.empty) {
+  if (walletReady() && state.wallet) {
     try {
       state.view = await readChainView(
         state.wallet.call,
         state.wallet.latestTime,
-        state.plan,
         state.proof,
         exchange,
         verifier,
       );
-      if (state.view.ethKey && /^0x0{40}$/.test(state.view.ethKey))
-        state.plan.steps.unshift({
-          step: "register",
-          contract: "exchange",
-          to: exchange,
-          function: "registerEthAddress(address,uint256,bytes)",
-          args: [],
-          data: null,
-          value: "0",
-          state: null,
-          note: "Needs your stark key's signature.",
-        });
-      if (state.plan.steps[0]?.step === "register") state.view.status.register = "next";
     } catch (e) {
       status(`Reading the exchange through the wallet failed: ${(e as Error).message}`, true);
     }
   }
+  const v = state.view;
+  const asset = exitAsset(v?.asset ?? null);
+  state.plan = exitPlan(state.proof, {
+    chainId: expectedChain(),
+    exchange,
+    verifier,
+    frozenBatchId: state.source?.frozenBatchId ?? null,
+    ...(v?.ethKey ? { ethKey: v.ethKey } : {}),
+    ...(asset ? { asset } : {}),
+  });
+  if (v) v.status = stepStatus(state.plan, v);
   renderProof();
 }
 
-function batchWarning(proof: PageProof, spot: boolean): string | null {
-  const src = state.source;
+function batchWarning(proof: PageProof, plan: ExitPlan): string | null {
   const v = state.view;
-  const root = spot ? proof.vault_root : proof.position_root;
-  if (spot && v?.frozen && v.vaultRoot !== null && root && BigInt(root) !== v.vaultRoot)
+  if (proof.format === SPOT && v?.frozen && v.vaultRoot !== null && BigInt(proof.vault_root) !== v.vaultRoot)
     return `This proof is for batch ${proof.batch_id ?? "?"}, not the state the exchange froze at: its root differs from the exchange's frozen vault root, so verifyEscape or escape with it will fail. Use the proof of the frozen batch.`;
-  if (src?.frozenBatchId != null && proof.batch_id !== undefined && proof.batch_id !== src.frozenBatchId)
-    return `This proof is for batch ${proof.batch_id}, not the frozen batch ${src.frozenBatchId}: an escape with it will fail.`;
+  if (plan.at_frozen_batch === false)
+    return `This proof is for batch ${plan.batch_id ?? "?"}, not the frozen batch ${plan.frozen_batch_id}: an escape with it will fail.`;
   return null;
 }
 
 function renderProof(): void {
   const proof = state.proof!;
   const plan = state.plan!;
-  const spot = isSpotProof(proof);
+  const spot = proof.format === SPOT;
   const v = state.view;
   $("result").hidden = false;
   $("leaf-title").textContent = `${spot ? "Vault" : "Position"} ${plan.id}${plan.empty ? " (empty)" : ""}`;
-  const warning = batchWarning(proof, spot);
+  const warning = batchWarning(proof, plan);
   const warn = $("batch-warning");
   warn.hidden = warning === null;
   warn.textContent = warning ?? "";
   const dl = clear($("leaf"));
-  if (spot) {
-    row(dl, "Stark key", proof.stark_key!, true);
-    row(dl, "Asset id", proof.asset_id!, true);
-    const q = BigInt(proof.quantized_amount ?? "0");
+  if (proof.format === SPOT) {
+    row(dl, "Stark key", proof.stark_key, true);
+    row(dl, "Asset id", proof.asset_id, true);
+    const q = BigInt(proof.quantized_amount);
     row(
       dl,
       "Balance",
@@ -253,11 +254,9 @@ function renderProof(): void {
         : `${q} (quantized: connect a wallet to see it in the asset's units)`,
     );
   } else {
-    row(dl, "Public key", proof.public_key!, true);
+    row(dl, "Public key", proof.public_key, true);
     row(dl, "Collateral balance", `${proof.collateral_balance} (quantized)`);
-    (
-      proof as { assets?: { asset_id: string; balance: string; cached_funding_index: string }[] }
-    ).assets?.forEach((a, i) => {
+    proof.assets.forEach((a, i) => {
       const box = make("span", undefined, "asset");
       box.appendChild(hexValue(a.asset_id));
       box.appendChild(make("span", `balance ${a.balance}, funding index ${a.cached_funding_index}`));
@@ -291,7 +290,7 @@ function renderProof(): void {
 
 function renderRootCheck(proof: PageProof, spot: boolean): void {
   const check = clear($("root-check"));
-  const root = (spot ? proof.vault_root : proof.position_root) ?? "";
+  const root = proof.format === SPOT ? proof.vault_root : proof.position_root;
   check.appendChild(document.createTextNode("The proof's root: "));
   check.appendChild(hexValue(root));
   const src = state.source;
@@ -318,10 +317,16 @@ const BADGES: Record<StepStatus, string> = { done: "Done", next: "Next", waiting
 
 function renderSteps(plan: ExitPlan, spot: boolean): void {
   const ol = clear($("steps"));
-  $("steps-none").hidden = !plan.empty;
-  $("steps-title").hidden = plan.empty;
-  $("downloads").hidden = plan.empty;
-  if (plan.empty) return;
+  const none = plan.steps.length === 0;
+  $("steps-none").hidden = !none;
+  $("steps-none").textContent =
+    plan.message ?? "There is nothing to withdraw here, so there is no transaction to send.";
+  $("steps-title").hidden = none;
+  $("downloads").hidden = none;
+  const notes = clear($("plan-notes"));
+  // The plan's notes on unknown addresses are for developers: the page asks for them above.
+  for (const n of plan.notes) if (!n.includes("`to`")) notes.appendChild(make("li", n));
+  if (none) return;
   const v = state.view;
   for (const step of plan.steps) {
     const st: StepStatus | undefined = v?.status[step.step];
@@ -336,6 +341,15 @@ function renderSteps(plan: ExitPlan, spot: boolean): void {
     if (st === "waiting" && v?.freezeAt)
       li.appendChild(make("p", `Possible from ${date(v.freezeAt)}.`, "note"));
     if (step.note) li.appendChild(make("p", step.note, "muted"));
+    li.appendChild(
+      make(
+        "p",
+        step.sender === "owner"
+          ? "Sent from: the Ethereum address registered to your key."
+          : "Sent from: any Ethereum address (it pays the gas).",
+        "muted",
+      ),
+    );
     const to = make("p", undefined, "to");
     to.appendChild(
       document.createTextNode(`${step.contract === "verifier" ? "Escape verifier" : "Exchange"}: `),
@@ -417,10 +431,11 @@ async function sendStep(step: ExitStep): Promise<void> {
 
 function showProof(json: unknown): void {
   const p = json as PageProof;
-  try {
-    isSpotProof(p);
-  } catch (e) {
-    status((e as Error).message, true);
+  if (p?.format !== SPOT && p?.format !== PERPETUAL) {
+    status(
+      "This file is not an escape proof (a vault's or position's proof from the kit or dacd proof --format starkex).",
+      true,
+    );
     return;
   }
   state.proof = p;
@@ -565,10 +580,7 @@ function downloadProof(): void {
 function downloadSafe(): void {
   const p = state.plan;
   if (p)
-    download(
-      `${p.object}-${p.id}-safe-batch.json`,
-      JSON.stringify(safeBatch(p, expectedChain(), Date.now()), null, 2) + "\n",
-    );
+    download(`${p.object}-${p.id}-safe-batch.json`, JSON.stringify(safeBatch(p, Date.now()), null, 2) + "\n");
 }
 
 document.addEventListener("DOMContentLoaded", () => {

@@ -1,4 +1,7 @@
-import type { ExitContracts } from "../exit-steps.js";
+export interface ExitContracts {
+  readonly exchange?: string | null;
+  readonly verifier?: string | null;
+}
 
 /**
  * Where the page's proofs come from, found by relative probes: a `manifest.json` beside the page is
@@ -69,6 +72,8 @@ export function isKitManifest(json: unknown): json is KitManifestFields {
 }
 
 export async function findSource(): Promise<Source> {
+  // From disk the browser fetches nothing beside the page: the user opens their files instead.
+  if (location.protocol === "file:") throw new Error("opened from disk");
   const m = await getJson("manifest.json");
   if (m.status === 200 && isKitManifest(m.json)) return kitSource(m.json, true);
   const a = await getJson("v1/escape/info");
