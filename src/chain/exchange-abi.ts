@@ -13,6 +13,11 @@ export const EXCHANGE_ABI = parseAbi([
   "function isFrozen() view returns (bool)",
   "function getLastBatchId() view returns (uint256)",
   "function getSequenceNumber() view returns (uint256)",
+  // StarkEx from v4.5 (and perpetual): the validium vault tree's root and height.
+  "function getValidiumVaultRoot() view returns (uint256)",
+  "function getValidiumTreeHeight() view returns (uint256)",
+  "function getRollupVaultRoot() view returns (uint256)",
+  // StarkEx v4.0's names of the same.
   "function getVaultRoot() view returns (uint256)",
   "function getVaultTreeHeight() view returns (uint256)",
   "function getOrderRoot() view returns (uint256)",

@@ -385,7 +385,7 @@ export class ChainWatch {
 
   /** The contract's roots after block `block` (perpetual updates do not log them). */
   private async viewRoots(block: bigint): Promise<{ vault: bigint; order: bigint } | undefined> {
-    const read = (functionName: "getVaultRoot" | "getOrderRoot"): Promise<bigint> =>
+    const read = (functionName: "getValidiumVaultRoot" | "getOrderRoot"): Promise<bigint> =>
       this.client.readContract({
         address: this.address,
         abi: EXCHANGE_ABI,
@@ -393,7 +393,7 @@ export class ChainWatch {
         blockNumber: block,
       });
     try {
-      const [vault, order] = await Promise.all([read("getVaultRoot"), read("getOrderRoot")]);
+      const [vault, order] = await Promise.all([read("getValidiumVaultRoot"), read("getOrderRoot")]);
       return { vault, order };
     } catch (err) {
       // A node without the state of old blocks: the update is recorded without roots.

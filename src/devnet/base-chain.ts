@@ -5,7 +5,7 @@
 import type { Approvals } from "./approvals.js";
 import type { ChainView } from "./chain.js";
 import { startEthNode, type EthNode } from "./exchange/eth-node.js";
-import { DevnetExchange } from "./exchange/exchange.js";
+import { DevnetExchange, type ExchangeDeployOptions } from "./exchange/exchange.js";
 import { Settlement } from "./exchange/settle.js";
 import { HttpError } from "./servers/http.js";
 import type { Profile } from "./shared.js";
@@ -31,10 +31,16 @@ export class LocalBaseChain {
     chain: ChainView,
     approvals: Approvals,
     profile: Profile,
+    deployOptions: ExchangeDeployOptions = {},
   ): Promise<LocalBaseChain> {
     const node = await startEthNode({ port });
     try {
-      const exchange = await DevnetExchange.deploy(node.url, profile.name, profile.main.height);
+      const exchange = await DevnetExchange.deploy(
+        node.url,
+        profile.name,
+        profile.main.height,
+        deployOptions,
+      );
       const settlement = new Settlement(chain, approvals, exchange, profile.main.name, () => undefined);
       settlement.start();
       return new LocalBaseChain(node, settlement);

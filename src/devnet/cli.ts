@@ -23,6 +23,7 @@ interface CliOptions {
   blockTxTypes?: string[];
   chain?: boolean;
   chainPort: number;
+  freezeGracePeriod: number;
 }
 
 const nonNegativeInt = (v: string): number => {
@@ -68,6 +69,7 @@ export function toDevnetOptions(o: CliOptions): DevnetOptions {
     blockedTxTypes: o.blockTxTypes,
     baseChain: o.chain === true,
     baseChainPort: o.chainPort,
+    freezeGracePeriodS: o.freezeGracePeriod,
   };
 }
 
@@ -125,6 +127,12 @@ export function registerDevnetCommand(program: Command): void {
       "with --chain: the node's JSON-RPC port (0 picks a free one)",
       nonNegativeInt,
       0,
+    )
+    .option(
+      "--freeze-grace-period <s>",
+      "with --chain: seconds from a forced request to the freeze it allows (the contract's FREEZE_GRACE_PERIOD)",
+      nonNegativeInt,
+      7 * 24 * 3600,
     )
     .action(async (o: CliOptions) => {
       const devnet = await startDevnet(toDevnetOptions(o));

@@ -81,6 +81,7 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
         chain,
         approvals,
         profile,
+        { freezeGracePeriodS: opts.freezeGracePeriodS },
       );
     const admin = adminHandlers({ faults, batcher, mainTree: profile.main.name, blockedTxTypes, freeze });
     servers = await listenGateways(opts, {

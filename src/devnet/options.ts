@@ -35,6 +35,11 @@ export interface DevnetOptions {
   readonly baseChain?: boolean | undefined;
   /** The local node's port (0 or absent picks a free one). */
   readonly baseChainPort?: number | undefined;
+  /**
+   * Seconds between a user's forced request and the freeze it allows (the contract's
+   * FREEZE_GRACE_PERIOD(); default StarkEx's 7 days; the node's time can be moved on).
+   */
+  readonly freezeGracePeriodS?: number | undefined;
 }
 
 export const DEFAULT_CONTRACT_ADDRESS = toChecksumAddress("0x5fbdb2315678afecb367f032d93f642f64180aa3");

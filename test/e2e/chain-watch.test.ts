@@ -168,7 +168,7 @@ describe("following the base chain", () => {
       await createPublicClient({ transport: http(node.url) }).readContract({
         address: exchange.address,
         abi: EXCHANGE_ABI,
-        functionName: "getVaultRoot",
+        functionName: "getValidiumVaultRoot",
       }),
     );
     const cfg = ["--config", setup.configPath];

@@ -50,9 +50,21 @@ describe("DevnetExchange", () => {
     expect(Object.keys(args)).toHaveLength(fields);
     expect(args.batchId).toBe(7n);
     expect(args.sequenceNumber).toBe(1n);
-    const read = (functionName: "getLastBatchId" | "getVaultRoot" | "getOrderRoot" | "getVaultTreeHeight") =>
-      client.readContract({ address: exchange.address, abi: EXCHANGE_ABI, functionName });
+    const read = (
+      functionName:
+        | "getLastBatchId"
+        | "getValidiumVaultRoot"
+        | "getValidiumTreeHeight"
+        | "getRollupVaultRoot"
+        | "getVaultRoot"
+        | "getOrderRoot"
+        | "getVaultTreeHeight",
+    ) => client.readContract({ address: exchange.address, abi: EXCHANGE_ABI, functionName });
     expect(await read("getLastBatchId")).toBe(7n);
+    // StarkEx's names from v4.5, and v4.0's for the same root and height.
+    expect(await read("getValidiumVaultRoot")).toBe(11n);
+    expect(await read("getValidiumTreeHeight")).toBe(31n);
+    expect(await read("getRollupVaultRoot")).toBe(12n);
     expect(await read("getVaultRoot")).toBe(11n);
     expect(await read("getOrderRoot")).toBe(13n);
     expect(await read("getVaultTreeHeight")).toBe(31n);
@@ -84,10 +96,11 @@ describe("DevnetExchange", () => {
         ),
       ),
     );
-    const read = (functionName: "getLastBatchId" | "getVaultRoot" | "getOrderRoot" | "getSystemAssetType") =>
-      client.readContract({ address: exchange.address, abi: EXCHANGE_ABI, functionName });
+    const read = (
+      functionName: "getLastBatchId" | "getValidiumVaultRoot" | "getOrderRoot" | "getSystemAssetType",
+    ) => client.readContract({ address: exchange.address, abi: EXCHANGE_ABI, functionName });
     expect(await read("getLastBatchId")).toBe(3n);
-    expect(await read("getVaultRoot")).toBe(0x77n);
+    expect(await read("getValidiumVaultRoot")).toBe(0x77n);
     expect(await read("getOrderRoot")).toBe(0x1234n);
     expect(await read("getSystemAssetType")).toBeGreaterThan(0n);
   });

@@ -10,6 +10,7 @@ import type { PerpetualEscape } from "../../src/escape/onchain/perpetual.js";
 import { kitPath } from "../../src/escape/kit/layout.js";
 import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
+import { submitToDevnet } from "../helpers/devnet-submit.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { freePort } from "../helpers/free-port.js";
 
@@ -59,22 +60,6 @@ function factOf(e: PerpetualEscape, amount: bigint): string {
   );
 }
 
-/** Submits one transaction to the devnet's gateway at the first free id. */
-async function submit(gateway: string, tx: unknown): Promise<void> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const txId = Number(await (await fetch(`${gateway}/get_first_unused_tx_id`)).text());
-    const res = await fetch(`${gateway}/add_transaction`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ tx_id: txId, tx }),
-    });
-    const body = await res.text();
-    if (res.status === 200) return;
-    if (res.status !== 409) throw new Error(`add_transaction: ${res.status} ${body}`);
-  }
-  throw new Error("add_transaction: no free tx id");
-}
-
 describe("a perpetual exchange frozen on the base chain", () => {
   it("gives each position its escape with the frozen shared state, daemon running and stopped", async () => {
     const dn = await startDevnet({
@@ -113,7 +98,7 @@ describe("a perpetual exchange frozen on the base chain", () => {
     });
 
     // A position with collateral and no asset, beside the traffic's positions 100..105.
-    await submit(dn.urls.gateway, {
+    await submitToDevnet(dn.urls.gateway, {
       type: "DEPOSIT",
       amount: "777000",
       position_id: "7",

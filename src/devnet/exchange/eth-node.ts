@@ -19,6 +19,9 @@ export interface EthNodeOptions {
   readonly chainId?: number;
 }
 
+/** The local node's block gas limit (mainnet's is 30M). */
+export const BLOCK_GAS_LIMIT = 100_000_000;
+
 /** The first account of Hardhat's public test mnemonic, funded at genesis: it deploys and owns the devnet's exchange. */
 export const DEV_ACCOUNT_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
@@ -56,7 +59,16 @@ export async function startEthNode(opts: EthNodeOptions = {}): Promise<EthNode> 
   // path it is given exists, and writes nothing there without forking). Two accounts: deriving
   // Hardhat's default twenty from the mnemonic takes seconds.
   const config = hh.resolveConfig(fileURLToPath(import.meta.url), {
-    networks: { hardhat: { chainId, accounts: { count: 2 }, loggingEnabled: false } },
+    networks: {
+      hardhat: {
+        chainId,
+        accounts: { count: 2 },
+        loggingEnabled: false,
+        // The escape verifiers hash a Merkle path with Pedersen in the EVM: several million gas a
+        // proof, more than mainnet's 30M block for a deep perpetual one.
+        blockGasLimit: BLOCK_GAS_LIMIT,
+      },
+    },
   });
   const provider = await hh.createProvider(config, "hardhat");
   const server = new hh.JsonRpcServer({ hostname: "127.0.0.1", port: opts.port ?? 0, provider });

@@ -1,21 +1,32 @@
 /**
- * The devnet's side of the exchange contract (contracts/DevnetExchange.sol): deploy it, commit a
- * batch's roots, freeze it. Each call waits for its transaction's receipt, so that what follows
- * sees the new state.
+ * The devnet's side of the exchange contract (contracts/DevnetExchange.sol): deploy it with its
+ * escape verifier and token, commit a batch's roots, freeze it. Each call waits for its
+ * transaction's receipt, so that what follows sees the new state.
  */
 import {
+  bytesToHex,
   createPublicClient,
   createWalletClient,
   defineChain,
   http,
+  parseEther,
+  type Abi,
   type Address,
   type Hex,
   type PublicClient,
   type WalletClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { DEVNET_EXCHANGE } from "./artifact.js";
+import {
+  DEVNET_EXCHANGE,
+  DEVNET_TOKEN,
+  PEDERSEN_TABLE,
+  PERPETUAL_ESCAPE_VERIFIER,
+  SPOT_ESCAPE_VERIFIER,
+} from "./artifact.js";
+import { assetInfo, devnetAssets, TOKEN_SUPPLY } from "./assets.js";
 import { DEV_ACCOUNT_KEY } from "./eth-node.js";
+import { pedersenTables } from "./pedersen-table.js";
 import { applicationData, programOutput } from "./program-output.js";
 
 /** Which root-update event the contract emits (the Flavor enum of the contract). */
@@ -29,6 +40,16 @@ export interface CommittedRoots {
   readonly order?: bigint;
 }
 
+/** StarkEx's grace period between a forced request and the freeze it allows: 7 days. */
+export const DEFAULT_FREEZE_GRACE_PERIOD_S = 7 * 24 * 3600;
+/** The ETH the devnet gives its exchange to pay ETH withdrawals with. */
+const EXCHANGE_ETH = parseEther("1000");
+
+export interface ExchangeDeployOptions {
+  /** Seconds between a forced request and the freeze it allows (default 7 days). */
+  readonly freezeGracePeriodS?: number | undefined;
+}
+
 export class DevnetExchange {
   private constructor(
     readonly address: Address,
@@ -36,21 +57,77 @@ export class DevnetExchange {
     readonly deployedAt: bigint | undefined,
     private readonly wallet: WalletClient,
     private readonly reader: PublicClient,
+    /** The escape verifier and the ERC-20 token (undefined for one found with `at`). */
+    readonly verifier?: Address,
+    readonly token?: Address,
   ) {}
 
-  /** Deploys a new exchange on the node at `rpcUrl`, owned by DEV_ACCOUNT_KEY's account. */
-  static async deploy(rpcUrl: string, flavor: Flavor, vaultTreeHeight: number): Promise<DevnetExchange> {
+  /**
+   * Deploys, owned by DEV_ACCOUNT_KEY's account, on the node at `rpcUrl`: the Pedersen tables, the
+   * flavor's escape verifier, the exchange, its ERC-20 token (all minted to the exchange), and
+   * registers the devnet's assets (assets.ts) and funds the exchange with ETH to pay them.
+   */
+  static async deploy(
+    rpcUrl: string,
+    flavor: Flavor,
+    vaultTreeHeight: number,
+    opts: ExchangeDeployOptions = {},
+  ): Promise<DevnetExchange> {
+    const grace = opts.freezeGracePeriodS ?? DEFAULT_FREEZE_GRACE_PERIOD_S;
+    if (!Number.isSafeInteger(grace) || grace < 0)
+      throw new RangeError("the freeze grace period must be a non-negative whole number of seconds");
     const { wallet, reader } = await clients(rpcUrl);
+    const deploy = async (
+      what: string,
+      abi: Abi,
+      bytecode: Hex,
+      args: readonly unknown[],
+    ): Promise<Address> => {
+      const hash = await wallet.deployContract({
+        abi,
+        bytecode,
+        args,
+        account: wallet.account!,
+        chain: wallet.chain,
+      } as never);
+      const receipt = await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+      if (!receipt.contractAddress) throw new Error(`deploying the ${what} failed (transaction ${hash})`);
+      return receipt.contractAddress;
+    };
+    const tables = pedersenTables();
+    const first = await deploy("Pedersen table", PEDERSEN_TABLE.abi, PEDERSEN_TABLE.bytecode, [
+      bytesToHex(tables.first),
+    ]);
+    const second = await deploy("Pedersen table", PEDERSEN_TABLE.abi, PEDERSEN_TABLE.bytecode, [
+      bytesToHex(tables.second),
+    ]);
+    const verifierArtifact = flavor === "perpetual" ? PERPETUAL_ESCAPE_VERIFIER : SPOT_ESCAPE_VERIFIER;
+    const verifier = await deploy("escape verifier", verifierArtifact.abi, verifierArtifact.bytecode, [
+      first,
+      second,
+    ]);
     const hash = await wallet.deployContract({
       abi: DEVNET_EXCHANGE.abi,
       bytecode: DEVNET_EXCHANGE.bytecode,
-      args: [FLAVORS[flavor], BigInt(vaultTreeHeight)],
+      args: [FLAVORS[flavor], BigInt(vaultTreeHeight), BigInt(grace), verifier],
       account: wallet.account!,
       chain: wallet.chain,
     });
     const receipt = await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 });
     if (!receipt.contractAddress) throw new Error(`deploying the exchange failed (transaction ${hash})`);
-    return new DevnetExchange(receipt.contractAddress, receipt.blockNumber, wallet, reader);
+    const address = receipt.contractAddress;
+    const token = await deploy("token", DEVNET_TOKEN.abi, DEVNET_TOKEN.bytecode, [address, TOKEN_SUPPLY]);
+    const exchange = new DevnetExchange(address, receipt.blockNumber, wallet, reader, verifier, token);
+    for (const asset of devnetAssets(flavor === "perpetual"))
+      await exchange.send("registerToken", [asset.assetType, assetInfo(asset, token), asset.quantum]);
+    const funding = await wallet.sendTransaction({
+      to: address,
+      value: EXCHANGE_ETH,
+      account: wallet.account!,
+      chain: wallet.chain,
+    });
+    await reader.waitForTransactionReceipt({ hash: funding, pollingInterval: 50 });
+    return exchange;
   }
 
   /** An exchange already deployed at `address` (e.g. by another process). */
@@ -99,8 +176,8 @@ export class DevnetExchange {
   }
 
   private async send(
-    functionName: "updateState" | "freeze",
-    args: readonly (bigint | readonly bigint[])[],
+    functionName: "updateState" | "freeze" | "registerToken",
+    args: readonly (bigint | Hex | readonly bigint[])[],
   ): Promise<{ blockNumber: bigint; hash: Hex }> {
     const hash = await this.wallet.writeContract({
       address: this.address,
