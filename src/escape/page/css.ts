@@ -15,6 +15,7 @@ input{width:100%;min-width:0;font-size:1rem;padding:.55rem;border:1px solid #8c9
 .row input{flex:1}
 input[type=file]{font-family:inherit;border:0;padding:.25rem 0}
 button{font-size:1rem;padding:.55rem 1rem;border:0;border-radius:6px;background:#0b5cad;color:#fff;cursor:pointer}
+button.secondary{background:#24292f}
 button:disabled{background:#8c959f;cursor:not-allowed}
 button:focus,input:focus{outline:3px solid #f0b400;outline-offset:1px}
 #wallet button,#matches button{margin:.25rem .5rem .25rem 0}

@@ -44,6 +44,7 @@ export const PAGE_HTML = `<!doctype html>
 <h2>Is this the frozen state?</h2>
 <p id="root-check"></p>
 <h2 id="steps-title">Your way out, step by step</h2>
+<p><button type="button" id="recheck" class="secondary">Check again</button> <span class="muted">reads the exchange again (after a transaction, or once the waiting time has passed)</span></p>
 <p id="steps-none" class="warning" hidden>There is nothing to withdraw here (an empty balance), so there is no transaction to send.</p>
 <ul id="plan-notes" class="muted"></ul>
 <ol id="steps"></ol>

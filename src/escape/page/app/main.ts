@@ -36,6 +36,8 @@ interface PageState {
   view: ChainView | null;
   /** Per step: what its last transaction did, in words. */
   tx: Record<string, { text: string; cls: string; hash?: string }>;
+  /** The id last fetched, fetched again by "Check again" (the source's latest batch may have moved). */
+  lastId: string | null;
 }
 
 const state: PageState = {
@@ -46,6 +48,7 @@ const state: PageState = {
   wallet: null,
   view: null,
   tx: {},
+  lastId: null,
 };
 
 const TITLES: Record<string, string> = {
@@ -286,6 +289,7 @@ function renderProof(): void {
   }
   renderRootCheck(proof, spot);
   renderSteps(plan, spot);
+  document.body.dataset.shown = `${plan.object}-${plan.id}-${v ? "chain" : "plain"}`;
 }
 
 function renderRootCheck(proof: PageProof, spot: boolean): void {
@@ -368,10 +372,15 @@ function renderSteps(plan: ExitPlan, spot: boolean): void {
       const actions = make("div", undefined, "actions");
       actions.appendChild(copyButton(() => area.value, "Copy call data", area));
       if (state.wallet && step.to) {
-        const send = make("button", `Send with ${state.wallet.info.name}`, "send");
+        const send = make(
+          "button",
+          st === "done" ? "Send again" : `Send with ${state.wallet.info.name}`,
+          "send",
+        );
         send.type = "button";
         send.dataset.send = step.step;
-        send.disabled = !walletReady() || st === "done" || st === "waiting";
+        // A done step may be sent again: the check before sending shows why it would fail.
+        send.disabled = !walletReady() || st === "waiting";
         send.addEventListener("click", () => void sendStep(step));
         actions.appendChild(send);
       }
@@ -438,8 +447,10 @@ function showProof(json: unknown): void {
     );
     return;
   }
+  const same =
+    state.proof?.format === p.format && state.plan?.id === (p.format === SPOT ? p.vault_id : p.position_id);
   state.proof = p;
-  state.tx = {};
+  if (!same) state.tx = {};
   status("");
   void refresh();
 }
@@ -451,6 +462,7 @@ async function lookupId(id: string): Promise<void> {
     return;
   }
   status(`Fetching the proof of ${src.tree} ${id}…`);
+  state.lastId = id;
   const r = await getJson(src.proofUrl(id));
   if (r.status === 200 && r.json) return showProof(r.json);
   if (r.status === 404 && src.mode === "kit")
@@ -588,6 +600,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("proof-file").addEventListener("change", () => void openFiles());
   $("download-proof").addEventListener("click", downloadProof);
   $("download-safe").addEventListener("click", downloadSafe);
+  $("recheck").addEventListener("click", () => {
+    if (state.lastId && state.source?.proofUrl) void lookupId(state.lastId);
+    else void refresh();
+  });
   for (const id of ["exchange", "verifier", "chain-id"])
     $(id).addEventListener("change", () => {
       contractsNote();
