@@ -27,7 +27,8 @@ export interface Source {
 }
 
 export async function getJson(url: string): Promise<{ status: number; json: unknown }> {
-  const res = await fetch(url, { headers: { accept: "application/json" } });
+  // Revalidated each time: "Check again" must see the latest batch (the API lets it be cached 5 s).
+  const res = await fetch(url, { headers: { accept: "application/json" }, cache: "no-cache" });
   const body = await res.text();
   try {
     return { status: res.status, json: JSON.parse(body) as unknown };
