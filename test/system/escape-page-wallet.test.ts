@@ -197,13 +197,23 @@ async function stepStatus(page: Page, step: string, status: string): Promise<voi
   await page.waitForSelector(`li[data-step="${step}"][data-status="${status}"]`, { timeout: 30_000 });
 }
 
+const gasTable: { object: string; step: string; gas: number }[] = [];
+afterAll(() => {
+  console.log("gas of each step sent from the escape page (from the page's receipts):");
+  console.table(gasTable);
+});
+
 /** Sends a step from its button and waits for the page to say how it went. */
 async function sendStep(page: Page, step: string): Promise<string> {
   await page.click(`button[data-send="${step}"]`);
   const out = await page.waitForSelector(`[data-tx="${step}"].ok, [data-tx="${step}"].bad`, {
     timeout: 60_000,
   });
-  return (await out.textContent()) ?? "";
+  const text = (await out.textContent()) ?? "";
+  const gas = /gas used (\d+)/.exec(text);
+  const object = ((await page.textContent("#leaf-title")) ?? "").split(" ")[0]!;
+  if (gas) gasTable.push({ object, step, gas: Number(gas[1]) });
+  return text;
 }
 
 async function shoot(pages: Page[], name: string): Promise<void> {
