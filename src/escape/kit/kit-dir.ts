@@ -14,10 +14,10 @@ const TMP_MARK = ".kit-tmp-";
 
 /**
  * Refuses an `out` that is a symbolic link (rename(2) would fail on it only once the kit is
- * built), a file, or a directory that is not empty; clears temporary directories left by dead
- * writers; returns the new temporary directory.
+ * built), a file, or a directory that is not empty: called by the command before the walk, and
+ * again when the kit's directory is made.
  */
-export async function openKitDir(out: string): Promise<string> {
+export async function checkKitOut(out: string): Promise<void> {
   const link = await lstat(out).catch((err: NodeJS.ErrnoException) => {
     if (err.code === "ENOENT") return undefined;
     throw new DacdError("BAD_INPUT", `--out ${out}: ${err.message}`);
@@ -30,6 +30,11 @@ export async function openKitDir(out: string): Promise<string> {
   if (link && !link.isDirectory()) throw new DacdError("BAD_INPUT", `${out} is a file, not a directory`);
   if (link && (await readdir(out)).length > 0)
     throw new DacdError("BAD_INPUT", `the output directory ${out} is not empty`);
+}
+
+/** Checks `out` (checkKitOut), clears temporary directories left by dead writers, makes a new one. */
+export async function openKitDir(out: string): Promise<string> {
+  await checkKitOut(out);
   const parent = dirname(out);
   await mkdir(parent, { recursive: true });
   const prefix = `.${basename(out)}${TMP_MARK}`;
