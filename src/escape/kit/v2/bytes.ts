@@ -46,10 +46,13 @@ export class ByteWriter {
   /** A non-negative integer below 2^256: its byte count, then its bytes, big-endian, no leading zero. */
   big(v: bigint): void {
     if (v < 0n || v >> 256n !== 0n) throw new RangeError(`${v} is not a 256-bit value`);
-    const out: number[] = [];
-    for (let x = v; x > 0n; x >>= 8n) out.push(Number(x & 0xffn));
-    this.u8(out.length);
-    this.bytes(Uint8Array.from(out.reverse()));
+    if (v === 0n) return this.u8(0);
+    let hex = v.toString(16);
+    if (hex.length & 1) hex = "0" + hex;
+    const n = hex.length >> 1;
+    this.room(n + 1);
+    this.buf[this.length++] = n;
+    for (let i = 0; i < n; i++) this.buf[this.length++] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
   }
 
   /** A non-negative integer of any size, LEB128. */
