@@ -170,7 +170,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium", (
     async () => {
       const work = await tempDir("dacd-escape-page-");
       const kit = join(work, "kit");
-      const made = await dacdAsync(["escape-kit", "--config", m.configPath, "--out", kit]);
+      const made = await dacdAsync(["escape-kit", "--format", "1", "--config", m.configPath, "--out", kit]);
       expect(made.err).toBe("");
       expect(made.code).toBe(0);
       const manifest = JSON.parse(await readFile(join(kit, "manifest.json"), "utf8")) as {
@@ -221,7 +221,7 @@ describe("the escape kit of a perpetual member, beside the running daemon", () =
     const p = await signingMember("perpetual-chain", "");
     const work = await tempDir("dacd-escape-kit-perp-");
     const kit = join(work, "kit");
-    const made = await dacdAsync(["escape-kit", "--config", p.configPath, "--out", kit]);
+    const made = await dacdAsync(["escape-kit", "--format", "1", "--config", p.configPath, "--out", kit]);
     expect(made.err).toBe("");
     expect(made.code).toBe(0);
     const manifest = JSON.parse(await readFile(join(kit, "manifest.json"), "utf8")) as {
