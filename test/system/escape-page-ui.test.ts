@@ -10,6 +10,7 @@ import { kitPath } from "../../src/escape/kit/layout.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { CHROMIUM, DESKTOP, launchChromium, PHONE, signingMember } from "../helpers/escape-page.js";
 import { freePort } from "../helpers/free-port.js";
+import { NGINX, startNginx } from "../helpers/nginx.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 /**
@@ -205,10 +206,10 @@ describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium, de
     }
   }, 120_000);
 
-  it("a kit opened from disk (file://): the user opens their proof file and the manifest", async () => {
+  it("a kit (format 1) opened from disk (file://): the user opens their proof file and the manifest", async () => {
     const work = await tempDir("dacd-escape-page-file-");
     const kit = join(work, "kit");
-    const made = await dacdAsync(["escape-kit", "--config", spotConfig, "--out", kit]);
+    const made = await dacdAsync(["escape-kit", "--format", "1", "--config", spotConfig, "--out", kit]);
     expect(made.code).toBe(0);
     const { id, proof } = await firstVault();
     const { page, problems } = await openPage(phone, pathToFileURL(join(kit, "index.html")).href);
@@ -229,6 +230,71 @@ describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium, de
     expect(problems).toEqual([]);
     await page.close();
   }, 120_000);
+
+  it("a kit (format 2) opened from disk: the user opens its folder, finds the vault by key, the reader checks it", async () => {
+    const work = await tempDir("dacd-escape-page-kit2-");
+    const kit = join(work, "kit");
+    const made = await dacdAsync(["escape-kit", "--config", spotConfig, "--out", kit, "--chain-id", "31337"]);
+    expect(made.code, made.err).toBe(0);
+    const { id, key, proof } = await firstVault();
+    const { page, problems } = await openPage(desktop, pathToFileURL(join(kit, "index.html")).href);
+    await page.waitForSelector('body[data-ready="none"]', { timeout: 20_000 });
+    await page.setInputFiles("#kit-folder", kit);
+    await page.waitForSelector('body[data-ready="folder"]', { timeout: 20_000 });
+    expect(await page.inputValue("#exchange")).toBe(EXCHANGE);
+    expect(await page.inputValue("#chain-id")).toBe("31337");
+    await find(page, key);
+    const which = await Promise.race([
+      page.waitForSelector("#result:not([hidden])").then(() => "result"),
+      page.waitForSelector("#matches button").then(() => "matches"),
+    ]);
+    if (which === "matches") await page.click(`#matches button:text("vault ${id}")`);
+    const got = await shown(page);
+    expect(await page.textContent("#leaf-title")).toBe(`Vault ${id}`);
+    const plan = exitPlan(proof, { exchange: EXCHANGE, verifier: VERIFIER, chainId: 31337 });
+    expect(got.calls).toEqual(
+      Object.fromEntries(plan.steps.filter((s) => s.data).map((s) => [s.step, s.data])),
+    );
+    await page.screenshot({ path: join(ARTIFACTS, "escape-page-kit2-folder-desktop.png"), fullPage: true });
+    // An id the kit does not hold: said so, no transaction.
+    await find(page, "999999");
+    await page.waitForSelector("#status.error");
+    expect(await page.textContent("#status")).toMatch(/no vault 999999 in this kit/);
+    expect(await page.isVisible("#result")).toBe(false);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it.skipIf(!NGINX)(
+    "a kit (format 2) served by nginx: found by stark key, read and checked in the page",
+    async () => {
+      const work = await tempDir("dacd-escape-page-kit2-http-");
+      const kit = join(work, "kit");
+      const made = await dacdAsync(["escape-kit", "--config", spotConfig, "--out", kit]);
+      expect(made.code, made.err).toBe(0);
+      const server = await startNginx(kit, join(work, "nginx"));
+      cleanups.push(server.stop);
+      const { id, key, proof } = await firstVault();
+      const { page, problems } = await openPage(phone, `${server.url}/`);
+      await page.waitForSelector('body[data-ready="kit"]', { timeout: 20_000 });
+      await find(page, key);
+      const which = await Promise.race([
+        page.waitForSelector("#result:not([hidden])").then(() => "result"),
+        page.waitForSelector("#matches button").then(() => "matches"),
+      ]);
+      if (which === "matches") await page.click(`#matches button:text("vault ${id}")`);
+      const got = await shown(page);
+      const plan = exitPlan(proof, { exchange: EXCHANGE, verifier: VERIFIER });
+      expect(got.calls).toEqual(
+        Object.fromEntries(plan.steps.filter((s) => s.data).map((s) => [s.step, s.data])),
+      );
+      expect(await overflow(page)).toBe(0);
+      await page.screenshot({ path: join(ARTIFACTS, "escape-page-kit2-http-phone.png"), fullPage: true });
+      expect(problems).toEqual([]);
+      await page.close();
+    },
+    120_000,
+  );
 });
 if (!existsSync(CHROMIUM))
   it("the escape page: skipped, Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)", () =>

@@ -21,8 +21,11 @@ export const PAGE_HTML = `<!doctype html>
 </div>
 </form>
 <details id="open-file" class="panel">
-<summary>Have a proof file? Open it</summary>
-<p class="muted">A proof file (and the kit's manifest.json, for the contract addresses) from your disk: nothing is uploaded.</p>
+<summary>Have the kit or a proof file on your disk? Open it</summary>
+<p class="muted">Nothing is uploaded: the page reads the files in your browser.</p>
+<label for="kit-folder">The escape kit's folder (the one with manifest.json)</label>
+<input id="kit-folder" type="file" webkitdirectory multiple>
+<label for="proof-file">Or your proof file (and the kit's manifest.json, for the contracts)</label>
 <input id="proof-file" type="file" accept=".json,application/json" multiple>
 </details>
 <details id="contracts" class="panel">

@@ -10,7 +10,7 @@ import type { HashEngine } from "../../../verifier/hash/engine.js";
 import { decodeLeafRecord } from "../../../verifier/trees/format/leaves.js";
 import { emptyRoots } from "../../../verifier/trees/update/compute-roots.js";
 import { pedersen } from "../../onchain/path.js";
-import { PAGE_FILES } from "../../page/assets.js";
+import { PAGE_FILE_NAMES, pageFile } from "../../page/assets.js";
 import { openKitDir, placeKit } from "../kit-dir.js";
 import type { PathSource } from "../source.js";
 import { bitLength } from "./bytes.js";
@@ -190,7 +190,7 @@ export async function buildKit2(
     await close();
     await Promise.all(inFlight);
     const indexFiles = await writeIndex(tmp, index.subarray(0, entries * INDEX_ENTRY_BYTES));
-    for (const [name, file] of Object.entries(PAGE_FILES)) await writeFile(join(tmp, name), file.body);
+    for (const name of PAGE_FILE_NAMES) await writeFile(join(tmp, name), pageFile(name).body);
     const shared = head.shared_state;
     const manifest: Kit2Manifest = {
       format: KIT2_FORMAT,

@@ -12,7 +12,7 @@ import {
 import { revertInWords } from "../revert.js";
 import { safeBatch } from "../safe-batch.js";
 import { $, clear, copyButton, download, hexValue, make } from "./dom.js";
-import { findSource, getJson, isKitManifest, kitSource, type Source } from "./source.js";
+import { findSource, folderBytes, isKitManifest, kit2Source, kitSource, type Source } from "./source.js";
 import { findWallets, Wallet, type WalletInfo } from "./wallet.js";
 
 /**
@@ -457,24 +457,15 @@ function showProof(json: unknown): void {
 
 async function lookupId(id: string): Promise<void> {
   const src = state.source;
-  if (!src?.proofUrl) {
-    status("This page cannot fetch proofs here: open your proof file below.", true);
+  if (!src?.fetchProof) {
+    status("This page cannot fetch proofs here: open the kit's folder or your proof file below.", true);
     return;
   }
   status(`Fetching the proof of ${src.tree} ${id}…`);
   state.lastId = id;
-  const r = await getJson(src.proofUrl(id));
-  if (r.status === 200 && r.json) return showProof(r.json);
-  if (r.status === 404 && src.mode === "kit")
-    status(
-      `There is no ${src.tree} ${id} in this kit: it holds only ${src.tree}s with something in them. Check the number, or find it by your stark key.`,
-      true,
-    );
-  else
-    status(
-      (r.json as { error?: string } | null)?.error ?? `The proof could not be fetched (status ${r.status}).`,
-      true,
-    );
+  const r = await src.fetchProof(id);
+  if (r.found) return showProof(r.proof);
+  status(r.message, true);
 }
 
 /** The stark key registered to an Ethereum address, from the exchange's LogUserRegistered events. */
@@ -558,6 +549,18 @@ async function openFiles(): Promise<void> {
   if (proof) showProof(proof);
 }
 
+/** The kit's folder, opened from disk: read (and checked) by the kit's reader as over HTTP. */
+async function openFolder(): Promise<void> {
+  const files = Array.from(($("kit-folder") as HTMLInputElement).files ?? []);
+  try {
+    useSource(await kit2Source(folderBytes(files), "file"));
+    status(`The kit is open: enter your ${state.source?.tree} id or stark key above.`);
+    document.body.setAttribute("data-ready", "folder");
+  } catch (e) {
+    status(`This folder is not an escape kit (format 2): ${(e as Error).message}`, true);
+  }
+}
+
 function useSource(src: Source): void {
   state.source = src;
   $("source").textContent = src.describe;
@@ -598,10 +601,11 @@ function downloadSafe(): void {
 document.addEventListener("DOMContentLoaded", () => {
   $("lookup").addEventListener("submit", (ev) => void lookup(ev));
   $("proof-file").addEventListener("change", () => void openFiles());
+  $("kit-folder").addEventListener("change", () => void openFolder());
   $("download-proof").addEventListener("click", downloadProof);
   $("download-safe").addEventListener("click", downloadSafe);
   $("recheck").addEventListener("click", () => {
-    if (state.lastId && state.source?.proofUrl) void lookupId(state.lastId);
+    if (state.lastId && state.source?.fetchProof) void lookupId(state.lastId);
     else void refresh();
   });
   for (const id of ["exchange", "verifier", "chain-id"])
@@ -621,8 +625,8 @@ document.addEventListener("DOMContentLoaded", () => {
     (e: Error) => {
       const fromDisk = location.protocol === "file:";
       $("source").textContent = fromDisk
-        ? "This page was opened from your disk, so it cannot read the kit's files by itself. Open your proof file below (in the kit's folder: vault/ or position/, then the last three digits of your id, then <your id>.json); add manifest.json to fill in the exchange's addresses."
-        : `${e.message}. Open your proof file below.`;
+        ? "This page was opened from your disk, so it cannot read the kit's files by itself: open the kit's folder below (or your proof file)."
+        : `${e.message}. Open the kit's folder or your proof file below.`;
       $("open-file").setAttribute("open", "");
       contractsNote();
       document.body.setAttribute("data-ready", "none");

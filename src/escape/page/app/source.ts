@@ -1,15 +1,22 @@
+import { KIT2_FORMAT } from "../../kit/v2/format.js";
+import { KitRefused, openKit, type EscapeKit, type FetchBytes } from "../../kit/v2/reader.js";
+
+/**
+ * Where the page's proofs come from, found by relative probes: a `manifest.json` beside the page is
+ * an escape kit (format 2: read and checked by the kit's reader; format 1: one JSON file per
+ * leaf), else `v1/escape/info` is a member's escape API. Opened from disk (`file://`) nothing can
+ * be fetched: the user opens the kit's folder (or their proof file) instead.
+ */
+
+export const KIT_FORMAT = "dacd-escape-kit/1";
+
 export interface ExitContracts {
   readonly exchange?: string | null;
   readonly verifier?: string | null;
 }
 
-/**
- * Where the page's proofs come from, found by relative probes: a `manifest.json` beside the page is
- * an escape kit (static files in the kit's layout), else `v1/escape/info` is a member's escape API.
- * Opened from disk (`file://`) neither can be fetched: the user opens their proof file instead.
- */
-
-export const KIT_FORMAT = "dacd-escape-kit/1";
+export type ProofAnswer =
+  { readonly found: true; readonly proof: unknown } | { readonly found: false; readonly message: string };
 
 export interface Source {
   mode: "kit" | "api" | "file";
@@ -21,7 +28,8 @@ export interface Source {
   /** The batch the exchange froze at, where the kit's maker knew it. */
   frozenBatchId: number | null;
   describe: string;
-  proofUrl: ((id: string) => string) | null;
+  /** The proof of a leaf, or why there is none; null where the source cannot fetch (from disk). */
+  fetchProof: ((id: string) => Promise<ProofAnswer>) | null;
   /** The ids of the vaults or positions of a stark key, where the source can tell. */
   findByKey: ((key: bigint) => Promise<string[]>) | null;
 }
@@ -47,36 +55,101 @@ interface KitManifestFields {
   batch_id?: number;
   root?: string;
   escape_contracts?: ExitContracts | null;
+  exchange?: string | null;
+  verifier?: string | null;
   chain_id?: number | null;
   frozen_batch_id?: number | null;
 }
 
-/** A kit's manifest as a source (also when the user opened manifest.json from disk). */
-export function kitSource(k: KitManifestFields, fetchable: boolean): Source {
-  const tree = k.tree ?? null;
+export function isKitManifest(json: unknown): json is KitManifestFields {
+  const f = (json as KitManifestFields | null)?.format;
+  return f === KIT_FORMAT || f === KIT2_FORMAT;
+}
+
+function kitFields(k: KitManifestFields, mode: Source["mode"]): Omit<Source, "fetchProof" | "findByKey"> {
   return {
-    mode: fetchable ? "kit" : "file",
-    tree,
+    mode,
+    tree: k.tree ?? null,
     batchId: k.batch_id ?? null,
     root: k.root ?? null,
-    contracts: k.escape_contracts ?? {},
+    contracts: k.escape_contracts ?? { exchange: k.exchange ?? null, verifier: k.verifier ?? null },
     chainId: k.chain_id ?? null,
     frozenBatchId: k.frozen_batch_id ?? null,
-    describe: `Proofs for batch ${k.batch_id}, from a published escape kit.`,
-    proofUrl: fetchable && tree ? (id) => `${tree}/${shardOf(id)}/${id}.json` : null,
+    describe: `Proofs for batch ${k.batch_id}, from a published escape kit${mode === "file" ? " on your disk" : ""}.`,
+  };
+}
+
+/** A format-1 kit's manifest (also one the user opened from disk, with no way to fetch). */
+export function kitSource(k: KitManifestFields, fetchable: boolean): Source {
+  const tree = k.tree;
+  return {
+    ...kitFields(k, fetchable ? "kit" : "file"),
+    fetchProof:
+      fetchable && tree
+        ? async (id) => {
+            const r = await getJson(`${tree}/${shardOf(id)}/${id}.json`);
+            if (r.status === 200 && r.json) return { found: true, proof: r.json };
+            if (r.status === 404) return { found: false, message: notInKit(tree, id) };
+            return { found: false, message: `The proof could not be fetched (status ${r.status}).` };
+          }
+        : null,
     findByKey: null,
   };
 }
 
-export function isKitManifest(json: unknown): json is KitManifestFields {
-  return !!json && typeof json === "object" && (json as KitManifestFields).format === KIT_FORMAT;
+const notInKit = (tree: string, id: string) =>
+  `There is no ${tree} ${id} in this kit: it holds only ${tree}s with something in them. Check the number, or find it by your stark key.`;
+
+/** A format-2 kit, read through `fetchBytes` (over HTTP, or from the folder the user opened). */
+export async function kit2Source(fetchBytes: FetchBytes, mode: Source["mode"]): Promise<Source> {
+  const kit: EscapeKit = await openKit(fetchBytes);
+  const m = kit.manifest;
+  const tree = m.leaf;
+  return {
+    ...kitFields({ ...m, tree, format: m.format }, mode),
+    fetchProof: async (id) => {
+      try {
+        return { found: true, proof: await kit.proof(id) };
+      } catch (e) {
+        if (e instanceof KitRefused && e.reason === "not_found")
+          return { found: false, message: notInKit(tree, id) };
+        // A file that does not match the manifest, or a path that misses the root: refused, in words.
+        return { found: false, message: `The kit refused it: ${(e as Error).message}` };
+      }
+    },
+    findByKey: async (key) => (await kit.idsOfKey(key)).map((id) => id.toString()),
+  };
+}
+
+const httpBytes: FetchBytes = async (path) => {
+  const res = await fetch(path, { cache: "no-cache" });
+  if (!res.ok) throw new Error(`${path}: status ${res.status}`);
+  return new Uint8Array(await res.arrayBuffer());
+};
+
+/** A kit's folder the user opened (an input with webkitdirectory): its files by relative path. */
+export function folderBytes(files: readonly File[]): FetchBytes {
+  const byPath = new Map<string, File>();
+  for (const f of files) {
+    // "kit/shards/0.bin" -> "shards/0.bin": the path below the folder the user chose.
+    const rel = (f.webkitRelativePath || f.name).split("/").slice(1).join("/") || f.name;
+    byPath.set(rel, f);
+  }
+  return async (path) => {
+    const f = byPath.get(path);
+    if (!f) throw new Error(`${path} is not in the folder you opened`);
+    return new Uint8Array(await f.arrayBuffer());
+  };
 }
 
 export async function findSource(): Promise<Source> {
   // From disk the browser fetches nothing beside the page: the user opens their files instead.
   if (location.protocol === "file:") throw new Error("opened from disk");
   const m = await getJson("manifest.json");
-  if (m.status === 200 && isKitManifest(m.json)) return kitSource(m.json, true);
+  if (m.status === 200 && isKitManifest(m.json)) {
+    if (m.json.format === KIT2_FORMAT) return kit2Source(httpBytes, "kit");
+    return kitSource(m.json, true);
+  }
   const a = await getJson("v1/escape/info");
   if (a.status !== 200 || !a.json) throw new Error("no escape kit or escape API found beside this page");
   const i = a.json as {
@@ -96,7 +169,16 @@ export async function findSource(): Promise<Source> {
     chainId: i.chain_id ?? null,
     frozenBatchId: i.frozen_batch_id ?? null,
     describe: `Proofs for batch ${i.batch_id}, from a committee member's escape API.`,
-    proofUrl: (id) => `v1/escape/${i.tree}/${id}`,
+    fetchProof: async (id) => {
+      const r = await getJson(`v1/escape/${i.tree}/${id}`);
+      if (r.status === 200 && r.json) return { found: true, proof: r.json };
+      return {
+        found: false,
+        message:
+          (r.json as { error?: string } | null)?.error ??
+          `The proof could not be fetched (status ${r.status}).`,
+      };
+    },
     findByKey: (key) => idsOfKeyFromDump(i.tree, key),
   };
 }
