@@ -1,4 +1,4 @@
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
@@ -16,7 +16,8 @@ import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { submitToDevnet } from "../helpers/devnet-submit.js";
 import { CHROMIUM, DESKTOP, launchChromium, PHONE } from "../helpers/escape-page.js";
 import { freePort } from "../helpers/free-port.js";
-import { removeTempDirs } from "../helpers/temp-dir.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
+import { dacdAsync } from "../helpers/dacd-cli.js";
 
 /**
  * A user walks out of the devnet's frozen exchange from the escape page in headless Chromium, with
@@ -52,6 +53,7 @@ interface Setup {
   exchange: Address;
   verifier: Address;
   token: Address;
+  configPath: string;
 }
 
 async function start(variant: "G" | "P"): Promise<Setup> {
@@ -97,6 +99,7 @@ async function start(variant: "G" | "P"): Promise<Setup> {
     exchange: base.exchange.address,
     verifier: base.exchange.verifier!,
     token: base.exchange.token!,
+    configPath: setup.configPath,
   };
 }
 
@@ -235,38 +238,45 @@ describe.skipIf(!existsSync(CHROMIUM))("leaving the devnet's frozen exchange fro
     const starkKey = 0x5a11cen;
     const vault = "5";
     const asset = 0xa000n;
-    // Variant G's gateway takes transactions at /gateway/v2/add_transaction, from id 0.
-    const res = await fetch(`${s.devnet.urls.gateway}/gateway/v2/add_transaction`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        tx_id: 0,
-        tx: {
-          type: "DepositRequest",
-          amount: "3400",
-          core_key: `0x${starkKey.toString(16)}`,
-          token_id: `0x${asset.toString(16)}`,
-          vault_id: Number(vault),
+    // Variant G's gateway takes transactions at /gateway/v2/add_transaction, ids from 0.
+    const deposit = async (txId: number, amount: string, total: string): Promise<number> => {
+      const res = await fetch(`${s.devnet.urls.gateway}/gateway/v2/add_transaction`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          tx_id: txId,
+          tx: {
+            type: "DepositRequest",
+            amount,
+            core_key: `0x${starkKey.toString(16)}`,
+            token_id: `0x${asset.toString(16)}`,
+            vault_id: Number(vault),
+          },
+        }),
+      });
+      expect(res.status, await res.text()).toBe(200);
+      let settled = -1;
+      await waitFor(
+        async () => {
+          const onchain = s.daemon.chainWatch?.state?.last?.batch_id ?? -1;
+          if (onchain < 0 || (await s.daemon.store.getBatch(onchain)) === undefined) return false;
+          const e = (await makeOnchainProof(
+            s.daemon.store,
+            s.daemon.engine,
+            "vault",
+            vault,
+            onchain,
+          )) as SpotEscape;
+          settled = onchain;
+          return e.quantized_amount === total;
         },
-      }),
-    });
-    expect(res.status, await res.text()).toBe(200);
-    await waitFor(
-      async () => {
-        const onchain = s.daemon.chainWatch?.state?.last?.batch_id ?? -1;
-        if (onchain < 0 || (await s.daemon.store.getBatch(onchain)) === undefined) return false;
-        const e = (await makeOnchainProof(
-          s.daemon.store,
-          s.daemon.engine,
-          "vault",
-          vault,
-          onchain,
-        )) as SpotEscape;
-        return e.quantized_amount === "3400";
-      },
-      60_000,
-      "the deposit on-chain",
-    );
+        60_000,
+        `the deposit of ${amount} on-chain (the vault holding ${total})`,
+      );
+      return settled;
+    };
+    const early = await deposit(0, "1200", "1200");
+    await deposit(1, "2200", "3400");
     const reader = createPublicClient({ transport: http(s.rpc) });
     // Registration needs the stark key's signature, which the page cannot make: done beforehand.
     await rpc(s.rpc, "eth_sendTransaction", [
@@ -318,6 +328,29 @@ describe.skipIf(!existsSync(CHROMIUM))("leaving the devnet's frozen exchange fro
     await stepStatus(mirror, "verify_escape", "next");
     await shoot(pages, "3-frozen");
 
+    // The proof of the batch before the freeze, opened as a file: labelled, its escape would fail.
+    const old = await dacdAsync([
+      "proof",
+      "vault",
+      vault,
+      "--batch",
+      String(early),
+      "--format",
+      "starkex",
+      "--config",
+      s.configPath,
+    ]);
+    expect(old.code, old.err).toBe(0);
+    const oldFile = join(await tempDir("dacd-old-proof-"), "vault-5-old.json");
+    await writeFile(oldFile, old.out);
+    await page.setInputFiles("#proof-file", oldFile);
+    await page.waitForSelector("#batch-warning:not([hidden])");
+    expect(await page.textContent("#batch-warning")).toMatch(/not the state the exchange froze at/);
+    await shoot([page], "3b-old-batch");
+    await recheck([page]);
+    await page.waitForSelector("#batch-warning[hidden]", { state: "attached" });
+    await stepStatus(page, "verify_escape", "next");
+
     expect(await sendStep(page, "verify_escape")).toMatch(/^Done: /);
     await recheck([page]);
     await stepStatus(page, "escape", "next");
@@ -345,6 +378,9 @@ describe.skipIf(!existsSync(CHROMIUM))("leaving the devnet's frozen exchange fro
     expect(await sendStep(page, "withdraw")).toMatch(/^Done: /);
     expect((await balance()) - before).toBe(quantum * 3400n);
     await recheck(pages);
+    await stepStatus(page, "withdraw", "done");
+    await stepStatus(mirror, "withdraw", "done");
+    expect(await page.textContent("#where")).toMatch(/Every step is done/);
     await shoot(pages, "6-withdrawn");
     console.log(`the spot journey in Chromium took ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }, 300_000);

@@ -1,5 +1,6 @@
 import { decodeFunctionResult, encodeFunctionData, formatUnits, parseAbi, type Hex } from "viem";
 import type { ExitAsset, ExitPlan, ExitProof, ExitStepName } from "../exit/plan.js";
+import { revertInWords } from "./revert.js";
 
 /**
  * Where a user stands, read from the chain through any `eth_call` (the wallet's EIP-1193 provider
@@ -61,6 +62,8 @@ export interface ChainView {
   ethKey: Hex | null;
   vaultRoot: bigint | null;
   factValid: boolean | null;
+  /** The exchange refuses this escape as already used (an eth_call of it reverts ESCAPE_ALREADY_USED). */
+  escaped: boolean;
   withdrawable: bigint | null;
   asset: AssetUnits | null;
   status: Partial<Record<ExitStepName, StepStatus>>;
@@ -84,6 +87,7 @@ export async function readChainView(
     ethKey: null,
     vaultRoot: null,
     factValid: null,
+    escaped: false,
     withdrawable: null,
     asset: null,
     status: {},
@@ -119,6 +123,12 @@ export async function readChainView(
   if (spot) view.vaultRoot = await read<bigint>(exchange, "getValidiumVaultRoot");
   const fact = spot ? proof.claim_hash : proof.fact_hash;
   if (fact) view.factValid = await read<boolean>(verifier, "isValid", [fact]);
+  const escapeData = proof.calldata?.escape;
+  if (exchange && escapeData)
+    view.escaped = await call({ to: exchange, data: escapeData }).then(
+      () => false,
+      (e: unknown) => revertInWords(e).startsWith("ESCAPE_ALREADY_USED"),
+    );
   const assetType = spot
     ? BigInt(proof.asset_id)
     : proof.system_asset_type
@@ -153,9 +163,12 @@ export function stepStatus(plan: ExitPlan, v: ChainView): Partial<Record<ExitSte
   done.register = v.ethKey !== null && v.ethKey !== ZERO_ADDRESS;
   done.request = v.frozen === true || (v.requestTime ?? 0n) > 0n;
   done.freeze = v.frozen === true;
-  const escaped = v.withdrawable !== null && v.withdrawable > 0n;
+  const credited = v.withdrawable !== null && v.withdrawable > 0n;
+  const escaped = v.escaped || credited;
   done.verify_escape = v.factValid === true || escaped;
   done.escape = escaped;
+  // Escaped and nothing left to withdraw: paid out.
+  done.withdraw = v.escaped && v.withdrawable === 0n;
   const status: Partial<Record<ExitStepName, StepStatus>> = {};
   let nextFound = false;
   for (const s of plan.steps) {

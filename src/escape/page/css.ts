@@ -38,7 +38,7 @@ li.s-waiting{border-left-color:#bf8700}
 .badge{font-size:.8rem;font-weight:700;padding:.05rem .5rem;border-radius:1rem;background:#eaeef2}
 .b-done{background:#1a7f37;color:#fff}.b-next{background:#0b5cad;color:#fff}.b-waiting{background:#bf8700;color:#fff}
 .to{display:flex;flex-wrap:wrap;gap:.25rem .5rem;align-items:flex-start}
-.to .hexrow{flex:1 1 18rem}
+.to .hexrow{flex:0 1 auto}
 .fn{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.8rem;color:#57606a;overflow-wrap:anywhere}
 textarea{width:100%;height:5.5rem;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all;padding:.4rem;border:1px solid #8c959f;border-radius:6px;background:#fff}
 .actions{display:flex;flex-wrap:wrap;gap:.5rem;margin:.35rem 0}
@@ -46,6 +46,7 @@ textarea{width:100%;height:5.5rem;font:12px/1.4 ui-monospace,SFMono-Regular,Menl
 .tx{margin:.25rem 0 0;overflow-wrap:anywhere;font-size:.9rem}
 .tx:empty{display:none}
 .note{font-weight:600;color:#7d4e00}
+.where{background:#ddf4ff;border:1px solid #54aeff;border-radius:8px;padding:.5rem .75rem;font-weight:600}
 .warning{background:#fff8c5;border:1px solid #d4a72c;border-radius:8px;padding:.5rem .75rem}
 .ok{color:#116329;font-weight:600}
 .bad{color:#a40e26;font-weight:600}

@@ -42,6 +42,7 @@ export const PAGE_HTML = `<!doctype html>
 <div id="matches"></div>
 <section id="result" hidden>
 <h2 id="leaf-title">Your vault</h2>
+<p id="where" class="where" role="status" hidden></p>
 <p id="batch-warning" class="warning" hidden></p>
 <dl id="leaf"></dl>
 <h2>Is this the frozen state?</h2>

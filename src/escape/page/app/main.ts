@@ -117,9 +117,10 @@ function date(s: bigint): string {
 
 function duration(s: bigint): string {
   const d = Number(s);
-  if (d >= 86400) return `${+(d / 86400).toFixed(1)} days`;
-  if (d >= 3600) return `${+(d / 3600).toFixed(1)} hours`;
-  return `${d} seconds`;
+  const unit = (n: number, name: string) => `${+n.toFixed(1)} ${name}${+n.toFixed(1) === 1 ? "" : "s"}`;
+  if (d >= 86400) return unit(d / 86400, "day");
+  if (d >= 3600) return unit(d / 3600, "hour");
+  return unit(d, "second");
 }
 
 // ---------- wallet ----------
@@ -241,6 +242,14 @@ function renderProof(): void {
   $("result").hidden = false;
   $("leaf-title").textContent = `${spot ? "Vault" : "Position"} ${plan.id}${plan.empty ? " (empty)" : ""}`;
   const warning = batchWarning(proof, plan);
+  const next = plan.steps.find((s) => v?.status[s.step] === "next" || v?.status[s.step] === "waiting");
+  const allDone = v !== null && plan.steps.length > 0 && plan.steps.every((s) => v.status[s.step] === "done");
+  $("where").hidden = !next && !allDone;
+  $("where").textContent = allDone
+    ? "Every step is done: the balance has been paid to your Ethereum address."
+    : next
+      ? `Where you stand: step ${plan.steps.indexOf(next) + 1} of ${plan.steps.length}, ${TITLES[next.step]?.toLowerCase()}${v?.status[next.step] === "waiting" && v.freezeAt ? ` (possible from ${date(v.freezeAt)})` : ""}.`
+      : "";
   const warn = $("batch-warning");
   warn.hidden = warning === null;
   warn.textContent = warning ?? "";
