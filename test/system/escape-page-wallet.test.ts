@@ -226,6 +226,11 @@ async function shoot(pages: Page[], name: string): Promise<void> {
   }
 }
 
+/** One part of the page, small enough for the documentation. */
+async function part(page: Page, selector: string, name: string): Promise<void> {
+  await page.locator(selector).screenshot({ path: join(ARTIFACTS, `${name}.png`) });
+}
+
 async function recheck(pages: Page[]): Promise<void> {
   for (const p of pages) await p.click("#recheck");
 }
@@ -312,6 +317,7 @@ describe.skipIf(!existsSync(CHROMIUM))("leaving the devnet's frozen exchange fro
     await stepStatus(mirror, "freeze", "waiting");
     expect(await page.textContent('li[data-step="freeze"]')).toMatch(/Possible from/);
     await shoot(pages, "2-waiting");
+    await part(page, 'li[data-step="freeze"]', "docs-waiting");
 
     await rpc(s.rpc, "evm_increaseTime", [GRACE_S]);
     await rpc(s.rpc, "evm_mine", []);
@@ -365,6 +371,7 @@ describe.skipIf(!existsSync(CHROMIUM))("leaving the devnet's frozen exchange fro
       /ESCAPE_ALREADY_USED: this vault or position has already escaped/,
     );
     await shoot([page], "5-second-escape");
+    await part(page, 'li[data-step="escape"]', "docs-second-escape");
 
     const balance = () =>
       reader.readContract({ address: s.token, abi: ERC20_ABI, functionName: "balanceOf", args: [USER] });
@@ -382,6 +389,7 @@ describe.skipIf(!existsSync(CHROMIUM))("leaving the devnet's frozen exchange fro
     await stepStatus(mirror, "withdraw", "done");
     expect(await page.textContent("#where")).toMatch(/Every step is done/);
     await shoot(pages, "6-withdrawn");
+    await part(page, 'li[data-step="withdraw"]', "docs-withdrawn");
     console.log(`the spot journey in Chromium took ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }, 300_000);
 

@@ -7,21 +7,19 @@ import { decodeErrorResult, type Hex } from "viem";
 
 const MEANINGS: Record<string, string> = {
   ESCAPE_ALREADY_USED: "this vault or position has already escaped; its balance waits in withdraw",
+  ESCAPE_LACKS_PROOF:
+    "the escape verifier has no record of this proof: send verifyEscape first, with the proof of the frozen batch",
   FULL_WITHDRAWAL_UNREQUESTED: "no forced withdrawal request is pending for it: send the request first",
-  FORCED_WITHDRAWAL_UNREQUESTED: "no forced withdrawal request is pending for it: send the request first",
+  FORCED_ACTION_UNREQUESTED: "no forced withdrawal request is pending for it: send the request first",
   FULL_WITHDRAWAL_PENDING: "the grace period after the request has not ended yet",
-  FORCED_WITHDRAWAL_PENDING: "the grace period after the request has not ended yet",
   FORCED_ACTION_PENDING: "the grace period after the request has not ended yet",
+  REQUEST_ALREADY_PENDING: "a request for it is already pending: wait for the grace period to end",
   STATE_IS_FROZEN: "the exchange is already frozen: go on with verifyEscape and escape",
   STATE_NOT_FROZEN: "the exchange is not frozen yet: a freeze request must succeed first",
-  ESCAPE_NOT_VERIFIED: "verifyEscape has not been sent (or failed) for this proof",
-  ESCAPE_PROOF_NOT_REGISTERED: "verifyEscape has not been sent (or failed) for this proof",
-  INVALID_MERKLE_ROOT: "the proof's root is not the exchange's frozen root: it is for another batch",
-  INVALID_ROOT: "the proof's root is not the exchange's frozen root: it is for another batch",
   USER_UNREGISTERED: "the stark key has no Ethereum address registered on the exchange",
-  NOT_FROZEN: "the exchange is not frozen yet",
-  ONLY_KEY_OWNER: "only the Ethereum address registered to this key may send it",
   MISMATCHING_STARK_ETH_KEYS: "only the Ethereum address registered to this key may send it",
+  "Bad Merkle path":
+    "the proof does not hash to the root it names: the file is damaged or not a proof of this exchange",
 };
 
 /** The revert string in the error data (Error(string)), or null. */
