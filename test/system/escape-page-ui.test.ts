@@ -193,6 +193,9 @@ describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium, de
       await find(page, id);
       const got = await shown(page);
       expect(got.steps).toEqual(STEPS);
+      // No escape_contracts on this member: the page asks the user, never "ask the operator".
+      expect(await page.isVisible("#exchange")).toBe(true);
+      expect(await page.textContent("main")).not.toMatch(/ask the operator/i);
       const widths = await page.$$eval("#leaf dd", (els) => els.map((e) => e.getBoundingClientRect().width));
       const least = name === "desktop" ? 500 : 300;
       expect(Math.min(...widths)).toBeGreaterThan(least);

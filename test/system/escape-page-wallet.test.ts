@@ -390,6 +390,13 @@ describe.skipIf(!existsSync(CHROMIUM))("leaving the devnet's frozen exchange fro
     expect(await page.textContent("#where")).toMatch(/Every step is done/);
     await shoot(pages, "6-withdrawn");
     await part(page, 'li[data-step="withdraw"]', "docs-withdrawn");
+
+    // Found again by the Ethereum address: the exchange's registration, read through the wallet.
+    await page.fill("#leaf-id", USER);
+    await page.click("#lookup button[type=submit]");
+    await page.waitForFunction(() => document.querySelector("#status")?.textContent === "");
+    await stepStatus(page, "withdraw", "done");
+    expect(await page.textContent("#leaf-title")).toBe("Vault 5");
     console.log(`the spot journey in Chromium took ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }, 300_000);
 
