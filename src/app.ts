@@ -3,6 +3,7 @@ import { buildInfo } from "./build-info.js";
 import type { Config } from "./config/config.js";
 import { startEscapeApi, type EscapeApi } from "./api/escape-api.js";
 import { escapeRoutes } from "./control/escape-routes.js";
+import { exitSettings } from "./escape/exit/settings.js";
 import { startControlServer } from "./control/server.js";
 import { DacdError } from "./errors.js";
 import { showBatchOnchain, showLeaf, storeStatus } from "./inspect/inspect.js";
@@ -450,6 +451,7 @@ async function escapeApiFor(
     connectionsPerAddress: config.escapeApiConnectionsPerAddress,
     connectionRate: config.escapeApiConnectionRate,
     contracts: config.escapeContracts,
+    exit: exitSettings(config),
     observe: metrics.onEscapeApiRequest,
     observeRefused: metrics.onEscapeApiConnectionRefused,
   });

@@ -13,6 +13,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { LevelStore } from "../storage/level-store.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
+import type { ExitSettings } from "../escape/exit/settings.js";
 import { OPENAPI } from "./openapi.js";
 import { RateLimiter } from "./rate-limit.js";
 import { routeOf, type ApiRoute } from "./routes.js";
@@ -49,6 +50,8 @@ export interface EscapeApiOptions {
   readonly answerTimeoutMs?: number;
   /** The base chain's contracts, shown on the escape page (escape_contracts). */
   readonly contracts?: { readonly exchange: string; readonly verifier: string };
+  /** The exit plans' contracts and the base chain's RPC URL their state is read from (exitSettings of the configuration). */
+  readonly exit?: ExitSettings;
   /** Called once per request with its route, status and duration (metrics). */
   readonly observe?: (route: ApiRoute, status: number, seconds: number) => void;
   /** Called for each connection closed as it was accepted, with the limit it hit (metrics). */
@@ -73,7 +76,7 @@ const MAX_CONNECTIONS = 256;
 const DEFAULT_MAX_DUMPS = 2;
 const DEFAULT_ANSWER_TIMEOUT_MS = 10_000;
 /** Routes whose query may name a batch. */
-const BATCH_ROUTES: readonly ApiRoute[] = ["leaf", "proof", "escape", "dump"];
+const BATCH_ROUTES: readonly ApiRoute[] = ["leaf", "proof", "escape", "exit", "keys", "dump"];
 
 export async function startEscapeApi(opts: EscapeApiOptions): Promise<EscapeApi> {
   const handler = new RequestHandler(opts);
@@ -134,7 +137,7 @@ class RequestHandler {
     this.limiter = new RateLimiter(opts.rateLimit);
     this.slots = new AnswerSlots(opts.maxConcurrency, 4 * opts.maxConcurrency);
     this.dumps = new DumpStreams(opts.store, opts.engine, opts.maxDumps ?? DEFAULT_MAX_DUMPS);
-    this.source = { store: opts.store, engine: opts.engine, contracts: opts.contracts };
+    this.source = { store: opts.store, engine: opts.engine, contracts: opts.contracts, exit: opts.exit };
     this.answerTimeoutMs = opts.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
   }
 

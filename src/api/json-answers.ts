@@ -5,12 +5,16 @@ import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { withSnapshot } from "../storage/snapshot.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
+import type { ExitSettings } from "../escape/exit/settings.js";
 import { ApiError } from "./api-error.js";
 import { leafId, signedBatch, treeOf } from "./request-params.js";
 import type { ApiRoute } from "./routes.js";
 
 /** The routes answered with JSON computed from the store. */
-export type JsonRoute = Extract<ApiRoute, "batches_latest" | "leaf" | "proof" | "escape" | "escape_info">;
+export type JsonRoute = Extract<
+  ApiRoute,
+  "batches_latest" | "leaf" | "proof" | "escape" | "exit" | "keys" | "escape_info"
+>;
 
 export interface JsonAnswer {
   readonly body: unknown;
@@ -23,7 +27,12 @@ export interface AnswerSource {
   readonly engine: HashEngine;
   /** The base chain's contracts, shown on the escape page. */
   readonly contracts: { readonly exchange: string; readonly verifier: string } | undefined;
+  /** The exit plans' contracts and RPC URL. */
+  readonly exit?: ExitSettings;
 }
+
+/** Each base-chain read's time-out for an exit plan's state (within the answer's time-out). */
+const EXIT_RPC_TIMEOUT_MS = 4_000;
 
 /** The answer of `route` for the path segments `seg` ("", "v1", ...) at the batch asked for. */
 export function answerJson(
@@ -32,6 +41,8 @@ export function answerJson(
   seg: readonly string[],
   batchText: string | undefined,
 ): Promise<JsonAnswer> {
+  if (route === "exit") return exitAnswer(source, seg, batchText);
+  if (route === "keys") return keyAnswer(source, seg, batchText);
   return withSnapshot(source.store, async (view) => {
     const record = await signedBatch(view, batchText);
     if (route === "escape_info") return { body: await escapeInfo(view, record, source), batchGiven: false };
@@ -88,6 +99,56 @@ async function leafAnswer(
     return (await onchain()).makeOnchainProof(view, engine, spec.name, id, record.batch_id);
   return makeProof(view, engine, spec.name, id, record.batch_id);
 }
+
+/**
+ * A vault's or position's exit plan: from the snapshot, then (with an RPC URL and the exchange's
+ * address) the chain's state, read after the snapshot is released. With the chain read, the answer
+ * changes with the chain, so it is cached as the latest batch's is.
+ */
+async function exitAnswer(
+  source: AnswerSource,
+  seg: readonly string[],
+  batchText: string | undefined,
+): Promise<JsonAnswer> {
+  const settings = source.exit ?? {};
+  const { makeExitPlan } = await import("../escape/exit/from-store.js");
+  const plan = await withSnapshot(source.store, async (view) => {
+    const record = await signedBatch(view, batchText);
+    const spec = await treeOf(view, seg[3]!);
+    const id = leafId(seg[4]!, spec);
+    return makeExitPlan(view, source.engine, spec.name, id, record.batch_id, {
+      exchange: address(settings.exchange),
+      verifier: address(settings.verifier),
+    });
+  });
+  if (settings.rpcUrl === undefined || plan.exchange === null)
+    return { body: plan, batchGiven: batchText !== undefined };
+  const { withChainState } = await import("../chain/exit-reader.js");
+  return { body: await withChainState(plan, settings.rpcUrl, EXIT_RPC_TIMEOUT_MS), batchGiven: false };
+}
+
+/** A stark key's vaults or positions at the batch: a walk of the tree (by-key.ts). */
+async function keyAnswer(
+  source: AnswerSource,
+  seg: readonly string[],
+  batchText: string | undefined,
+): Promise<JsonAnswer> {
+  const { leavesOfKey, parseStarkKey } = await import("../escape/exit/by-key.js");
+  const body = await withSnapshot(source.store, async (view) => {
+    const record = await signedBatch(view, batchText);
+    let key: bigint;
+    try {
+      key = parseStarkKey(seg[4]!);
+    } catch (err) {
+      throw new ApiError(400, (err as Error).message, "starkKey");
+    }
+    return leavesOfKey(view, source.engine, key, record.batch_id);
+  });
+  return { body, batchGiven: batchText !== undefined };
+}
+
+const address = (a: string | undefined): `0x${string}` | null =>
+  a === undefined ? null : (a.toLowerCase() as `0x${string}`);
 
 /** The on-chain format's module, with the ABI encoder: loaded with the first escape asked for. */
 const onchain = (): Promise<typeof import("../escape/onchain/from-proof.js")> =>

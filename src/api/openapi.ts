@@ -59,6 +59,40 @@ const source = {
     description: "An empty leaf: the proof is valid, and there is nothing to withdraw",
   },
 };
+/** A proof at another batch than the frozen one, from a member whose base-chain watch saw the freeze, says so. */
+const frozenLabel = {
+  frozen_batch_id: {
+    type: "integer",
+    description: "The batch the exchange froze at, when the member saw the freeze",
+  },
+  at_frozen_batch: {
+    const: false,
+    description: "Present (false) only when this proof is not at the frozen batch: the verifier refuses it",
+  },
+  frozen_batch_note: {
+    type: "string",
+    description: "When not at the frozen batch: why the proof will not serve",
+  },
+};
+const nullable = (schema: Record<string, unknown>): Record<string, unknown> => ({
+  anyOf: [schema, { type: "null" }],
+});
+const address = { type: "string", pattern: "^0x[0-9a-fA-F]{40}$" };
+const exitPath = (what: "vault" | "position", height: string, variant: string): Record<string, unknown> => ({
+  get: {
+    summary: `The exit from the exchange for a ${what} (${variant}): each transaction, in order, with its call data`,
+    description:
+      "The steps register (only when the stark key has no Ethereum address on the exchange), request, freeze, " +
+      "verify_escape, escape and withdraw, with StarkWare's function signatures and argument order, and `data` where " +
+      "the committee's data are enough (null, with a note, where a value only the chain or the user holds is needed). " +
+      "An empty leaf has no steps and a `message`. With `base_chain_rpc_url` configured, each step has the chain's " +
+      "`state` and the answer a `chain` summary (isFrozen, FREEZE_GRACE_PERIOD, the pending request, getEthKey, the " +
+      "asset and its quantum, the withdrawal balance). Default batch: the frozen batch, else the latest signed.",
+    parameters: [escapeId(what, height), batch],
+    responses: escapeAnswer("ExitPlan", "The exit plan"),
+  },
+});
+
 const escapeAnswer = (schema: string, description: string): Record<string, unknown> => ({
   "200": {
     description,
@@ -192,6 +226,28 @@ export const OPENAPI = {
         responses: escapeAnswer("PerpetualEscape", "The on-chain proof (format starkex-escape-perpetual/1)"),
       },
     },
+    "/v1/escape/vault/{id}/exit": exitPath("vault", "2^31 (validium vaults)", "spot"),
+    "/v1/escape/position/{id}/exit": exitPath("position", "2^64", "perpetual"),
+    "/v1/escape/keys/{starkKey}": {
+      get: {
+        summary: "A stark key's vaults (spot) or positions (perpetual) at a batch, with their amounts",
+        description:
+          "For a user who knows their stark key and not their ids. There is no index by key: the member walks every " +
+          "non-empty leaf of the batch's tree, so the answer may take as long as a dump's walk (and time out on a " +
+          "large state). Default batch: the frozen batch, else the latest signed. At most 1000 ids (`truncated`).",
+        parameters: [
+          {
+            name: "starkKey",
+            in: "path",
+            required: true,
+            description: "The stark key: 0x and 1 to 64 hex digits",
+            schema: { type: "string", pattern: "^0x[0-9a-fA-F]{1,64}$" },
+          },
+          batch,
+        ],
+        responses: escapeAnswer("KeyLeaves", "The key's ids and amounts"),
+      },
+    },
     "/v1/dump/{tree}": {
       get: {
         summary: "Every non-empty leaf of a tree at a batch, in id order (the file of `dacd dump`), streamed",
@@ -306,6 +362,7 @@ export const OPENAPI = {
         properties: {
           format: { const: "starkex-escape-spot/1" },
           ...source,
+          ...frozenLabel,
           vault_id: unsigned,
           stark_key: hex,
           asset_id: hex,
@@ -350,6 +407,7 @@ export const OPENAPI = {
         properties: {
           format: { const: "starkex-escape-perpetual/1" },
           ...source,
+          ...frozenLabel,
           position_id: unsigned,
           public_key: hex,
           collateral_balance: signed,
@@ -403,6 +461,170 @@ export const OPENAPI = {
             type: "string",
             description: "Where verifyEscape's sharedState comes from (the base chain), and the steps",
           },
+        },
+      },
+      ExitPlan: {
+        type: "object",
+        required: [
+          "object",
+          "id",
+          "batch_id",
+          "chain_id",
+          "frozen_batch_id",
+          "at_frozen_batch",
+          "exchange",
+          "verifier",
+          "owner_key",
+          "quantized_amount",
+          "empty",
+          "fact",
+          "message",
+          "notes",
+          "steps",
+        ],
+        properties: {
+          object: { enum: ["vault", "position"] },
+          id: unsigned,
+          batch_id: nullable({ type: "integer" }),
+          chain_id: nullable({ type: "integer" }),
+          frozen_batch_id: nullable({ type: "integer" }),
+          at_frozen_batch: {
+            ...nullable({ type: "boolean" }),
+            description: "Whether the proof is at the frozen batch; null when the freeze is not known",
+          },
+          exchange: nullable(address),
+          verifier: nullable(address),
+          owner_key: { ...hex, description: "The stark key (the position's public key)" },
+          asset_id: { ...hex, description: "Spot: the vault's asset id" },
+          quantized_amount: {
+            ...signed,
+            description:
+              "Spot: the vault's balance; perpetual: what the verifier lets the position withdraw, or its collateral without the shared state",
+          },
+          empty: { type: "boolean" },
+          fact: nullable({ ...hex, description: "The fact verifyEscape registers and escape looks up" }),
+          message: nullable({
+            type: "string",
+            description: "Why there is no step (an empty leaf, nothing to withdraw)",
+          }),
+          notes: { type: "array", items: { type: "string" } },
+          steps: { type: "array", items: { $ref: "#/components/schemas/ExitStep" } },
+          chain: {
+            type: "object",
+            description:
+              "With base_chain_rpc_url: what the chain says (uint256s as decimal strings; null when unread)",
+            properties: {
+              frozen: nullable({ type: "boolean" }),
+              freeze_grace_period: nullable(unsigned),
+              last_batch_id: nullable({ type: "integer" }),
+              eth_key: nullable(address),
+              request_time: nullable(unsigned),
+              freeze_possible_at: nullable(unsigned),
+              withdrawal_balance: nullable({ ...unsigned, description: "getWithdrawalBalance, base units" }),
+              withdrawal_balance_quantized: nullable(unsigned),
+              asset: nullable({
+                type: "object",
+                properties: {
+                  kind: {
+                    enum: [
+                      "eth",
+                      "erc20",
+                      "erc721",
+                      "erc1155",
+                      "mintable_erc20",
+                      "mintable_erc721",
+                      "unregistered",
+                    ],
+                  },
+                  token: address,
+                  quantum: unsigned,
+                  decimals: { type: "integer" },
+                  info: { type: "string" },
+                  assetType: { type: "string" },
+                },
+              }),
+              amount_base_units: nullable(unsigned),
+              amount_units: nullable({ type: "string" }),
+              unread: {
+                type: "array",
+                items: { type: "string" },
+                description: "Reads that failed, one line each",
+              },
+            },
+          },
+        },
+      },
+      KeyLeaves: {
+        type: "object",
+        required: ["format", "stark_key", "object", "batch_id", "leaves", "truncated", "scanned"],
+        properties: {
+          format: { const: "dacd-key-leaves/1" },
+          stark_key: hex,
+          object: { enum: ["vault", "position"] },
+          batch_id: { type: "integer" },
+          leaves: {
+            type: "array",
+            items: {
+              type: "object",
+              required: ["id"],
+              properties: {
+                id: unsigned,
+                asset_id: { ...hex, description: "Spot" },
+                quantized_amount: { ...unsigned, description: "Spot" },
+                collateral_balance: { ...signed, description: "Perpetual" },
+                n_assets: { type: "integer", description: "Perpetual" },
+              },
+            },
+          },
+          truncated: { type: "boolean", description: "More than 1000 ids: the list stops there" },
+          scanned: { type: "integer", description: "Non-empty leaves walked" },
+        },
+      },
+      ExitStep: {
+        type: "object",
+        required: [
+          "step",
+          "contract",
+          "to",
+          "function",
+          "inputs",
+          "args",
+          "data",
+          "value",
+          "sender",
+          "state",
+          "note",
+        ],
+        properties: {
+          step: { enum: ["register", "request", "freeze", "verify_escape", "escape", "withdraw"] },
+          contract: { enum: ["exchange", "verifier"] },
+          to: nullable(address),
+          function: {
+            type: "string",
+            description: "The canonical signature, e.g. fullWithdrawalRequest(uint256,uint256)",
+          },
+          inputs: { type: "array", items: { type: "string" }, description: "The parameter names" },
+          args: {
+            type: "array",
+            description:
+              "One per input: 0x hex or decimal strings, an array of words, a bool, or null when not known",
+          },
+          data: nullable({ type: "string", description: "The call data, ready for a wallet" }),
+          value: { const: "0" },
+          sender: { enum: ["owner", "anyone"] },
+          state: nullable({
+            type: "object",
+            required: ["status", "reason", "revert"],
+            properties: {
+              status: { enum: ["done", "ready", "waiting", "blocked", "unknown"] },
+              reason: nullable({ type: "string" }),
+              revert: nullable({
+                type: "string",
+                description: "The revert reason of an eth_call of the step",
+              }),
+            },
+          }),
+          note: nullable({ type: "string" }),
         },
       },
       Proof: {

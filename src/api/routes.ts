@@ -11,6 +11,8 @@ export const API_ROUTES = [
   "leaf",
   "proof",
   "escape",
+  "exit",
+  "keys",
   "escape_info",
   "page",
   "dump",
@@ -34,6 +36,8 @@ export const ROUTE_TABLE: readonly RouteSpec[] = [
   { route: "openapi", paths: ["/v1/openapi.json"] },
   { route: "leaf", paths: ["/v1/leaf/{tree}/{id}"] },
   { route: "proof", paths: ["/v1/proof/{tree}/{id}"] },
+  { route: "keys", paths: ["/v1/escape/keys/{starkKey}"] },
+  { route: "exit", paths: ["/v1/escape/vault/{id}/exit", "/v1/escape/position/{id}/exit"] },
   {
     route: "escape",
     paths: ["/v1/escape/vault/{id}", "/v1/escape/position/{id}"],

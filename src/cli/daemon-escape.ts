@@ -9,6 +9,8 @@ import type { Manifest } from "../escape/formats.js";
 import type { ReferenceDumpResult, ReferenceRows } from "../escape/reference-dump.js";
 import type { Proof } from "../escape/proof.js";
 import type { OnchainEscape } from "../escape/onchain/from-proof.js";
+import type { ExitPlan } from "../escape/exit/plan.js";
+import type { KeyLeaves } from "../escape/exit/by-key.js";
 import { decodePaths } from "../escape/kit/path-frames.js";
 import type { LeafPath } from "../escape/kit/path-walk.js";
 import type { KitHead, PathSource } from "../escape/kit/source.js";
@@ -42,6 +44,32 @@ export async function proofViaDaemon(
   if (batchId !== undefined) query.batch = String(batchId);
   if (format !== undefined) query.format = format;
   return (await askDaemon(dataDir, "/proof", query)) as Proof | OnchainEscape | undefined;
+}
+
+/** `dacd exit`'s plan from the running daemon (the chain is read by the command). */
+export async function exitViaDaemon(
+  dataDir: string,
+  object: string,
+  id: string,
+  batchId: number | undefined,
+  contracts: { exchange?: string; verifier?: string },
+): Promise<ExitPlan | undefined> {
+  const query: Record<string, string> = { object, id };
+  if (batchId !== undefined) query.batch = String(batchId);
+  if (contracts.exchange !== undefined) query.exchange = contracts.exchange;
+  if (contracts.verifier !== undefined) query.verifier = contracts.verifier;
+  return (await askDaemon(dataDir, "/exit", query)) as ExitPlan | undefined;
+}
+
+/** `dacd exit --key`'s list from the running daemon. */
+export async function keyLeavesViaDaemon(
+  dataDir: string,
+  key: string,
+  batchId: number | undefined,
+): Promise<KeyLeaves | undefined> {
+  const query: Record<string, string> = { key };
+  if (batchId !== undefined) query.batch = String(batchId);
+  return (await askDaemon(dataDir, "/exit-key", query)) as KeyLeaves | undefined;
 }
 
 /**

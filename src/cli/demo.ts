@@ -8,6 +8,7 @@ import { loadConfig } from "../config/config.js";
 import { startDevnet, type Devnet } from "../devnet/main.js";
 import { createLogger } from "../logging.js";
 import { ethAddressFromPrivateKey } from "../signer/eth-signer.js";
+import { walkOneUserOut } from "./demo-exit.js";
 import { demoNextSteps, freeLocalPort } from "./demo-next-steps.js";
 import { DacdError } from "../errors.js";
 import { handleSignals } from "./signals.js";
@@ -23,7 +24,8 @@ interface DemoOptions {
  * `dacd demo`: a local operator (the devnet, with traffic) and one dacd member against it over real
  * HTTP, so a newcomer sees batches verified and signed within seconds. The member's key, config and
  * store live in one folder (default ./.devnet-data) and are reused on the next start; the devnet's
- * chain is new each time, so the member's store is reset with it.
+ * chain is new each time, so the member's store is reset with it. With --chain, one user then walks
+ * out of the exchange on that chain (demo-exit.ts).
  */
 export function registerDemoCommand(program: Command): void {
   program
@@ -67,9 +69,19 @@ async function runDemo(opts: DemoOptions): Promise<void> {
         : undefined,
     }),
   );
+  // With a chain, the demo ends its story with a user's exit, the member still running after it.
+  const stopWalk = new AbortController();
+  if (devnet.baseChain)
+    walkOneUserOut(devnet, daemon, (line) => process.stdout.write(`${line}\n`), stopWalk.signal).catch(
+      (err: unknown) => {
+        if (!stopWalk.signal.aborted)
+          process.stdout.write(`the user's exit stopped: ${(err as Error).message}\n`);
+      },
+    );
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
     (stopping ??= (async () => {
+      stopWalk.abort();
       await daemon.stop();
       await devnet.close();
     })());

@@ -14,7 +14,7 @@ import type { ControlStream, FrameOut } from "./stream-server.js";
 
 /**
  * The escape commands answered by the running daemon over its control socket (`dacd proof`, in
- * either format, `dacd dump` in either format, `dacd check`, `dacd escape-kit`): each answer reads one LevelDB snapshot of the store, so it is
+ * either format, `dacd exit`, `dacd dump` in either format, `dacd check`, `dacd escape-kit`): each answer reads one LevelDB snapshot of the store, so it is
  * consistent at one batch while the daemon keeps signing, and a dump streams with the socket's
  * backpressure instead of being built in memory.
  */
@@ -48,6 +48,10 @@ export function escapeRoutes(
   const limited = streamLimit(MAX_STREAMS);
   return {
     "/proof": (q) => proof(walk, q),
+    // The exit plan from the store (the contracts' addresses from the asker); the chain is read by the asker.
+    "/exit": (q) => exit(walk, q),
+    // A stark key's vaults or positions: a walk of the batch's main tree, paced beside the signing.
+    "/exit-key": (q) => exitKey(walk, q),
     "/dump": { stream: limited((q, out) => dump(walk, q, out)) },
     // The reference member's archive: its row files and info here, packed (bzip2) by the command.
     "/dump-reference": { stream: limited((q, out) => dumpReference(walk, q, out)) },
@@ -92,6 +96,38 @@ async function proof(walk: DaemonWalk, q: URLSearchParams): Promise<unknown> {
   return withSnapshot(walk.store, (view) =>
     make(view, walk.engine, q.get("object") ?? "", q.get("id") ?? "", batchParam(q.get("batch"))),
   );
+}
+
+async function exit(walk: DaemonWalk, q: URLSearchParams): Promise<unknown> {
+  const { makeExitPlan } = await import("../escape/exit/from-store.js");
+  return withSnapshot(walk.store, (view) =>
+    makeExitPlan(view, walk.engine, q.get("object") ?? "", q.get("id") ?? "", batchParam(q.get("batch")), {
+      exchange: addressParam(q.get("exchange"), "exchange"),
+      verifier: addressParam(q.get("verifier"), "verifier"),
+    }),
+  );
+}
+
+async function exitKey(walk: DaemonWalk, q: URLSearchParams): Promise<unknown> {
+  const { leavesOfKey, parseStarkKey } = await import("../escape/exit/by-key.js");
+  const key = parseStarkKey(q.get("key") ?? "");
+  return withSnapshot(walk.store, (view) =>
+    leavesOfKey(view, walk.engine, key, batchParam(q.get("batch")), {
+      pace: walk.pace,
+      chunk: DAEMON_WALK_CHUNK,
+    }),
+  );
+}
+
+/** An optional contract address: 0x and 40 hex digits, lower-cased. */
+function addressParam(v: string | null, what: string): `0x${string}` | null {
+  if (v === null) return null;
+  if (!/^0x[0-9a-fA-F]{40}$/.test(v))
+    throw new DacdError(
+      "BAD_INPUT",
+      `${what} ${JSON.stringify(v.slice(0, 60))} is not an address (0x and 40 hex digits)`,
+    );
+  return v.toLowerCase() as `0x${string}`;
 }
 
 function dump(walk: DaemonWalk, q: URLSearchParams, out: FrameOut): Promise<unknown> {

@@ -57,7 +57,8 @@ export class LocalBaseChain {
   /** Stops committing and freezes the exchange (once); the batch it froze at. */
   async freeze(): Promise<{ frozen_batch_id: number }> {
     await this.settlement.stop();
-    if (!this.frozen) await this.settlement.exchange.freeze();
+    // A user's freezeRequest may have frozen it already.
+    if (!this.frozen && !(await this.settlement.exchange.isFrozen())) await this.settlement.exchange.freeze();
     this.frozen = true;
     return { frozen_batch_id: this.settlement.committed };
   }

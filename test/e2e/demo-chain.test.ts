@@ -6,7 +6,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { BIN } from "../helpers/dacd-cli.js";
 import { waitFor } from "../helpers/daemon.js";
 
-/** `dacd demo --chain`: the rehearsal a newcomer follows, a freeze and an exit, from the printed steps. */
+/**
+ * `dacd demo --chain`: one user's exit, which the demo walks through itself, then the rehearsal a
+ * newcomer follows from the printed steps (the freeze, already made by the user, answers the frozen
+ * batch; the proof is at that batch).
+ */
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -54,6 +58,27 @@ describe("dacd demo --chain", () => {
       Number(new RegExp(`^${name} (-?[0-9]+)$`, "m").exec(await (await fetch(metricsUrl)).text())?.[1]);
 
     await waitFor(async () => (await gauge("dacd_onchain_batch_id")) >= 1, 90_000, "a batch on-chain");
+    // The demo ends its story with one user's exit on the chain: exactly quantum × amount arrives.
+    await waitFor(
+      () => /balance of 0x[0-9a-fA-F]{40}: \d+ before/.test(demo.out()),
+      150_000,
+      "the user's exit",
+    );
+    const [, before, after, amount, quantum] =
+      / balance of 0x[0-9a-fA-F]{40}: (\d+) before, (\d+) after \((\d+) quantized × quantum (\d+)/.exec(
+        demo.out(),
+      )!;
+    expect(BigInt(amount!)).toBe(5000n);
+    expect(BigInt(after!) - BigInt(before!)).toBe(BigInt(amount!) * BigInt(quantum!));
+    for (const step of [
+      "registerEthAddress",
+      "fullWithdrawalRequest",
+      "freezeRequest",
+      "verifyEscape",
+      "escape",
+      "withdraw",
+    ])
+      expect(demo.out()).toMatch(new RegExp(`^ {2}${step} +[0-9,]+ gas$`, "m"));
     const { frozen_batch_id } = JSON.parse(await runToEnd(freeze)) as { frozen_batch_id: number };
     await waitFor(async () => (await gauge("dacd_onchain_frozen")) === 1, 30_000, "the freeze");
     const answer = JSON.parse(await runToEnd(proof)) as { batch_id: number };
@@ -61,5 +86,5 @@ describe("dacd demo --chain", () => {
 
     demo.child.kill("SIGINT");
     expect(await exited(demo.child)).toBe(0);
-  }, 180_000);
+  }, 300_000);
 });

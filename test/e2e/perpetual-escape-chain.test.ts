@@ -179,6 +179,40 @@ describe("a perpetual exchange frozen on the base chain", () => {
       expect(await api.json()).toEqual(JSON.parse(r.out));
       await check(JSON.parse(r.out) as PerpetualEscape, `running, ${n} assets`);
     }
+
+    // The exit plan with the chain's state (base_chain_rpc_url is configured): at the frozen batch,
+    // the proof's call data, request and freeze done; the same from the API and from `dacd exit`.
+    const deposit = byAssets.get(0)!;
+    const exitRes = await fetch(`http://127.0.0.1:${apiPort}/v1/escape/position/${deposit.position_id}/exit`);
+    expect(exitRes.status).toBe(200);
+    const plan = (await exitRes.json()) as {
+      steps: { step: string; data: string | null; state: { status: string } | null }[];
+      chain: { frozen: boolean; last_batch_id: number };
+    } & Record<string, unknown>;
+    expect(plan).toMatchObject({
+      object: "position",
+      batch_id: frozen_batch_id,
+      frozen_batch_id,
+      at_frozen_batch: true,
+      chain_id: 31337,
+      quantized_amount: deposit.withdrawal_amount,
+      chain: { frozen: true, last_batch_id: frozen_batch_id },
+    });
+    const stepOf = (name: string) => plan.steps.find((s) => s.step === name)!;
+    expect(stepOf("verify_escape").data).toBe(deposit.calldata!.verify_escape);
+    expect(stepOf("escape").data).toBe(deposit.calldata!.escape);
+    expect(stepOf("withdraw").data).toBe(deposit.calldata!.withdraw);
+    expect(stepOf("request").state?.status).toBe("done");
+    expect(stepOf("freeze").state?.status).toBe("done");
+    const exitCli = await dacdAsync(["exit", ...cfg, "position", deposit.position_id, "--json"]);
+    expect(exitCli.code, exitCli.err).toBe(0);
+    expect(JSON.parse(exitCli.out)).toEqual(plan);
+    const earlier = (await (
+      await fetch(
+        `http://127.0.0.1:${apiPort}/v1/escape/position/${deposit.position_id}/exit?batch=${frozen_batch_id - 1}`,
+      )
+    ).json()) as Record<string, unknown>;
+    expect(earlier).toMatchObject({ frozen_batch_id, at_frozen_batch: false });
     await daemon.stop();
     running = false;
     for (const [n, e] of byAssets) {

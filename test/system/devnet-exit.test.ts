@@ -24,6 +24,7 @@ import {
 import { makeOnchainProof } from "../../src/escape/onchain/from-proof.js";
 import type { PerpetualEscape } from "../../src/escape/onchain/perpetual.js";
 import type { SpotEscape } from "../../src/escape/onchain/spot.js";
+import { DEV_ACCOUNT_KEY } from "../../src/devnet/exchange/eth-node.js";
 import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
@@ -41,6 +42,8 @@ const MEMBER_KEY = "0x1111111111111111111111111111111111111111111111111111111111
 /** The second account of Hardhat's public test mnemonic (the node funds it): the user. */
 const USER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 const GRACE_S = 3600;
+/** Above any verifyEscape's gas here (a spot path of height 31, a perpetual one of 64 and its assets). */
+const VERIFY_GAS = 60_000_000n;
 const ERC20_ABI = parseAbi(["function balanceOf(address) view returns (uint256)"]);
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -65,6 +68,8 @@ interface Journey {
     abi: Abi,
     functionName: string,
     args: readonly unknown[],
+    /** Another sender than the user. */
+    senderKey?: Hex,
   ) => Promise<bigint>;
   readonly reverts: (
     to: Address,
@@ -108,7 +113,7 @@ async function start(variant: "G" | "P"): Promise<Journey> {
   });
   cleanups.push(() => daemon.stop());
 
-  const transport = http(base.rpcUrl);
+  const transport = http(base.rpcUrl, { timeout: 60_000 });
   const chain = defineChain({
     id: 31337,
     name: "devnet",
@@ -128,14 +133,16 @@ async function start(variant: "G" | "P"): Promise<Journey> {
     verifier: base.exchange.verifier!,
     token: base.exchange.token!,
     user: account.address,
-    send: async (step, to, abi, functionName, args) => {
+    send: async (step, to, abi, functionName, args, senderKey) => {
+      // verifyEscape goes with a gas limit: estimating it runs the Pedersen path many times over.
       const hash = await wallet.writeContract({
         address: to,
         abi,
         functionName,
         args,
-        account,
+        account: senderKey ? privateKeyToAccount(senderKey) : account,
         chain,
+        gas: functionName === "verifyEscape" ? VERIFY_GAS : undefined,
       } as never);
       const receipt = await reader.waitForTransactionReceipt({ hash });
       expect(receipt.status, step).toBe("success");
@@ -199,17 +206,24 @@ describe("the devnet's chain carries an exit out", () => {
 
   it("spot: a vault's owner walks out with the devnet's ERC-20 token", async () => {
     const j = await start("G");
-    const starkKey = 0x5a11cen;
+    // Above 2^160: a key that is not itself an address has no owner until it is registered.
+    const starkKey = 0x5a11cen << 200n;
     const vault = 5n;
     const asset = 0xa000n;
-    const deposit = async (amount: string): Promise<number> => {
-      await submitToDevnet(j.devnet.urls.gateway, {
-        type: "DepositRequest",
-        amount,
-        core_key: `0x${starkKey.toString(16)}`,
-        token_id: `0x${asset.toString(16)}`,
-        vault_id: Number(vault),
-      });
+    let txId = 0;
+    /** Deposits `amount` and waits until the vault holds `total` on-chain; the batch it is in. */
+    const deposit = async (amount: string, total: string): Promise<number> => {
+      await submitToDevnet(
+        j.devnet.urls.gateway,
+        {
+          type: "DepositRequest",
+          amount,
+          core_key: `0x${starkKey.toString(16)}`,
+          token_id: `0x${asset.toString(16)}`,
+          vault_id: Number(vault),
+        },
+        { txId: txId++ },
+      );
       let settled = -1;
       await waitFor(
         async () => {
@@ -223,15 +237,29 @@ describe("the devnet's chain carries an exit out", () => {
             onchain,
           )) as SpotEscape;
           settled = onchain;
-          return e.quantized_amount === amount;
+          return e.quantized_amount === total;
         },
         60_000,
         `the deposit of ${amount} on-chain`,
       );
       return settled;
     };
-    const early = await deposit("1200");
-    await deposit("3400");
+    // The same key's ETH vault, in the first batch.
+    const ethVault = 6n;
+    const eth = 0xa001n;
+    await submitToDevnet(
+      j.devnet.urls.gateway,
+      {
+        type: "DepositRequest",
+        amount: "250",
+        core_key: `0x${starkKey.toString(16)}`,
+        token_id: `0x${eth.toString(16)}`,
+        vault_id: Number(ethVault),
+      },
+      { txId: txId++ },
+    );
+    const early = await deposit("1200", "1200");
+    await deposit("3400", "4600");
 
     // Registration, the forced request, and a freeze refused until the grace period has passed.
     expect(await j.reverts(j.exchange, EXCHANGE, "fullWithdrawalRequest", [starkKey, vault])).toMatch(
@@ -271,7 +299,7 @@ describe("the devnet's chain carries an exit out", () => {
 
     const proof = (await proofJson(j, ["vault", "5"])) as SpotEscape;
     expect(proof.batch_id).toBe(frozen);
-    expect(proof.quantized_amount).toBe("3400");
+    expect(proof.quantized_amount).toBe("4600");
     const words = proof.escape_proof.map((w) => BigInt(w));
 
     // A tampered path reverts in the verifier, as on mainnet.
@@ -294,8 +322,8 @@ describe("the devnet's chain carries an exit out", () => {
     );
 
     await j.send("verifyEscape", j.verifier, SPOT_ESCAPE_VERIFIER.abi, "verifyEscape", [words]);
-    await j.send("escape", j.exchange, EXCHANGE, "escape", [starkKey, vault, asset, 3400n]);
-    expect(await j.reverts(j.exchange, EXCHANGE, "escape", [starkKey, vault, asset, 3400n])).toMatch(
+    await j.send("escape", j.exchange, EXCHANGE, "escape", [starkKey, vault, asset, 4600n]);
+    expect(await j.reverts(j.exchange, EXCHANGE, "escape", [starkKey, vault, asset, 4600n])).toMatch(
       /ESCAPE_ALREADY_USED/,
     );
     const quantum = (await j.reader.readContract({
@@ -312,7 +340,7 @@ describe("the devnet's chain carries an exit out", () => {
         functionName: "getWithdrawalBalance",
         args: [starkKey, asset],
       }),
-    ).toBe(3400n * quantum);
+    ).toBe(4600n * quantum);
     const before = await j.reader.readContract({
       address: j.token,
       abi: ERC20_ABI,
@@ -326,7 +354,33 @@ describe("the devnet's chain carries an exit out", () => {
       functionName: "balanceOf",
       args: [j.user],
     });
-    expect(after - before).toBe(quantum * 3400n);
+    expect(after - before).toBe(quantum * 4600n);
+
+    // The ETH vault: withdrawn by another account (anyone may send it), so that the user's ETH
+    // balance grows by exactly quantum × quantized amount, no gas taken from it.
+    const ethProof = (await proofJson(j, ["vault", String(ethVault)])) as SpotEscape;
+    expect(ethProof.quantized_amount).toBe("250");
+    await j.send("verifyEscape (ETH vault)", j.verifier, SPOT_ESCAPE_VERIFIER.abi, "verifyEscape", [
+      ethProof.escape_proof.map((w) => BigInt(w)),
+    ]);
+    await j.send("escape (ETH vault)", j.exchange, EXCHANGE, "escape", [starkKey, ethVault, eth, 250n]);
+    const ethQuantum = (await j.reader.readContract({
+      address: j.exchange,
+      abi: EXCHANGE,
+      functionName: "getQuantum",
+      args: [eth],
+    })) as bigint;
+    expect(ethQuantum).toBe(10n ** 10n);
+    const ethBefore = await j.reader.getBalance({ address: j.user });
+    await j.send(
+      "withdraw (ETH, sent by another account)",
+      j.exchange,
+      EXCHANGE,
+      "withdraw",
+      [starkKey, eth],
+      DEV_ACCOUNT_KEY,
+    );
+    expect((await j.reader.getBalance({ address: j.user })) - ethBefore).toBe(250n * ethQuantum);
   }, 240_000);
 
   it("perpetual: a position's owner walks out with the collateral token", async () => {

@@ -104,7 +104,7 @@ describe("exitPlan, spot", () => {
   it("ERC-721/1155: withdrawWithTokenId, with data only when the asset type and token id are known", () => {
     const known = exitPlan(spot(1n), {
       ethKey: OWNER,
-      asset: { kind: "erc721", assetType: "0xabc", tokenId: "0x7" },
+      asset: { kind: "erc721", asset_type: "0xabc", token_id: "0x7" },
     });
     expect(step(known, "withdraw")).toMatchObject({
       function: "withdrawWithTokenId(uint256,uint256,uint256)",

@@ -22,6 +22,9 @@ export interface EthNodeOptions {
 /** The local node's block gas limit (mainnet's is 30M). */
 export const BLOCK_GAS_LIMIT = 100_000_000;
 
+/** The second account of Hardhat's public test mnemonic, funded at genesis: the demo's user. */
+export const DEV_USER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+
 /** The first account of Hardhat's public test mnemonic, funded at genesis: it deploys and owns the devnet's exchange. */
 export const DEV_ACCOUNT_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
@@ -64,8 +67,10 @@ export async function startEthNode(opts: EthNodeOptions = {}): Promise<EthNode> 
         chainId,
         accounts: { count: 2 },
         loggingEnabled: false,
-        // The escape verifiers hash a Merkle path with Pedersen in the EVM: several million gas a
-        // proof, more than mainnet's 30M block for a deep perpetual one.
+        // The devnet's escape verifiers hash a Merkle path with Pedersen in plain EVM code: 8M gas
+        // for a spot proof, 16M and more for a perpetual one. Prague, not Osaka: Osaka caps a
+        // transaction at 2^24 gas (EIP-7825), which a position with assets exceeds.
+        hardfork: "prague",
         blockGasLimit: BLOCK_GAS_LIMIT,
       },
     },

@@ -8,6 +8,7 @@ import {
   createPublicClient,
   createWalletClient,
   defineChain,
+  getContractAddress,
   http,
   parseEther,
   type Abi,
@@ -94,6 +95,21 @@ export class DevnetExchange {
       if (!receipt.contractAddress) throw new Error(`deploying the ${what} failed (transaction ${hash})`);
       return receipt.contractAddress;
     };
+    // The exchange first, so that a fresh node's exchange is at the address the devnet's gateway
+    // names (DEFAULT_CONTRACT_ADDRESS, the deployer's first contract); it is given the address its
+    // verifier will have, deployed third after it (after the two Pedersen tables).
+    const nonce = await reader.getTransactionCount({ address: wallet.account!.address, blockTag: "pending" });
+    const verifierAddress = getContractAddress({ from: wallet.account!.address, nonce: BigInt(nonce + 3) });
+    const hash = await wallet.deployContract({
+      abi: DEVNET_EXCHANGE.abi,
+      bytecode: DEVNET_EXCHANGE.bytecode,
+      args: [FLAVORS[flavor], BigInt(vaultTreeHeight), BigInt(grace), verifierAddress],
+      account: wallet.account!,
+      chain: wallet.chain,
+    });
+    const receipt = await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    if (!receipt.contractAddress) throw new Error(`deploying the exchange failed (transaction ${hash})`);
+    const address = receipt.contractAddress;
     const tables = pedersenTables();
     const first = await deploy("Pedersen table", PEDERSEN_TABLE.abi, PEDERSEN_TABLE.bytecode, [
       bytesToHex(tables.first),
@@ -106,16 +122,10 @@ export class DevnetExchange {
       first,
       second,
     ]);
-    const hash = await wallet.deployContract({
-      abi: DEVNET_EXCHANGE.abi,
-      bytecode: DEVNET_EXCHANGE.bytecode,
-      args: [FLAVORS[flavor], BigInt(vaultTreeHeight), BigInt(grace), verifier],
-      account: wallet.account!,
-      chain: wallet.chain,
-    });
-    const receipt = await reader.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    if (!receipt.contractAddress) throw new Error(`deploying the exchange failed (transaction ${hash})`);
-    const address = receipt.contractAddress;
+    if (verifier.toLowerCase() !== verifierAddress.toLowerCase())
+      throw new Error(
+        `the escape verifier is at ${verifier}, not at ${verifierAddress} as the exchange expects`,
+      );
     const token = await deploy("token", DEVNET_TOKEN.abi, DEVNET_TOKEN.bytecode, [address, TOKEN_SUPPLY]);
     const exchange = new DevnetExchange(address, receipt.blockNumber, wallet, reader, verifier, token);
     for (const asset of devnetAssets(flavor === "perpetual"))

@@ -73,6 +73,8 @@ export interface ExitPlan {
   /** Spot: the vault's quantized balance; perpetual: the amount the verifier lets the position withdraw, or its collateral when the shared state is not known. */
   quantized_amount: string;
   empty: boolean;
+  /** The fact the escape verifier registers and escape looks up (spot: the claim hash; perpetual: with the shared state only). */
+  fact: Hex | null;
   /** Set when there is nothing to send (empty vault, nothing to withdraw): then `steps` is empty. */
   message: string | null;
   notes: string[];
@@ -90,8 +92,8 @@ export interface ExitAsset {
   /** getQuantum(assetId), decimal. */
   quantum?: string;
   /** For withdrawWithTokenId: the asset type and token id, when the caller knows them (the vault holds only their hash). */
-  assetType?: Hex;
-  tokenId?: Hex;
+  asset_type?: Hex;
+  token_id?: Hex;
 }
 
 export interface ExitOptions {
@@ -218,15 +220,36 @@ function frozenLabel(
   return {
     frozen_batch_id: frozen,
     at_frozen_batch: at,
-    note: at
-      ? null
-      : `This proof is at batch ${batchId}, not at batch ${frozen} where the exchange froze: the escape ` +
-        `verifier checks against the frozen batch's root and refuses it. Ask for the proof at batch ${frozen}.`,
+    note: at ? null : frozenBatchNote(batchId, frozen),
+  };
+}
+
+/** Why a proof at `batchId` does not serve an exchange frozen at `frozenBatchId`. */
+export function frozenBatchNote(batchId: number, frozenBatchId: number): string {
+  return (
+    `This proof is at batch ${batchId}, not at batch ${frozenBatchId} where the exchange froze: the escape ` +
+    `verifier checks against the frozen batch's root and refuses it. Ask for the proof at batch ${frozenBatchId}.`
+  );
+}
+
+/** The plan labelled with the frozen batch learnt later (e.g. from the chain): its note first, as exitPlan puts it. */
+export function withFrozenBatch(plan: ExitPlan, frozenBatchId: number): ExitPlan {
+  const label = frozenLabel(plan.batch_id, { frozenBatchId });
+  return {
+    ...plan,
+    frozen_batch_id: label.frozen_batch_id,
+    at_frozen_batch: label.at_frozen_batch,
+    notes: label.note ? [label.note, ...plan.notes] : plan.notes,
   };
 }
 
 /** The exit plan of a vault (spot) or a position (perpetual) from its on-chain escape proof. */
-export function exitPlan(proof: ExitProof, options: ExitOptions = {}): ExitPlan {
+export function exitPlan(proof: ExitProof, given: ExitOptions = {}): ExitPlan {
+  // A proof from a store that saw the freeze carries the frozen batch.
+  const options: ExitOptions = {
+    ...given,
+    frozenBatchId: given.frozenBatchId ?? proof.frozen_batch_id ?? null,
+  };
   return proof.format === "starkex-escape-spot/1"
     ? spotPlan(proof, options)
     : perpetualPlan(proof as PerpetualEscape, options);
@@ -238,7 +261,7 @@ function base(
   batchId: number | undefined,
   options: ExitOptions,
 ): {
-  head: Omit<ExitPlan, "owner_key" | "quantized_amount" | "empty" | "message" | "notes" | "steps">;
+  head: Omit<ExitPlan, "owner_key" | "quantized_amount" | "empty" | "fact" | "message" | "notes" | "steps">;
   notes: string[];
 } {
   const batch = batchId ?? null;
@@ -272,6 +295,7 @@ function spotPlan(p: SpotEscape, options: ExitOptions): ExitPlan {
     asset_id: p.asset_id,
     quantized_amount: p.quantized_amount,
     empty: p.empty,
+    fact: p.claim_hash,
   };
   if (p.empty || amount === 0n)
     return {
@@ -386,15 +410,15 @@ export function spotWithdrawStep(ownerKey: Hex, assetId: Hex, options: ExitOptio
       );
     case "erc721":
     case "erc1155": {
-      const known = asset.assetType !== undefined && asset.tokenId !== undefined;
+      const known = asset.asset_type !== undefined && asset.token_id !== undefined;
       return makeStep(
         {
           step: "withdraw",
           contract: "exchange",
           signature: SIG.withdrawWithTokenId,
           inputs: ["ownerKey", "assetType", "tokenId"],
-          args: [ownerKey, asset.assetType ?? null, asset.tokenId ?? null],
-          values: known ? [key, BigInt(asset.assetType!), BigInt(asset.tokenId!)] : null,
+          args: [ownerKey, asset.asset_type ?? null, asset.token_id ?? null],
+          values: known ? [key, BigInt(asset.asset_type!), BigInt(asset.token_id!)] : null,
           sender: "owner",
           note: known
             ? null
@@ -412,7 +436,7 @@ export function spotWithdrawStep(ownerKey: Hex, assetId: Hex, options: ExitOptio
           contract: "exchange",
           signature: SIG.withdrawAndMint,
           inputs: ["ownerKey", "assetType", "mintingBlob"],
-          args: [ownerKey, asset.assetType ?? null, null],
+          args: [ownerKey, asset.asset_type ?? null, null],
           values: null,
           sender: "owner",
           note:
@@ -452,6 +476,7 @@ function perpetualPlan(p: PerpetualEscape, options: ExitOptions): ExitPlan {
     owner_key: p.public_key,
     quantized_amount: amount.toString(),
     empty: p.empty,
+    fact: p.fact_hash ?? null,
   };
   const nothing = p.empty
     ? `Position ${p.position_id} is empty at batch ${p.batch_id ?? "?"}`
@@ -549,26 +574,32 @@ function perpetualPlan(p: PerpetualEscape, options: ExitOptions): ExitPlan {
       data: calldata?.escape ?? null,
     },
   );
-  const assetType = p.system_asset_type ?? options.systemAssetType;
-  steps.push(
-    makeStep(
-      {
-        step: "withdraw",
-        contract: "exchange",
-        signature: SIG.withdraw,
-        inputs: ["ownerKey", "assetType"],
-        args: [p.public_key, assetType ?? null],
-        values: assetType === undefined ? null : [key, BigInt(assetType)],
-        sender: "owner",
-        note:
-          assetType === undefined
-            ? "assetType is the exchange's getSystemAssetType() (the collateral), from the chain."
-            : "Pays the collateral to the Ethereum address registered to the stark key.",
-      },
-      options,
-    ),
-  );
+  steps.push(perpetualWithdrawStep(p.public_key, p.system_asset_type ?? options.systemAssetType, options));
   return { ...plan, message: null, notes, steps };
+}
+
+/** The perpetual withdraw step: `withdraw(ownerKey, assetType)` with the collateral's asset type (getSystemAssetType()). */
+export function perpetualWithdrawStep(
+  ownerKey: Hex,
+  assetType: Hex | undefined,
+  options: ExitOptions,
+): ExitStep {
+  return makeStep(
+    {
+      step: "withdraw",
+      contract: "exchange",
+      signature: SIG.withdraw,
+      inputs: ["ownerKey", "assetType"],
+      args: [ownerKey, assetType ?? null],
+      values: assetType === undefined ? null : [BigInt(ownerKey), BigInt(assetType)],
+      sender: "owner",
+      note:
+        assetType === undefined
+          ? "assetType is the exchange's getSystemAssetType() (the collateral), from the chain."
+          : "Pays the collateral to the Ethereum address registered to the stark key.",
+    },
+    options,
+  );
 }
 
 /** A plan for an id the store or kit does not have: no transactions, and why. */
@@ -590,6 +621,7 @@ export function noExitPlan(
     owner_key: `0x${"0".repeat(64)}`,
     quantized_amount: "0",
     empty: true,
+    fact: null,
     message,
     notes: [],
     steps: [],

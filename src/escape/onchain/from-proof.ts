@@ -5,6 +5,7 @@ import type { FrozenSharedState } from "../../storage/onchain-record.js";
 import type { PositionLeaf, VaultLeaf } from "../../model/state-update.js";
 import { parseLeafLine } from "../formats.js";
 import { makeProof, type Proof } from "../proof.js";
+import { frozenBatchNote } from "../exit/plan.js";
 import { hashChain, pathNodes, pedersen } from "./path.js";
 import {
   perpetualEscape,
@@ -112,5 +113,22 @@ export async function makeOnchainProof(
     );
   const proof = await makeProof(store, engine, object, id, batchId);
   const shared = proof.tree === "position" ? await frozenSharedState(store, proof.batch_id) : undefined;
-  return onchainFromProof(engine, proof, shared);
+  const frozen = await store.onchain.frozenBatchId();
+  return withFrozenLabel(await onchainFromProof(engine, proof, shared), frozen);
+}
+
+/**
+ * A proof at another batch than the one the exchange froze at (when the store's base-chain watch
+ * saw the freeze) says so: the escape verifier refuses it. A proof at the frozen batch is left as
+ * it is, the same as the escape kit's file of it.
+ */
+export function withFrozenLabel(escape: OnchainEscape, frozenBatchId: number | undefined): OnchainEscape {
+  if (frozenBatchId === undefined || escape.batch_id === undefined || escape.batch_id === frozenBatchId)
+    return escape;
+  return {
+    ...escape,
+    frozen_batch_id: frozenBatchId,
+    at_frozen_batch: false,
+    frozen_batch_note: frozenBatchNote(escape.batch_id, frozenBatchId),
+  };
 }

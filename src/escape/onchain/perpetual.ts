@@ -54,6 +54,10 @@ export interface PerpetualEscape {
   /** When the amount is positive: the three transactions (withdraw when the asset type is known). */
   calldata?: { verify_escape: Hex; escape: Hex; withdraw?: Hex };
   note: string;
+  /** Only in a proof at another batch than the frozen one, from a store that saw the freeze (makeOnchainProof). */
+  frozen_batch_id?: number;
+  at_frozen_batch?: false;
+  frozen_batch_note?: string;
 }
 
 /** The frozen batch's shared state as an escape takes it. */

@@ -35,6 +35,10 @@ export interface SpotEscape {
   /** keccak256(abi.encode(stark_key, asset_id, quantized_amount, vault_root, tree_height, vault_id)). */
   claim_hash: Hex;
   calldata: { verify_escape: Hex; escape: Hex };
+  /** Only in a proof at another batch than the frozen one, from a store that saw the freeze (makeOnchainProof). */
+  frozen_batch_id?: number;
+  at_frozen_batch?: false;
+  frozen_batch_note?: string;
 }
 
 /**

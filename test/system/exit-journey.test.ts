@@ -1,0 +1,204 @@
+import { rm } from "node:fs/promises";
+import { createPublicClient, createWalletClient, defineChain, http, parseAbi, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/config.js";
+import { startDevnet } from "../../src/devnet/main.js";
+import { DEVNET_EXCHANGE } from "../../src/devnet/exchange/artifact.js";
+import type { PlanWithState } from "../../src/escape/exit/chain-state.js";
+import type { ExitStep } from "../../src/escape/exit/plan.js";
+import { makeOnchainProof } from "../../src/escape/onchain/from-proof.js";
+import type { SpotEscape } from "../../src/escape/onchain/spot.js";
+import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
+import { dacdAsync } from "../helpers/dacd-cli.js";
+import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { submitToDevnet } from "../helpers/devnet-submit.js";
+
+/**
+ * The exit journey from `dacd exit --json` alone, sent by viem on the devnet's chain: at each
+ * point the plan's states say where the user stands (unregistered, request pending with the freeze
+ * time read from FREEZE_GRACE_PERIOD, frozen, verified, escaped, withdrawn), each step's `data` is
+ * sent as it is, and the user's token balance grows by exactly quantum × quantized amount.
+ */
+const MEMBER_KEY = "0x1111111111111111111111111111111111111111111111111111111111111111";
+const USER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+const GRACE_S = 3600;
+const VERIFY_GAS = 60_000_000n;
+const SIG = `0x${"00".repeat(96)}` as Hex;
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+describe("dacd exit --json carries a spot exit out on the devnet's chain", () => {
+  it("each state read, each step's data sent, the balance paid", async () => {
+    const devnet = await startDevnet({
+      variant: "G",
+      committee: [ethAddressFromPrivateKey(new Uint8Array(Buffer.from(MEMBER_KEY.slice(2), "hex")))],
+      quorum: 1,
+      batchIntervalMs: 200,
+      seed: 3,
+      baseChain: true,
+      freezeGracePeriodS: GRACE_S,
+    });
+    cleanups.push(() => devnet.close());
+    const base = devnet.baseChain!;
+    const exchange = base.exchange.address;
+    const verifier = base.exchange.verifier!;
+    const setup = await memberSetup({
+      profile: "spot",
+      privateKey: MEMBER_KEY,
+      gatewayUrl: devnet.urls.availability,
+      extra: [
+        `base_chain_rpc_url: "${base.rpcUrl}"`,
+        `starkex_contract_address: "${exchange}"`,
+        "base_chain_confirmations: 0",
+        "base_chain_poll_interval_s: 0.05",
+        "escape_contracts:",
+        `  exchange: "${exchange}"`,
+        `  verifier: "${verifier}"`,
+      ].join("\n"),
+    });
+    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+    const daemon = await startQuietDaemon({
+      ...loadConfig(setup.configPath, {}),
+      feederGatewayUrl: devnet.urls.feeder,
+    });
+    cleanups.push(() => daemon.stop());
+
+    const chain = defineChain({
+      id: 31337,
+      name: "devnet",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [base.rpcUrl] } },
+    });
+    const transport = http(base.rpcUrl, { timeout: 60_000 });
+    const account = privateKeyToAccount(USER_KEY);
+    const reader = createPublicClient({ chain, transport, pollingInterval: 50 });
+    const wallet = createWalletClient({ account, chain, transport });
+
+    const starkKey = 0x5a11cen << 200n;
+    const asset = 0xa000n;
+    await submitToDevnet(
+      devnet.urls.gateway,
+      {
+        type: "DepositRequest",
+        amount: "4600",
+        core_key: `0x${starkKey.toString(16)}`,
+        token_id: `0x${asset.toString(16)}`,
+        vault_id: 5,
+      },
+      { txId: 0 },
+    );
+    await waitFor(
+      async () => {
+        const onchain = daemon.chainWatch?.state?.last?.batch_id ?? -1;
+        if (onchain < 0 || (await daemon.store.getBatch(onchain)) === undefined) return false;
+        const e = (await makeOnchainProof(daemon.store, daemon.engine, "vault", "5", onchain)) as SpotEscape;
+        return e.quantized_amount === "4600";
+      },
+      60_000,
+      "the deposit on-chain",
+    );
+
+    const plan = async (): Promise<PlanWithState> => {
+      const r = await dacdAsync(["exit", "--config", setup.configPath, "vault", "5", "--json"]);
+      expect(r.code, r.err).toBe(0);
+      return JSON.parse(r.out) as PlanWithState;
+    };
+    const step = (p: PlanWithState, name: string): ExitStep => p.steps.find((s) => s.step === name)!;
+    const statuses = (p: PlanWithState): Record<string, string> =>
+      Object.fromEntries(p.steps.map((s) => [s.step, s.state!.status]));
+    const send = async (s: ExitStep, gas?: bigint): Promise<bigint> => {
+      expect(s.to, s.step).not.toBeNull();
+      expect(s.data, s.step).not.toBeNull();
+      const hash = await wallet.sendTransaction({ to: s.to!, data: s.data!, gas, account, chain });
+      const receipt = await reader.waitForTransactionReceipt({ hash });
+      expect(receipt.status, s.step).toBe("success");
+      console.log(`exit step ${s.step}: ${receipt.gasUsed} gas`);
+      return receipt.gasUsed;
+    };
+
+    // Unregistered: the register step is there, the request would revert USER_UNREGISTERED.
+    let p = await plan();
+    expect(p.chain).toMatchObject({ frozen: false, freeze_grace_period: String(GRACE_S) });
+    expect(p.chain.eth_key).toMatch(/^0x0{40}$/);
+    expect(p.chain.asset).toMatchObject({ kind: "erc20", quantum: "1000" });
+    expect(p.chain.amount_base_units).toBe(String(4600n * 1000n));
+    expect(statuses(p)).toMatchObject({ register: "ready", request: "blocked" });
+    expect(step(p, "request").state!.revert).toBe("USER_UNREGISTERED");
+    expect(step(p, "withdraw").data).not.toBeNull();
+    // The stark signature is the user's own: sent here as the devnet takes it.
+    const register = await wallet.writeContract({
+      address: exchange,
+      abi: DEVNET_EXCHANGE.abi,
+      functionName: "registerEthAddress",
+      args: [account.address, starkKey, SIG],
+      account,
+      chain,
+    } as never);
+    await reader.waitForTransactionReceipt({ hash: register });
+
+    p = await plan();
+    expect(p.steps.map((s) => s.step)).toEqual(["request", "freeze", "verify_escape", "escape", "withdraw"]);
+    expect(p.chain.eth_key?.toLowerCase()).toBe(account.address.toLowerCase());
+    expect(statuses(p)).toMatchObject({ request: "ready", freeze: "waiting", verify_escape: "waiting" });
+    await send(step(p, "request"));
+
+    p = await plan();
+    const requestTime = BigInt(p.chain.request_time!);
+    expect(requestTime).toBeGreaterThan(0n);
+    expect(p.chain.freeze_possible_at).toBe(String(requestTime + BigInt(GRACE_S)));
+    expect(statuses(p)).toMatchObject({ request: "done", freeze: "waiting" });
+    expect(step(p, "freeze").state!.revert).toBe("FORCED_ACTION_PENDING");
+
+    await reader.request({ method: "evm_increaseTime" as never, params: [GRACE_S] as never });
+    await reader.request({ method: "evm_mine" as never, params: [] as never });
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ freeze: "ready" });
+    await send(step(p, "freeze"));
+    await waitFor(
+      async () => (await daemon.store.onchain.frozenBatchId()) !== undefined,
+      20_000,
+      "the freeze",
+    );
+
+    p = await plan();
+    expect(p).toMatchObject({
+      at_frozen_batch: true,
+      frozen_batch_id: await daemon.store.onchain.frozenBatchId(),
+    });
+    expect(statuses(p)).toMatchObject({ request: "done", freeze: "done", verify_escape: "ready" });
+    await send(step(p, "verify_escape"), VERIFY_GAS);
+
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ verify_escape: "done", escape: "ready" });
+    await send(step(p, "escape"));
+
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ escape: "done", withdraw: "ready" });
+    expect(step(p, "escape").state!.revert).toBe("ESCAPE_ALREADY_USED");
+    expect(p.chain.withdrawal_balance).toBe(String(4600n * 1000n));
+    const token = base.exchange.token!;
+    const balanceOf = parseAbi(["function balanceOf(address) view returns (uint256)"]);
+    const before = await reader.readContract({
+      address: token,
+      abi: balanceOf,
+      functionName: "balanceOf",
+      args: [account.address],
+    });
+    await send(step(p, "withdraw"));
+    const after = await reader.readContract({
+      address: token,
+      abi: balanceOf,
+      functionName: "balanceOf",
+      args: [account.address],
+    });
+    expect(after - before).toBe(4600n * 1000n);
+
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ escape: "done", withdraw: "done" });
+    expect(p.chain.withdrawal_balance).toBe("0");
+  }, 300_000);
+});
