@@ -13,15 +13,23 @@ import "./StarkPedersen.sol";
  * as on mainnet.
  */
 abstract contract PedersenMerkleFacts {
-    address private immutable tableA;
-    address private immutable tableB;
+    address private immutable tableA0;
+    address private immutable tableA1;
+    address private immutable tableA2;
+    address private immutable tableB0;
+    address private immutable tableB1;
+    address private immutable tableB2;
     mapping(bytes32 => bool) private facts;
 
-    uint256 internal constant MASK_252 = (1 << 252) - 1;
+    /// The table contracts of the first input, then of the second (StarkPedersen).
+    constructor(address[3] memory tableA, address[3] memory tableB) {
+        (tableA0, tableA1, tableA2) = (tableA[0], tableA[1], tableA[2]);
+        (tableB0, tableB1, tableB2) = (tableB[0], tableB[1], tableB[2]);
+    }
 
-    constructor(address tableA_, address tableB_) {
-        tableA = tableA_;
-        tableB = tableB_;
+    function tables() private view returns (uint256[] memory a, uint256[] memory b) {
+        a = StarkPedersen.loadTable([tableA0, tableA1, tableA2]);
+        b = StarkPedersen.loadTable([tableB0, tableB1, tableB2]);
     }
 
     function isValid(bytes32 fact) external view returns (bool) {
@@ -35,7 +43,8 @@ abstract contract PedersenMerkleFacts {
     /// Pedersen H(a, b), as the verifiers compute it (the devnet's tests compare it with dacd's).
     function pedersenHash(uint256 a, uint256 b) external view returns (uint256) {
         require(a < StarkPedersen.PRIME && b < StarkPedersen.PRIME, "Value out of range.");
-        return StarkPedersen.hash(a, b, StarkPedersen.loadTable(tableA), StarkPedersen.loadTable(tableB));
+        (uint256[] memory ta, uint256[] memory tb) = tables();
+        return StarkPedersen.hash(a, b, ta, tb);
     }
 
     /// Row r's left and right values; both below the STARK prime and the 8 low bits zero.
@@ -53,8 +62,7 @@ abstract contract PedersenMerkleFacts {
      * of `selectors` is 0, to its right value where it is 1.
      */
     function checkPath(uint256[] calldata words, uint256 selectors) internal view {
-        uint256[] memory a = StarkPedersen.loadTable(tableA);
-        uint256[] memory b = StarkPedersen.loadTable(tableB);
+        (uint256[] memory a, uint256[] memory b) = tables();
         uint256 rows = words.length / 2;
         (uint256 left, uint256 right) = row(words, 0);
         for (uint256 r = 0; r + 1 < rows; r++) {
@@ -80,7 +88,7 @@ abstract contract PedersenMerkleFacts {
 contract SpotEscapeVerifier is PedersenMerkleFacts {
     event LogEscapeVerified(uint256 starkKey, uint256 assetId, uint256 quantizedAmount, uint256 vaultId);
 
-    constructor(address tableA_, address tableB_) PedersenMerkleFacts(tableA_, tableB_) {}
+    constructor(address[3] memory tableA, address[3] memory tableB) PedersenMerkleFacts(tableA, tableB) {}
 
     function verifyEscape(uint256[] calldata escapeProof) external {
         uint256 n = escapeProof.length;
@@ -120,7 +128,7 @@ contract PerpetualEscapeVerifier is PedersenMerkleFacts {
     uint256 private constant STATE_N_FUNDING = 4;
     uint256 private constant STATE_FUNDING = 5;
 
-    constructor(address tableA_, address tableB_) PedersenMerkleFacts(tableA_, tableB_) {}
+    constructor(address[3] memory tableA, address[3] memory tableB) PedersenMerkleFacts(tableA, tableB) {}
 
     function verifyEscape(
         uint256[] calldata merkleProof,

@@ -42,6 +42,8 @@ const MEMBER_KEY = "0x1111111111111111111111111111111111111111111111111111111111
 /** The second account of Hardhat's public test mnemonic (the node funds it): the user. */
 const USER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 const GRACE_S = 3600;
+/** The perpetual traffic's positions. */
+const TRADERS = ["100", "101", "102", "103", "104", "105"];
 /** Above any verifyEscape's gas here (a spot path of height 31, a perpetual one of 64 and its assets). */
 const VERIFY_GAS = 60_000_000n;
 const ERC20_ABI = parseAbi(["function balanceOf(address) view returns (uint256)"]);
@@ -83,13 +85,15 @@ interface Journey {
   readonly user: Address;
 }
 
-async function start(variant: "G" | "P"): Promise<Journey> {
+async function start(variant: "G" | "P", traffic?: number): Promise<Journey> {
   const devnet = await startDevnet({
     variant,
     committee: [ethAddressFromPrivateKey(new Uint8Array(Buffer.from(MEMBER_KEY.slice(2), "hex")))],
     quorum: 1,
     batchIntervalMs: 200,
-    seed: 3,
+    batchSize: 20,
+    traffic,
+    seed: 11,
     baseChain: true,
     freezeGracePeriodS: GRACE_S,
   });
@@ -384,7 +388,8 @@ describe("the devnet's chain carries an exit out", () => {
   }, 240_000);
 
   it("perpetual: a position's owner walks out with the collateral token", async () => {
-    const j = await start("P");
+    // With traffic: its positions 100..105 trade synthetic assets, whose value the verifier computes.
+    const j = await start("P", 40);
     const starkKey = 0x7777n;
     const position = 7n;
     await submitToDevnet(j.devnet.urls.gateway, {
@@ -404,10 +409,16 @@ describe("the devnet's chain carries an exit out", () => {
           "7",
           onchain,
         )) as PerpetualEscape;
-        return e.collateral_balance === "777000";
+        if (e.collateral_balance !== "777000") return false;
+        await new Promise((r) => setTimeout(r, 300));
+        for (const id of TRADERS) {
+          const t = await makeOnchainProof(j.daemon.store, j.daemon.engine, "position", id, onchain);
+          if ((t as PerpetualEscape).n_assets > 0) return true;
+        }
+        return false;
       },
-      60_000,
-      "the deposit on-chain",
+      120_000,
+      "the deposit and a position with assets on-chain",
     );
     const amount = 777000n;
     await j.send("registerEthAddress", j.exchange, EXCHANGE, "registerEthAddress", [j.user, starkKey, SIG]);
@@ -472,5 +483,41 @@ describe("the devnet's chain carries an exit out", () => {
       args: [assetType],
     })) as bigint;
     expect(after - before).toBe(quantum * amount);
+
+    // A position with assets: the verifier's amount (funding and prices from the shared state,
+    // computed on-chain) is the proof's, as its fact shows; a non-positive one is refused.
+    const withAssets: PerpetualEscape[] = [];
+    for (const id of TRADERS) {
+      const e = (await proofJson(j, ["position", id])) as PerpetualEscape;
+      if (e.n_assets > 0) withAssets.push(e);
+    }
+    expect(withAssets.length).toBeGreaterThan(0);
+    const traded = withAssets[0]!;
+    const tradedArgs = [
+      traded.merkle_proof.map((w) => BigInt(w)),
+      BigInt(traded.n_assets),
+      traded.shared_state!.map((w) => BigInt(w)),
+    ];
+    if (BigInt(traded.withdrawal_amount!) > 0n) {
+      await j.send(
+        `verifyEscape (${traded.n_assets} assets)`,
+        j.verifier,
+        PERPETUAL_ESCAPE_VERIFIER.abi,
+        "verifyEscape",
+        tradedArgs,
+      );
+      expect(
+        await j.reader.readContract({
+          address: j.verifier,
+          abi: PERPETUAL_ESCAPE_VERIFIER.abi,
+          functionName: "isValid",
+          args: [traded.fact_hash! as Hex],
+        }),
+      ).toBe(true);
+    } else {
+      expect(await j.reverts(j.verifier, PERPETUAL_ESCAPE_VERIFIER.abi, "verifyEscape", tradedArgs)).toMatch(
+        /Withdrawal amount must be positive/,
+      );
+    }
   }, 240_000);
 });

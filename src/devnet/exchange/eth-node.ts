@@ -67,9 +67,10 @@ export async function startEthNode(opts: EthNodeOptions = {}): Promise<EthNode> 
         chainId,
         accounts: { count: 2 },
         loggingEnabled: false,
-        // The devnet's escape verifiers hash a Merkle path with Pedersen in plain EVM code: 8M gas
-        // for a spot proof, 16M and more for a perpetual one. Prague, not Osaka: Osaka caps a
-        // transaction at 2^24 gas (EIP-7825), which a position with assets exceeds.
+        // The devnet's escape verifiers hash a Merkle path with Pedersen in plain EVM code: 3.3M gas
+        // for a spot proof, 7M for a perpetual one, about 100k more for each further row. Prague,
+        // not Osaka: Osaka caps a transaction at 2^24 gas (EIP-7825), which the longest proofs the
+        // verifiers take (200 rows) exceed.
         hardfork: "prague",
         blockGasLimit: BLOCK_GAS_LIMIT,
       },

@@ -64,8 +64,8 @@ export class DevnetExchange {
   ) {}
 
   /**
-   * Deploys, owned by DEV_ACCOUNT_KEY's account, on the node at `rpcUrl`: the Pedersen tables, the
-   * flavor's escape verifier, the exchange, its ERC-20 token (all minted to the exchange), and
+   * Deploys, owned by DEV_ACCOUNT_KEY's account, on the node at `rpcUrl`: the exchange, the
+   * Pedersen tables, the flavor's escape verifier, the ERC-20 token (all minted to the exchange), and
    * registers the devnet's assets (assets.ts) and funds the exchange with ETH to pay them.
    */
   static async deploy(
@@ -97,9 +97,9 @@ export class DevnetExchange {
     };
     // The exchange first, so that a fresh node's exchange is at the address the devnet's gateway
     // names (DEFAULT_CONTRACT_ADDRESS, the deployer's first contract); it is given the address its
-    // verifier will have, deployed third after it (after the two Pedersen tables).
+    // verifier will have, deployed after it and the six Pedersen table contracts.
     const nonce = await reader.getTransactionCount({ address: wallet.account!.address, blockTag: "pending" });
-    const verifierAddress = getContractAddress({ from: wallet.account!.address, nonce: BigInt(nonce + 3) });
+    const verifierAddress = getContractAddress({ from: wallet.account!.address, nonce: BigInt(nonce + 7) });
     const hash = await wallet.deployContract({
       abi: DEVNET_EXCHANGE.abi,
       bytecode: DEVNET_EXCHANGE.bytecode,
@@ -111,12 +111,16 @@ export class DevnetExchange {
     if (!receipt.contractAddress) throw new Error(`deploying the exchange failed (transaction ${hash})`);
     const address = receipt.contractAddress;
     const tables = pedersenTables();
-    const first = await deploy("Pedersen table", PEDERSEN_TABLE.abi, PEDERSEN_TABLE.bytecode, [
-      bytesToHex(tables.first),
-    ]);
-    const second = await deploy("Pedersen table", PEDERSEN_TABLE.abi, PEDERSEN_TABLE.bytecode, [
-      bytesToHex(tables.second),
-    ]);
+    const deployTables = async (parts: Uint8Array[]): Promise<Address[]> => {
+      const out: Address[] = [];
+      for (const part of parts)
+        out.push(
+          await deploy("Pedersen table", PEDERSEN_TABLE.abi, PEDERSEN_TABLE.bytecode, [bytesToHex(part)]),
+        );
+      return out;
+    };
+    const first = await deployTables(tables.first);
+    const second = await deployTables(tables.second);
     const verifierArtifact = flavor === "perpetual" ? PERPETUAL_ESCAPE_VERIFIER : SPOT_ESCAPE_VERIFIER;
     const verifier = await deploy("escape verifier", verifierArtifact.abi, verifierArtifact.bytecode, [
       first,

@@ -1,8 +1,9 @@
 /**
  * The points the devnet's on-chain Pedersen hash adds (contracts/StarkPedersen.sol): for each of
- * the hash's two inputs, the 248 points 2^i P1 (the low bits) and the 4 points 2^i P2 (the top 4
- * bits), P3 and P4 for the second input, as 32-byte big-endian affine x, y. The constant points
- * are StarkWare's (the same as native/pedersen/engine.c's); the doublings are @scure/starknet's.
+ * the hash's two inputs, for each 4-bit window w of its low 248 bits the 15 points d × 16^w × P1
+ * (d = 1..15), then d × P2 for its top 4 bits (P3 and P4 for the second input), as 32-byte
+ * big-endian affine x, y. The constant points are StarkWare's (the same as
+ * native/pedersen/engine.c's); the point arithmetic is @scure/starknet's.
  */
 import { Point } from "@scure/starknet";
 import { bigintToBytes32 } from "../../util/bytes.js";
@@ -27,30 +28,50 @@ const P4: AffinePoint = [
   0x01b77b3e37d13504b348046268d8ae25ce98ad783c25561a879dcc77e99c2426n,
 ];
 
-/** 2^0..2^(n-1) times `p`, each checked on the curve. */
-function doublings([x, y]: AffinePoint, n: number): AffinePoint[] {
-  let p = Point.fromAffine({ x, y });
-  p.assertValidity();
+/** Windows of 4 bits: a value's low 248 bits are 62 windows, its top 4 bits a 63rd. */
+const WINDOWS_LOW = 62;
+const DIGITS = 15;
+/** Windows per table contract: 21 × 15 points × 64 bytes = 20,160 bytes, below the 24,576-byte code limit. */
+const WINDOWS_PER_CONTRACT = 21;
+
+/** d × 16^w × p for d = 1..15 and w = 0..windows−1, checked on the curve, window by window. */
+function windowed([x, y]: AffinePoint, windows: number): AffinePoint[] {
+  let base = Point.fromAffine({ x, y });
+  base.assertValidity();
   const out: AffinePoint[] = [];
-  for (let i = 0; i < n; i++) {
-    const a = p.toAffine();
-    out.push([a.x, a.y]);
-    p = p.double();
+  for (let w = 0; w < windows; w++) {
+    let p = base;
+    for (let d = 1; d <= DIGITS; d++) {
+      const a = p.toAffine();
+      out.push([a.x, a.y]);
+      p = p.add(base);
+    }
+    base = p; // 16 × base
   }
   return out;
 }
 
-function table(low: AffinePoint, high: AffinePoint): Uint8Array {
-  const points = [...doublings(low, 248), ...doublings(high, 4)];
-  const out = new Uint8Array(points.length * 64);
-  points.forEach(([x, y], i) => {
-    out.set(bigintToBytes32(x), i * 64);
-    out.set(bigintToBytes32(y), i * 64 + 32);
-  });
-  return out;
+/** One input's table, split into the contracts that hold it. */
+function table(low: AffinePoint, high: AffinePoint): Uint8Array[] {
+  const points = [...windowed(low, WINDOWS_LOW), ...windowed(high, 1)];
+  const chunk = WINDOWS_PER_CONTRACT * DIGITS;
+  const parts: Uint8Array[] = [];
+  for (let from = 0; from < points.length; from += chunk) {
+    const slice = points.slice(from, from + chunk);
+    const out = new Uint8Array(slice.length * 64);
+    slice.forEach(([px, py], i) => {
+      out.set(bigintToBytes32(px), i * 64);
+      out.set(bigintToBytes32(py), i * 64 + 32);
+    });
+    parts.push(out);
+  }
+  return parts;
 }
 
-/** The tables of the first input (P1, P2) and the second (P3, P4): 252 points, 16,128 bytes each. */
-export function pedersenTables(): { first: Uint8Array; second: Uint8Array } {
+/**
+ * The tables of the first input (P1, P2) and the second (P3, P4): 63 windows of 15 points each,
+ * in three contracts of 21 windows.
+ */
+export function pedersenTables(): { first: Uint8Array[]; second: Uint8Array[] } {
   return { first: table(P1, P2), second: table(P3, P4) };
 }
