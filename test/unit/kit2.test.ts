@@ -132,6 +132,40 @@ describe("escape kit format 2", () => {
     const leaves = positions([...set], 3);
     const { out, store } = await kitOf("perpetual", leaves, 50);
     await expectEveryLeaf(out, store, "position", leaves);
+
+    // Frozen at this batch with its shared state read from the chain: the kit carries the state,
+    // and each proof its amount, fact and call data (or the verifier's refusal) as the store's.
+    const root = BigInt(JSON.parse(await readFile(join(out, "manifest.json"), "utf8")).root);
+    const words = [root, 64n, 0x1234n, 64n, 0n, 1_700_000_000n, 0n, 1_700_000_123n];
+    await store.onchain.record(
+      {
+        contract: "0x" + "11".repeat(20),
+        next_block: 10,
+        frozen: {
+          batch_id: 41,
+          block_number: 9,
+          detected_at: new Date().toISOString(),
+          shared_state: {
+            batch_id: 41,
+            tx_hash: "0x" + "22".repeat(32),
+            words: words.map((w) => "0x" + w.toString(16).padStart(64, "0")),
+            system_asset_type: "0x" + "33".repeat(31),
+          },
+        },
+      },
+      [],
+    );
+    const frozen = join(await tempDir("dacd-kit2-"), "kit");
+    const m = await buildKit2(engine, await storePaths(store, engine, undefined), {
+      out: frozen,
+      shardLeaves: 50,
+    });
+    expect(m).toMatchObject({ frozen_batch_id: 41, shared_state: { tx_hash: "0x" + "22".repeat(32) } });
+    await expectEveryLeaf(frozen, store, "position", leaves);
+    const kit = await openKit(fromDir(frozen), { pedersen: H });
+    const withCalldata = [...leaves].filter(([, p]) => p.assets.length === 0 && p.collateral > 0n);
+    expect(withCalldata.length).toBeGreaterThan(0);
+    expect(await kit.proof(withCalldata[0]![0])).toHaveProperty("calldata.withdraw");
     await store.close();
   }, 120_000);
 
