@@ -236,3 +236,32 @@ describe("escape kit format 2", () => {
     });
   }, 120_000);
 });
+
+describe("the key index", () => {
+  it("splits by the keys' last hex digits, so keys far below 2^256 spread over the files", async () => {
+    const { writeIndex } = await import("../../src/escape/kit/v2/build.js");
+    const { idsInIndex } = await import("../../src/escape/kit/v2/key-index.js");
+    const { mkdir } = await import("node:fs/promises");
+    const { bigintToBytes32 } = await import("../../src/util/bytes.js");
+    const n = 100_000;
+    // Keys below 2^84, as a generator of sequential keys gives them: their first digits are all 0.
+    const keyOf = (i: number): bigint => (BigInt(i + 1) * 0x9e3779b97f4a7c15n) & ((1n << 250n) - 1n);
+    const pairs = new Uint8Array(n * 40);
+    for (let i = 0; i < n; i++) {
+      pairs.set(bigintToBytes32(keyOf(i)), i * 40);
+      pairs.set(bigintToBytes32(BigInt(n - i)).subarray(24), i * 40 + 32);
+    }
+    const dir = await tempDir("dacd-kit2-index-");
+    await mkdir(join(dir, "keys"));
+    const index = await writeIndex(dir, pairs);
+    expect(index.suffix_digits).toBe(1);
+    expect(Object.keys(index.files).sort()).toEqual([..."0123456789abcdef"]);
+    for (const i of [0, 1, 4242, n - 1]) {
+      const key64 = keyOf(i).toString(16).padStart(64, "0");
+      const suffix = key64.slice(63);
+      const file = await readFile(join(dir, "keys", `${suffix}.bin`));
+      expect(file.length).toBeLessThan(8192 * 40);
+      expect(idsInIndex(new Uint8Array(file), key64, suffix, "index")).toEqual([BigInt(n - i)]);
+    }
+  });
+});
