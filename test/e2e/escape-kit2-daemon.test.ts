@@ -24,7 +24,7 @@ afterAll(async () => {
 });
 
 describe("dacd escape-kit (format 2) beside a running member", () => {
-  it("builds through the control socket; every position's kit proof is the member's", async () => {
+  it("builds through the control socket; the kit's position proofs are the member's", async () => {
     const { responses, expected } = loadChain("perpetual-chain");
     const gw = await new VectorGateway(responses, expected, "P").start();
     cleanups.push(() => gw.close());
