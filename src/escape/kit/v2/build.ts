@@ -227,7 +227,7 @@ export async function buildKit2(
       page: "index.html",
       created_at: new Date().toISOString(),
     };
-    await writeFile(join(tmp, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+    await writeFile(join(tmp, "manifest.json"), manifestText(manifest));
     await placeKit(tmp, opts.out);
     return manifest;
   } catch (err) {
@@ -235,6 +235,20 @@ export async function buildKit2(
     await rm(tmp, { recursive: true, force: true });
     throw err;
   }
+}
+
+/**
+ * The manifest as JSON laid out for people, except its long lists: a shard a line, the index
+ * files on one line (a page fetches the manifest before anything else; a million vaults make a
+ * thousand shards).
+ */
+export function manifestText(m: Kit2Manifest): string {
+  const SHARDS = '"@shards@"';
+  const FILES = '"@files@"';
+  const text = JSON.stringify({ ...m, shards: "@shards@", index: { ...m.index, files: "@files@" } }, null, 2);
+  const shards =
+    m.shards.length === 0 ? "[]" : `[\n${m.shards.map((s) => "    " + JSON.stringify(s)).join(",\n")}\n  ]`;
+  return text.replace(SHARDS, shards).replace(FILES, JSON.stringify(m.index.files)) + "\n";
 }
 
 /**
