@@ -163,7 +163,7 @@ describe("dacd escape-kit --format 2", () => {
     // An index file changed.
     const key = vaultAt(5, VAULTS, true).leaf.key.toString(16).padStart(64, "0");
     const keys = await readdir(join(bad, "keys"));
-    const file = keys.find((k) => k === "all.bin" || key.startsWith(k.replace(".bin", "")))!;
+    const file = keys.find((k) => k === "all.bin" || key.endsWith(k.replace(".bin", "")))!;
     const index = await readFile(join(bad, "keys", file));
     const badIndex = Buffer.from(index);
     badIndex[20]! ^= 1;

@@ -132,6 +132,40 @@ describe("escape kit format 2", () => {
     const leaves = positions([...set], 3);
     const { out, store } = await kitOf("perpetual", leaves, 50);
     await expectEveryLeaf(out, store, "position", leaves);
+
+    // Frozen at this batch with its shared state read from the chain: the kit carries the state,
+    // and each proof its amount, fact and call data (or the verifier's refusal) as the store's.
+    const root = BigInt(JSON.parse(await readFile(join(out, "manifest.json"), "utf8")).root);
+    const words = [root, 64n, 0x1234n, 64n, 0n, 1_700_000_000n, 0n, 1_700_000_123n];
+    await store.onchain.record(
+      {
+        contract: "0x" + "11".repeat(20),
+        next_block: 10,
+        frozen: {
+          batch_id: 41,
+          block_number: 9,
+          detected_at: new Date().toISOString(),
+          shared_state: {
+            batch_id: 41,
+            tx_hash: "0x" + "22".repeat(32),
+            words: words.map((w) => "0x" + w.toString(16).padStart(64, "0")),
+            system_asset_type: "0x" + "33".repeat(31),
+          },
+        },
+      },
+      [],
+    );
+    const frozen = join(await tempDir("dacd-kit2-"), "kit");
+    const m = await buildKit2(engine, await storePaths(store, engine, undefined), {
+      out: frozen,
+      shardLeaves: 50,
+    });
+    expect(m).toMatchObject({ frozen_batch_id: 41, shared_state: { tx_hash: "0x" + "22".repeat(32) } });
+    await expectEveryLeaf(frozen, store, "position", leaves);
+    const kit = await openKit(fromDir(frozen), { pedersen: H });
+    const withCalldata = [...leaves].filter(([, p]) => p.assets.length === 0 && p.collateral > 0n);
+    expect(withCalldata.length).toBeGreaterThan(0);
+    expect(await kit.proof(withCalldata[0]![0])).toHaveProperty("calldata.withdraw");
     await store.close();
   }, 120_000);
 
@@ -201,4 +235,33 @@ describe("escape kit format 2", () => {
       reason: "index",
     });
   }, 120_000);
+});
+
+describe("the key index", () => {
+  it("splits by the keys' last hex digits, so keys far below 2^256 spread over the files", async () => {
+    const { writeIndex } = await import("../../src/escape/kit/v2/build.js");
+    const { idsInIndex } = await import("../../src/escape/kit/v2/key-index.js");
+    const { mkdir } = await import("node:fs/promises");
+    const { bigintToBytes32 } = await import("../../src/util/bytes.js");
+    const n = 100_000;
+    // Keys below 2^84, as a generator of sequential keys gives them: their first digits are all 0.
+    const keyOf = (i: number): bigint => (BigInt(i + 1) * 0x9e3779b97f4a7c15n) & ((1n << 250n) - 1n);
+    const pairs = new Uint8Array(n * 40);
+    for (let i = 0; i < n; i++) {
+      pairs.set(bigintToBytes32(keyOf(i)), i * 40);
+      pairs.set(bigintToBytes32(BigInt(n - i)).subarray(24), i * 40 + 32);
+    }
+    const dir = await tempDir("dacd-kit2-index-");
+    await mkdir(join(dir, "keys"));
+    const index = await writeIndex(dir, pairs);
+    expect(index.suffix_digits).toBe(1);
+    expect(Object.keys(index.files).sort()).toEqual([..."0123456789abcdef"]);
+    for (const i of [0, 1, 4242, n - 1]) {
+      const key64 = keyOf(i).toString(16).padStart(64, "0");
+      const suffix = key64.slice(63);
+      const file = await readFile(join(dir, "keys", `${suffix}.bin`));
+      expect(file.length).toBeLessThan(8192 * 40);
+      expect(idsInIndex(new Uint8Array(file), key64, suffix, "index")).toEqual([BigInt(n - i)]);
+    }
+  });
 });

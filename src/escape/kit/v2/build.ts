@@ -227,7 +227,7 @@ export async function buildKit2(
       page: "index.html",
       created_at: new Date().toISOString(),
     };
-    await writeFile(join(tmp, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+    await writeFile(join(tmp, "manifest.json"), manifestText(manifest));
     await placeKit(tmp, opts.out);
     return manifest;
   } catch (err) {
@@ -238,19 +238,35 @@ export async function buildKit2(
 }
 
 /**
- * The index files: the pairs bucketed by their key's first three hex digits (a counting sort),
- * each bucket sorted, then written under as many digits as keep a file near INDEX_FILE_ENTRIES.
+ * The manifest as JSON laid out for people, except its long lists: a shard a line, the index
+ * files on one line (a page fetches the manifest before anything else; a million vaults make a
+ * thousand shards).
  */
-async function writeIndex(
+export function manifestText(m: Kit2Manifest): string {
+  const SHARDS = '"@shards@"';
+  const FILES = '"@files@"';
+  const text = JSON.stringify({ ...m, shards: "@shards@", index: { ...m.index, files: "@files@" } }, null, 2);
+  const shards =
+    m.shards.length === 0 ? "[]" : `[\n${m.shards.map((s) => "    " + JSON.stringify(s)).join(",\n")}\n  ]`;
+  return text.replace(SHARDS, shards).replace(FILES, JSON.stringify(m.index.files)) + "\n";
+}
+
+/**
+ * The index files: the pairs bucketed by their key's last three hex digits (a counting sort), then
+ * written under as many of those digits as keep a file near INDEX_FILE_ENTRIES, each file's pairs
+ * sorted.
+ */
+export async function writeIndex(
   tmp: string,
   pairs: Uint8Array,
-): Promise<{ prefix_digits: number; files: Record<string, string> }> {
+): Promise<{ suffix_digits: number; files: Record<string, string> }> {
   const n = pairs.length / INDEX_ENTRY_BYTES;
   let digits = 0;
   while (digits < INDEX_MAX_DIGITS && n / 16 ** digits > INDEX_FILE_ENTRIES) digits++;
   const buckets = 1 << (4 * INDEX_MAX_DIGITS);
+  // The key's low 12 bits: the low nibble of its byte 30, and byte 31.
   const bucketOf = (i: number): number =>
-    (pairs[i * INDEX_ENTRY_BYTES]! << 4) | (pairs[i * INDEX_ENTRY_BYTES + 1]! >> 4);
+    ((pairs[i * INDEX_ENTRY_BYTES + 30]! & 0x0f) << 8) | pairs[i * INDEX_ENTRY_BYTES + 31]!;
   const starts = new Uint32Array(buckets + 1);
   for (let i = 0; i < n; i++) starts[bucketOf(i) + 1]!++;
   for (let b = 0; b < buckets; b++) starts[b + 1]! += starts[b]!;
@@ -258,20 +274,22 @@ async function writeIndex(
   const at = starts.slice(0, buckets);
   for (let i = 0; i < n; i++) order[at[bucketOf(i)]!++] = i;
   const files: Record<string, string> = {};
-  const per = 16 ** (INDEX_MAX_DIGITS - digits);
+  const fileCount = 16 ** digits;
   const entry = (i: number): Buffer =>
     Buffer.from(pairs.buffer, pairs.byteOffset + i * INDEX_ENTRY_BYTES, INDEX_ENTRY_BYTES);
-  for (let f = 0; f < buckets / per; f++) {
-    const from = starts[f * per]!;
-    const to = starts[(f + 1) * per]!;
-    if (from === to) continue;
-    const ids = Array.from(order.subarray(from, to)).sort((a, b) => Buffer.compare(entry(a), entry(b)));
+  for (let f = 0; f < fileCount; f++) {
+    // The buckets whose last `digits` hex digits are f's.
+    const ids: number[] = [];
+    for (let b = f; b < buckets; b += fileCount)
+      for (let k = starts[b]!; k < starts[b + 1]!; k++) ids.push(order[k]!);
+    if (ids.length === 0) continue;
+    ids.sort((a, b) => Buffer.compare(entry(a), entry(b)));
     const body = new Uint8Array(ids.length * INDEX_ENTRY_BYTES);
     ids.forEach((i, k) => body.set(entry(i), k * INDEX_ENTRY_BYTES));
-    const prefix = digits === 0 ? "" : f.toString(16).padStart(digits, "0");
+    const suffix = digits === 0 ? "" : f.toString(16).padStart(digits, "0");
     const file = encodeIndex(body);
-    await writeFile(join(tmp, indexPath(prefix)), file);
-    files[prefix] = createHash("sha256").update(file).digest("hex");
+    await writeFile(join(tmp, indexPath(suffix)), file);
+    files[suffix] = createHash("sha256").update(file).digest("hex");
   }
-  return { prefix_digits: digits, files };
+  return { suffix_digits: digits, files };
 }

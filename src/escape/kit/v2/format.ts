@@ -9,17 +9,17 @@ export const KIT2_FORMAT = "dacd-escape-kit/2";
 export const SHARD_LEAVES = 1000;
 /** …and is cut earlier at this many bytes (before compression): one fetch a user can afford. */
 export const SHARD_MAX_BYTES = 224 * 1024;
-/** A key index file holds about this many entries at most; the prefix grows until it does. */
+/** A key index file holds about this many entries at most; the suffix grows until it does. */
 export const INDEX_FILE_ENTRIES = 8192;
 /** The index splits by at most this many hex digits of the key (4096 files). */
 export const INDEX_MAX_DIGITS = 3;
 
 export const SHARD_PATH = "shards/{n}.bin";
-export const INDEX_PATH = "keys/{prefix}.bin";
+export const INDEX_PATH = "keys/{suffix}.bin";
 
 export const shardPath = (n: number): string => `shards/${n}.bin`;
-/** The index file of keys beginning with `prefix` (hex digits of the 64-digit key); `all` when unsplit. */
-export const indexPath = (prefix: string): string => `keys/${prefix === "" ? "all" : prefix}.bin`;
+/** The index file of keys ending in `suffix` (hex digits of the key); `all` when unsplit. */
+export const indexPath = (suffix: string): string => `keys/${suffix === "" ? "all" : suffix}.bin`;
 
 /** Shard files start with these bytes (after gzip, when the shard is compressed). */
 export const SHARD_MAGIC = [0x44, 0x4b, 0x53, 0x32]; // "DKS2"
@@ -41,10 +41,10 @@ export interface Kit2Shard {
 
 export interface Kit2Index {
   readonly path: typeof INDEX_PATH;
-  /** Hex digits of the 64-digit key that pick the file (0: one file, keys/all.bin). */
-  readonly prefix_digits: number;
+  /** The key's last hex digits that pick the file (0: one file, keys/all.bin). */
+  readonly suffix_digits: number;
   readonly entries: number;
-  /** SHA-256 of each index file, by prefix ("" when unsplit); a prefix no key has has no file. */
+  /** SHA-256 of each index file, by suffix ("" when unsplit); a suffix no key has has no file. */
   readonly files: Record<string, string>;
 }
 
@@ -87,7 +87,11 @@ export interface Kit2Manifest {
   readonly created_at: string;
 }
 
-/** The index file holding `key` (a 64-hex-digit key, lower case). */
-export function indexPrefix(key64: string, digits: number): string {
-  return key64.slice(0, digits);
+/**
+ * The index file holding `key64` (64 hex digits, lower case): its last `digits` hex digits. The
+ * low digits, because keys need not be spread over their whole range (a key below 2^251 never
+ * starts with 8 to f), while their low bits are as good as random.
+ */
+export function indexSuffix(key64: string, digits: number): string {
+  return key64.slice(64 - digits);
 }

@@ -81,15 +81,15 @@ export function parseManifest(text: string): Kit2Manifest {
   if (index.path !== INDEX_PATH) throw new Error(`field index.path: ${INDEX_PATH}`);
   const digits = field<number>(
     index,
-    "prefix_digits",
+    "suffix_digits",
     isInt(0, INDEX_MAX_DIGITS),
-    `index.prefix_digits: 0 to ${INDEX_MAX_DIGITS}`,
+    `index.suffix_digits: 0 to ${INDEX_MAX_DIGITS}`,
   );
   field(index, "entries", isInt(0, Number.MAX_SAFE_INTEGER), "index.entries: a count");
   const files = field<Json>(index, "files", isObject, "index.files: an object");
-  for (const [prefix, sha] of Object.entries(files))
-    if (!new RegExp(`^[0-9a-f]{${digits}}$`).test(prefix) || typeof sha !== "string" || !SHA.test(sha))
-      throw new Error(`field index.files[${JSON.stringify(prefix)}]: a ${digits}-digit prefix and a SHA-256`);
+  for (const [suffix, sha] of Object.entries(files))
+    if (!new RegExp(`^[0-9a-f]{${digits}}$`).test(suffix) || typeof sha !== "string" || !SHA.test(sha))
+      throw new Error(`field index.files[${JSON.stringify(suffix)}]: a ${digits}-digit suffix and a SHA-256`);
   const shared = m.shared_state;
   if (shared !== null && shared !== undefined) {
     if (leaf !== "position" || !isObject(shared))

@@ -3,7 +3,7 @@ import { pedersen as scurePedersen } from "@scure/starknet";
 import type { EscapeSharedState } from "../../onchain/perpetual.js";
 import type { EscapeSource } from "../../onchain/source.js";
 import { KitFormatError, toHex } from "./bytes.js";
-import { indexPath, indexPrefix, KIT2_FORMAT, shardPath, type Kit2Manifest } from "./format.js";
+import { indexPath, indexSuffix, KIT2_FORMAT, shardPath, type Kit2Manifest } from "./format.js";
 import { idsInIndex } from "./key-index.js";
 import { decodeShard, type ShardOut } from "./shard.js";
 import {
@@ -212,13 +212,13 @@ export async function openKit(fetchBytes: FetchBytes, opts: OpenKitOptions = {})
     const key = asBigint(keyArg, "stark key");
     if (key >> 256n !== 0n) throw new KitRefused("not_found", "a stark key is below 2^256");
     const key64 = key.toString(16).padStart(64, "0");
-    const prefix = indexPrefix(key64, manifest.index.prefix_digits);
-    const sha = manifest.index.files[prefix];
+    const suffix = indexSuffix(key64, manifest.index.suffix_digits);
+    const sha = manifest.index.files[suffix];
     if (sha === undefined) return [];
-    const path = indexPath(prefix);
+    const path = indexPath(suffix);
     const bytes = await fetchChecked(fetchBytes, path, sha, "index");
     try {
-      return idsInIndex(bytes, key64, prefix, path);
+      return idsInIndex(bytes, key64, suffix, path);
     } catch (err) {
       if (err instanceof KitFormatError) throw new KitRefused("index", `${path}: ${err.message}`);
       throw err;
