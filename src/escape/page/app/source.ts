@@ -179,44 +179,15 @@ export async function findSource(): Promise<Source> {
           `The proof could not be fetched (status ${r.status}).`,
       };
     },
-    findByKey: (key) => idsOfKeyFromDump(i.tree, key),
+    findByKey: idsOfKeyFromApi,
   };
 }
 
-/** The API's dump of the tree, read line by line for the key's leaves (vault CSV, position JSON lines). */
-async function idsOfKeyFromDump(tree: "vault" | "position", key: bigint): Promise<string[]> {
-  const res = await fetch(`v1/dump/${tree}`);
-  if (!res.ok || !res.body)
-    throw new Error(`the member's dump of the ${tree}s could not be read (status ${res.status})`);
-  const ids: string[] = [];
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let rest = "";
-  const consider = (line: string) => {
-    if (!line) return;
-    if (tree === "vault") {
-      const [id, k] = line.split(",");
-      if (id && k && /^[0-9]+$/.test(id) && safeBig(k) === key) ids.push(id);
-    } else if (line.startsWith("{")) {
-      const p = JSON.parse(line) as { position_id?: string; public_key?: string };
-      if (p.position_id && p.public_key && safeBig(p.public_key) === key) ids.push(p.position_id);
-    }
-  };
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    const lines = (rest + value).split("\n");
-    rest = lines.pop() ?? "";
-    lines.forEach(consider);
-  }
-  consider(rest);
-  return ids;
-}
-
-/** The dump's keys are 0x hex. */
-function safeBig(text: string): bigint | null {
-  try {
-    return BigInt(text.trim());
-  } catch {
-    return null;
-  }
+/** The member's walk of the tree for a key's leaves (`GET /v1/escape/keys/{starkKey}`). */
+async function idsOfKeyFromApi(key: bigint): Promise<string[]> {
+  const r = await getJson(`v1/escape/keys/0x${key.toString(16)}`);
+  const body = r.json as { leaves?: { id: string }[]; error?: string } | null;
+  if (r.status !== 200 || !body?.leaves)
+    throw new Error(body?.error ?? `the member could not search by key (status ${r.status})`);
+  return body.leaves.map((l) => String(l.id));
 }
