@@ -1,7 +1,8 @@
 import { encodeAbiParameters, type Hex } from "viem";
 import { describe, expect, it } from "vitest";
 import type { ExitPlan, ExitStep } from "../../src/escape/exit/plan.js";
-import { inUnits, stepStatus, type ChainView } from "../../src/escape/page/chain-reads.js";
+import type { PlanWithState } from "../../src/escape/exit/chain-state.js";
+import { chainView, inUnits, pageStatus } from "../../src/escape/page/chain-reads.js";
 import { revertInWords, revertString } from "../../src/escape/page/revert.js";
 import { safeBatch } from "../../src/escape/page/safe-batch.js";
 
@@ -29,22 +30,12 @@ function plan(data = true): ExitPlan {
   return { object: "vault", id: "5", chain_id: 31337, steps } as unknown as ExitPlan;
 }
 
-function view(over: Partial<ChainView>): ChainView {
-  return {
-    frozen: false,
-    gracePeriodS: 3600n,
-    requestTime: 0n,
-    freezeAt: null,
-    now: 1000n,
-    ethKey: `0x${"7".repeat(40)}`,
-    vaultRoot: null,
-    factValid: false,
-    escaped: false,
-    withdrawable: 0n,
-    asset: null,
-    status: {},
-    ...over,
-  };
+/** The plan with each step's state as readExitState gives it. */
+function withStates(states: string[]): ExitStep[] {
+  return plan().steps.map((s, i) => ({
+    ...s,
+    state: { status: states[i] as "done", reason: null, revert: null },
+  }));
 }
 
 describe("revert reasons in words", () => {
@@ -70,42 +61,65 @@ describe("revert reasons in words", () => {
 });
 
 describe("where the user stands", () => {
-  it("request first; the freeze waits out the grace period; then the escape; withdraw; all done", () => {
-    expect(stepStatus(plan(), view({}))).toEqual({
-      request: "next",
-      freeze: "later",
-      verify_escape: "later",
-      escape: "later",
-      withdraw: "later",
-    });
-    const pending = view({ requestTime: 900n, freezeAt: 4500n, now: 1000n });
-    expect(stepStatus(plan(), pending)).toMatchObject({ request: "done", freeze: "waiting" });
-    expect(stepStatus(plan(), { ...pending, now: 4500n })).toMatchObject({ freeze: "next" });
-    expect(stepStatus(plan(), view({ frozen: true }))).toMatchObject({
+  it("done as the chain says; the first step not done is next or waiting; the rest later", () => {
+    expect(
+      Object.values(pageStatus(withStates(["ready", "waiting", "waiting", "waiting", "waiting"]))),
+    ).toEqual(["next", "later", "later", "later", "later"]);
+    expect(pageStatus(withStates(["done", "waiting", "waiting", "waiting", "waiting"]))).toMatchObject({
       request: "done",
-      freeze: "done",
+      freeze: "waiting",
+      verify_escape: "later",
+    });
+    expect(pageStatus(withStates(["done", "done", "ready", "waiting", "waiting"]))).toMatchObject({
       verify_escape: "next",
       escape: "later",
     });
-    expect(stepStatus(plan(), view({ frozen: true, factValid: true }))).toMatchObject({
-      verify_escape: "done",
+    // A step the chain blocks for another reason is still the one to look at: its reason is shown.
+    expect(pageStatus(withStates(["done", "done", "done", "blocked", "waiting"]))).toMatchObject({
       escape: "next",
     });
-    expect(
-      stepStatus(plan(), view({ frozen: true, factValid: true, escaped: true, withdrawable: 3400n })),
-    ).toMatchObject({
-      escape: "done",
-      withdraw: "next",
+    expect(Object.values(pageStatus(withStates(["done", "done", "done", "done", "done"])))).toEqual([
+      "done",
+      "done",
+      "done",
+      "done",
+      "done",
+    ]);
+  });
+
+  it("reads the chain's summary as numbers, the asset with its symbol, decimals and quantum", () => {
+    const p = {
+      ...plan(),
+      steps: withStates(["done", "waiting", "waiting", "waiting", "waiting"]),
+      chain: {
+        frozen: false,
+        freeze_grace_period: "3600",
+        last_batch_id: 4,
+        eth_key: `0x${"7".repeat(40)}`,
+        request_time: "1000",
+        freeze_possible_at: "4600",
+        withdrawal_balance: "0",
+        withdrawal_balance_quantized: "0",
+        asset: { kind: "erc20", token: `0x${"a".repeat(40)}`, quantum: "1000", decimals: 6 },
+        amount_base_units: null,
+        amount_units: null,
+        unread: [],
+      },
+    } as unknown as PlanWithState;
+    const v = chainView(p, 2000n, "DUSD");
+    expect(v).toMatchObject({
+      frozen: false,
+      gracePeriodS: 3600n,
+      requestTime: 1000n,
+      freezeAt: 4600n,
+      now: 2000n,
     });
-    expect(
-      Object.values(
-        stepStatus(plan(), view({ frozen: true, factValid: true, escaped: true, withdrawable: 0n })),
-      ),
-    ).toEqual(["done", "done", "done", "done", "done"]);
+    expect(v.asset).toEqual({ symbol: "DUSD", decimals: 6, quantum: 1000n });
+    expect(v.status.freeze).toBe("waiting");
   });
 
   it("shows an amount in the asset's units: quantized × quantum, with the token's decimals", () => {
-    const asset = { kind: "erc20" as const, token: null, symbol: "DUSD", decimals: 6, quantum: 1000n };
+    const asset = { symbol: "DUSD", decimals: 6, quantum: 1000n };
     expect(inUnits(3400n, asset)).toBe("3.4 DUSD");
     expect(inUnits(1n, { ...asset, symbol: "ETH", decimals: 18, quantum: 10n ** 10n })).toBe(
       "0.00000001 ETH",

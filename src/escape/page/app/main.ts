@@ -1,11 +1,11 @@
 import { decodeAbiParameters, keccak256, toHex, type Hex } from "viem";
 import { exitPlan, type ExitPlan, type ExitProof, type ExitStep } from "../../exit/plan.js";
+import { readExitState } from "../../exit/chain-state.js";
 import {
-  exitAsset,
+  chainView,
   inUnits,
   rawInUnits,
-  readChainView,
-  stepStatus,
+  tokenSymbol,
   type ChainView,
   type StepStatus,
 } from "../chain-reads.js";
@@ -197,40 +197,35 @@ async function refresh(): Promise<void> {
   renderWallet();
   if (!state.proof) return;
   const { exchange, verifier } = contracts();
-  state.view = null;
-  if (walletReady() && state.wallet) {
-    try {
-      state.view = await readChainView(
-        state.wallet.call,
-        state.wallet.latestTime,
-        state.proof,
-        exchange,
-        verifier,
-      );
-    } catch (e) {
-      status(`Reading the exchange through the wallet failed: ${(e as Error).message}`, true);
-    }
-  }
-  const v = state.view;
-  const asset = exitAsset(v?.asset ?? null);
-  state.plan = exitPlan(state.proof, {
+  const plan = exitPlan(state.proof, {
     chainId: expectedChain(),
     exchange,
     verifier,
     frozenBatchId: state.source?.frozenBatchId ?? null,
-    ...(v?.ethKey ? { ethKey: v.ethKey } : {}),
-    ...(asset ? { asset } : {}),
   });
-  if (v) v.status = stepStatus(state.plan, v);
+  state.plan = plan;
+  state.view = null;
+  const w = state.wallet;
+  if (walletReady() && w) {
+    try {
+      const now = await w.latestTime().catch(() => null);
+      const withState = await readExitState(w.call, plan, {
+        ...(w.account ? { from: w.account } : {}),
+        ...(now !== null ? { now } : {}),
+      });
+      const token = withState.chain.asset?.token;
+      state.plan = withState;
+      state.view = chainView(withState, now, token ? await tokenSymbol(w.call, token) : null);
+    } catch (e) {
+      status(`Reading the exchange through the wallet failed: ${(e as Error).message}`, true);
+    }
+  }
   renderProof();
 }
 
-function batchWarning(proof: PageProof, plan: ExitPlan): string | null {
-  const v = state.view;
-  if (proof.format === SPOT && v?.frozen && v.vaultRoot !== null && BigInt(proof.vault_root) !== v.vaultRoot)
-    return `This proof is for batch ${proof.batch_id ?? "?"}, not the state the exchange froze at: its root differs from the exchange's frozen vault root, so verifyEscape or escape with it will fail. Use the proof of the frozen batch.`;
+function batchWarning(plan: ExitPlan): string | null {
   if (plan.at_frozen_batch === false)
-    return `This proof is for batch ${plan.batch_id ?? "?"}, not the frozen batch ${plan.frozen_batch_id}: an escape with it will fail.`;
+    return `This proof is for batch ${plan.batch_id ?? "?"}, not the state the exchange froze at (batch ${plan.frozen_batch_id}): verifyEscape or escape with it will fail. Use the proof of the frozen batch.`;
   return null;
 }
 
@@ -241,7 +236,7 @@ function renderProof(): void {
   const v = state.view;
   $("result").hidden = false;
   $("leaf-title").textContent = `${spot ? "Vault" : "Position"} ${plan.id}${plan.empty ? " (empty)" : ""}`;
-  const warning = batchWarning(proof, plan);
+  const warning = batchWarning(plan);
   const next = plan.steps.find((s) => v?.status[s.step] === "next" || v?.status[s.step] === "waiting");
   const allDone = v !== null && plan.steps.length > 0 && plan.steps.every((s) => v.status[s.step] === "done");
   $("where").hidden = !next && !allDone;
@@ -353,6 +348,9 @@ function renderSteps(plan: ExitPlan, spot: boolean): void {
     li.appendChild(make("p", what(step, spot)));
     if (st === "waiting" && v?.freezeAt)
       li.appendChild(make("p", `Possible from ${date(v.freezeAt)}.`, "note"));
+    // Why the chain would refuse it now (from the simulation), when that is not just waiting its turn.
+    if (st === "next" && step.state?.status === "blocked" && step.state.reason)
+      li.appendChild(make("p", step.state.reason, "bad"));
     if (step.note) li.appendChild(make("p", step.note, "muted"));
     li.appendChild(
       make(
