@@ -1,18 +1,21 @@
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Daemon } from "../../src/app.js";
 import { toChecksumAddress } from "../../src/config/address.js";
 import { verifyOnchainProof } from "../../src/escape/onchain/check.js";
 import { kitPath } from "../../src/escape/kit/layout.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import {
+  CHROMIUM,
+  launchChromium,
+  PHONE,
+  signingMember as startSigningMember,
+} from "../helpers/escape-page.js";
 import { freePort } from "../helpers/free-port.js";
 import { NGINX, startNginx } from "../helpers/nginx.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
-import { VectorGateway } from "../helpers/vector-gateway.js";
 import { loadChain, type ChainName } from "../helpers/vectors.js";
 
 /**
@@ -24,7 +27,6 @@ import { loadChain, type ChainName } from "../helpers/vectors.js";
  * Also: a perpetual member's kit beside the daemon, every position's proof verified.
  */
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(import.meta.dirname, "..", "..", "test-artifacts");
 const EXCHANGE = toChecksumAddress("0x" + "5fdcca53617f4d2b9134b29090c87d01058e27e9");
 const VERIFIER = toChecksumAddress("0x" + "b8ef4a31b1d1e2bd2b1a3d0ac3d0f6f7bd9c6e4a");
@@ -36,30 +38,8 @@ afterAll(async () => {
 });
 
 async function signingMember(chain: ChainName, extra: string) {
-  const { responses, expected } = loadChain(chain);
-  const gw = await new VectorGateway(
-    responses,
-    expected,
-    expected.profile === "perpetual" ? "P" : "G",
-  ).start();
-  cleanups.push(() => gw.close());
-  gw.available = expected.batches.length;
-  const setup = await memberSetup({
-    profile: expected.profile,
-    privateKey: expected.private_key,
-    gatewayUrl: gw.url,
-    feeder: true,
-    extra,
-  });
-  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-  const daemon: Daemon = await startQuietDaemon(setup.config);
-  cleanups.push(() => daemon.stop());
-  await waitFor(
-    () => daemon.member.state.nextBatchId === expected.batches.length,
-    120_000,
-    "every batch signed",
-  );
-  return { daemon, expected, ...setup };
+  const { expected } = loadChain(chain);
+  return { ...(await startSigningMember(chain, extra, cleanups)), expected };
 }
 
 /** The calldata the page shows, after looking up `id` on the page at `url`. */
@@ -120,25 +100,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the escape page in headless Chromium", (
       ].join("\n"),
     );
     api = `http://127.0.0.1:${port}`;
-    const { chromium } = await import("playwright-core");
-    // A fresh profile directory (the --user-data-dir playwright passes to Chromium).
-    browser = await chromium.launchPersistentContext(await tempDir("dacd-chromium-"), {
-      executablePath: CHROMIUM,
-      headless: true,
-      // A phone's screen.
-      viewport: { width: 390, height: 844 },
-      deviceScaleFactor: 2,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium(PHONE);
     cleanups.push(() => browser.close());
     await mkdir(ARTIFACTS, { recursive: true });
   }, 180_000);
