@@ -8,6 +8,7 @@ import { DEVNET_EXCHANGE } from "../../src/devnet/exchange/artifact.js";
 import type { PlanWithState } from "../../src/escape/exit/chain-state.js";
 import type { ExitStep } from "../../src/escape/exit/plan.js";
 import { makeOnchainProof } from "../../src/escape/onchain/from-proof.js";
+import type { PerpetualEscape } from "../../src/escape/onchain/perpetual.js";
 import type { SpotEscape } from "../../src/escape/onchain/spot.js";
 import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
@@ -31,53 +32,112 @@ afterAll(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-describe("dacd exit --json carries a spot exit out on the devnet's chain", () => {
-  it("each state read, each step's data sent, the balance paid", async () => {
-    const devnet = await startDevnet({
-      variant: "G",
-      committee: [ethAddressFromPrivateKey(new Uint8Array(Buffer.from(MEMBER_KEY.slice(2), "hex")))],
-      quorum: 1,
-      batchIntervalMs: 200,
-      seed: 3,
-      baseChain: true,
-      freezeGracePeriodS: GRACE_S,
-    });
-    cleanups.push(() => devnet.close());
-    const base = devnet.baseChain!;
-    const exchange = base.exchange.address;
-    const verifier = base.exchange.verifier!;
-    const setup = await memberSetup({
-      profile: "spot",
-      privateKey: MEMBER_KEY,
-      gatewayUrl: devnet.urls.availability,
-      extra: [
-        `base_chain_rpc_url: "${base.rpcUrl}"`,
-        `starkex_contract_address: "${exchange}"`,
-        "base_chain_confirmations: 0",
-        "base_chain_poll_interval_s: 0.05",
-        "escape_contracts:",
-        `  exchange: "${exchange}"`,
-        `  verifier: "${verifier}"`,
-      ].join("\n"),
-    });
-    cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-    const daemon = await startQuietDaemon({
-      ...loadConfig(setup.configPath, {}),
-      feederGatewayUrl: devnet.urls.feeder,
-    });
-    cleanups.push(() => daemon.stop());
+/** A devnet with its chain, and a member following it with the exit's contracts configured. */
+async function startJourney(variant: "G" | "P") {
+  const devnet = await startDevnet({
+    variant,
+    committee: [ethAddressFromPrivateKey(new Uint8Array(Buffer.from(MEMBER_KEY.slice(2), "hex")))],
+    quorum: 1,
+    batchIntervalMs: 200,
+    seed: 3,
+    baseChain: true,
+    freezeGracePeriodS: GRACE_S,
+  });
+  cleanups.push(() => devnet.close());
+  const base = devnet.baseChain!;
+  const exchange = base.exchange.address;
+  const verifier = base.exchange.verifier!;
+  const setup = await memberSetup({
+    profile: variant === "P" ? "perpetual" : "spot",
+    privateKey: MEMBER_KEY,
+    gatewayUrl: devnet.urls.availability,
+    extra: [
+      `base_chain_rpc_url: "${base.rpcUrl}"`,
+      `starkex_contract_address: "${exchange}"`,
+      "base_chain_confirmations: 0",
+      "base_chain_poll_interval_s: 0.05",
+      "escape_contracts:",
+      `  exchange: "${exchange}"`,
+      `  verifier: "${verifier}"`,
+    ].join("\n"),
+  });
+  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
+  const daemon = await startQuietDaemon({
+    ...loadConfig(setup.configPath, {}),
+    feederGatewayUrl: devnet.urls.feeder,
+  });
+  cleanups.push(() => daemon.stop());
 
-    const chain = defineChain({
-      id: 31337,
-      name: "devnet",
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [base.rpcUrl] } },
-    });
-    const transport = http(base.rpcUrl, { timeout: 60_000 });
-    const account = privateKeyToAccount(USER_KEY);
-    const reader = createPublicClient({ chain, transport, pollingInterval: 50 });
-    const wallet = createWalletClient({ account, chain, transport });
+  const chain = defineChain({
+    id: 31337,
+    name: "devnet",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [base.rpcUrl] } },
+  });
+  const transport = http(base.rpcUrl, { timeout: 60_000 });
+  const account = privateKeyToAccount(USER_KEY);
+  const reader = createPublicClient({ chain, transport, pollingInterval: 50 });
+  const wallet = createWalletClient({ account, chain, transport });
 
+  const plan = async (object: string, id: string): Promise<PlanWithState> => {
+    const r = await dacdAsync(["exit", "--config", setup.configPath, object, id, "--json"]);
+    expect(r.code, r.err).toBe(0);
+    return JSON.parse(r.out) as PlanWithState;
+  };
+  const step = (p: PlanWithState, name: string): ExitStep => p.steps.find((s) => s.step === name)!;
+  const statuses = (p: PlanWithState): Record<string, string> =>
+    Object.fromEntries(p.steps.map((s) => [s.step, s.state!.status]));
+  const send = async (s: ExitStep, gas?: bigint): Promise<bigint> => {
+    expect(s.to, s.step).not.toBeNull();
+    expect(s.data, s.step).not.toBeNull();
+    const hash = await wallet.sendTransaction({ to: s.to!, data: s.data!, gas, account, chain });
+    const receipt = await reader.waitForTransactionReceipt({ hash });
+    expect(receipt.status, s.step).toBe("success");
+    console.log(`exit step ${s.step}: ${receipt.gasUsed} gas`);
+    return receipt.gasUsed;
+  };
+
+  const timeTravel = async (seconds: number): Promise<void> => {
+    await reader.request({ method: "evm_increaseTime" as never, params: [seconds] as never });
+    await reader.request({ method: "evm_mine" as never, params: [] as never });
+  };
+  const balanceOf = async (): Promise<bigint> =>
+    reader.readContract({
+      address: base.exchange.token!,
+      abi: parseAbi(["function balanceOf(address) view returns (uint256)"]),
+      functionName: "balanceOf",
+      args: [account.address],
+    });
+  const register = async (starkKey: bigint): Promise<void> => {
+    // The stark signature is the user's own: sent here as the devnet takes it.
+    const hash = await wallet.writeContract({
+      address: base.exchange.address,
+      abi: DEVNET_EXCHANGE.abi,
+      functionName: "registerEthAddress",
+      args: [account.address, starkKey, SIG],
+      account,
+      chain,
+    } as never);
+    await reader.waitForTransactionReceipt({ hash });
+  };
+  return { devnet, daemon, account, plan, step, statuses, send, timeTravel, balanceOf, register };
+}
+
+describe("dacd exit --json carries an exit out on the devnet's chain", () => {
+  it("spot: each state read, each step's data sent, the balance paid", async () => {
+    const {
+      devnet,
+      daemon,
+      account,
+      plan: planOf,
+      step,
+      statuses,
+      send,
+      timeTravel,
+      balanceOf,
+      register,
+    } = await startJourney("G");
+    const plan = (): Promise<PlanWithState> => planOf("vault", "5");
     const starkKey = 0x5a11cen << 200n;
     const asset = 0xa000n;
     await submitToDevnet(
@@ -102,24 +162,6 @@ describe("dacd exit --json carries a spot exit out on the devnet's chain", () =>
       "the deposit on-chain",
     );
 
-    const plan = async (): Promise<PlanWithState> => {
-      const r = await dacdAsync(["exit", "--config", setup.configPath, "vault", "5", "--json"]);
-      expect(r.code, r.err).toBe(0);
-      return JSON.parse(r.out) as PlanWithState;
-    };
-    const step = (p: PlanWithState, name: string): ExitStep => p.steps.find((s) => s.step === name)!;
-    const statuses = (p: PlanWithState): Record<string, string> =>
-      Object.fromEntries(p.steps.map((s) => [s.step, s.state!.status]));
-    const send = async (s: ExitStep, gas?: bigint): Promise<bigint> => {
-      expect(s.to, s.step).not.toBeNull();
-      expect(s.data, s.step).not.toBeNull();
-      const hash = await wallet.sendTransaction({ to: s.to!, data: s.data!, gas, account, chain });
-      const receipt = await reader.waitForTransactionReceipt({ hash });
-      expect(receipt.status, s.step).toBe("success");
-      console.log(`exit step ${s.step}: ${receipt.gasUsed} gas`);
-      return receipt.gasUsed;
-    };
-
     // Unregistered: the register step is there, the request would revert USER_UNREGISTERED.
     let p = await plan();
     expect(p.chain).toMatchObject({ frozen: false, freeze_grace_period: String(GRACE_S) });
@@ -129,16 +171,7 @@ describe("dacd exit --json carries a spot exit out on the devnet's chain", () =>
     expect(statuses(p)).toMatchObject({ register: "ready", request: "blocked" });
     expect(step(p, "request").state!.revert).toBe("USER_UNREGISTERED");
     expect(step(p, "withdraw").data).not.toBeNull();
-    // The stark signature is the user's own: sent here as the devnet takes it.
-    const register = await wallet.writeContract({
-      address: exchange,
-      abi: DEVNET_EXCHANGE.abi,
-      functionName: "registerEthAddress",
-      args: [account.address, starkKey, SIG],
-      account,
-      chain,
-    } as never);
-    await reader.waitForTransactionReceipt({ hash: register });
+    await register(starkKey);
 
     p = await plan();
     expect(p.steps.map((s) => s.step)).toEqual(["request", "freeze", "verify_escape", "escape", "withdraw"]);
@@ -153,8 +186,7 @@ describe("dacd exit --json carries a spot exit out on the devnet's chain", () =>
     expect(statuses(p)).toMatchObject({ request: "done", freeze: "waiting" });
     expect(step(p, "freeze").state!.revert).toBe("FORCED_ACTION_PENDING");
 
-    await reader.request({ method: "evm_increaseTime" as never, params: [GRACE_S] as never });
-    await reader.request({ method: "evm_mine" as never, params: [] as never });
+    await timeTravel(GRACE_S);
     p = await plan();
     expect(statuses(p)).toMatchObject({ freeze: "ready" });
     await send(step(p, "freeze"));
@@ -180,25 +212,92 @@ describe("dacd exit --json carries a spot exit out on the devnet's chain", () =>
     expect(statuses(p)).toMatchObject({ escape: "done", withdraw: "ready" });
     expect(step(p, "escape").state!.revert).toBe("ESCAPE_ALREADY_USED");
     expect(p.chain.withdrawal_balance).toBe(String(4600n * 1000n));
-    const token = base.exchange.token!;
-    const balanceOf = parseAbi(["function balanceOf(address) view returns (uint256)"]);
-    const before = await reader.readContract({
-      address: token,
-      abi: balanceOf,
-      functionName: "balanceOf",
-      args: [account.address],
-    });
+    const before = await balanceOf();
     await send(step(p, "withdraw"));
-    const after = await reader.readContract({
-      address: token,
-      abi: balanceOf,
-      functionName: "balanceOf",
-      args: [account.address],
-    });
+    const after = await balanceOf();
     expect(after - before).toBe(4600n * 1000n);
 
     p = await plan();
     expect(statuses(p)).toMatchObject({ escape: "done", withdraw: "done" });
     expect(p.chain.withdrawal_balance).toBe("0");
+  }, 300_000);
+
+  it("perpetual: each state read, each step's data sent, the collateral paid", async () => {
+    const {
+      devnet,
+      daemon,
+      plan: planOf,
+      step,
+      statuses,
+      send,
+      timeTravel,
+      balanceOf,
+      register,
+    } = await startJourney("P");
+    const plan = (): Promise<PlanWithState> => planOf("position", "7");
+    // Above 2^160: the devnet takes a smaller key as its own Ethereum address.
+    const starkKey = 0x7777n << 200n;
+    await submitToDevnet(devnet.urls.gateway, {
+      type: "DEPOSIT",
+      amount: "777000",
+      position_id: "7",
+      public_key: `0x${starkKey.toString(16)}`,
+    });
+    await waitFor(
+      async () => {
+        const onchain = daemon.chainWatch?.state?.last?.batch_id ?? -1;
+        if (onchain < 0 || (await daemon.store.getBatch(onchain)) === undefined) return false;
+        const e = (await makeOnchainProof(
+          daemon.store,
+          daemon.engine,
+          "position",
+          "7",
+          onchain,
+        )) as PerpetualEscape;
+        return e.collateral_balance === "777000";
+      },
+      60_000,
+      "the deposit on-chain",
+    );
+
+    // Before the freeze the shared state is not known: the request names the collateral.
+    let p = await plan();
+    expect(p.quantized_amount).toBe("777000");
+    expect(statuses(p)).toMatchObject({ register: "ready", request: "blocked" });
+    expect(step(p, "verify_escape").data).toBeNull();
+    await register(starkKey);
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ request: "ready", freeze: "waiting" });
+    await send(step(p, "request"));
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ request: "done", freeze: "waiting" });
+    expect(step(p, "freeze").state!.revert).toBe("FORCED_ACTION_PENDING");
+    await timeTravel(GRACE_S);
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ freeze: "ready" });
+    await send(step(p, "freeze"));
+    await waitFor(
+      async () => (await daemon.store.onchain.cursor())?.frozen?.shared_state !== undefined,
+      20_000,
+      "the frozen shared state",
+    );
+
+    // Frozen, the shared state read by the member: the verifier's amount and every step's data.
+    p = await plan();
+    expect(p).toMatchObject({ at_frozen_batch: true, quantized_amount: "777000" });
+    expect(statuses(p)).toMatchObject({ request: "done", freeze: "done", verify_escape: "ready" });
+    await send(step(p, "verify_escape"), VERIFY_GAS);
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ verify_escape: "done", escape: "ready" });
+    await send(step(p, "escape"));
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ escape: "done", withdraw: "ready" });
+    const quantum = BigInt(p.chain.asset!.quantum!);
+    expect(p.chain.withdrawal_balance).toBe(String(777000n * quantum));
+    const before = await balanceOf();
+    await send(step(p, "withdraw"));
+    expect((await balanceOf()) - before).toBe(777000n * quantum);
+    p = await plan();
+    expect(statuses(p)).toMatchObject({ withdraw: "done" });
   }, 300_000);
 });

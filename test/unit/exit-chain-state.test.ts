@@ -207,6 +207,35 @@ describe("readExitState", () => {
   });
 });
 
+describe("readExitState when the node does not answer", () => {
+  it("a simulation that times out leaves the step unknown, not blocked", async () => {
+    const proof = spotEscape(
+      { starkKey: KEY, assetId: ASSET, quantizedAmount: 5n },
+      0x55n,
+      {
+        index: 9n,
+        nodes: [0x77n, 0x101n, 0x102n, 0x103n, 0x104n],
+        siblings: [0x201n, 0x202n, 0x203n, 0x204n],
+      },
+      { profile: "spot", batch_id: 56, sequence_number: 56 },
+    );
+    const plan = exitPlan(proof, { exchange: EXCHANGE, verifier: VERIFIER });
+    const tables = contract({
+      [`${EXCHANGE}:${sel("isFrozen()")}`]: "0x" + w(1n),
+      [`${EXCHANGE}:${sel("getEthKey(uint256)")}`]: "0x" + w(0xaan),
+    });
+    const call: EthCall = async (req) => {
+      if (req.data.startsWith(sel("verifyEscape(uint256[])")))
+        throw Object.assign(new Error("The request took too long to respond."), { name: "TimeoutError" });
+      return tables(req);
+    };
+    const s = await readExitState(call, plan);
+    const verify = s.steps.find((x) => x.step === "verify_escape")!;
+    expect(verify.state).toMatchObject({ status: "unknown", revert: null });
+    expect(verify.state!.reason).toMatch(/did not complete: The request took too long/);
+  });
+});
+
 describe("the exit modules are browser-safe", () => {
   it("plan.ts and chain-state.ts import, transitively, no node: module and nothing but viem", () => {
     const root = path.resolve(import.meta.dirname, "../../src");

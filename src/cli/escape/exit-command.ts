@@ -26,7 +26,7 @@ const OBJECTS: Readonly<Record<string, "vault" | "position">> = {
 };
 
 /** Each RPC call's time-out when the command reads the chain. */
-const RPC_TIMEOUT_MS = 10_000;
+const RPC_TIMEOUT_MS = 30_000;
 
 /** `dacd exit`: the transactions that take a vault's or position's funds out of a frozen exchange. */
 export function registerExitCommand(program: Command): void {

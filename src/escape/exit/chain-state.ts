@@ -136,6 +136,11 @@ const PANIC = "0x4e487b71";
 
 /** The revert reason in an eth_call's error: Error(string) decoded, a panic's code, or the node's message. */
 export function revertReason(err: unknown): string {
+  return readRevert(err).reason;
+}
+
+/** The reason, and whether the error is a revert at all (not a time-out or a node that cannot be reached). */
+function readRevert(err: unknown): { reason: string; reverted: boolean } {
   const seen = new Set<unknown>();
   const hexes: string[] = [];
   const messages: string[] = [];
@@ -156,22 +161,25 @@ export function revertReason(err: unknown): string {
   for (const h of hexes) {
     if (h.toLowerCase().startsWith(ERROR_STRING) && h.length >= 10 + 128) {
       try {
-        return decodeAbiParameters([{ type: "string" }], `0x${h.slice(10)}`)[0];
+        return { reason: decodeAbiParameters([{ type: "string" }], `0x${h.slice(10)}`)[0], reverted: true };
       } catch {
         // A malformed Error(string): try the next candidate.
       }
     }
     if (h.toLowerCase().startsWith(PANIC) && h.length === 10 + 64)
-      return `panic 0x${BigInt(`0x${h.slice(10)}`).toString(16)}`;
+      return { reason: `panic 0x${BigInt(`0x${h.slice(10)}`).toString(16)}`, reverted: true };
   }
   for (const m of messages) {
     const quoted = /reverted with reason string '([^']*)'/.exec(m) ?? /execution reverted: ([^\n]+)/.exec(m);
-    if (quoted) return quoted[1]!.trim();
+    if (quoted) return { reason: quoted[1]!.trim(), reverted: true };
   }
-  if (hexes.some((h) => h === "0x") || messages.some((m) => /revert/i.test(m)))
-    return NO_REASON;
-  return messages[0] ?? "the call failed";
+  if (hexes.length > 0 || messages.some((m) => /revert/i.test(m)))
+    return { reason: NO_REASON, reverted: true };
+  return { reason: messages[0] ?? "the call failed", reverted: false };
 }
+
+/** A simulation that did not run to a verdict (a time-out, an unreachable node): the step's state is unknown. */
+class SimulationFailed extends Error {}
 
 type ViewName = (typeof VIEWS)[number]["name"];
 
@@ -200,7 +208,9 @@ async function simulate(call: EthCall, step: ExitStep, from: Hex | undefined): P
     await call({ to: step.to, data: step.data, ...(from ? { from } : {}) });
     return null;
   } catch (err) {
-    return revertReason(err);
+    const r = readRevert(err);
+    if (!r.reverted) throw new SimulationFailed(r.reason);
+    return r.reason;
   }
 }
 
@@ -344,7 +354,16 @@ export async function readExitState(
   const owner = ethKey !== undefined && !isZeroAddress(ethKey) ? ethKey : options.from;
   const ctx: StepContext = { call, chain, owner, now: options.now, requestTime, ethKey, plan };
   const withStates: ExitStep[] = [];
-  for (const s of steps) withStates.push({ ...s, state: await stepState(ctx, s, withStates) });
+  for (const s of steps) {
+    let st: StepState;
+    try {
+      st = await stepState(ctx, s, withStates);
+    } catch (err) {
+      if (!(err instanceof SimulationFailed)) throw err;
+      st = state("unknown", `an eth_call of it did not complete: ${err.message}`);
+    }
+    withStates.push({ ...s, state: st });
+  }
   return { ...plan, steps: withStates, chain };
 }
 
