@@ -211,6 +211,16 @@ describe("escape kit format 2", () => {
       reason: "root",
       message: expect.stringContaining("refused"),
     });
+    // A forged shard that unpacks to megabytes is stopped before it fills memory.
+    const bomb = gzipSync(new Uint8Array(4 << 20));
+    await writeFile(shard, bomb);
+    m.shards[1].encoding = "gzip";
+    m.shards[1].sha256 = createHash("sha256").update(bomb).digest("hex");
+    await writeFile(manifestPath, JSON.stringify(m));
+    await expect((await openKit(fromDir(out), { pedersen: H })).proof(ids[150]!)).rejects.toMatchObject({
+      reason: "shard",
+      message: expect.stringContaining("unpacks to more than"),
+    });
     await writeFile(shard, bytes);
     // A manifest with another root: every proof refused.
     await writeFile(
