@@ -73,6 +73,19 @@ export interface EscapeKit {
   proofsOfKey(key: bigint | string): Promise<KitProof[]>;
 }
 
+/**
+ * The kit's files over HTTP(S) from `base` (the kit's directory URL, ending in `/`), with the
+ * browser's or Node's fetch: a status other than 200 is a failed fetch. Shards must arrive as
+ * stored (no Content-Encoding added by the server: docs/escape-kit-format.md).
+ */
+export function httpFetchBytes(base: string | URL): FetchBytes {
+  return async (path) => {
+    const res = await fetch(new URL(path, base));
+    if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+    return new Uint8Array(await res.arrayBuffer());
+  };
+}
+
 const defaultPedersen: Pedersen = (x, y) => BigInt(scurePedersen(x, y));
 
 async function fetchChecked(
