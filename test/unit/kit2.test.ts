@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { storePaths } from "../../src/escape/kit/source.js";
 import { buildKit2 } from "../../src/escape/kit/v2/build.js";
-import { openKit, KitRefused, type FetchBytes } from "../../src/escape/kit/v2/reader.js";
+import { httpFetchBytes, openKit, KitRefused, type FetchBytes } from "../../src/escape/kit/v2/reader.js";
 import { pedersen } from "../../src/escape/onchain/path.js";
 import { makeOnchainProof } from "../../src/escape/onchain/from-proof.js";
 import type { PositionLeaf, VaultLeaf } from "../../src/model/state-update.js";
@@ -115,12 +115,26 @@ describe("escape kit format 2", () => {
     const leaves = vaults([...set], 2, 300);
     const { out, store } = await kitOf("spot-v4.0", leaves, 64);
     await expectEveryLeaf(out, store, "vault", leaves);
-    // The default hash (@scure/starknet, as in a browser) gives the same proofs.
-    const kit = await openKit(fromDir(out));
+    // Over HTTP from a real local server, with the default hash (@scure/starknet, as in a
+    // browser): the same proofs.
+    const { createServer } = await import("node:http");
+    const server = createServer((req, res) => {
+      readFile(join(out, decodeURIComponent(new URL(req.url!, "http://x").pathname)))
+        .then((body) => res.writeHead(200, { "content-type": "application/octet-stream" }).end(body))
+        .catch(() => res.writeHead(404).end());
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as { port: number };
+    const kit = await openKit(httpFetchBytes(`http://127.0.0.1:${port}/`));
+    await expect(openKit(httpFetchBytes(`http://127.0.0.1:${port}/nowhere/`))).rejects.toMatchObject({
+      reason: "fetch",
+      message: expect.stringContaining("HTTP 404"),
+    });
     for (const id of [0n, (1n << 31n) - 1n])
       expect(JSON.stringify(await kit.proof(id))).toBe(
         JSON.stringify(await makeOnchainProof(store, engine, "vault", id.toString())),
       );
+    server.close();
     await store.close();
   }, 120_000);
 
@@ -210,6 +224,16 @@ describe("escape kit format 2", () => {
     await expect(k2.proof(ids[199]!)).rejects.toMatchObject({
       reason: "root",
       message: expect.stringContaining("refused"),
+    });
+    // A forged shard that unpacks to megabytes is stopped before it fills memory.
+    const bomb = gzipSync(new Uint8Array(4 << 20));
+    await writeFile(shard, bomb);
+    m.shards[1].encoding = "gzip";
+    m.shards[1].sha256 = createHash("sha256").update(bomb).digest("hex");
+    await writeFile(manifestPath, JSON.stringify(m));
+    await expect((await openKit(fromDir(out), { pedersen: H })).proof(ids[150]!)).rejects.toMatchObject({
+      reason: "shard",
+      message: expect.stringContaining("unpacks to more than"),
     });
     await writeFile(shard, bytes);
     // A manifest with another root: every proof refused.

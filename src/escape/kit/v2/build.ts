@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gzip as gzipCb } from "node:zlib";
@@ -137,7 +137,7 @@ export async function buildKit2(
       open = undefined;
       const n = shards.length;
       shards.push(undefined as unknown as Kit2Shard);
-      const task = flush(shard, n, done);
+      const task = flush(shard, n, done - shard.leaves.length);
       inFlight.add(task);
       void task.then(
         () => inFlight.delete(task),
@@ -231,7 +231,6 @@ export async function buildKit2(
     await placeKit(tmp, opts.out);
     return manifest;
   } catch (err) {
-    const { rm } = await import("node:fs/promises");
     await rm(tmp, { recursive: true, force: true });
     throw err;
   }

@@ -3,7 +3,14 @@ import { pedersen as scurePedersen } from "@scure/starknet";
 import type { EscapeSharedState } from "../../onchain/perpetual.js";
 import type { EscapeSource } from "../../onchain/source.js";
 import { KitFormatError, toHex } from "./bytes.js";
-import { indexPath, indexSuffix, KIT2_FORMAT, shardPath, type Kit2Manifest } from "./format.js";
+import {
+  indexPath,
+  indexSuffix,
+  KIT2_FORMAT,
+  SHARD_MAX_BYTES,
+  shardPath,
+  type Kit2Manifest,
+} from "./format.js";
 import { idsInIndex } from "./key-index.js";
 import { decodeShard, type ShardOut } from "./shard.js";
 import {
@@ -66,6 +73,19 @@ export interface EscapeKit {
   proofsOfKey(key: bigint | string): Promise<KitProof[]>;
 }
 
+/**
+ * The kit's files over HTTP(S) from `base` (the kit's directory URL, ending in `/`), with the
+ * browser's or Node's fetch: a status other than 200 is a failed fetch. Shards must arrive as
+ * stored (no Content-Encoding added by the server: docs/escape-kit-format.md).
+ */
+export function httpFetchBytes(base: string | URL): FetchBytes {
+  return async (path) => {
+    const res = await fetch(new URL(path, base));
+    if (res.status !== 200) throw new Error(`HTTP ${res.status}`);
+    return new Uint8Array(await res.arrayBuffer());
+  };
+}
+
 const defaultPedersen: Pedersen = (x, y) => BigInt(scurePedersen(x, y));
 
 async function fetchChecked(
@@ -88,9 +108,31 @@ async function fetchChecked(
   return bytes;
 }
 
-async function gunzip(bytes: Uint8Array): Promise<Uint8Array> {
+/** A shard is at most SHARD_MAX_BYTES unpacked: more is a forged file, stopped before it fills memory. */
+const UNPACKED_LIMIT = 4 * SHARD_MAX_BYTES;
+
+async function gunzip(bytes: Uint8Array, what: string): Promise<Uint8Array> {
   const stream = new Blob([bytes as BlobPart]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return new Uint8Array(await new Response(stream).arrayBuffer());
+  const reader = stream.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > UNPACKED_LIMIT) {
+      await reader.cancel();
+      throw new KitFormatError(`${what} unpacks to more than ${UNPACKED_LIMIT} bytes`);
+    }
+    parts.push(value);
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 function asBigint(v: bigint | string, what: string): bigint {
@@ -155,7 +197,7 @@ export async function openKit(fetchBytes: FetchBytes, opts: OpenKitOptions = {})
     const stored = await fetchChecked(fetchBytes, path, entry.sha256, "shard");
     let shard: ShardOut;
     try {
-      shard = decodeShard(entry.encoding === "gzip" ? await gunzip(stored) : stored, path);
+      shard = decodeShard(entry.encoding === "gzip" ? await gunzip(stored, path) : stored, path);
     } catch (err) {
       throw new KitRefused("shard", `${path}: ${(err as Error).message}`);
     }
