@@ -13,6 +13,9 @@ import type { Profile } from "./shared.js";
 export interface BaseChainStatus {
   rpc_url: string;
   contract: string;
+  /** The exchange's escape verifier and the devnet's ERC-20 token (contracts/). */
+  escape_verifier: string | null;
+  token: string | null;
   committed_batch_id: number;
   frozen: boolean;
 }
@@ -67,6 +70,8 @@ export class LocalBaseChain {
     return {
       rpc_url: this.node.url,
       contract: this.settlement.exchange.address,
+      escape_verifier: this.settlement.exchange.verifier ?? null,
+      token: this.settlement.exchange.token ?? null,
       committed_batch_id: this.settlement.committed,
       frozen: this.frozen,
     };

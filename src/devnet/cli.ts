@@ -141,7 +141,8 @@ export function registerDevnetCommand(program: Command): void {
       );
       if (devnet.baseChain)
         process.stdout.write(
-          `base_chain_rpc_url ${devnet.baseChain.rpcUrl}\nstarkex_contract_address ${devnet.baseChain.exchange.address}\n`,
+          `base_chain_rpc_url ${devnet.baseChain.rpcUrl}\nstarkex_contract_address ${devnet.baseChain.exchange.address}\n` +
+            `escape_verifier_address ${devnet.baseChain.exchange.verifier}\ntoken_address ${devnet.baseChain.exchange.token}\n`,
         );
       await new Promise<void>((resolve) => {
         const stop = (): void => {
