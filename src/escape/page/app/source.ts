@@ -1,5 +1,5 @@
 import { KIT2_FORMAT } from "../../kit/v2/format.js";
-import { KitRefused, openKit, type EscapeKit, type FetchBytes } from "../../kit/v2/reader.js";
+import { httpFetchBytes, KitRefused, openKit, type EscapeKit, type FetchBytes } from "../../kit/v2/reader.js";
 
 /**
  * Where the page's proofs come from, found by relative probes: a `manifest.json` beside the page is
@@ -121,12 +121,6 @@ export async function kit2Source(fetchBytes: FetchBytes, mode: Source["mode"]): 
   };
 }
 
-const httpBytes: FetchBytes = async (path) => {
-  const res = await fetch(path, { cache: "no-cache" });
-  if (!res.ok) throw new Error(`${path}: status ${res.status}`);
-  return new Uint8Array(await res.arrayBuffer());
-};
-
 /** A kit's folder the user opened (an input with webkitdirectory): its files by relative path. */
 export function folderBytes(files: readonly File[]): FetchBytes {
   const byPath = new Map<string, File>();
@@ -147,7 +141,7 @@ export async function findSource(): Promise<Source> {
   if (location.protocol === "file:") throw new Error("opened from disk");
   const m = await getJson("manifest.json");
   if (m.status === 200 && isKitManifest(m.json)) {
-    if (m.json.format === KIT2_FORMAT) return kit2Source(httpBytes, "kit");
+    if (m.json.format === KIT2_FORMAT) return kit2Source(httpFetchBytes(location.href), "kit");
     return kitSource(m.json, true);
   }
   const a = await getJson("v1/escape/info");
