@@ -1,32 +1,47 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeVaultDump } from "./vault-dump.js";
 
 /**
- * `--only escape-kit` (after `npm run build`): `dacd escape-kit` of a spot-v4.0 state of
- * `--kit-vaults N` vaults (default 1,000,000) spread over the tree's 2^31 ids, as a separate
- * process on a stopped store (made by `dacd load` from a generated dump, untimed): its wall time
- * and peak RSS (GNU time's maximum resident set), against the targets of 5 minutes and 1 GiB.
- * The kit is about 10 KiB a vault on disk (10 GB for a million), removed afterwards.
+ * `--only escape-kit` (after `npm run build`): `dacd escape-kit` (format 2 unless `--kit-format
+ * 1`) of spot-v4.0 states of `--kit-vaults N` vaults (default 1,000,000), with sequential ids and
+ * with ids spread over the tree's 2^31 ids (`--kit-layouts sequential,spread`), each as a separate
+ * process on a stopped store (made by `dacd load` from a generated dump, untimed): its wall time,
+ * CPU time and peak RSS (GNU time's maximum resident set), the kit's bytes a vault (the files'
+ * sizes, page aside) and files a vault, against the targets: ≤ 256 B a vault sequential, ≤ 1.5
+ * KiB spread, ≤ one file per 500 vaults, 1M vaults in ≤ 60 s, peak RSS ≤ 1 GiB. The kits are
+ * removed afterwards.
  */
 
-export interface EscapeKitBench {
+export type KitLayout = "sequential" | "spread";
+
+export interface EscapeKitRun {
+  readonly layout: KitLayout;
+  readonly format: 1 | 2;
   readonly vaults: number;
   readonly kit_s: number;
   readonly peak_rss_mib: number | null;
   /** User and system CPU seconds of the kit's process (all its threads): less bent by other load than the wall time. */
   readonly cpu_s: number | null;
   readonly files: number;
-  readonly kit_mib: number;
+  /** The kit's data files' bytes (shards, index and manifest; format 1: the proofs), the page aside. */
+  readonly data_bytes: number;
+  readonly bytes_per_vault: number;
+  readonly vaults_per_file: number;
+}
+
+export interface EscapeKitBench {
+  readonly runs: EscapeKitRun[];
   readonly cpu: string;
   readonly load_average: string;
 }
 
 const BIN = join(import.meta.dirname, "..", "..", "bin", "dacd.js");
 const TIME = "/usr/bin/time";
+const PAGE = new Set(["index.html", "escape.js", "escape.css"]);
 
 function dacd(args: string[], timed: boolean): { elapsed_s?: number; max_rss_kib?: number; cpu_s?: number } {
   const cmd = timed && existsSync(TIME) ? TIME : process.execPath;
@@ -41,49 +56,88 @@ function dacd(args: string[], timed: boolean): { elapsed_s?: number; max_rss_kib
     : { elapsed_s: (performance.now() - started) / 1000 };
 }
 
+/** Files and bytes under `dir`, the page's files aside. */
+async function dataFiles(dir: string, top = true): Promise<{ files: number; bytes: number }> {
+  let files = 0;
+  let bytes = 0;
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    if (top && PAGE.has(e.name)) continue;
+    const path = join(dir, e.name);
+    if (e.isDirectory()) {
+      const sub = await dataFiles(path, false);
+      files += sub.files;
+      bytes += sub.bytes;
+    } else {
+      files++;
+      bytes += (await stat(path)).size;
+    }
+  }
+  return { files, bytes };
+}
+
 export async function runEscapeKitBench(opts: {
   vaults: number;
+  format: 1 | 2;
+  layouts: readonly KitLayout[];
   log: (s: string) => void;
 }): Promise<EscapeKitBench> {
-  const dir = await mkdtemp(join(tmpdir(), "dacd-kit-bench-"));
-  try {
-    await mkdir(join(dir, "dump"));
-    opts.log(`escape-kit bench: generating a dump of ${opts.vaults} vaults`);
-    await makeVaultDump(join(dir, "dump"), opts.vaults, { spread: true });
-    opts.log("escape-kit bench: loading it (dacd load)");
-    dacd(["load", "--from", join(dir, "dump"), "--db", join(dir, "db")], false);
-    await rm(join(dir, "dump"), { recursive: true });
-    opts.log("escape-kit bench: dacd escape-kit (timed)");
-    const loadBefore = os.loadavg();
-    const t = dacd(["escape-kit", "--db", join(dir, "db"), "--out", join(dir, "kit")], true);
-    const loadAfter = os.loadavg();
-    const manifest = JSON.parse(await readFile(join(dir, "kit", "manifest.json"), "utf8")) as {
-      files: number;
-    };
-    if (manifest.files !== opts.vaults)
-      throw new Error(`the kit holds ${manifest.files} proofs, not ${opts.vaults}`);
-    const du = spawnSync("du", ["-sm", join(dir, "kit")], { encoding: "utf8" });
-    return {
-      vaults: opts.vaults,
-      kit_s: t.elapsed_s!,
-      peak_rss_mib: t.max_rss_kib === undefined ? null : Math.round(t.max_rss_kib / 1024),
-      cpu_s: t.cpu_s ?? null,
-      files: manifest.files,
-      kit_mib: Number(du.stdout.split("\t")[0] ?? NaN),
-      cpu: `${os.cpus()[0]?.model ?? "?"} × ${os.cpus().length}`,
-      load_average: `${loadBefore.map((l) => l.toFixed(2)).join(" ")} before, ${loadAfter.map((l) => l.toFixed(2)).join(" ")} after`,
-    };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+  const runs: EscapeKitRun[] = [];
+  const loadBefore = os.loadavg();
+  for (const layout of opts.layouts) {
+    const dir = await mkdtemp(join(tmpdir(), "dacd-kit-bench-"));
+    try {
+      await mkdir(join(dir, "dump"));
+      opts.log(`escape-kit bench: generating a dump of ${opts.vaults} vaults, ids ${layout}`);
+      await makeVaultDump(join(dir, "dump"), opts.vaults, { spread: layout === "spread" });
+      opts.log("escape-kit bench: loading it (dacd load)");
+      dacd(["load", "--from", join(dir, "dump"), "--db", join(dir, "db")], false);
+      await rm(join(dir, "dump"), { recursive: true });
+      opts.log(`escape-kit bench: dacd escape-kit --format ${opts.format} (timed)`);
+      const out = join(dir, "kit");
+      const t = dacd(
+        ["escape-kit", "--format", String(opts.format), "--db", join(dir, "db"), "--out", out],
+        true,
+      );
+      const manifest = JSON.parse(await readFile(join(out, "manifest.json"), "utf8")) as {
+        files?: number;
+        leaves?: number;
+      };
+      const held = manifest.leaves ?? manifest.files;
+      if (held !== opts.vaults) throw new Error(`the kit holds ${held} vaults, not ${opts.vaults}`);
+      const data = await dataFiles(out);
+      runs.push({
+        layout,
+        format: opts.format,
+        vaults: opts.vaults,
+        kit_s: t.elapsed_s!,
+        peak_rss_mib: t.max_rss_kib === undefined ? null : Math.round(t.max_rss_kib / 1024),
+        cpu_s: t.cpu_s ?? null,
+        files: data.files,
+        data_bytes: data.bytes,
+        bytes_per_vault: Math.round((data.bytes / opts.vaults) * 10) / 10,
+        vaults_per_file: Math.round(opts.vaults / data.files),
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }
+  const loadAfter = os.loadavg();
+  return {
+    runs,
+    cpu: `${os.cpus()[0]?.model ?? "?"} × ${os.cpus().length}`,
+    load_average: `${loadBefore.map((l) => l.toFixed(2)).join(" ")} before, ${loadAfter.map((l) => l.toFixed(2)).join(" ")} after`,
+  };
 }
 
 export function escapeKitTable(r: EscapeKitBench): string[] {
   return [
-    `\nEscape kit (dacd escape-kit, spot-v4.0, ids spread over 2^31, a stopped store; targets ≤ 300 s, ≤ 1024 MiB)`,
-    "| vaults | kit s | CPU s (user + sys) | peak RSS MiB | files | kit MiB on disk |",
-    "|---|---|---|---|---|---|",
-    `| ${r.vaults.toLocaleString("en")} | ${r.kit_s.toFixed(1)} | ${r.cpu_s?.toFixed(1) ?? "?"} | ${r.peak_rss_mib ?? "?"} | ${r.files.toLocaleString("en")} | ${r.kit_mib} |`,
+    `\nEscape kit (dacd escape-kit, spot-v4.0, a stopped store; targets: ≤ 256 B a vault sequential, ≤ 1,536 B spread, ≥ 500 vaults a file, 1M in ≤ 60 s, ≤ 1024 MiB)`,
+    "| ids | format | vaults | kit s | CPU s (user + sys) | peak RSS MiB | data files | vaults a file | data MiB | B a vault |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+    ...r.runs.map(
+      (x) =>
+        `| ${x.layout} | ${x.format} | ${x.vaults.toLocaleString("en")} | ${x.kit_s.toFixed(1)} | ${x.cpu_s?.toFixed(1) ?? "?"} | ${x.peak_rss_mib ?? "?"} | ${x.files.toLocaleString("en")} | ${x.vaults_per_file} | ${(x.data_bytes / 2 ** 20).toFixed(1)} | ${x.bytes_per_vault} |`,
+    ),
     `CPU: ${r.cpu}; load average ${r.load_average}`,
   ];
 }

@@ -17,7 +17,7 @@ import { runReferenceImport } from "./reference-import.js";
 import { loadAltVerifier, runWorkload, W_SPOT, type WorkloadResult } from "./workloads.js";
 import { parseKernelOption, parseScaleFactor, shrunkSize } from "./scale-options.js";
 import { runScale, scaleTable } from "./scale.js";
-import { escapeKitTable, runEscapeKitBench } from "./escape-kit.js";
+import { escapeKitTable, runEscapeKitBench, type KitLayout } from "./escape-kit.js";
 
 keepInitialOldSpaceToMainThread();
 
@@ -57,7 +57,9 @@ keepInitialOldSpaceToMainThread();
  * of N levels instead of `--cache-levels`.
  * `--mapped-tables N` sets how many table files LevelDB memory-maps (`store_mapped_tables`).
  * `--only escape-kit` (after `npm run build`): `dacd escape-kit` of a state of `--kit-vaults N`
- * vaults (default 1,000,000) in a process of its own: time and peak RSS (bench/escape-kit.ts).
+ * vaults (default 1,000,000) in a process of its own, with ids sequential and spread
+ * (`--kit-layouts`), format 2 unless `--kit-format 1`: time, peak RSS, bytes and files a vault
+ * (bench/escape-kit.ts).
  * `--sequential-ids` gives the Merkle trees' ids out in sequence (W-spot, W-perp, W-scale), where
  * they are otherwise uniform over each tree's range. Without it the default run has W-spot-seq and
  * W-perp-seq beside W-spot and W-perp: the same with ids in sequence (`--only w-spot-seq` alone).
@@ -247,7 +249,12 @@ if (process.argv.includes("--scale")) {
   process.exit(0);
 }
 if (onlyArg === "escape-kit") {
-  const kit = await runEscapeKitBench({ vaults: Number(arg("--kit-vaults") ?? 1_000_000), log });
+  const kit = await runEscapeKitBench({
+    vaults: Number(arg("--kit-vaults") ?? 1_000_000),
+    format: arg("--kit-format") === "1" ? 1 : 2,
+    layouts: (arg("--kit-layouts") ?? "sequential,spread").split(",") as KitLayout[],
+    log,
+  });
   clearInterval(sampler);
   for (const line of escapeKitTable(kit)) console.log(line);
   if (jsonPath) await writeFile(jsonPath, JSON.stringify({ escape_kit: kit }, null, 2) + "\n");

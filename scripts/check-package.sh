@@ -23,7 +23,7 @@ echo "check-package: $(basename "$tarball"), $(wc -l <"$tmp/files") files, $(du 
 # What it carries: the compiled CLI, the addon's sources and install script, the licence, the
 # changelog, the documentation, the alert rules with their tests, the dashboard and the units; no
 # tests, benchmarks, CI files, TypeScript sources or source maps.
-for f in bin/dacd.js dist/src/cli/main.js native/binding.gyp dist/src/verifier/hash/pedersen-worker.js \
+for f in bin/dacd.js dist/src/cli/main.js dist/page/escape.js native/binding.gyp dist/src/verifier/hash/pedersen-worker.js \
   native/dacd_native.c native/pedersen/pedersen_napi.c native/trees/record_format.h \
   native/level/dacd_level.cc native/level/leveldb-sync-beside.patch scripts/build-native.mjs scripts/build-level.mjs \
   scripts/native-toolchain.mjs scripts/window-bits.mjs LICENSE CHANGELOG.md README.md \

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /* global process */
 // npm's "prepack" script: a clean build of dist/ before `npm pack`/`npm publish`, so the tarball
-// carries exactly what the current sources compile to (no output of a source since deleted).
+// carries exactly what the current sources compile to (no output of a source since deleted), with
+// the escape page's bundle.
 import { spawnSync } from "node:child_process";
 import { rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -15,4 +16,10 @@ const build = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], {
   cwd: root,
   stdio: "inherit",
 });
-process.exit(build.status ?? 1);
+if (build.status !== 0) process.exit(build.status ?? 1);
+// The escape page's browser bundle (dist/page/escape.js), which the package ships.
+const page = spawnSync(process.execPath, [path.join(root, "scripts", "build-page.mjs")], {
+  cwd: root,
+  stdio: "inherit",
+});
+process.exit(page.status ?? 1);

@@ -1,4 +1,4 @@
-import { PAGE_FILES } from "../escape/page/assets.js";
+import { PAGE_FILE_NAMES, pageFileType } from "../escape/page/assets.js";
 
 /**
  * The escape API's OpenAPI document, served at /v1/openapi.json and committed as
@@ -116,7 +116,7 @@ const pageFile = (name: string, summary: string): Record<string, unknown> => ({
     responses: {
       "200": {
         description: `${name} (cached for five minutes)`,
-        content: { [PAGE_FILES[name]!.type.split(";")[0]!]: { schema: { type: "string" } } },
+        content: { [pageFileType(name).split(";")[0]!]: { schema: { type: "string" } } },
       },
       ...common,
     },
@@ -127,7 +127,7 @@ const pagePaths = Object.fromEntries([
     "/",
     pageFile("index.html", "The escape page: a vault's or position's proof and the transactions that use it"),
   ],
-  ...Object.keys(PAGE_FILES).map((name) => [`/${name}`, pageFile(name, `The escape page's ${name}`)]),
+  ...PAGE_FILE_NAMES.map((name) => [`/${name}`, pageFile(name, `The escape page's ${name}`)]),
 ]);
 
 export const OPENAPI = {

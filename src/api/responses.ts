@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { PAGE_CSP, PAGE_FILES } from "../escape/page/assets.js";
+import { PAGE_CSP, pageFile } from "../escape/page/assets.js";
 import type { ApiError } from "./api-error.js";
 
 /** Cache lifetimes: an answer for a named batch never changes; the latest batch moves on. */
@@ -34,7 +34,7 @@ export function sendError(req: IncomingMessage, res: ServerResponse, e: ApiError
 
 /** A file of the escape page, with the CSP that keeps it to its own files. */
 export function sendPage(req: IncomingMessage, res: ServerResponse, name: string): void {
-  const file = PAGE_FILES[name]!;
+  const file = pageFile(name);
   res.writeHead(200, {
     "content-type": file.type,
     "content-length": Buffer.byteLength(file.body),

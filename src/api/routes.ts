@@ -1,4 +1,4 @@
-import { PAGE_FILES } from "../escape/page/assets.js";
+import { PAGE_FILE_NAMES } from "../escape/page/assets.js";
 
 /**
  * The escape API's routes, each with the OpenAPI paths it serves (openapi.ts documents each of
@@ -30,7 +30,7 @@ export interface RouteSpec {
 }
 
 export const ROUTE_TABLE: readonly RouteSpec[] = [
-  { route: "page", paths: ["/", ...Object.keys(PAGE_FILES).map((name) => `/${name}`)] },
+  { route: "page", paths: ["/", ...PAGE_FILE_NAMES.map((name) => `/${name}`)] },
   { route: "escape_info", paths: ["/v1/escape/info"] },
   { route: "batches_latest", paths: ["/v1/batches/latest"] },
   { route: "openapi", paths: ["/v1/openapi.json"] },

@@ -61,7 +61,7 @@ const haveNginx = nginxAvailable();
 
 describe("dacd escape-kit", () => {
   it("writes one verified proof per non-empty vault, equal to dacd proof --format starkex", async () => {
-    const r = await dacdAsync(["escape-kit", "--db", db, "--out", kit]);
+    const r = await dacdAsync(["escape-kit", "--format", "1", "--db", db, "--out", kit]);
     expect(r.err).toBe("");
     expect(r.code).toBe(0);
     const manifest = JSON.parse(await readFile(join(kit, "manifest.json"), "utf8")) as {
@@ -140,7 +140,7 @@ describe("dacd escape-kit", () => {
 
   it("leaves no kit and no manifest when killed mid-write (SIGKILL), and the next run clears its remains", async () => {
     const out = join(work, "killed");
-    const child = spawn(process.execPath, [BIN, "escape-kit", "--db", db, "--out", out], {
+    const child = spawn(process.execPath, [BIN, "escape-kit", "--format", "1", "--db", db, "--out", out], {
       env: { ...process.env, DACD_HASH_ENGINE: "wasm" },
       stdio: "ignore",
     });
@@ -158,7 +158,7 @@ describe("dacd escape-kit", () => {
     expect(existsSync(join(tmp, "manifest.json"))).toBe(false);
     expect(existsSync(tmp)).toBe(true);
 
-    const again = await dacdAsync(["escape-kit", "--db", db, "--out", out]);
+    const again = await dacdAsync(["escape-kit", "--format", "1", "--db", db, "--out", out]);
     expect(again.code).toBe(0);
     expect(existsSync(join(out, "manifest.json"))).toBe(true);
     expect(existsSync(tmp)).toBe(false);
@@ -173,7 +173,7 @@ describe("dacd escape-kit", () => {
   }, 300_000);
 
   it("refuses an output directory that is not empty", async () => {
-    const r = await dacdAsync(["escape-kit", "--db", db, "--out", kit]);
+    const r = await dacdAsync(["escape-kit", "--format", "1", "--db", db, "--out", kit]);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/not empty/);
   }, 60_000);

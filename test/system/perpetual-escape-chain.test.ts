@@ -231,7 +231,15 @@ describe("a perpetual exchange frozen on the base chain", () => {
     }
     // The kit's files are the same text (it writes them without viem; it stops on a difference).
     const kit = join(setup.dir, "kit");
-    const built = await dacdAsync(["escape-kit", "--db", join(setup.dir, "data"), "--out", kit]);
+    const built = await dacdAsync([
+      "escape-kit",
+      "--format",
+      "1",
+      "--db",
+      join(setup.dir, "data"),
+      "--out",
+      kit,
+    ]);
     expect(built.code, built.err).toBe(0);
     for (const [n, e] of byAssets)
       expect(await readFile(join(kit, kitPath("position", e.position_id)), "utf8")).toBe(live.get(n));

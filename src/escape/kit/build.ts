@@ -7,7 +7,7 @@ import { bigintToBytes32, bytesToBigint, hexToBytes32 } from "../../util/bytes.j
 import { pathNodes, pedersen } from "../onchain/path.js";
 import { perpetualEscape, positionValues } from "../onchain/perpetual.js";
 import { spotEscape } from "../onchain/spot.js";
-import { PAGE_FILES } from "../page/assets.js";
+import { PAGE_FILE_NAMES, pageFile } from "../page/assets.js";
 import { kitSharedState, perpetualProofText, spotProofText, type KitTree } from "./encode.js";
 import { escapeSharedState } from "../onchain/from-proof.js";
 import { KIT_FORMAT, LAYOUT_RULE, SHARD_DIGITS } from "./layout.js";
@@ -106,7 +106,7 @@ export async function buildKit(
       done += block.length;
       opts.progress?.(done);
     }
-    for (const [name, file] of Object.entries(PAGE_FILES)) await writer.addFile(name, file.body);
+    for (const name of PAGE_FILE_NAMES) await writer.addFile(name, pageFile(name).body);
     const written = await writer.written();
     const manifest: KitManifest = {
       format: KIT_FORMAT,

@@ -28,6 +28,8 @@ export interface KitHead {
   readonly root: string;
   /** Perpetual, at the frozen batch once its shared state is read from the base chain. */
   readonly shared_state?: FrozenSharedState;
+  /** The batch the exchange froze at, once the base-chain watch saw the freeze. */
+  readonly frozen_batch_id?: number;
 }
 
 export interface PathSource {
@@ -49,7 +51,8 @@ export async function storePaths(
   const rootGen = record.root_gens[tree.name];
   if (rootGen === undefined)
     throw new DacdError("STORE", `the ${tree.name} tree of batch ${record.batch_id} is not stored`);
-  const shared = (await store.onchain.cursor())?.frozen?.shared_state;
+  const frozen = (await store.onchain.cursor())?.frozen;
+  const shared = frozen?.shared_state;
   return {
     head: {
       profile: profile.name,
@@ -62,6 +65,7 @@ export async function storePaths(
       heights: Object.fromEntries(trees.map((t) => [t.name, t.height])),
       root: toHex64(root),
       ...(tree.leaf === "position" && shared?.batch_id === record.batch_id ? { shared_state: shared } : {}),
+      ...(frozen ? { frozen_batch_id: frozen.batch_id } : {}),
     },
     blocks: walkPaths(store, engine, tree, root, rootGen, opts),
   };

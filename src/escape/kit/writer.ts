@@ -1,26 +1,23 @@
 import { availableParallelism } from "node:os";
-import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { DacdError } from "../../errors.js";
 import type { ShardSummary } from "./file-messages.js";
+import { openKitDir, placeKit } from "./kit-dir.js";
 import { SHARD_DIGITS } from "./layout.js";
 import { WriterLane } from "./writer-lane.js";
 
 export type { ShardSummary } from "./file-messages.js";
 
 /**
- * Writes a kit into a temporary directory beside `out` and renames it into place at the end, the
- * manifest written last: a kit cut short (a SIGKILL, a full disk) leaves no `out` and no
- * manifest, only a temporary directory, which the next kit into the same place removes once its
- * writer is gone. Nothing is synced file by file: a kit is made again from the store, and the
- * rename is what tells a kit from a kit's remains.
+ * Writes a format-1 kit into a temporary directory beside `out` and renames it into place at the
+ * end, the manifest written last (kit-dir.ts).
  *
  * The proofs are created by threads of their own (writer-lane.ts, file-worker.ts), each owning
  * the shards whose number is its own modulo their count, so that the main thread walks the tree
  * and encodes while the files are made, and a thread waiting on the disk does not stop the others.
  */
 
-const TMP_MARK = ".kit-tmp-";
 /** Writer threads: one per core, at least two (one may wait on the disk while another writes). */
 const LANES = Math.min(4, Math.max(2, availableParallelism()));
 const SHARD_MOD = 10n ** BigInt(SHARD_DIGITS);
@@ -36,27 +33,9 @@ export class KitWriter {
     this.lanes = Array.from({ length: LANES }, () => new WriterLane(tmp));
   }
 
-  /** Refuses an `out` that exists and is not an empty directory; clears temporary directories left by dead writers. */
+  /** Refuses an `out` that exists and is not an empty directory, or is a symbolic link (kit-dir.ts). */
   static async open(out: string): Promise<KitWriter> {
-    const entries = await readdir(out).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === "ENOENT") return [];
-      if (err.code === "ENOTDIR") throw new DacdError("BAD_INPUT", `${out} is a file, not a directory`);
-      throw err;
-    });
-    if (entries.length > 0) throw new DacdError("BAD_INPUT", `the output directory ${out} is not empty`);
-    const parent = dirname(out);
-    await mkdir(parent, { recursive: true });
-    const prefix = `.${basename(out)}${TMP_MARK}`;
-    for (const name of await readdir(parent)) {
-      if (!name.startsWith(prefix)) continue;
-      const pid = Number(name.slice(prefix.length));
-      if (Number.isInteger(pid) && pid > 0 && !alive(pid))
-        await rm(join(parent, name), { recursive: true, force: true });
-    }
-    const tmp = join(parent, `${prefix}${process.pid}`);
-    await rm(tmp, { recursive: true, force: true });
-    await mkdir(tmp);
-    return new KitWriter(out, tmp);
+    return new KitWriter(out, await openKitDir(out));
   }
 
   /**
@@ -96,8 +75,7 @@ export class KitWriter {
     if (failed) throw failed.failure;
     await this.stopLanes();
     await writeFile(join(this.tmp, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
-    // rename(2) replaces an empty directory: `out` may exist, empty.
-    await rename(this.tmp, this.out);
+    await placeKit(this.tmp, this.out);
   }
 
   async abort(): Promise<void> {
@@ -107,14 +85,5 @@ export class KitWriter {
 
   private async stopLanes(): Promise<void> {
     await Promise.all(this.lanes.map((lane) => lane.stop()));
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }

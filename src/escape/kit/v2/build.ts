@@ -1,0 +1,294 @@
+import { createHash } from "node:crypto";
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { gzip as gzipCb } from "node:zlib";
+import { DacdError } from "../../../errors.js";
+import type { PositionLeaf, VaultLeaf } from "../../../model/state-update.js";
+import { bigintToBytes32, bytesEqual } from "../../../util/bytes.js";
+import type { HashEngine } from "../../../verifier/hash/engine.js";
+import { decodeLeafRecord } from "../../../verifier/trees/format/leaves.js";
+import { emptyRoots } from "../../../verifier/trees/update/compute-roots.js";
+import { pedersen } from "../../onchain/path.js";
+import { PAGE_FILE_NAMES, pageFile } from "../../page/assets.js";
+import { openKitDir, placeKit } from "../kit-dir.js";
+import type { PathSource } from "../source.js";
+import { bitLength } from "./bytes.js";
+import {
+  INDEX_FILE_ENTRIES,
+  INDEX_MAX_DIGITS,
+  INDEX_PATH,
+  indexPath,
+  KIT2_FORMAT,
+  SHARD_LEAVES,
+  SHARD_MAX_BYTES,
+  SHARD_PATH,
+  shardPath,
+  type Kit2Manifest,
+  type Kit2Shard,
+  type LeafKind,
+} from "./format.js";
+import { encodeIndex, INDEX_ENTRY_BYTES } from "./key-index.js";
+import { shardLeafProof, type LeafProofContext } from "./leaf-proof.js";
+import { decodeShard, encodeShard, type ShardLeafIn, type Sibling } from "./shard.js";
+
+/**
+ * `dacd escape-kit` (format 2, docs/escape-kit-format.md): one walk of the escape tree
+ * (path-walk.ts, from the store or the daemon's control socket), its leaves cut into shards of
+ * consecutive ids with the siblings their paths need, an index from stark key to ids, the page,
+ * and the manifest last, into a temporary directory renamed into place (kit-dir.ts). Each shard is
+ * read back as the reader reads it and a leaf of it (every `checkEvery`-th leaf, when given)
+ * proven against the batch's root before the kit goes on.
+ */
+
+const gzip = promisify(gzipCb);
+/** Shards being compressed and written while the walk goes on. */
+const SHARDS_IN_FLIGHT = 4;
+/** A shard is cut this many bytes before its limit: a leaf's levels and fields fit in it. */
+const LEAF_ROOM = 4096;
+
+export interface Kit2Options {
+  readonly out: string;
+  readonly chainId?: number;
+  readonly exchange?: string;
+  readonly verifier?: string;
+  /** Called after each block of leaves, with the count so far. */
+  readonly progress?: (leaves: number) => void;
+  /** Prove every n-th leaf from the written shard too (1: every leaf, tests); a shard's first always. */
+  readonly checkEvery?: number;
+  /** Leaves a shard (tests: small shards). */
+  readonly shardLeaves?: number;
+}
+
+interface OpenShard {
+  readonly leaves: ShardLeafIn[];
+  /** The first leaf's siblings on every level. */
+  readonly firstPath: Sibling[];
+  bytes: number;
+}
+
+export async function buildKit2(
+  engine: HashEngine,
+  source: PathSource,
+  opts: Kit2Options,
+): Promise<Kit2Manifest> {
+  const { head } = source;
+  const spec = head.tree;
+  const h = spec.height;
+  const kind: LeafKind | undefined =
+    spec.leaf === "vault" ? "vault" : spec.leaf === "position" ? "position" : undefined;
+  if (!kind) throw new DacdError("BAD_INPUT", `the ${spec.name} tree has no escape`);
+  if (!/^0[0-9a-f]{63}$/.test(head.root))
+    throw new DacdError("STORE", `the ${spec.name} root ${head.root} is not a field element`);
+  const tmp = await openKitDir(opts.out);
+  try {
+    await mkdir(join(tmp, "shards"));
+    await mkdir(join(tmp, "keys"));
+    const empty = await emptyRoots(engine, spec.leaf, h);
+    const rootBig = BigInt("0x" + head.root);
+    const proofContext: LeafProofContext = {
+      tree: spec.name,
+      leaf: kind,
+      height: h,
+      root: rootBig,
+      source: { profile: head.profile, batch_id: head.batch_id, sequence_number: head.sequence_number },
+      hash: (x: bigint, y: bigint) => pedersen(engine, x, y),
+      empties: empty.map((e) => BigInt("0x" + Buffer.from(e).toString("hex"))),
+    };
+    const shardLeaves = opts.shardLeaves ?? SHARD_LEAVES;
+    const checkEvery = opts.checkEvery ?? 0;
+    const shards: Kit2Shard[] = [];
+    const inFlight = new Set<Promise<void>>();
+    let index = new Uint8Array(1 << 20);
+    let entries = 0;
+    let done = 0;
+    // The current leaf's siblings on every level, null for an empty subtree.
+    const path: Sibling[] = new Array<Sibling>(h).fill(null);
+    let open: OpenShard | undefined;
+
+    const flush = async (shard: OpenShard, n: number, leavesBefore: number): Promise<void> => {
+      const first = shard.leaves[0]!;
+      const last = shard.leaves[shard.leaves.length - 1]!;
+      const common = bitLength(first.id ^ last.id);
+      const leaves = [{ ...first, siblings: shard.firstPath.slice(0, common) }, ...shard.leaves.slice(1)];
+      const raw = encodeShard({ kind, height: h, common, top: shard.firstPath.slice(common), leaves });
+      const decoded = decodeShard(raw, shardPath(n));
+      for (let j = 0; j < leaves.length; j++)
+        if (j === 0 || (checkEvery > 0 && (leavesBefore + j) % checkEvery === 0))
+          await shardLeafProof(proofContext, decoded, j, shardPath(n)).catch((err: Error) => {
+            throw new DacdError("STORE", `${err.message} (the kit is not written: please report it)`);
+          });
+      const packed = await gzip(raw, { level: 6 });
+      const gz = packed.length < raw.length * 0.95;
+      const stored = gz ? packed : raw;
+      await writeFile(join(tmp, shardPath(n)), stored);
+      shards[n] = {
+        first: first.id.toString(),
+        last: last.id.toString(),
+        leaves: leaves.length,
+        encoding: gz ? "gzip" : "identity",
+        sha256: createHash("sha256").update(stored).digest("hex"),
+      };
+    };
+
+    const close = async (): Promise<void> => {
+      if (!open) return;
+      const shard = open;
+      open = undefined;
+      const n = shards.length;
+      shards.push(undefined as unknown as Kit2Shard);
+      const task = flush(shard, n, done - shard.leaves.length);
+      inFlight.add(task);
+      void task.then(
+        () => inFlight.delete(task),
+        () => undefined,
+      );
+      if (inFlight.size >= SHARDS_IN_FLIGHT) await Promise.race(inFlight);
+    };
+
+    for await (const block of source.blocks) {
+      for (const leaf of block) {
+        const { edge, changed, pairs } = leaf;
+        if (pairs.length !== (changed - edge) * 64 || edge > changed || changed > h)
+          throw new DacdError(
+            "STORE",
+            `leaf ${leaf.index}: a path of levels ${edge} to ${changed} is malformed`,
+          );
+        for (let k = 0; k < changed; k++) {
+          if (k < edge) path[k] = null;
+          else {
+            const s = pairs.subarray((k - edge) * 64 + 32, (k - edge) * 64 + 64);
+            path[k] = bytesEqual(s, empty[k]!) ? null : s;
+          }
+        }
+        const record = decodeLeafRecord(spec.leaf, leaf.record);
+        const vault = kind === "vault" ? (record as VaultLeaf) : undefined;
+        const position = kind === "position" ? (record as PositionLeaf) : undefined;
+        const size =
+          (vault ? 100 : 40 + position!.assets.length * 52) +
+          2 +
+          (changed >> 3) +
+          32 * path.slice(0, changed).filter(Boolean).length;
+        if (open && (open.leaves.length >= shardLeaves || open.bytes + size > SHARD_MAX_BYTES - LEAF_ROOM))
+          await close();
+        if (!open) open = { leaves: [], firstPath: path.slice(), bytes: 64 + 32 * h };
+        const siblings = open.leaves.length === 0 ? [] : path.slice(0, changed);
+        open.leaves.push({ id: leaf.index, ...(vault ? { vault } : { position: position! }), siblings });
+        open.bytes += size;
+        if ((entries + 1) * INDEX_ENTRY_BYTES > index.length) {
+          const grown = new Uint8Array(index.length * 2);
+          grown.set(index);
+          index = grown;
+        }
+        index.set(bigintToBytes32(vault ? vault.key : position!.publicKey), entries * INDEX_ENTRY_BYTES);
+        index.set(bigintToBytes32(leaf.index).subarray(24), entries * INDEX_ENTRY_BYTES + 32);
+        entries++;
+        done++;
+      }
+      opts.progress?.(done);
+    }
+    await close();
+    await Promise.all(inFlight);
+    const indexFiles = await writeIndex(tmp, index.subarray(0, entries * INDEX_ENTRY_BYTES));
+    for (const name of PAGE_FILE_NAMES) await writeFile(join(tmp, name), pageFile(name).body);
+    const shared = head.shared_state;
+    const manifest: Kit2Manifest = {
+      format: KIT2_FORMAT,
+      profile: head.profile,
+      tree: spec.name,
+      leaf: kind,
+      batch_id: head.batch_id,
+      prev_batch_id: head.prev_batch_id,
+      sequence_number: head.sequence_number,
+      claim_hash: head.claim_hash,
+      roots: head.roots,
+      heights: head.heights,
+      root: "0x" + head.root,
+      tree_height: h,
+      leaves: done,
+      shard_size: shardLeaves,
+      shard_max_bytes: SHARD_MAX_BYTES,
+      shard_path: SHARD_PATH,
+      shards,
+      index: { path: INDEX_PATH, entries, ...indexFiles },
+      shared_state: shared
+        ? {
+            words: shared.words,
+            tx_hash: shared.tx_hash,
+            ...(shared.system_asset_type === undefined
+              ? {}
+              : { system_asset_type: shared.system_asset_type }),
+          }
+        : null,
+      chain_id: opts.chainId ?? null,
+      exchange: opts.exchange ?? null,
+      verifier: opts.verifier ?? null,
+      frozen_batch_id: head.frozen_batch_id ?? null,
+      page: "index.html",
+      created_at: new Date().toISOString(),
+    };
+    await writeFile(join(tmp, "manifest.json"), manifestText(manifest));
+    await placeKit(tmp, opts.out);
+    return manifest;
+  } catch (err) {
+    await rm(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * The manifest as JSON laid out for people, except its long lists: a shard a line, the index
+ * files on one line (a page fetches the manifest before anything else; a million vaults make a
+ * thousand shards).
+ */
+export function manifestText(m: Kit2Manifest): string {
+  const SHARDS = '"@shards@"';
+  const FILES = '"@files@"';
+  const text = JSON.stringify({ ...m, shards: "@shards@", index: { ...m.index, files: "@files@" } }, null, 2);
+  const shards =
+    m.shards.length === 0 ? "[]" : `[\n${m.shards.map((s) => "    " + JSON.stringify(s)).join(",\n")}\n  ]`;
+  return text.replace(SHARDS, shards).replace(FILES, JSON.stringify(m.index.files)) + "\n";
+}
+
+/**
+ * The index files: the pairs bucketed by their key's last three hex digits (a counting sort), then
+ * written under as many of those digits as keep a file near INDEX_FILE_ENTRIES, each file's pairs
+ * sorted.
+ */
+export async function writeIndex(
+  tmp: string,
+  pairs: Uint8Array,
+): Promise<{ suffix_digits: number; files: Record<string, string> }> {
+  const n = pairs.length / INDEX_ENTRY_BYTES;
+  let digits = 0;
+  while (digits < INDEX_MAX_DIGITS && n / 16 ** digits > INDEX_FILE_ENTRIES) digits++;
+  const buckets = 1 << (4 * INDEX_MAX_DIGITS);
+  // The key's low 12 bits: the low nibble of its byte 30, and byte 31.
+  const bucketOf = (i: number): number =>
+    ((pairs[i * INDEX_ENTRY_BYTES + 30]! & 0x0f) << 8) | pairs[i * INDEX_ENTRY_BYTES + 31]!;
+  const starts = new Uint32Array(buckets + 1);
+  for (let i = 0; i < n; i++) starts[bucketOf(i) + 1]!++;
+  for (let b = 0; b < buckets; b++) starts[b + 1]! += starts[b]!;
+  const order = new Uint32Array(n);
+  const at = starts.slice(0, buckets);
+  for (let i = 0; i < n; i++) order[at[bucketOf(i)]!++] = i;
+  const files: Record<string, string> = {};
+  const fileCount = 16 ** digits;
+  const entry = (i: number): Buffer =>
+    Buffer.from(pairs.buffer, pairs.byteOffset + i * INDEX_ENTRY_BYTES, INDEX_ENTRY_BYTES);
+  for (let f = 0; f < fileCount; f++) {
+    // The buckets whose last `digits` hex digits are f's.
+    const ids: number[] = [];
+    for (let b = f; b < buckets; b += fileCount)
+      for (let k = starts[b]!; k < starts[b + 1]!; k++) ids.push(order[k]!);
+    if (ids.length === 0) continue;
+    ids.sort((a, b) => Buffer.compare(entry(a), entry(b)));
+    const body = new Uint8Array(ids.length * INDEX_ENTRY_BYTES);
+    ids.forEach((i, k) => body.set(entry(i), k * INDEX_ENTRY_BYTES));
+    const suffix = digits === 0 ? "" : f.toString(16).padStart(digits, "0");
+    const file = encodeIndex(body);
+    await writeFile(join(tmp, indexPath(suffix)), file);
+    files[suffix] = createHash("sha256").update(file).digest("hex");
+  }
+  return { suffix_digits: digits, files };
+}
