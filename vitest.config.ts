@@ -15,6 +15,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
+          globalSetup: ["test/setup/page-bundle.ts"],
           // CPU-bound files, one per core (vitest's default leaves one core to itself, which the
           // unit tests' main process does not need).
           maxWorkers: 2,

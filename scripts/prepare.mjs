@@ -33,8 +33,14 @@ function newest(p) {
   return t;
 }
 
-/** tsc writes every output at each build: dist/ is current when its CLI is newer than every input. */
-const built = newest(path.join(root, "dist", "src", "cli", "main.js"));
+/**
+ * tsc writes every output at each build: dist/ is current when its CLI and the page's bundle are
+ * newer than every input.
+ */
+const built = Math.min(
+  newest(path.join(root, "dist", "src", "cli", "main.js")),
+  newest(path.join(root, "dist", "page", "escape.js")),
+);
 const inputs = ["src", "bench", "tsconfig.json", "tsconfig.build.json", "package.json"].map((p) =>
   newest(path.join(root, p)),
 );
@@ -58,4 +64,10 @@ const build = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], {
   cwd: root,
   stdio: "inherit",
 });
-process.exit(build.status ?? 1);
+if (build.status !== 0) process.exit(build.status ?? 1);
+// The escape page's script, bundled from the same sources (esbuild, a devDependency like tsc).
+const page = spawnSync(process.execPath, [path.join(root, "scripts", "build-page.mjs")], {
+  cwd: root,
+  stdio: "inherit",
+});
+process.exit(page.status ?? 1);
