@@ -19,6 +19,8 @@ export default defineConfig({
           // CPU-bound files, one per core (vitest's default leaves one core to itself, which the
           // unit tests' main process does not need).
           maxWorkers: 2,
+          // Projects with different worker counts run one after another (unit first: it fails fastest).
+          sequence: { groupOrder: 0 },
           testTimeout: 20_000,
           hookTimeout: 20_000,
         },
@@ -27,6 +29,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "e2e",
+          sequence: { groupOrder: 1 },
           include: ["test/e2e/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -36,6 +39,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "system",
+          sequence: { groupOrder: 2 },
           include: ["test/system/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,

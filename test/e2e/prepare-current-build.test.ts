@@ -6,7 +6,7 @@ import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
 /**
  * `npx dacd` in a checkout runs npm's "prepare" again (issue 65, item 9): a dist/ newer than its
- * sources is not rebuilt, and a build says that it runs. Checked on a copy of the script in a tree
+ * sources (its CLI and the page's bundle both) is not rebuilt, and a build says that it runs. Checked on a copy of the script in a tree
  * of its own, so that nothing here is built.
  */
 
@@ -24,11 +24,14 @@ async function tree(): Promise<string> {
   await writeFile(join(root, "src", "cli", "main.ts"), "export {};\n");
   await mkdir(join(root, "dist", "src", "cli"), { recursive: true });
   await writeFile(join(root, "dist", "src", "cli", "main.js"), "export {};\n");
+  await mkdir(join(root, "dist", "page"), { recursive: true });
+  await writeFile(join(root, "dist", "page", "escape.js"), "\n");
   const past = new Date(Date.now() - 60_000);
   for (const p of ["package.json", join("src", "cli", "main.ts"), join("scripts", "prepare.mjs")])
     await utimes(join(root, p), past, past);
   const built = new Date(Date.now() - 30_000);
-  await utimes(join(root, "dist", "src", "cli", "main.js"), built, built);
+  for (const p of [join("src", "cli", "main.js"), join("page", "escape.js")])
+    await utimes(join(root, "dist", p), built, built);
   return root;
 }
 

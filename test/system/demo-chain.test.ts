@@ -16,14 +16,19 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function run(args: string[]): { child: ChildProcess; out: () => string } {
+/** `out`: stdout and stderr as they came; `stdout` alone (a command's JSON answer). */
+function run(args: string[]): { child: ChildProcess; out: () => string; stdout: () => string } {
   const child = spawn(process.execPath, [BIN, ...args], {
     env: { ...process.env, DACD_HASH_ENGINE: "wasm" },
   });
   let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  let stdout = "";
+  child.stdout!.on("data", (d: Buffer) => {
+    out += d.toString();
+    stdout += d.toString();
+  });
   child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  return { child, out: () => out };
+  return { child, out: () => out, stdout: () => stdout };
 }
 
 function exited(child: ChildProcess): Promise<number | null> {
@@ -34,7 +39,7 @@ function exited(child: ChildProcess): Promise<number | null> {
 async function runToEnd(line: string): Promise<string> {
   const r = run(line.trim().split(/\s+/).slice(1));
   expect(await exited(r.child), r.out()).toBe(0);
-  return r.out();
+  return r.stdout();
 }
 
 describe("dacd demo --chain", () => {
