@@ -25,9 +25,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function startMember(configPath: string): ChildProcess {
+function startMember(configPath: string, log: "ignore" | "pipe" = "ignore"): ChildProcess {
   return spawn(process.execPath, [BIN, "run", "--config", configPath], {
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", log, "pipe"],
     env: { ...process.env, DACD_HASH_ENGINE: "wasm" },
   });
 }
@@ -110,14 +110,20 @@ describe("claims journal across restarts of the member over a growing chain", ()
     // A last run catches up with the head and stops cleanly.
     const head = dn.chain.lastBatchId();
     expect(head).toBe(RUNS * BATCHES_PER_RUN - 1);
-    const last = startMember(setup.configPath);
+    const last = startMember(setup.configPath, "pipe");
     cleanups.push(async () => {
       last.kill("SIGKILL");
       await exited(last);
     });
+    let lastOutput = "";
+    for (const stream of [last.stdout!, last.stderr!])
+      stream.on("data", (d: Buffer) => (lastOutput += d.toString()));
     await dn.waitForQuorum(head, 120_000);
+    // The quorum may stand from the runs before: SIGTERM only once this member runs (its handlers
+    // are in place), not while it starts.
+    await waitFor(() => lastOutput.includes('"member started"'), 60_000, "the last member to start");
     last.kill("SIGTERM");
-    expect(await exited(last)).toBe(0);
+    expect(await exited(last), lastOutput.slice(-2000)).toBe(0);
 
     const records = await journalRecords(journalPath);
     expect(records.slice(0, seen.length)).toEqual(seen);
