@@ -2,12 +2,10 @@ import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Daemon } from "../../src/app.js";
 import { CONTROL_SOCKET } from "../../src/control/server.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { freePort } from "../helpers/free-port.js";
-import { VectorGateway } from "../helpers/vector-gateway.js";
+import { signingMember as startSigningMember } from "../helpers/signing-member.js";
 import { loadChain, type ChainName } from "../helpers/vectors.js";
 
 /**
@@ -22,37 +20,13 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/** A member that has signed the whole chain, its escape API on a free port. */
 async function signingMember(chain: ChainName) {
-  const { responses, expected } = loadChain(chain);
-  const gw = await new VectorGateway(
-    responses,
-    expected,
-    expected.profile === "perpetual" ? "P" : "G",
-  ).start();
-  cleanups.push(() => gw.close());
-  gw.available = expected.batches.length;
-  const port = await freePort();
-  const setup = await memberSetup({
-    profile: expected.profile,
-    privateKey: expected.private_key,
-    gatewayUrl: gw.url,
-    feeder: true,
-    extra: [`escape_api_port: ${port}`, "escape_api_rate_limit: 100000"].join("\n"),
-  });
-  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-  const daemon: Daemon = await startQuietDaemon(setup.config);
-  let stopped = false;
-  const stop = async (): Promise<void> => {
-    if (!stopped) await daemon.stop();
-    stopped = true;
-  };
-  cleanups.push(stop);
-  await waitFor(
-    () => daemon.member.state.nextBatchId === expected.batches.length,
-    60_000,
-    "all batches signed",
+  return startSigningMember(
+    chain,
+    [`escape_api_port: ${await freePort()}`, "escape_api_rate_limit: 100000"].join("\n"),
+    cleanups,
   );
-  return { expected, daemon, stop, api: daemon.escapeApi!.url, ...setup };
 }
 
 async function get(

@@ -3,13 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Daemon } from "../../src/app.js";
 import { CONTROL_SOCKET } from "../../src/control/server.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { freePort } from "../helpers/free-port.js";
-import { VectorGateway } from "../helpers/vector-gateway.js";
+import { signingMember as startSigningMember } from "../helpers/signing-member.js";
 import { loadChain, type ChainName } from "../helpers/vectors.js";
 
 /**
@@ -31,43 +29,19 @@ const sel = (signature: string): string =>
   Buffer.from(keccak_256(new TextEncoder().encode(signature)).subarray(0, 4)).toString("hex");
 const w = (v: bigint): string => v.toString(16).padStart(64, "0");
 
+/** A member that has signed the whole chain, its escape API on a free port. */
 async function signingMember(chain: ChainName) {
-  const { responses, expected } = loadChain(chain);
-  const gw = await new VectorGateway(
-    responses,
-    expected,
-    expected.profile === "perpetual" ? "P" : "G",
-  ).start();
-  cleanups.push(() => gw.close());
-  gw.available = expected.batches.length;
-  const port = await freePort();
-  const setup = await memberSetup({
-    profile: expected.profile,
-    privateKey: expected.private_key,
-    gatewayUrl: gw.url,
-    feeder: true,
-    extra: [
-      `escape_api_port: ${port}`,
+  return startSigningMember(
+    chain,
+    [
+      `escape_api_port: ${await freePort()}`,
       "escape_api_rate_limit: 100000",
       "escape_contracts:",
       `  exchange: "${EXCHANGE}"`,
       `  verifier: "${VERIFIER}"`,
     ].join("\n"),
-  });
-  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-  const daemon: Daemon = await startQuietDaemon(setup.config);
-  let stopped = false;
-  const stop = async (): Promise<void> => {
-    if (!stopped) await daemon.stop();
-    stopped = true;
-  };
-  cleanups.push(stop);
-  await waitFor(
-    () => daemon.member.state.nextBatchId === expected.batches.length,
-    60_000,
-    "all batches signed",
+    cleanups,
   );
-  return { expected, stop, api: daemon.escapeApi!.url, ...setup };
 }
 
 /** A non-empty leaf of the chain's last update (still there at the last batch); a position with positive collateral. */

@@ -1,10 +1,5 @@
-import { rm } from "node:fs/promises";
 import type { BrowserContext } from "playwright-core";
-import type { Daemon } from "../../src/app.js";
-import { memberSetup, startQuietDaemon, waitFor } from "./daemon.js";
 import { tempDir } from "./temp-dir.js";
-import { VectorGateway } from "./vector-gateway.js";
-import { loadChain, type ChainName } from "./vectors.js";
 
 /** Debian's chromium, which playwright-core drives (no browser is downloaded). */
 export const CHROMIUM = "/usr/bin/chromium";
@@ -34,34 +29,4 @@ export async function launchChromium(viewport: { width: number; height: number }
   });
 }
 
-/** A member that has signed every batch of a vector chain, its daemon running; `cleanups` stops it. */
-export async function signingMember(
-  chain: ChainName,
-  extra: string,
-  cleanups: (() => Promise<void>)[],
-): Promise<{ daemon: Daemon; configPath: string; dir: string }> {
-  const { responses, expected } = loadChain(chain);
-  const gw = await new VectorGateway(
-    responses,
-    expected,
-    expected.profile === "perpetual" ? "P" : "G",
-  ).start();
-  cleanups.push(() => gw.close());
-  gw.available = expected.batches.length;
-  const setup = await memberSetup({
-    profile: expected.profile,
-    privateKey: expected.private_key,
-    gatewayUrl: gw.url,
-    feeder: true,
-    extra,
-  });
-  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-  const daemon = await startQuietDaemon(setup.config);
-  cleanups.push(() => daemon.stop());
-  await waitFor(
-    () => daemon.member.state.nextBatchId === expected.batches.length,
-    120_000,
-    "every batch signed",
-  );
-  return { daemon, configPath: setup.configPath, dir: setup.dir };
-}
+export { signingMember } from "./signing-member.js";
