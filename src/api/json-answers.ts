@@ -43,9 +43,9 @@ export function answerJson(
 ): Promise<JsonAnswer> {
   if (route === "exit") return exitAnswer(source, seg, batchText);
   if (route === "keys") return keyAnswer(source, seg, batchText);
+  if (route === "escape_info") return escapeInfoAnswer(source, batchText);
   return withSnapshot(source.store, async (view) => {
     const record = await signedBatch(view, batchText);
-    if (route === "escape_info") return { body: await escapeInfo(view, record, source), batchGiven: false };
     if (route === "batches_latest") return { body: await latestBatch(view, record), batchGiven: false };
     return {
       body: await leafAnswer(view, source.engine, route, seg, record),
@@ -54,8 +54,30 @@ export function answerJson(
   });
 }
 
-/** What the escape page needs besides a proof: the tree, the latest root, the contracts. */
-async function escapeInfo(view: LevelStore, record: BatchRecord, source: AnswerSource): Promise<unknown> {
+/**
+ * What the escape page needs besides a proof: the tree, the latest root, the contracts, and the
+ * base chain's id (read from base_chain_rpc_url, outside the snapshot) so that the page checks the
+ * user's wallet against it.
+ */
+async function escapeInfoAnswer(source: AnswerSource, batchText: string | undefined): Promise<JsonAnswer> {
+  const rpcUrl = source.exit?.rpcUrl;
+  let chainId: number | null = null;
+  if (rpcUrl !== undefined) {
+    const { baseChainId } = await import("../chain/exit-reader.js");
+    chainId = await baseChainId(rpcUrl, EXIT_RPC_TIMEOUT_MS);
+  }
+  const body = await withSnapshot(source.store, async (view) =>
+    escapeInfo(view, await signedBatch(view, batchText), source, chainId),
+  );
+  return { body, batchGiven: false };
+}
+
+async function escapeInfo(
+  view: LevelStore,
+  record: BatchRecord,
+  source: AnswerSource,
+  chainId: number | null,
+): Promise<unknown> {
   const { profile } = await storeProfile(view);
   return {
     profile: profile.name,
@@ -65,6 +87,7 @@ async function escapeInfo(view: LevelStore, record: BatchRecord, source: AnswerS
     root: "0x" + (record.roots[profile.main.name] ?? ""),
     tree_height: profile.main.height,
     escape_contracts: source.contracts ?? null,
+    chain_id: chainId,
   };
 }
 

@@ -361,6 +361,11 @@ export const OPENAPI = {
             required: ["exchange", "verifier"],
             properties: { exchange: { type: "string" }, verifier: { type: "string" } },
           },
+          chain_id: {
+            type: ["integer", "null"],
+            description:
+              "The base chain's id, read from base_chain_rpc_url; null without one or when its node does not answer",
+          },
         },
       },
       SpotEscape: {

@@ -45,6 +45,22 @@ export async function exitAnswer(
   return withChainState(plan, settings.rpcUrl, settings.timeoutMs ?? DEFAULT_TIMEOUT_MS);
 }
 
+/** A node's chain id never changes: asked once per URL (a failure is not kept, so it is asked again). */
+const chainIds = new Map<string, number>();
+
+/** The chain id of the node at `rpcUrl`, or null when it cannot be read within `timeoutMs`. */
+export async function baseChainId(rpcUrl: string, timeoutMs: number): Promise<number | null> {
+  const known = chainIds.get(rpcUrl);
+  if (known !== undefined) return known;
+  try {
+    const id = await rpcClient(rpcUrl, timeoutMs).getChainId();
+    chainIds.set(rpcUrl, id);
+    return id;
+  } catch {
+    return null;
+  }
+}
+
 /** readExitState over the node at `rpcUrl`, with its chain id and its latest block's time. */
 export async function withChainState(
   plan: ExitPlan,
