@@ -17,6 +17,7 @@ import { submitToDevnet } from "../helpers/devnet-submit.js";
 import { CHROMIUM, DESKTOP, launchChromium, PHONE } from "../helpers/escape-page.js";
 import { freePort } from "../helpers/free-port.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
+import { toolAvailable } from "../helpers/tool-required.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 
 /**
@@ -233,7 +234,12 @@ async function recheck(pages: Page[]): Promise<void> {
   for (const p of pages) await p.click("#recheck");
 }
 
-describe.skipIf(!existsSync(CHROMIUM))("leaving the devnet's frozen exchange from the escape page", () => {
+const haveChromium = toolAvailable(
+  "Debian's chromium at /usr/bin/chromium (apt-get install chromium)",
+  existsSync(CHROMIUM),
+);
+
+describe.skipIf(!haveChromium)("leaving the devnet's frozen exchange from the escape page", () => {
   it("spot: request, the grace period, freeze, verifyEscape, escape, withdraw; a second escape's reason", async () => {
     const started = Date.now();
     await mkdir(ARTIFACTS, { recursive: true });
