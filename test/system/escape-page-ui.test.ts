@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { BrowserContext, Page } from "playwright-core";
@@ -269,6 +269,37 @@ describe.skipIf(!haveChromium)("the escape page in headless Chromium, desktop an
     await find(page, "999999");
     await page.waitForSelector("#status.error");
     expect(await page.textContent("#status")).toMatch(/no vault 999999 in this kit/);
+    expect(await page.isVisible("#result")).toBe(false);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it("a tampered format-2 kit opened from disk: the page refuses the altered shard and index, and shows no transaction", async () => {
+    const work = await tempDir("dacd-escape-page-kit2-bad-");
+    const kit = join(work, "kit");
+    const made = await dacdAsync(["escape-kit", "--config", spotConfig, "--out", kit]);
+    expect(made.code, made.err).toBe(0);
+    const { id, key } = await firstVault();
+    // One byte changed in every shard and every index file, as a CDN or a mirror could serve them.
+    for (const dir of ["shards", "keys"])
+      for (const name of await readdir(join(kit, dir))) {
+        const file = join(kit, dir, name);
+        const bytes = await readFile(file);
+        const at = bytes.length >> 1;
+        bytes[at] = bytes[at]! ^ 0x01;
+        await writeFile(file, bytes);
+      }
+    const { page, problems } = await openPage(desktop, pathToFileURL(join(kit, "index.html")).href);
+    await page.waitForSelector('body[data-ready="none"]', { timeout: 20_000 });
+    await page.setInputFiles("#kit-folder", kit);
+    await page.waitForSelector('body[data-ready="folder"]', { timeout: 20_000 });
+    await find(page, id);
+    await page.waitForSelector("#status.error");
+    expect(await page.textContent("#status")).toMatch(/^The kit refused it: .*shards\/\d+\.bin/);
+    expect(await page.isVisible("#result")).toBe(false);
+    await find(page, key);
+    await page.waitForFunction(() => /keys\//.test(document.querySelector("#status")?.textContent ?? ""));
+    expect(await page.getAttribute("#status", "class")).toBe("error");
     expect(await page.isVisible("#result")).toBe(false);
     expect(problems).toEqual([]);
     await page.close();
