@@ -2,7 +2,7 @@ import { encodeAbiParameters, encodeFunctionData, keccak256, parseAbi, type Hex 
 
 /**
  * The Ethereum side of an escape: the fact hash the spot verifier registers and the call data for
- * the two transactions, through viem's ABI encoder (shared/spec/escape-onchain.md).
+ * the two transactions, through viem's ABI encoder (docs/escape-formats.md).
  */
 
 const SPOT_ABI = parseAbi([

@@ -6,7 +6,7 @@ import type { ProofVerdict } from "../proof.js";
 
 /**
  * Checks an on-chain escape proof (`dacd proof … --format starkex`) with no store, from the text of
- * shared/spec/escape-onchain.md alone: it shares no code with the encoder (spot.ts, perpetual.ts,
+ * docs/escape-formats.md alone: it shares no code with the encoder (spot.ts, perpetual.ts,
  * rows.ts, abi.ts), so a mistake there is not repeated here. The words are read back into rows;
  * every row's Pedersen hash must be the next row's left or right value as the index's bit says;
  * the zero bits must be zero and every value below the STARK prime; the index must be in the

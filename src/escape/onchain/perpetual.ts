@@ -7,7 +7,7 @@ import { STATE_OFFSET } from "./shared-state.js";
 import { perpetualFactHash, sharedStateHash, withdrawalAmount, WithdrawalError } from "./withdrawal.js";
 
 /**
- * The perpetual escape (shared/spec/escape-onchain.md, "Perpetual"): the `merkleProof` words
+ * The perpetual escape (docs/escape-formats.md, "Perpetual"): the `merkleProof` words
  * `PerpetualEscapeVerifier.verifyEscape(merkleProof, nAssets, sharedState)` takes for a position.
  * The position's leaf is a hash chain, which the proof spells out as its first rows.
  */

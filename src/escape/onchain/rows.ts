@@ -1,7 +1,7 @@
 import { FIELD_PRIME } from "../../model/field.js";
 
 /**
- * The word layout both StarkEx escape verifiers read (shared/spec/escape-onchain.md, "Words and
+ * The word layout both StarkEx escape verifiers read (docs/escape-formats.md, "Words and
  * rows"): a row of two field elements is the 512-bit big-endian number left ‖ right ‖ 8 zero bits,
  * handed to the contract as its high and low 256-bit words. The right value straddles the two
  * words, so nothing is 32-byte aligned.

@@ -1,7 +1,7 @@
 /**
  * The perpetual exchange's shared state: the words its `updateState` program output carries for
  * the state after a batch, whose keccak the contract keeps and `PerpetualEscapeVerifier` checks
- * an escape against (shared/spec/escape-onchain.md, "Perpetual"). Offsets are StarkEx perpetual's
+ * an escape against (docs/escape-formats.md, "Perpetual"). Offsets are StarkEx perpetual's
  * ProgramOutputOffsets.
  */
 

@@ -4,7 +4,7 @@ import { pathRows, rowsToWords, word0x, type MerklePath, type Row } from "./rows
 import { sourceFields, type EscapeSource } from "./source.js";
 
 /**
- * The spot escape (shared/spec/escape-onchain.md, "Spot"): the words `EscapeVerifier.verifyEscape`
+ * The spot escape (docs/escape-formats.md, "Spot"): the words `EscapeVerifier.verifyEscape`
  * takes for a vault, the fact it registers and the call data of the two transactions.
  */
 
