@@ -1,19 +1,18 @@
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { createPublicClient, http, parseAbi, type Abi, type Address, type Hex } from "viem";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/app.js";
-import { loadConfig } from "../../src/config/config.js";
 import { DEVNET_EXCHANGE } from "../../src/devnet/exchange/artifact.js";
-import { startDevnet, type Devnet } from "../../src/devnet/main.js";
+import { type Devnet } from "../../src/devnet/main.js";
 import { makeOnchainProof } from "../../src/escape/onchain/from-proof.js";
 import type { PerpetualEscape } from "../../src/escape/onchain/perpetual.js";
 import type { SpotEscape } from "../../src/escape/onchain/spot.js";
-import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { waitFor } from "../helpers/daemon.js";
 import { submitToDevnet } from "../helpers/devnet-submit.js";
+import { exitDevnet } from "../helpers/exit-devnet.js";
 import { CHROMIUM, DESKTOP, launchChromium, PHONE } from "../helpers/escape-page.js";
 import { freePort } from "../helpers/free-port.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
@@ -31,7 +30,6 @@ import { dacdAsync } from "../helpers/dacd-cli.js";
  * at a desktop's and a phone's size in test-artifacts/.
  */
 
-const MEMBER_KEY = "0x1111111111111111111111111111111111111111111111111111111111111111";
 /** The second account of Hardhat's public test mnemonic (funded and unlocked on the node): the user. */
 const USER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as Address;
 const GRACE_S = 3600;
@@ -58,40 +56,13 @@ interface Setup {
 }
 
 async function start(variant: "G" | "P"): Promise<Setup> {
-  const devnet = await startDevnet({
-    variant,
-    committee: [ethAddressFromPrivateKey(new Uint8Array(Buffer.from(MEMBER_KEY.slice(2), "hex")))],
-    quorum: 1,
-    batchIntervalMs: 200,
-    seed: 3,
-    baseChain: true,
-    freezeGracePeriodS: GRACE_S,
-  });
-  cleanups.push(() => devnet.close());
-  const base = devnet.baseChain!;
   const port = await freePort();
-  const setup = await memberSetup({
-    profile: variant === "P" ? "perpetual" : "spot",
-    privateKey: MEMBER_KEY,
-    gatewayUrl: devnet.urls.availability,
-    extra: [
-      `base_chain_rpc_url: "${base.rpcUrl}"`,
-      `starkex_contract_address: "${base.exchange.address}"`,
-      "base_chain_confirmations: 0",
-      "base_chain_poll_interval_s: 0.05",
-      `escape_api_port: ${port}`,
-      "escape_api_rate_limit: 1000",
-      "escape_contracts:",
-      `  exchange: "${base.exchange.address}"`,
-      `  verifier: "${base.exchange.verifier!}"`,
-    ].join("\n"),
-  });
-  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-  const daemon = await startQuietDaemon({
-    ...loadConfig(setup.configPath, {}),
-    feederGatewayUrl: devnet.urls.feeder,
-  });
-  cleanups.push(() => daemon.stop());
+  const { devnet, daemon, base, configPath } = await exitDevnet(
+    variant,
+    GRACE_S,
+    [`escape_api_port: ${port}`, "escape_api_rate_limit: 1000"],
+    cleanups,
+  );
   return {
     devnet,
     daemon,
@@ -100,7 +71,7 @@ async function start(variant: "G" | "P"): Promise<Setup> {
     exchange: base.exchange.address,
     verifier: base.exchange.verifier!,
     token: base.exchange.token!,
-    configPath: setup.configPath,
+    configPath,
   };
 }
 

@@ -1,19 +1,16 @@
-import { rm } from "node:fs/promises";
 import { createPublicClient, createWalletClient, defineChain, http, parseAbi, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/config.js";
-import { startDevnet } from "../../src/devnet/main.js";
 import { DEVNET_EXCHANGE } from "../../src/devnet/exchange/artifact.js";
 import type { PlanWithState } from "../../src/escape/exit/chain-state.js";
 import type { ExitStep } from "../../src/escape/exit/plan.js";
 import { makeOnchainProof } from "../../src/escape/onchain/from-proof.js";
 import type { PerpetualEscape } from "../../src/escape/onchain/perpetual.js";
 import type { SpotEscape } from "../../src/escape/onchain/spot.js";
-import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { waitFor } from "../helpers/daemon.js";
 import { submitToDevnet } from "../helpers/devnet-submit.js";
+import { exitDevnet } from "../helpers/exit-devnet.js";
 
 /**
  * The exit journey from `dacd exit --json` alone, sent by viem on the devnet's chain: at each
@@ -21,7 +18,6 @@ import { submitToDevnet } from "../helpers/devnet-submit.js";
  * time read from FREEZE_GRACE_PERIOD, frozen, verified, escaped, withdrawn), each step's `data` is
  * sent as it is, and the user's token balance grows by exactly quantum × quantized amount.
  */
-const MEMBER_KEY = "0x1111111111111111111111111111111111111111111111111111111111111111";
 const USER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 const GRACE_S = 3600;
 const VERIFY_GAS = 60_000_000n;
@@ -34,39 +30,8 @@ afterAll(async () => {
 
 /** A devnet with its chain, and a member following it with the exit's contracts configured. */
 async function startJourney(variant: "G" | "P") {
-  const devnet = await startDevnet({
-    variant,
-    committee: [ethAddressFromPrivateKey(new Uint8Array(Buffer.from(MEMBER_KEY.slice(2), "hex")))],
-    quorum: 1,
-    batchIntervalMs: 200,
-    seed: 3,
-    baseChain: true,
-    freezeGracePeriodS: GRACE_S,
-  });
-  cleanups.push(() => devnet.close());
-  const base = devnet.baseChain!;
-  const exchange = base.exchange.address;
-  const verifier = base.exchange.verifier!;
-  const setup = await memberSetup({
-    profile: variant === "P" ? "perpetual" : "spot",
-    privateKey: MEMBER_KEY,
-    gatewayUrl: devnet.urls.availability,
-    extra: [
-      `base_chain_rpc_url: "${base.rpcUrl}"`,
-      `starkex_contract_address: "${exchange}"`,
-      "base_chain_confirmations: 0",
-      "base_chain_poll_interval_s: 0.05",
-      "escape_contracts:",
-      `  exchange: "${exchange}"`,
-      `  verifier: "${verifier}"`,
-    ].join("\n"),
-  });
-  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-  const daemon = await startQuietDaemon({
-    ...loadConfig(setup.configPath, {}),
-    feederGatewayUrl: devnet.urls.feeder,
-  });
-  cleanups.push(() => daemon.stop());
+  const { devnet, daemon, base, configPath } = await exitDevnet(variant, GRACE_S, [], cleanups);
+  const setup = { configPath };
 
   const chain = defineChain({
     id: 31337,
