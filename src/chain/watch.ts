@@ -8,33 +8,34 @@
  * The endpoint is not trusted: a log counts only if the exchange emitted it and it has exactly a
  * watched event's shape (exchange-logs.ts); batch ids are range-checked as the integers they are
  * (an id past the newest stored one by more than `maxBatchesAhead` is refused, so a forged id
- * neither pins the metrics nor grows the records); a freeze is recorded only when isFrozen() at a
- * confirmed block says so, and withdrawn when it later says otherwise; what it remembers and the
- * lines it logs are bounded, whatever the answers.
+ * neither pins the metrics nor grows the records: watch-records.ts); a freeze is recorded only
+ * when isFrozen() at a confirmed block says so, and withdrawn when it later says otherwise
+ * (freeze.ts); what it remembers and the lines it logs are bounded, whatever the answers
+ * (root-comparison.ts, watch-report.ts).
+ *
+ * This class only schedules the polls and runs each one's steps in order; each step is its own
+ * module: contract-start.ts (where reading begins), reorg.ts, root-comparison.ts, log-scan.ts,
+ * freeze.ts, frozen-shared-state.ts, all asking the endpoint through exchange-endpoint.ts.
  */
-import { BaseError, type PublicClient } from "viem";
-import { BoundedSet } from "../util/bounded-set.js";
-import { LineLimiter } from "../util/line-limiter.js";
-import { DacdError } from "../errors.js";
 import type { Logger } from "../logging.js";
 import type { BatchRecord } from "../storage/batch-record.js";
 import type { LevelStore } from "../storage/level-store.js";
-import type { OnchainBatch, OnchainCursor, OnchainFreeze } from "../storage/onchain-record.js";
-import { EXCHANGE_ABI, WATCHED_EVENTS } from "./exchange-abi.js";
-import { checkLog, type OnchainRejection } from "./exchange-logs.js";
-import { onchainBatch, rootsMatch, rootsOf, type RootUpdateLog } from "./root-update.js";
-import { MalformedAnswer, rpcClient, rpcFailure, rpcMessage, type RpcFailure } from "./rpc.js";
-import { readSharedStateOf, readSystemAssetType, sharedStateOfCall } from "./shared-state.js";
-import { STATE_OFFSET } from "../escape/onchain/shared-state.js";
+import type { OnchainCursor } from "../storage/onchain-record.js";
+import { contractCursor } from "./contract-start.js";
+import { ExchangeEndpoint } from "./exchange-endpoint.js";
+import { FreezeCheck } from "./freeze.js";
+import { recordFrozenSharedState } from "./frozen-shared-state.js";
+import { LogScan } from "./log-scan.js";
+import { rewindOnReorg } from "./reorg.js";
+import { RootComparison } from "./root-comparison.js";
+import { rpcClient } from "./rpc.js";
+import { MAX_BATCHES_AHEAD, WatchRecords } from "./watch-records.js";
+import { WatchReport, type ChainWatchEvents } from "./watch-report.js";
 
-export interface ChainWatchEvents {
-  onRpcFailure?(reason: RpcFailure): void;
-  onRootMismatch?(batch: OnchainBatch): void;
-  /** A recorded freeze that isFrozen() at a confirmed block now denies: dropped. */
-  onFreezeWithdrawn?(freeze: OnchainFreeze): void;
-  /** Something the endpoint answered and the watch refused. */
-  onRejected?(reason: OnchainRejection): void;
-}
+export type { ChainWatchEvents } from "./watch-report.js";
+export { DEFAULT_LOG_RANGE, RANGES_PER_POLL } from "./log-scan.js";
+export { REORG_REWIND } from "./reorg.js";
+export { MAX_BATCHES_AHEAD } from "./watch-records.js";
 
 export interface ChainWatchOptions {
   readonly rpcUrl: string;
@@ -54,55 +55,41 @@ export interface ChainWatchOptions {
   readonly events?: ChainWatchEvents;
 }
 
-/** What the common RPC providers answer for one contract's logs (most cap a range at 10,000 blocks). */
-export const DEFAULT_LOG_RANGE = 5000;
-
-/**
- * How far back a reorg deeper than the confirmations sends the watch: the last block it read is
- * gone, and nothing short of rereading tells which block before it still stands. Cheap to reread.
- */
-export const REORG_REWIND = 128;
-
-/**
- * How many batches the exchange may be ahead of this member's newest stored batch for the watch to
- * take its batch ids: a member that far behind has bigger troubles (the lag alert fires at 20), and
- * past it an id is taken as forged. It bounds the records of batches not stored (and so the store).
- */
-export const MAX_BATCHES_AHEAD = 10_000;
-
-/**
- * Log ranges read per poll at most: the head is asked for again between polls, so that a head an
- * endpoint answered far ahead (then the real one) costs a few ranges, not the whole distance.
- */
-export const RANGES_PER_POLL = 20;
-
-/** Mismatches remembered across a reorg's reread, at most (and for at most an hour). */
-const REPORTED_MAX = 1024;
-const REPORTED_AGE_MS = 3_600_000;
-
 export class ChainWatch {
-  private readonly client: PublicClient;
-  private readonly address: `0x${string}`;
-  private cursor: OnchainCursor | undefined;
-  /** Batches stored since their root update was read without a record to compare with. */
-  private readonly toCompare = new Set<number>();
-  /** Mismatches already reported, by transaction, that a reread after a reorg meets again. */
-  private readonly reported = new BoundedSet(REPORTED_MAX, REPORTED_AGE_MS);
-  private stopped = false;
   private readonly abort = new AbortController();
-  /** Lines the endpoint's answers can repeat at will: a few a minute per kind. */
-  private readonly lines = new LineLimiter();
+  private readonly endpoint: ExchangeEndpoint;
+  private readonly report: WatchReport;
+  private readonly records: WatchRecords;
+  private readonly roots: RootComparison;
+  private readonly freeze: FreezeCheck;
+  private readonly scan: LogScan;
+  private stopped = false;
   private sleeping: { timer: NodeJS.Timeout; wake: () => void } | undefined;
   private loop: Promise<void> | undefined;
 
   constructor(private readonly opts: ChainWatchOptions) {
-    this.client = rpcClient(opts.rpcUrl, opts.timeoutMs, this.abort.signal);
-    this.address = opts.contract.toLowerCase() as `0x${string}`;
+    const address = opts.contract.toLowerCase() as `0x${string}`;
+    const aheadLimit = opts.maxBatchesAhead ?? MAX_BATCHES_AHEAD;
+    this.endpoint = new ExchangeEndpoint(rpcClient(opts.rpcUrl, opts.timeoutMs, this.abort.signal), address);
+    this.report = new WatchReport(opts.log, opts.events, opts.rpcUrl, aheadLimit);
+    this.records = new WatchRecords(opts.store, address, this.report, aheadLimit);
+    this.roots = new RootComparison(opts.store, this.records, this.report);
+    this.freeze = new FreezeCheck(this.endpoint, this.records, this.report);
+    this.scan = new LogScan({
+      store: opts.store,
+      endpoint: this.endpoint,
+      records: this.records,
+      roots: this.roots,
+      freeze: this.freeze,
+      report: this.report,
+      mainTree: opts.mainTree,
+      ...(opts.maxRange !== undefined ? { maxRange: opts.maxRange } : {}),
+    });
   }
 
   /** What the watch knows now (the store's copy, kept in memory for the metrics and status). */
   get state(): OnchainCursor | undefined {
-    return this.cursor;
+    return this.records.cursor;
   }
 
   /**
@@ -111,10 +98,16 @@ export class ChainWatch {
    * at the first poll.
    */
   async start(): Promise<void> {
-    this.cursor = await this.opts.store.onchain.cursor();
-    for (const id of await this.opts.store.onchain.uncomparedBatchIds()) this.toCompare.add(id);
-    if (this.cursor?.contract === this.address) await this.dropOutOfRange(this.cursor);
-    const frozen = this.cursor?.contract === this.address ? this.cursor.frozen : undefined;
+    const ours = (): OnchainCursor | undefined => {
+      const cursor = this.records.cursor;
+      return cursor?.contract === this.endpoint.address ? cursor : undefined;
+    };
+    await this.records.load();
+    await this.roots.loadUncompared();
+    const stored = ours();
+    if (stored) await this.records.dropOutOfRange(stored);
+    // After the drop: a freeze out of range is withdrawn, not announced.
+    const frozen = ours()?.frozen;
     if (frozen)
       this.opts.log.warn(
         { batch_id: frozen.batch_id, block_number: frozen.block_number, since: frozen.detected_at },
@@ -135,7 +128,29 @@ export class ChainWatch {
 
   /** The member stored a batch: compare it at the next poll if the chain's roots for it are known. */
   stored(record: BatchRecord): void {
-    this.toCompare.add(record.batch_id);
+    this.roots.stored(record.batch_id);
+  }
+
+  /**
+   * One round: check for a reorg, read confirmed blocks not read yet (at most
+   * RANGES_PER_POLL ranges), look for the freeze. True when confirmed blocks are left to read.
+   */
+  async poll(): Promise<boolean> {
+    const head = await this.endpoint.head();
+    const safe = head - this.opts.confirmations;
+    const { endpoint, records, roots, report } = this;
+    const { log, store, confirmations } = this.opts;
+    let cursor = await contractCursor(head, { endpoint, records, log });
+    cursor = await rewindOnReorg(cursor, head, { endpoint, records, roots, report, confirmations });
+    await this.roots.compareStored(cursor);
+    const scanned = await this.scan.read(cursor, safe, () => this.stopped);
+    if (scanned.behind) return true;
+    cursor = scanned.cursor;
+    if (cursor.next_block > safe && safe >= 0 && !this.stopped) await this.freeze.checkAt(cursor, safe);
+    const frozen = this.records.cursor?.frozen;
+    if (this.opts.mainTree === "position" && frozen && !frozen.shared_state && !this.stopped)
+      await recordFrozenSharedState(this.records.cursor!, { store, endpoint, records, log });
+    return false;
   }
 
   private async run(): Promise<void> {
@@ -145,20 +160,7 @@ export class ChainWatch {
         if (await this.poll()) continue;
       } catch (err) {
         if (this.stopped) break;
-        if (!(err instanceof BaseError) && !(err instanceof MalformedAnswer)) {
-          // A wrong address, a store that refuses the write.
-          const message = err instanceof Error ? err.message : String(err);
-          this.say("error", "error", { err }, `base chain watch: ${message}`);
-        } else {
-          const reason = rpcFailure(err);
-          this.opts.events?.onRpcFailure?.(reason);
-          this.say(
-            "rpc_failure",
-            "warn",
-            { reason, url: this.opts.rpcUrl },
-            `base chain RPC call failed (${reason}): ${rpcMessage(err)}; trying again at the next poll`,
-          );
-        }
+        this.report.pollFailed(err);
       }
       await this.sleep(this.opts.pollIntervalMs);
     }
@@ -174,530 +176,4 @@ export class ChainWatch {
       this.sleeping = { timer: setTimeout(wake, ms), wake };
     });
   }
-
-  /** Logs a line of `kind` within its rate limit, saying how many were held back before it. */
-  private say(kind: string, level: "error" | "warn", obj: object, message: string): void {
-    const taken = this.lines.take(kind);
-    if (!taken) return;
-    this.opts.log[level](taken.held > 0 ? { ...obj, lines_held_back: taken.held } : obj, message);
-  }
-
-  /**
-   * An RPC call: an answer viem cannot make sense of (it throws something else than its own
-   * errors) is a malformed answer, counted and retried as an RPC failure.
-   */
-  private async call<T>(method: string, request: () => Promise<T>): Promise<T> {
-    try {
-      return await request();
-    } catch (err) {
-      if (err instanceof BaseError || err instanceof DacdError || err instanceof MalformedAnswer) throw err;
-      throw new MalformedAnswer(
-        `${method}: malformed answer (${err instanceof Error ? err.message : String(err)})`,
-      );
-    }
-  }
-
-  /** The contract's isFrozen() at `block`: the one answer a freeze is taken from. */
-  private isFrozenAt(block: number): Promise<boolean> {
-    return this.call("isFrozen()", () =>
-      this.client.readContract({
-        address: this.address,
-        abi: EXCHANGE_ABI,
-        functionName: "isFrozen",
-        blockNumber: BigInt(block),
-      }),
-    );
-  }
-
-  /**
-   * One round: check for a reorg, read confirmed blocks not read yet (at most
-   * RANGES_PER_POLL ranges), look for the freeze. True when confirmed blocks are left to read.
-   */
-  async poll(): Promise<boolean> {
-    const headNumber = await this.call("eth_blockNumber", () => this.client.getBlockNumber({ cacheTime: 0 }));
-    if (typeof headNumber !== "bigint" || headNumber < 0n || headNumber > BigInt(Number.MAX_SAFE_INTEGER))
-      throw new MalformedAnswer(`eth_blockNumber answered ${String(headNumber)}`);
-    const head = Number(headNumber);
-    const safe = head - this.opts.confirmations;
-    let cursor = await this.currentCursor(head);
-    cursor = await this.checkReorg(cursor, head);
-    await this.compareStored(cursor);
-    const maxRange = this.opts.maxRange ?? DEFAULT_LOG_RANGE;
-    for (let ranges = 0; cursor.next_block <= safe && !this.stopped; ranges++) {
-      if (ranges === RANGES_PER_POLL) return true;
-      const from = cursor.next_block;
-      const to = Math.min(safe, from + maxRange - 1);
-      cursor = await this.readRange(cursor, from, to);
-    }
-    if (cursor.next_block > safe && safe >= 0 && !this.stopped) {
-      const frozen = await this.isFrozenAt(safe);
-      if (!cursor.frozen && frozen) {
-        // A freeze before the first block read has no log left to read: the view says so.
-        const freeze = await this.freezeAt(safe);
-        if (freeze) await this.record({ ...cursor, frozen: freeze }, []);
-      } else if (cursor.frozen && !frozen) await this.withdrawFreeze(cursor, safe);
-    }
-    if (
-      this.opts.mainTree === "position" &&
-      this.cursor?.frozen &&
-      !this.cursor.frozen.shared_state &&
-      !this.stopped
-    )
-      await this.readSharedState(this.cursor);
-    return false;
-  }
-
-  /**
-   * Perpetual: the frozen batch's shared state, from the updateState transaction its
-   * LogUpdateState names, stored with the freeze (escapes need it). Tried again at each poll
-   * until it is read.
-   */
-  private async readSharedState(cursor: OnchainCursor): Promise<void> {
-    const frozen = cursor.frozen!;
-    const update = await this.opts.store.onchain.batch(frozen.batch_id);
-    if (!update)
-      throw new DacdError(
-        "STORE",
-        `the exchange froze at batch ${frozen.batch_id}, whose LogUpdateState was not read: its shared state cannot be located`,
-      );
-    const shared = await this.call("eth_getTransactionByHash", () =>
-      readSharedStateOf(this.client, this.address, update),
-    );
-    let assetType: string | undefined;
-    try {
-      assetType = await this.call("getSystemAssetType()", () =>
-        readSystemAssetType(this.client, this.address, frozen.block_number),
-      );
-    } catch (err) {
-      this.opts.log.warn(
-        `cannot read the exchange's getSystemAssetType(): ${rpcMessage(err)}; escapes are given without the withdraw call`,
-      );
-    }
-    const root = update.roots?.position;
-    if (root !== undefined && BigInt(shared.words[0]!) !== BigInt(`0x${root}`))
-      this.opts.log.error(
-        {
-          batch_id: frozen.batch_id,
-          tx_hash: update.tx_hash,
-          shared_state_root: shared.words[0],
-          recorded_root: root,
-        },
-        `the shared state of batch ${frozen.batch_id} names another position root than the one recorded for its update`,
-      );
-    const withShared: OnchainCursor = {
-      ...cursor,
-      frozen: {
-        ...frozen,
-        shared_state: { ...shared, ...(assetType ? { system_asset_type: assetType } : {}) },
-      },
-    };
-    await this.record(withShared, []);
-    this.opts.log.info(
-      { batch_id: frozen.batch_id, tx_hash: update.tx_hash, words: shared.words.length },
-      `read the frozen batch ${frozen.batch_id}'s shared state from its updateState transaction: perpetual escapes carry it`,
-    );
-  }
-
-  /**
-   * The stored cursor for this contract; another contract's is dropped with its batches. A first
-   * start begins at the contract's deployment, not at genesis.
-   */
-  private async currentCursor(head: number): Promise<OnchainCursor> {
-    const cursor = this.cursor;
-    if (cursor?.contract === this.address) return cursor;
-    const fresh: OnchainCursor = { contract: this.address, next_block: await this.deploymentBlock(head) };
-    if (cursor) {
-      this.opts.log.warn(
-        { was: cursor.contract, now: this.address },
-        "starkex_contract_address changed: following the new contract from its deployment",
-      );
-      await this.record(fresh, [], { dropAll: true });
-    }
-    // Kept until the first range is recorded, so that the deployment is looked for once.
-    this.cursor = fresh;
-    return fresh;
-  }
-
-  /**
-   * The block the contract was deployed in: the first with code at its address, by bisection
-   * (some 25 calls on mainnet instead of thousands of log ranges from genesis). A node that keeps
-   * no old state cannot answer: then genesis. No code at the head is a wrong address: an error
-   * until it is fixed.
-   */
-  private async deploymentBlock(head: number): Promise<number> {
-    const hasCode = async (block: number): Promise<boolean> =>
-      ((await this.call("eth_getCode", () =>
-        this.client.getCode({ address: this.address, blockNumber: BigInt(block) }),
-      )) ?? "0x") !== "0x";
-    if (!(await hasCode(head))) {
-      throw new DacdError(
-        "CONFIG",
-        `no contract at starkex_contract_address ${this.address} on the base chain (block ${head}): check the address and base_chain_rpc_url`,
-      );
-    }
-    let lo = 0;
-    let hi = head;
-    try {
-      while (lo < hi) {
-        const mid = Math.floor((lo + hi) / 2);
-        if (await hasCode(mid)) hi = mid;
-        else lo = mid + 1;
-      }
-    } catch (err) {
-      this.opts.log.warn(
-        `cannot find the contract's deployment block (${rpcMessage(err)}): reading its logs from block 0`,
-      );
-      return 0;
-    }
-    return hi;
-  }
-
-  /** The last block read is gone (another hash there, or the chain is shorter): reread from before it. */
-  private async checkReorg(cursor: OnchainCursor, head: number): Promise<OnchainCursor> {
-    const last = cursor.last_block;
-    if (!last) return cursor;
-    if (last.number <= head) {
-      const block = await this.call("eth_getBlockByNumber", () =>
-        this.client.getBlock({ blockNumber: BigInt(last.number) }),
-      );
-      if (block.hash === last.hash) return cursor;
-    }
-    // From below the confirmed head too: blocks past it that a lying or broken endpoint once
-    // answered (a head that jumped ahead and came back) are reread, not waited for.
-    const from = Math.max(0, Math.min(last.number, head - this.opts.confirmations) - REORG_REWIND);
-    this.say(
-      "reorg",
-      "warn",
-      { block_number: last.number, hash: last.hash, head, reread_from: from },
-      `base chain reorg below base_chain_confirmations (${this.opts.confirmations}): block ${last.number} was replaced; rereading from block ${from}`,
-    );
-    const frozen = cursor.frozen && cursor.frozen.block_number < from ? cursor.frozen : undefined;
-    const rewound: OnchainCursor = {
-      contract: this.address,
-      next_block: from,
-      ...(frozen ? { frozen } : {}),
-    };
-    for (const b of await this.opts.store.onchain.record(rewound, [], { dropFrom: from }))
-      if (b.matches === false) this.reported.add(`${b.tx_hash}/${b.batch_id}`);
-    if (cursor.frozen && !frozen)
-      this.freezeWithdrawn(cursor.frozen, `block ${last.number}, after the freeze's, was replaced`);
-    const kept = await this.opts.store.onchain.last();
-    const withLast: OnchainCursor = kept
-      ? {
-          ...rewound,
-          last: {
-            batch_id: kept.batch_id,
-            sequence_number: kept.sequence_number,
-            block_number: kept.block_number,
-          },
-        }
-      : rewound;
-    await this.record(withLast, []);
-    return withLast;
-  }
-
-  /** Reads blocks from..to (confirmed) and records what they hold, with the new cursor, in one write. */
-  private async readRange(cursor: OnchainCursor, from: number, to: number): Promise<OnchainCursor> {
-    const logs = await this.call("eth_getLogs", () =>
-      this.client.getLogs({
-        address: this.address,
-        events: WATCHED_EVENTS,
-        fromBlock: BigInt(from),
-        toBlock: BigInt(to),
-        strict: true,
-      }),
-    );
-    const end = await this.call("eth_getBlockByNumber", () =>
-      this.client.getBlock({ blockNumber: BigInt(to) }),
-    );
-    if (typeof end?.hash !== "string")
-      throw new MalformedAnswer(`eth_getBlockByNumber answered block ${to} without a hash`);
-    const accepted = logs.filter((l) => {
-      if (l.removed) return false;
-      const refused = checkLog(l, this.address);
-      if (refused) this.rejected(refused, { block_number: Number(l.blockNumber), address: l.address });
-      return refused === undefined;
-    });
-    const updates = accepted.sort((a, b) => Number(a.blockNumber - b.blockNumber) || a.logIndex - b.logIndex);
-    const window = await this.batchWindow();
-    const batches: OnchainBatch[] = [];
-    let last = cursor.last;
-    let frozenAt: number | undefined;
-    for (let i = 0; i < updates.length; i++) {
-      const log = updates[i]!;
-      if (log.eventName === "LogFrozen") {
-        frozenAt ??= Number(log.blockNumber);
-        continue;
-      }
-      const update = log as unknown as RootUpdateLog;
-      const batchId = update.args.batchId ?? -1n;
-      const sequence = update.args.sequenceNumber ?? -1n;
-      if (
-        batchId < 0n ||
-        batchId > BigInt(window.newest) ||
-        sequence < 0n ||
-        sequence > BigInt(Number.MAX_SAFE_INTEGER)
-      ) {
-        this.rejected("out_of_range", {
-          batch_id: String(batchId),
-          sequence_number: String(sequence),
-          tx_hash: update.transactionHash,
-          newest_stored: window.stored,
-        });
-        continue;
-      }
-      const stored = await this.opts.store.getBatch(Number(batchId));
-      const position = {
-        batch_id: Number(batchId),
-        sequence_number: Number(sequence),
-        block_number: Number(log.blockNumber),
-      };
-      if (!last || position.sequence_number >= last.sequence_number) last = position;
-      // Before the store's first batch: history this member can never compare, not recorded.
-      if (!stored && window.first !== undefined && batchId < BigInt(window.first)) continue;
-      const view =
-        log.eventName === "LogUpdateState"
-          ? await this.perpetualRoots(update, lastUpdateInBlock(updates, i), log.blockNumber)
-          : undefined;
-      const roots = rootsOf(update, this.opts.mainTree, view);
-      const batch = onchainBatch(update, roots, stored);
-      batches.push(batch);
-      if (batch.matches === false) this.mismatch(batch, stored!);
-    }
-    const frozen =
-      cursor.frozen ?? (frozenAt !== undefined ? await this.confirmedFreeze(frozenAt, to) : undefined);
-    const next: OnchainCursor = {
-      contract: this.address,
-      next_block: to + 1,
-      last_block: { number: to, hash: end.hash },
-      ...(last ? { last } : {}),
-      ...(frozen ? { frozen } : {}),
-    };
-    await this.record(next, batches);
-    return next;
-  }
-
-  /**
-   * A perpetual update's roots (its log names none): the position and order roots of the new
-   * shared state in its updateState transaction's program output; when that is not a direct call
-   * on the exchange, the contract's views, which show the state after the block, so only for the
-   * block's last update.
-   */
-  private async perpetualRoots(
-    update: RootUpdateLog,
-    lastInBlock: boolean,
-    block: bigint,
-  ): Promise<{ vault: bigint; order: bigint } | undefined> {
-    try {
-      const tx = await this.call("eth_getTransactionByHash", () =>
-        this.client.getTransaction({ hash: update.transactionHash as `0x${string}` }),
-      );
-      if (tx.to?.toLowerCase() === this.address) {
-        const words = sharedStateOfCall(tx.input, Number(update.args.batchId ?? 0n), "updateState");
-        return { vault: words[STATE_OFFSET.positionRoot]!, order: words[STATE_OFFSET.orderRoot]! };
-      }
-    } catch (err) {
-      if (err instanceof BaseError || err instanceof MalformedAnswer) throw err;
-      // Not an updateState call this watch can read: the views below.
-    }
-    return lastInBlock ? this.viewRoots(block) : undefined;
-  }
-
-  /** The contract's roots after block `block` (perpetual updates do not log them). */
-  private async viewRoots(block: bigint): Promise<{ vault: bigint; order: bigint } | undefined> {
-    const read = (functionName: "getValidiumVaultRoot" | "getOrderRoot"): Promise<bigint> =>
-      this.call(`${functionName}()`, () =>
-        this.client.readContract({
-          address: this.address,
-          abi: EXCHANGE_ABI,
-          functionName,
-          blockNumber: block,
-        }),
-      );
-    try {
-      const [vault, order] = await Promise.all([read("getValidiumVaultRoot"), read("getOrderRoot")]);
-      return { vault, order };
-    } catch (err) {
-      // A node without the state of old blocks: the update is recorded without roots.
-      this.opts.events?.onRpcFailure?.(rpcFailure(err));
-      this.say(
-        "view_roots",
-        "warn",
-        { block_number: Number(block) },
-        `cannot read the roots at block ${block}: ${rpcMessage(err)}`,
-      );
-      return undefined;
-    }
-  }
-
-  /**
-   * A LogFrozen at block `block`, taken only when isFrozen() at the confirmed block `confirmed`
-   * (at or after it) agrees: an endpoint can forge a log, not the contract's state at every block.
-   */
-  private async confirmedFreeze(block: number, confirmed: number): Promise<OnchainFreeze | undefined> {
-    if (!(await this.isFrozenAt(confirmed))) {
-      this.rejected("freeze_unconfirmed", { block_number: block, confirmed_block: confirmed });
-      return undefined;
-    }
-    return this.freezeAt(block);
-  }
-
-  /**
-   * The frozen state, read at the block the freeze was seen in: the batch it froze at must be a
-   * batch id the exchange can have reached (within maxBatchesAhead of the newest stored batch).
-   */
-  private async freezeAt(block: number): Promise<OnchainFreeze | undefined> {
-    const batchId = await this.call("getLastBatchId()", () =>
-      this.client.readContract({
-        address: this.address,
-        abi: EXCHANGE_ABI,
-        functionName: "getLastBatchId",
-        blockNumber: BigInt(block),
-      }),
-    );
-    const window = await this.batchWindow();
-    if (batchId < 0n || batchId > BigInt(window.newest)) {
-      this.rejected("out_of_range", {
-        frozen_batch_id: String(batchId),
-        block_number: block,
-        newest_stored: window.stored,
-      });
-      return undefined;
-    }
-    return { batch_id: Number(batchId), block_number: block, detected_at: new Date().toISOString() };
-  }
-
-  /** A recorded freeze that isFrozen() at the confirmed block `safe` denies: dropped, loudly. */
-  private async withdrawFreeze(cursor: OnchainCursor, safe: number): Promise<void> {
-    const { frozen, ...unfrozen } = cursor;
-    await this.record(unfrozen, []);
-    this.freezeWithdrawn(frozen!, `isFrozen() at the confirmed block ${safe} is false`);
-  }
-
-  /** Says that the recorded freeze `freeze` no longer holds, and why (the caller dropped it). */
-  private freezeWithdrawn(freeze: OnchainFreeze, why: string): void {
-    this.opts.events?.onFreezeWithdrawn?.(freeze);
-    this.say(
-      "freeze_withdrawn",
-      "error",
-      { batch_id: freeze.batch_id, block_number: freeze.block_number },
-      `the freeze recorded at batch ${freeze.batch_id} (block ${freeze.block_number}) is withdrawn: ${why} (a reorg, an unfreeze, or an endpoint that lied); escapes and signing no longer follow it`,
-    );
-  }
-
-  /**
-   * What an earlier version recorded from a lying endpoint: a frozen batch or a newest update past
-   * the batch ids the exchange can have reached. The freeze is withdrawn; the newest update is
-   * forgotten until the next one is read.
-   */
-  private async dropOutOfRange(cursor: OnchainCursor): Promise<void> {
-    const { newest } = await this.batchWindow();
-    const badFreeze = cursor.frozen !== undefined && cursor.frozen.batch_id > newest;
-    const badLast = cursor.last !== undefined && cursor.last.batch_id > newest;
-    if (!badFreeze && !badLast) return;
-    const { frozen, last, ...rest } = cursor;
-    await this.record({ ...rest, ...(badFreeze ? {} : { frozen }), ...(badLast ? {} : { last }) }, []);
-    if (badFreeze)
-      this.freezeWithdrawn(
-        frozen!,
-        `its batch id is more than ${this.aheadLimit()} past the newest stored batch`,
-      );
-  }
-
-  private aheadLimit(): number {
-    return this.opts.maxBatchesAhead ?? MAX_BATCHES_AHEAD;
-  }
-
-  /**
-   * The batch ids the watch takes: up to `newest` (the newest stored batch plus maxBatchesAhead),
-   * and records for batches not stored only from the store's first batch on.
-   */
-  private async batchWindow(): Promise<{ newest: number; stored: number | null; first: number | undefined }> {
-    const stored = await this.opts.store.batches.lastId();
-    const ahead = this.aheadLimit();
-    return {
-      newest: Math.min((stored ?? -1) + ahead, Number.MAX_SAFE_INTEGER),
-      stored: stored ?? null,
-      first: await this.opts.store.batches.firstId(),
-    };
-  }
-
-  /** Something the endpoint answered that the watch refuses: counted, and logged within limits. */
-  private rejected(reason: OnchainRejection, detail: Record<string, unknown>): void {
-    this.opts.events?.onRejected?.(reason);
-    const what: Record<OnchainRejection, string> = {
-      foreign_address: "a log from another address than starkex_contract_address",
-      malformed_log: "a log with extra topics or data for its event",
-      out_of_range: `a batch id beyond ${this.aheadLimit()} batches ahead of the newest stored batch, or out of range`,
-      freeze_unconfirmed: "a LogFrozen that isFrozen() at a confirmed block denies",
-    };
-    this.say(
-      `rejected:${reason}`,
-      "warn",
-      { reason, ...detail },
-      `base chain endpoint answered ${what[reason]}: ignored (a broken or lying endpoint?)`,
-    );
-  }
-
-  /** Compares the batches stored since their root update was read. */
-  private async compareStored(cursor: OnchainCursor): Promise<void> {
-    if (this.toCompare.size === 0) return;
-    const ids = [...this.toCompare];
-    this.toCompare.clear();
-    const updated: OnchainBatch[] = [];
-    for (const id of ids) {
-      const batch = await this.opts.store.onchain.batch(id);
-      if (!batch?.roots || batch.matches !== undefined) continue;
-      const stored = await this.opts.store.getBatch(id);
-      const matches = rootsMatch(batch.roots, stored);
-      if (matches === undefined) continue;
-      const compared = { ...batch, matches };
-      updated.push(compared);
-      if (!matches) this.mismatch(compared, stored!);
-    }
-    if (updated.length > 0) await this.record(cursor, updated);
-  }
-
-  private mismatch(batch: OnchainBatch, stored: BatchRecord): void {
-    // The same update read again (a reorg's reread, where it survived) is not a new mismatch.
-    if (this.reported.delete(`${batch.tx_hash}/${batch.batch_id}`)) return;
-    this.opts.events?.onRootMismatch?.(batch);
-    this.say(
-      "mismatch",
-      "error",
-      {
-        batch_id: batch.batch_id,
-        block_number: batch.block_number,
-        tx_hash: batch.tx_hash,
-        onchain_roots: batch.roots,
-        stored_roots: stored.roots,
-      },
-      `the base chain holds roots for batch ${batch.batch_id} that differ from this member's: its data cannot serve escapes at that batch`,
-    );
-  }
-
-  /** Writes the cursor (and batches) and logs a freeze the first time it is recorded. */
-  private async record(
-    cursor: OnchainCursor,
-    batches: readonly OnchainBatch[],
-    drop?: { dropAll?: boolean },
-  ): Promise<void> {
-    const wasFrozen = this.cursor?.contract === this.address && this.cursor.frozen !== undefined;
-    await this.opts.store.onchain.record(cursor, batches, drop);
-    this.cursor = cursor;
-    if (cursor.frozen && !wasFrozen)
-      this.say(
-        "frozen",
-        "error",
-        { batch_id: cursor.frozen.batch_id, block_number: cursor.frozen.block_number },
-        `the exchange is frozen at batch ${cursor.frozen.batch_id}: users now escape against it; escape commands and the escape API default to that batch`,
-      );
-  }
-}
-
-/** Whether `logs[i]` (sorted by block) is the last root update of its block. */
-function lastUpdateInBlock(logs: readonly { blockNumber: bigint; eventName: string }[], i: number): boolean {
-  for (let j = i + 1; j < logs.length && logs[j]!.blockNumber === logs[i]!.blockNumber; j++)
-    if (logs[j]!.eventName !== "LogFrozen") return false;
-  return true;
 }

@@ -313,7 +313,7 @@ describe("the watch stays bounded and never stops for good", () => {
       await watch.poll();
     }
     expect(counts.mismatches).toBeGreaterThanOrEqual(1000);
-    const reported = (watch as unknown as { reported: { size: number } }).reported.size;
+    const reported = (watch as unknown as { roots: { reported: { size: number } } }).roots.reported.size;
     expect(reported).toBeLessThanOrEqual(1024);
     expect(errorLines(lines)).toBeLessThan(50);
   });
