@@ -3,7 +3,7 @@ import type { OnchainBatch, OnchainCursor } from "./onchain-record.js";
 import { jsonBytes, parseJson, type StoreHandle } from "./store-handle.js";
 
 /**
- * What the base-chain watch records (chain/watch.ts): its cursor, and each batch's roots as the
+ * What the base-chain watch records (chain/watch-records.ts): its cursor, and each batch's roots as the
  * exchange contract holds them. Reached as `store.onchain`.
  */
 export class OnchainRepository {
