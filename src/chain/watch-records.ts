@@ -33,7 +33,7 @@ export class WatchRecords {
     private readonly store: LevelStore,
     private readonly address: string,
     private readonly report: WatchReport,
-    readonly aheadLimit: number,
+    private readonly aheadLimit: number,
   ) {}
 
   /** The cursor as last written (or as kept by `keep`); undefined before `load` or when never followed. */

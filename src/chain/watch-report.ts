@@ -26,7 +26,7 @@ export class WatchReport {
 
   /** `aheadLimit`: how far past the newest stored batch an on-chain batch id may be (for the lines). */
   constructor(
-    readonly log: Logger,
+    private readonly log: Logger,
     private readonly events: ChainWatchEvents | undefined,
     private readonly rpcUrl: string,
     private readonly aheadLimit: number,

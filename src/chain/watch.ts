@@ -136,20 +136,21 @@ export class ChainWatch {
    * RANGES_PER_POLL ranges), look for the freeze. True when confirmed blocks are left to read.
    */
   async poll(): Promise<boolean> {
-    const head = await this.endpoint.head();
-    const safe = head - this.opts.confirmations;
     const { endpoint, records, roots, report } = this;
-    const { log, store, confirmations } = this.opts;
+    const { log, store, confirmations, mainTree } = this.opts;
+    const head = await endpoint.head();
+    const safe = head - confirmations;
     let cursor = await contractCursor(head, { endpoint, records, log });
     cursor = await rewindOnReorg(cursor, head, { endpoint, records, roots, report, confirmations });
-    await this.roots.compareStored(cursor);
+    await roots.compareStored(cursor);
     const scanned = await this.scan.read(cursor, safe, () => this.stopped);
     if (scanned.behind) return true;
     cursor = scanned.cursor;
+    // Every confirmed block read: the view at the confirmed head says whether the exchange is frozen.
     if (cursor.next_block > safe && safe >= 0 && !this.stopped) await this.freeze.checkAt(cursor, safe);
-    const frozen = this.records.cursor?.frozen;
-    if (this.opts.mainTree === "position" && frozen && !frozen.shared_state && !this.stopped)
-      await recordFrozenSharedState(this.records.cursor!, { store, endpoint, records, log });
+    const frozen = records.cursor?.frozen;
+    if (mainTree === "position" && frozen && !frozen.shared_state && !this.stopped)
+      await recordFrozenSharedState(records.cursor!, { store, endpoint, records, log });
     return false;
   }
 
