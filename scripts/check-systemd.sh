@@ -19,7 +19,7 @@ settings() {
 }
 drift="$(diff <(settings systemd/dacd.service) <(settings systemd/dacd@.service))" ||
   fail "systemd/dacd@.service differs from dacd.service beyond its instance names: $drift"
-grep -qx 'ExecStart=/usr/local/bin/dacd run --config /etc/dacd/%i.yaml' systemd/dacd@.service ||
+grep -qE '^ExecStart=.* /usr/local/bin/dacd run --config /etc/dacd/%i.yaml$' systemd/dacd@.service ||
   fail "dacd@.service does not run /etc/dacd/%i.yaml"
 grep -qx 'StateDirectory=dacd/%i dacd-claims/%i' systemd/dacd@.service ||
   fail "dacd@.service has no state and claims directories of its own"
