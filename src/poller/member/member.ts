@@ -2,13 +2,8 @@ import { DacdError, isDacdError, isRefusal } from "../../errors.js";
 import type { Logger } from "../../logging.js";
 import type { BatchRecord } from "../../storage/batch-record.js";
 import type { LevelStore } from "../../storage/level-store.js";
-import {
-  REUSED,
-  verifyParsedAndStartStore,
-  type VerifiedBatch,
-  type VerifyContext,
-  type VerifyDetail,
-} from "../../verifier/verify-batch.js";
+import { REUSED, type VerifyDetail } from "../../verifier/verify-batch.js";
+import { verifySignAndStartStore, type SignedBatch, type StageContext } from "./batch-stages.js";
 import type { AvailabilityGateway, FeederGateway } from "../gateway/gateway-client.js";
 import { backoffDelay, sleep } from "../gateway/retry.js";
 import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
@@ -89,7 +84,7 @@ export class Member {
   private finishing: { batchId: number; done: Promise<void> } | null = null;
 
   constructor(
-    private readonly ctx: VerifyContext,
+    private readonly ctx: StageContext,
     private readonly availability: AvailabilityGateway,
     private readonly feeder: FeederGateway | undefined,
     private readonly log: Logger,
@@ -199,10 +194,11 @@ export class Member {
     const taken = await this.prefetch.take(batchId, this.feeder ? this.state.feederLastBatchId : undefined);
     const fetched = taken.batch;
     if (fetched === null) return this.settled(behind); // not ready yet
-    let verified: VerifiedBatch;
+    let verified: SignedBatch;
     try {
-      // The checks against the store (previous batch, stored claim) are made here, in turn.
-      verified = await verifyParsedAndStartStore(this.ctx, batchId, fetched.update());
+      // Verified, signed and its write queued (batch-stages.ts); the checks against the store
+      // (previous batch, stored claim) are made here, in turn.
+      verified = await verifySignAndStartStore(this.ctx, batchId, fetched.update());
     } catch (err) {
       // A retry fetches afresh: the batches fetched ahead may be what the operator replaces.
       this.prefetch.drop();
@@ -258,7 +254,7 @@ export class Member {
 
   /** Once a verified batch is durably written: posts it (or logs it in shadow mode), in turn. */
   private async finish(
-    verified: VerifiedBatch,
+    verified: SignedBatch,
     signal: AbortSignal,
     fetched: { batch: FetchedBatch; waitMs: number; verifiedAt: number },
   ): Promise<void> {
