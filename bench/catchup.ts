@@ -223,7 +223,7 @@ async function prepare(
     // The 1M state (a tenth with --quick), as `dacd escape load` would leave it: batch 0, cursor at 1.
     const store = await LevelStore.open(dataDir, { writeBufferSize: BULK_LOAD_WRITE_BUFFER });
     const state = await loadWorkloadState("spot", store, engine, opts.quick);
-    await store.batches.setCursor({ next_batch_id: 1, last_accepted_batch_id: 0 });
+    await store.batches.moveCursor({ kind: "loaded", record: (await store.getBatch(0))! });
     await store.close();
     log(`catchup: bulk load ${state.bulkLoadS.toFixed(1)} s`);
     const t0 = performance.now();

@@ -488,7 +488,8 @@ export async function loadAltVerifier(distDir: string): Promise<AltVerifier> {
   ]);
   return {
     computeRoots: roots.computeRoots,
-    verifySignAndStore: "verifySignAndStore" in verify ? verify.verifySignAndStore : verify.verifyParsedAndStore,
+    verifySignAndStore:
+      "verifySignAndStore" in verify ? verify.verifySignAndStore : verify.verifyParsedAndStore,
   };
 }
 

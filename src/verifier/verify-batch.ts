@@ -221,7 +221,8 @@ function verifiedBatch(
   const claim = computeClaimHash(ctx.profile, roots, sequenceNumber);
   const leaves = Object.fromEntries(Object.entries(update.changes).map(([k, v]) => [k, v.size]));
   // The one place a VerifiedClaim is made: here, from roots just checked.
-  const fields: Omit<VerifiedBatch, keyof VerifiedClaim> & Pick<VerifiedClaim, "batchId" | "claim" | "claimHash"> = {
+  const fields: Omit<VerifiedBatch, keyof VerifiedClaim> &
+    Pick<VerifiedClaim, "batchId" | "claim" | "claimHash"> = {
     batchId,
     claim,
     claimHash: toHex0x(claim),

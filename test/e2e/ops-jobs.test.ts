@@ -59,7 +59,7 @@ async function signedStore(): Promise<LevelStore> {
   const ctx = { profile, engine, store, signer, options: { validateOrders: true, validateRollup: true } };
   for (let id = 0; id < responses.length; id++) {
     const { record } = await parseVerifySignAndStore(ctx, id, responses[id]!.update);
-    await store.batches.markAccepted(record, new Date());
+    await store.batches.moveCursor({ kind: "accepted", record, at: new Date() });
   }
   await engine.close?.();
   return store;

@@ -51,12 +51,17 @@ export async function verifySignAndStartStore(
   started = performance.now(),
 ): Promise<SignedBatch> {
   const outcome = await verifyBatch(ctx, batchId, update, started);
-  if (outcome.stored) return { record: outcome.stored.record, detail: REUSED, stored: outcome.stored.durable };
+  if (outcome.stored)
+    return { record: outcome.stored.record, detail: REUSED, stored: outcome.stored.durable };
   const { verified } = outcome;
   try {
     const signed = await signVerifiedClaim(ctx.signer, ctx.claims, verified);
     const { record, durable } = startStore(ctx.store, verified, signed);
-    return { record, detail: { ...verified.detail, durationMs: performance.now() - started }, stored: durable };
+    return {
+      record,
+      detail: { ...verified.detail, durationMs: performance.now() - started },
+      stored: durable,
+    };
   } catch (err) {
     // Nothing of the batch reaches the store.
     verified.pending.abandon();

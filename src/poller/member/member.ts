@@ -6,7 +6,8 @@ import { REUSED, type VerifyDetail } from "../../verifier/verify-batch.js";
 import { verifySignAndStartStore, type SignedBatch, type StageContext } from "./batch-stages.js";
 import type { AvailabilityGateway, FeederGateway } from "../gateway/gateway-client.js";
 import { backoffDelay, sleep } from "../gateway/retry.js";
-import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
+import { postsClaims, type MemberMode } from "./shadow.js";
+import type { CursorMove } from "../../storage/cursor.js";
 import { storeFailure } from "../../storage/store-errors.js";
 import { ForeignSignatureError } from "../../storage/claims-journal.js";
 import { readPrevBatchId } from "../../wire/parse-update.js";
@@ -236,14 +237,12 @@ export class Member {
     const record = (await this.store.getBatch(batchId))!;
     if (record.shadowed_at && !record.accepted_at) {
       // Passed in shadow mode before a crash that came before the cursor write: never posted.
-      await markShadowed(this.store, record, new Date(record.shadowed_at));
-      this.state.nextBatchId = batchId + 1;
+      await this.moveCursor({ kind: "shadowed", record, at: new Date(record.shadowed_at) });
       return true;
     }
     if (record.accepted_at) {
       // Accepted before a crash that came before the cursor write: move on.
-      await this.store.batches.markAccepted(record, new Date(record.accepted_at));
-      this.state.nextBatchId = batchId + 1;
+      await this.moveCursor({ kind: "accepted", record, at: new Date(record.accepted_at) });
       return true;
     }
     this.log.info({ batch_id: batchId }, "re-posting the stored signature of a verified batch");
@@ -296,8 +295,9 @@ export class Member {
 
   /** Shadow mode: the batch is verified, stored and signed; its signature is logged, never posted. */
   private async shadow(record: BatchRecord, detail: VerifyDetail): Promise<void> {
-    const shadowed = await markShadowed(this.store, record, new Date());
-    this.signed(record, detail, shadowed.shadowed_at!);
+    const at = new Date();
+    await this.moveCursor({ kind: "shadowed", record, at });
+    this.signed(record, detail, at.toISOString());
     this.log.info(
       {
         batch_id: record.batch_id,
@@ -337,8 +337,9 @@ export class Member {
         batchId: record.batch_id,
       });
     }
-    const accepted = await this.store.batches.markAccepted(record, new Date());
-    this.signed(record, detail, accepted.accepted_at!);
+    const at = new Date();
+    await this.moveCursor({ kind: "accepted", record, at });
+    this.signed(record, detail, at.toISOString());
     this.log.info(
       {
         batch_id: record.batch_id,
@@ -359,9 +360,8 @@ export class Member {
       this.log.debug({ batch_id: record.batch_id, trees: detail.trees }, "batch trees");
   }
 
-  /** The batch is done (posted, or shadowed): the cursor moves past it. */
+  /** The batch is done (posted, or shadowed), and the cursor moved past it. */
   private signed(record: BatchRecord, detail: VerifyDetail, signedAt: string): void {
-    this.state.nextBatchId = record.batch_id + 1;
     this.state.lastSigned = {
       batch_id: record.batch_id,
       sequence_number: record.sequence_number,
@@ -385,13 +385,7 @@ export class Member {
       return false;
     }
     if (prev >= batchId) return false;
-    const cursor = await this.store.getCursor();
-    await this.store.batches.setCursor({
-      next_batch_id: batchId + 1,
-      last_accepted_batch_id: cursor?.last_accepted_batch_id ?? -1,
-      skipped: [...(cursor?.skipped ?? []), batchId].slice(-100),
-    });
-    this.state.nextBatchId = batchId + 1;
+    await this.moveCursor({ kind: "skipped", batchId });
     this.log.warn(
       { batch_id: batchId, next_prev_batch_id: prev, outcome: "skipped" },
       `batch ${batchId} was refused and the operator moved on (batch ${batchId + 1} builds on ${prev}); skipping it unsigned`,
@@ -410,17 +404,21 @@ export class Member {
     const cursor = await this.store.getCursor();
     if (!cursor?.skipped?.includes(prev) || prev >= batchId) return false;
     for (let id = prev + 1; id < batchId; id++) if (await this.store.getBatch(id)) return false;
-    await this.store.batches.setCursor({
-      next_batch_id: prev,
-      last_accepted_batch_id: cursor.last_accepted_batch_id,
-      skipped: cursor.skipped.filter((id) => id < prev),
-    });
-    this.state.nextBatchId = prev;
+    await this.moveCursor({ kind: "rewound", to: prev });
     this.log.warn(
       { batch_id: batchId, prev_batch_id: prev, outcome: "rewound" },
       `batch ${batchId} builds on batch ${prev}, which was skipped as abandoned: going back to batch ${prev} (${err.message})`,
     );
     return true;
+  }
+
+  /**
+   * Every move of the cursor goes through here: written (with the batch record it changes, in one
+   * fsynced write: storage/cursor.ts), then the member continues where it points.
+   */
+  private async moveCursor(move: CursorMove): Promise<void> {
+    const { cursor } = await this.store.batches.moveCursor(move);
+    this.state.nextBatchId = cursor.next_batch_id;
   }
 
   private async clearFailure(): Promise<void> {
