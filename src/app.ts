@@ -24,7 +24,8 @@ import {
   FeederGateway,
   type HttpClientOptions,
 } from "./poller/gateway/gateway-client.js";
-import { Member, type MemberEvents } from "./poller/member/member.js";
+import { Member } from "./poller/member/member.js";
+import { mergeMemberEvents, type MemberEvents } from "./poller/member/member-events.js";
 import { discardMemberKey, loadMemberKey, signerFor } from "./service/member-signer.js";
 import type { Signer } from "./signer/signer.js";
 import { Pkcs11Signer } from "./signer/pkcs11/pkcs11-signer.js";
@@ -237,8 +238,9 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
       mode: config.mode,
       prefetchBatches: config.prefetchBatches,
     },
-    mergeEvents(
-      mergeEvents(metrics.memberEvents(), opts.events),
+    mergeMemberEvents(
+      metrics.memberEvents(),
+      opts.events,
       chainWatch && { onSigned: (record) => chainWatch.stored(record) },
     ),
   );
@@ -529,29 +531,6 @@ function baseChainWatch(
       onRejected: (reason) => metrics.onchainRejected.inc({ reason }),
     },
   });
-}
-
-/** Calls the hooks of both event sets. */
-function mergeEvents(a: MemberEvents, b: MemberEvents | undefined): MemberEvents {
-  if (!b) return a;
-  return {
-    onSigned: (record, detail) => {
-      a.onSigned?.(record, detail);
-      b.onSigned?.(record, detail);
-    },
-    onRefused: (batchId, err) => {
-      a.onRefused?.(batchId, err);
-      b.onRefused?.(batchId, err);
-    },
-    onFeeder: (last) => {
-      a.onFeeder?.(last);
-      b.onFeeder?.(last);
-    },
-    onBatchTimes: (batchId, times) => {
-      a.onBatchTimes?.(batchId, times);
-      b.onBatchTimes?.(batchId, times);
-    },
-  };
 }
 
 /** Asks the gateway which base chain it settles on; an old gateway without the endpoint means Ethereum. */

@@ -12,7 +12,8 @@ import { storeFailure } from "../../storage/store-errors.js";
 import { ForeignSignatureError } from "../../storage/claims-journal.js";
 import { readPrevBatchId } from "../../wire/parse-update.js";
 import { BatchParser } from "../gateway/batch-parser.js";
-import { BatchPrefetcher, gatewayLoader, type BatchTimes, type FetchedBatch } from "./prefetch.js";
+import { BatchPrefetcher, gatewayLoader, type FetchedBatch } from "./prefetch.js";
+import type { MemberEvents } from "./member-events.js";
 
 export const SIGNATURE_ACCEPTED = "signature accepted";
 
@@ -45,15 +46,6 @@ export interface MemberState {
   pendingSince?: string;
   /** shadow: signatures are made but never posted. */
   mode: MemberMode;
-}
-
-/** Hooks for metrics; every one optional. */
-export interface MemberEvents {
-  onSigned?(record: BatchRecord, detail: VerifyDetail): void;
-  onRefused?(batchId: number, err: DacdError): void;
-  onFeeder?(lastBatchId: number): void;
-  /** A fetched batch was signed (and posted unless in shadow mode): where its time went. */
-  onBatchTimes?(batchId: number, times: BatchTimes): void;
 }
 
 export interface MemberOptions {
