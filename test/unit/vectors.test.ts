@@ -36,7 +36,11 @@ describe.each(CHAINS)("vector chain %s", (chain) => {
     };
     try {
       for (const want of expected.batches) {
-        const { record } = await parseVerifySignAndStore(ctx, want.batch_id, responses[want.batch_id]!.update);
+        const { record } = await parseVerifySignAndStore(
+          ctx,
+          want.batch_id,
+          responses[want.batch_id]!.update,
+        );
         expect(record.roots).toEqual(want.roots);
         expect(record.sequence_number).toBe(want.seq);
         expect(record.claim_hash).toBe(want.claim_hash);
