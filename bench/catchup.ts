@@ -9,7 +9,7 @@ import { ordersJson, vaultsJson } from "../src/devnet/serialize.js";
 import type { HashEngine } from "../src/verifier/hash/engine.js";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { createLogger } from "../src/logging.js";
-import { verifyParsedAndStore } from "../src/verifier/verify-batch.js";
+import { verifySignAndStore } from "../src/poller/member/batch-stages.js";
 import { warmTopNodes } from "../src/verifier/warm-cache.js";
 import type { BatchTimes } from "../src/poller/member/prefetch.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
@@ -146,7 +146,7 @@ async function prepareBatches(
       const changes = state.nextChanges();
       // No stated roots: the verification computes and stores them, and they become the answer's.
       const verifying = performance.now();
-      const { record } = await verifyParsedAndStore(ctx, id, {
+      const { record } = await verifySignAndStore(ctx, id, {
         prevBatchId: id - 1,
         changes,
         statedRoots: {},
@@ -223,7 +223,7 @@ async function prepare(
     // The 1M state (a tenth with --quick), as `dacd escape load` would leave it: batch 0, cursor at 1.
     const store = await LevelStore.open(dataDir, { writeBufferSize: BULK_LOAD_WRITE_BUFFER });
     const state = await loadWorkloadState("spot", store, engine, opts.quick);
-    await store.batches.setCursor({ next_batch_id: 1, last_accepted_batch_id: 0 });
+    await store.batches.moveCursor({ kind: "loaded", record: (await store.getBatch(0))! });
     await store.close();
     log(`catchup: bulk load ${state.bulkLoadS.toFixed(1)} s`);
     const t0 = performance.now();
@@ -420,7 +420,7 @@ export function printCatchup(r: CatchupResult, quick: boolean): void {
   );
   if (r.prepare_verify_s !== undefined)
     console.log(
-      `the same batches verified by the bench alone (verifyParsedAndStore, no HTTP, no JSON, no daemon) when they were prepared: ${r.prepare_verify_s.toFixed(1)} s, ${(r.prepare_verify_s / r.batches).toFixed(2)} s a batch`,
+      `the same batches verified by the bench alone (verifySignAndStore, no HTTP, no JSON, no daemon) when they were prepared: ${r.prepare_verify_s.toFixed(1)} s, ${(r.prepare_verify_s / r.batches).toFixed(2)} s a batch`,
     );
   console.log(
     "(fetch and parse are sums over the batches and overlap the verification of earlier ones; store (a batch's write until durable) and post overlap the verification of the next; waiting is the time the member waited for a batch not yet fetched and parsed)",

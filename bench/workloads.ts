@@ -36,7 +36,7 @@ import type { NodeWrite } from "../src/storage/records/node-source.js";
 import { NodeWrites } from "../src/storage/records/node-writes.js";
 import { warmNodeCache, warmTopNodes } from "../src/verifier/warm-cache.js";
 import { setRandomReads } from "../src/storage/level-binding.js";
-import { verifyParsedAndStore, type VerifyContext } from "../src/verifier/verify-batch.js";
+import { verifySignAndStore, type StageContext } from "../src/poller/member/batch-stages.js";
 import { chooseTreeWalk } from "../src/verifier/trees/update/tree-walk.js";
 import { runtimeSettings } from "../src/config/runtime-settings.js";
 import { LoadedIds, type LoadedState } from "./loaded-state.js";
@@ -45,7 +45,7 @@ import type { Leaf, LeafChanges, PositionLeaf, StateUpdate, VaultLeaf } from "..
 /**
  * The W-spot and W-perp workloads of the performance issue: a large initial state built bottom-up,
  * then batches of mixed new and existing leaves, each timed from the parsed update to the stored
- * and signed claim (`verifyParsedAndStore`), with the native engine and the WASM engine on the same
+ * and signed claim (`verifySignAndStore`), with the native engine and the WASM engine on the same
  * store and the same batches.
  */
 
@@ -457,14 +457,16 @@ const median = (xs: number[]): number => {
 };
 
 /**
- * Another build's `computeRoots` and `verifyParsedAndStore` (its `dist/src/verifier/trees` and `dist/src/verifier` modules), to
- * compare two versions of the verifier in one process: batches alternate between the builds on
- * the same store, so that both meet the same state of the machine, whose speed drifts by ±25%
- * within minutes. The engine, the store and the top-level cache are this build's for both.
+ * Another build's `computeRoots` and its verify-sign-store of a parsed batch (`verifySignAndStore`
+ * in `dist/src/poller/member/batch-stages.js`; `verifyParsedAndStore` in `dist/src/verifier` before
+ * signing became its own stage), to compare two versions of the verifier in one process: batches
+ * alternate between the builds on the same store, so that both meet the same state of the machine,
+ * whose speed drifts by ±25% within minutes. The engine, the store and the top-level cache are this
+ * build's for both.
  */
 export interface AltVerifier {
   readonly computeRoots: typeof computeRoots;
-  readonly verifyParsedAndStore: typeof verifyParsedAndStore;
+  readonly verifySignAndStore: typeof verifySignAndStore;
 }
 
 /** Imports the verifier of the build whose `dist` directory is `distDir`. */
@@ -473,15 +475,22 @@ export async function loadAltVerifier(distDir: string): Promise<AltVerifier> {
   // Builds from before the verifier moved into src/verifier kept these in src/trees and src/pipeline.
   const moved = existsSync(join(src, "verifier", "verify-batch.js"));
   const url = (now: string, before: string): string => pathToFileURL(join(src, moved ? now : before)).href;
+  const staged = join(src, "poller", "member", "batch-stages.js");
   const [roots, verify] = await Promise.all([
     import(url("verifier/trees/update/compute-roots.js", "trees/compute-roots.js")) as Promise<{
       computeRoots: typeof computeRoots;
     }>,
-    import(url("verifier/verify-batch.js", "pipeline/verify-batch.js")) as Promise<{
-      verifyParsedAndStore: typeof verifyParsedAndStore;
-    }>,
+    existsSync(staged)
+      ? (import(pathToFileURL(staged).href) as Promise<{ verifySignAndStore: typeof verifySignAndStore }>)
+      : (import(url("verifier/verify-batch.js", "pipeline/verify-batch.js")) as Promise<{
+          verifyParsedAndStore: typeof verifySignAndStore;
+        }>),
   ]);
-  return { computeRoots: roots.computeRoots, verifyParsedAndStore: verify.verifyParsedAndStore };
+  return {
+    computeRoots: roots.computeRoots,
+    verifySignAndStore:
+      "verifySignAndStore" in verify ? verify.verifySignAndStore : verify.verifyParsedAndStore,
+  };
 }
 
 /** The workload's trees, as a daemon of its profile keeps them. */
@@ -719,7 +728,7 @@ export async function runWorkload(
       return cache;
     };
     const treeWalk = chooseTreeWalk(runtimeSettings().treeWalk);
-    const ctxFor = (engine: HashEngine, topNodes: TopNodeCache): VerifyContext => ({
+    const ctxFor = (engine: HashEngine, topNodes: TopNodeCache): StageContext => ({
       profile,
       engine,
       store: counted,
@@ -760,7 +769,7 @@ export async function runWorkload(
       const id = 2 * w + 1;
       const stated = await computeRoots(opts.native, store, trees, prevState, changes, id);
       const update: StateUpdate = { prevBatchId: prevId, changes, statedRoots: stated.roots };
-      await verifyParsedAndStore(ctxFor(native, nativeCache), id, update);
+      await verifySignAndStore(ctxFor(native, nativeCache), id, update);
       opts.log(`${kind}: warm-up batch ${w + 1} verified (untimed)`);
       prevId = id;
       prevState = { roots: stated.roots, gens: stated.rootGens };
@@ -778,7 +787,7 @@ export async function runWorkload(
         nativeCache = await warmedCache(prevId, altCache ? null : undefined);
       }
       const other = alt !== undefined || altCache;
-      const verifier = alt ?? { computeRoots, verifyParsedAndStore };
+      const verifier = alt ?? { computeRoots, verifySignAndStore };
       const nativeId = 2 * (warmUp + i) + 1;
       const stated = await verifier.computeRoots(opts.native, store, trees, prevState, changes, nativeId);
       const update: StateUpdate = { prevBatchId: prevId, changes, statedRoots: stated.roots };
@@ -801,7 +810,7 @@ export async function runWorkload(
         const faultsBefore = process.resourceUsage().minorPageFault;
         const majorBefore = process.resourceUsage().majorPageFault;
         const storageBefore = storageReadBytes();
-        const { detail } = await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
+        const { detail } = await verifier.verifySignAndStore(ctxFor(native, nativeCache), nativeId, update);
         const total = (performance.now() - t) / 1000;
         if (!other && !stopBeside) {
           recordsRead.push(reads);
@@ -839,7 +848,7 @@ export async function runWorkload(
             `${((storageReadBytes() - storageBefore) / 2 ** 20).toFixed(1)} MiB read from storage`,
         );
       } else {
-        await verifier.verifyParsedAndStore(ctxFor(native, nativeCache), nativeId, update);
+        await verifier.verifySignAndStore(ctxFor(native, nativeCache), nativeId, update);
       }
       prevId = nativeId;
       prevState = { roots: stated.roots, gens: stated.rootGens };
@@ -862,7 +871,7 @@ export async function runWorkload(
       const wasmCache = await warmedCache(0);
       for (const [i, { id, update }] of siblings.entries()) {
         const t = performance.now();
-        await verifyParsedAndStore(ctxFor(opts.wasm, wasmCache), id, update);
+        await verifySignAndStore(ctxFor(opts.wasm, wasmCache), id, update);
         wasmTimes.push((performance.now() - t) / 1000);
         opts.log(`${kind}: batch ${i + 1}: wasm ${wasmTimes.at(-1)!.toFixed(2)} s`);
       }

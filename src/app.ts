@@ -9,7 +9,7 @@ import { DacdError } from "./errors.js";
 import { showBatchOnchain, showLeaf, storeStatus } from "./inspect/inspect.js";
 import type { Logger } from "./logging.js";
 import { escapeJobs } from "./service/maintenance-jobs.js";
-import { listenOpsServer } from "./service/http-server.js";
+import { listenOpsServer, type OpsListener } from "./service/http-server.js";
 import { DacdMetrics, type MetricsState } from "./service/metrics.js";
 import { memoryPlanFor } from "./service/memory-setup.js";
 import { describePlan, type MemoryPlan } from "./config/memory-plan.js";
@@ -24,7 +24,8 @@ import {
   FeederGateway,
   type HttpClientOptions,
 } from "./poller/gateway/gateway-client.js";
-import { Member, type MemberEvents } from "./poller/member/member.js";
+import { Member } from "./poller/member/member.js";
+import { mergeMemberEvents, type MemberEvents } from "./poller/member/member-events.js";
 import { discardMemberKey, loadMemberKey, signerFor } from "./service/member-signer.js";
 import type { Signer } from "./signer/signer.js";
 import { Pkcs11Signer } from "./signer/pkcs11/pkcs11-signer.js";
@@ -52,6 +53,7 @@ import { CacheSnapshotWriter } from "./verifier/cache-snapshot-writer.js";
 import { snapshotPath } from "./verifier/trees/cache/cache-snapshot.js";
 import { asStoreError } from "./storage/store-errors.js";
 import { bindVerifyContext } from "./verifier/verify-batch.js";
+import type { StageContext } from "./poller/member/batch-stages.js";
 import { ChainWatch } from "./chain/watch.js";
 import { getOrdersMissing, ordersMissingWarning } from "./escape/reference-store.js";
 import { Closers } from "./util/closers.js";
@@ -111,152 +113,54 @@ export async function startDaemon(config: Config, opts: DaemonOptions): Promise<
  */
 async function startSteps(config: Config, opts: DaemonOptions, closers: Closers): Promise<Daemon> {
   const { log } = opts;
-  // Bound first: a port in use is one line and exit 78 before the key is read or anything signed.
-  const listener =
-    config.metricsPort !== undefined
-      ? await listenOpsServer({ host: config.metricsHost, port: config.metricsPort })
-      : undefined;
-  // Until the operations take it over (their stop closes it).
-  let closeListener = async (): Promise<void> => listener?.close();
-  closers.defer(() => closeListener());
+  const listener = await bindOpsListener(config, closers);
   for (const w of config.warnings) log.warn(w);
-
   // Filled in as the parts they call exist: a token's failures are counted once the metrics
   // exist, and the metrics read the member's state once there is a member.
-  const late: { countSignerError?: () => void; metricsState?: () => MetricsState } = {};
-  const key = await loadMemberKey(config, {
-    allowInsecureKeyFile: opts.allowInsecureKeyFile,
-    warn: (m) => log.warn(m),
-    // The run loop logs the failed batch with the error; here it is only counted.
-    onSignerError: () => late.countSignerError?.(),
-  });
-  // Discarded on a failed start; once the daemon runs, its signer is closed instead.
-  let closeKey = (): Promise<void> => discardMemberKey(key);
-  closers.defer(() => closeKey());
+  const late: LateHooks = {};
+  const key = await loadKey(config, opts, late, closers);
 
   const profile = makeProfile(config.profile, config.heights);
   const validateRollup = profile.rollup ? config.validateRollup : undefined;
   // Scheduled integrity check (light scan + deep check of the newest trees) and pruning; they
   // hash with the engine created below, uncounted by the metrics.
-  const jobImplementations: JobImplementations = escapeJobs(() => baseEngine);
+  const engines: { base?: HashEngine } = {};
+  const jobImplementations: JobImplementations = escapeJobs(() => engines.base!);
   // The same checks as `dacd config check` (service/startup-checks.ts).
   await runConfigChecks(config, { createDataDir: true, jobs: jobImplementations });
-
-  // Created first so that the gateway clients, the engine and the run loop can report to it; it
-  // reads the member's state at scrape time.
-  const metrics = new DacdMetrics({
-    dataDir: config.dataDir,
-    state: () => late.metricsState?.() ?? { ready: false, gatewayReachable: true },
-    processDefaults: config.metricsPort !== undefined,
-  });
-  late.countSignerError = () => metrics.signerErrors.inc();
+  const metrics = createMetrics(config, late);
 
   const abort = new AbortController();
-  const { availability, feeder } = gatewayClients(config, opts, profile, metrics, abort.signal);
-
+  const gateways = gatewayClients(config, opts, profile, metrics, abort.signal);
   // The base chain decides the signature scheme; ask before anything is signed (the answer must
   // match the kind pinned at the first start).
   const gatewayChain = await chainKind(config, log);
-
-  // DACD_HASH_ENGINE overrides the configured engine (loadConfig); large tree levels go to a worker pool.
-  const settings = runtimeSettings();
-  const baseEngine = createEngine(config.hashEngine, {
-    warn: (m) => log.warn(m),
-    threads: "auto",
-    kernel: settings.hashKernel,
-  });
-  const engine = metrics.countingEngine(baseEngine);
-  closers.defer(() => engine.close?.());
-  const treeWalk = chooseTreeWalk(settings.treeWalk);
-  const memory = await memoryPlanFor(config, keptTrees(profile, validateRollup).length);
-  log.info({ memory }, describePlan(memory));
-  applyMappedTables(memory, log);
-  const store = await LevelStore.open(config.dataDir, {
-    maxOpenFiles: memory.store_max_open_files,
-    cacheSize: memory.store_block_cache_mib * 2 ** 20,
-  });
-  // The journal is opened after the store and closed after it.
-  const opened: { journal?: ClaimsJournal } = {};
-  closers.defer(async () => {
-    await store.close();
-    await opened.journal?.close();
-  });
-  closers.defer(() => Promise.allSettled([availability.close(), feeder?.close()]));
-  warnOnOpenFiles(memory, log);
-
-  await runStoreChecks(config, store);
-  // A store imported without its order tree cannot validate orders: told at every start.
-  const ordersMissing = (await getOrdersMissing(store)) !== undefined;
-  const ordersWarning = await ordersMissingWarning(store, config.acceptMissingOrders);
-  if (ordersWarning) log.warn(ordersWarning);
-  const journal = (opened.journal = await openMemberJournal(config, store, {
+  const { baseEngine, engine, treeWalk } = startEngine(config, log, metrics, closers);
+  engines.base = baseEngine;
+  const { store, memory, journalSlot } = await openStore(
+    config,
     log,
-    onConflict: () => metrics.conflictingClaims.inc(),
-  }));
-  const kind = await resolveChainKind(store.meta, {
-    configured: config.chain,
-    journal: journal.signatureKind,
-    gateway: gatewayChain,
-  });
-  const signer: Signer = signerFor(key, kind);
-  const ctx = await bindVerifyContext(store, {
     profile,
-    engine,
-    signer,
-    options: {
-      validateOrders: config.validateOrders && !ordersMissing,
-      validateRollup,
-      signAfterFreeze: config.signAfterFreeze,
-    },
-    topNodes: new TopNodeCache(
-      memory.node_cache_levels,
-      nativeNodeCacheAddon(settings.nodeCache),
-      memory.node_cache_nodes,
-    ),
-    claims: journal,
-    treeWalk,
-  });
-  // Saved at a stop once the run loop has stopped, before the store closes (the closers run newest first).
-  const snapshots = new CacheSnapshotWriter(
-    ctx.topNodes!,
+    validateRollup,
+    gateways,
+    closers,
+  );
+  const { ctx, signer } = await bindStages(config, log, {
     store,
-    keptTrees(profile, validateRollup).map((t) => t.name),
-    snapshotPath(config.dataDir),
-    log,
-  );
-  closers.defer(() => snapshots.stop());
-  const chainWatch = baseChainWatch(config, profile.main.name, store, metrics, log);
-  const member = new Member(
-    ctx,
-    availability,
-    feeder,
-    log,
-    {
-      pollIntervalMs: config.pollingIntervalS * 1000,
-      validateRollup,
-      mode: config.mode,
-      prefetchBatches: config.prefetchBatches,
-    },
-    mergeEvents(
-      mergeEvents(metrics.memberEvents(), opts.events),
-      chainWatch && { onSigned: (record) => chainWatch.stored(record) },
-    ),
-  );
-  const started = (await storeStatus(store)).last_signed_batch;
-  const memberState = memberMetricsState(member, config, {
-    lastSignedBatchId: started?.batch_id,
-    lastSignedAtMs: started?.accepted_at ? Date.parse(started.accepted_at) : undefined,
+    key,
+    profile,
+    validateRollup,
+    engine,
+    treeWalk,
+    memory,
+    metrics,
+    journalSlot,
+    gatewayChain,
   });
-  late.metricsState = chainWatch
-    ? () => ({
-        ...memberState(),
-        onchain: {
-          batchId: chainWatch.state?.last?.batch_id,
-          frozen: chainWatch.state?.frozen !== undefined,
-          block: chainWatch.state?.last_block?.number,
-        },
-      })
-    : memberState;
+  const snapshots = snapshotWriter(config, ctx, closers, log);
+  const chainWatch = baseChainWatch(config, profile.main.name, store, metrics, log);
+  const member = createMember(config, opts, ctx, gateways, metrics, chainWatch);
+  late.metricsState = await metricsStateOf(config, store, member, chainWatch);
 
   const control = await startControl(config, store, engine, baseEngine, member, signer);
   closers.defer(() => control.close());
@@ -269,30 +173,321 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
   });
   const escapeApi = await escapeApiFor(config, store, baseEngine, metrics, log);
   if (escapeApi) closers.defer(() => escapeApi.close());
-  metrics.setInfo({
-    profile: profile.name,
-    chain: signer.chainKind,
-    member_key: signer.memberKey,
-    engine: engine.name,
-    version: buildInfo().version,
+  announceStart(config, log, metrics, { profile, signer, engine, treeWalk });
+  await startRunLoop(ctx, member, chainWatch, snapshots, baseEngine, { signal: abort.signal, loop }, log);
+  const done = loop.done!;
+  const operations: Operations = await startOperations({
+    config,
+    log,
+    store,
+    member,
+    metrics,
+    jobs: jobImplementations,
+    env: opts.env,
+    listener: listener.server,
   });
-  metrics.setMode(config.mode);
-  logStarted(config, log, profile, signer, engine, treeWalk);
-  // Where each tree's cached levels start, before the first batch (a read per level of its top path).
-  await placeBranchTops(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup)).catch(
-    (err: unknown) => {
-      // A damaged store met here is named as the member names it when a batch meets it.
-      throw asStoreError(err, store.dir) ?? err;
+  // From here the operations close the listener and the signer closes the key.
+  listener.handOver();
+  key.handOver(signer);
+  closers.defer(() => operations.stop());
+  return {
+    member,
+    profile,
+    store,
+    engine,
+    signer,
+    availability: gateways.availability,
+    feeder: gateways.feeder,
+    metrics,
+    ops: operations,
+    escapeApi,
+    chainWatch,
+    done,
+    stop: () => closers.close(),
+  };
+}
+
+/** Hooks of early parts into parts created later (startSteps). */
+interface LateHooks {
+  countSignerError?: () => void;
+  metricsState?: () => MetricsState;
+}
+
+/**
+ * Bound first: a port in use is one line and exit 78 before the key is read or anything signed.
+ * Closed on a failed start until the operations take it over (their stop closes it).
+ */
+async function bindOpsListener(
+  config: Config,
+  closers: Closers,
+): Promise<{ server: OpsListener | undefined; handOver(): void }> {
+  const server =
+    config.metricsPort !== undefined
+      ? await listenOpsServer({ host: config.metricsHost, port: config.metricsPort })
+      : undefined;
+  let owned = true;
+  closers.defer(async () => {
+    if (owned) await server?.close();
+  });
+  return { server, handOver: () => (owned = false) };
+}
+
+/** The member key, discarded on a failed start; once the daemon runs, its signer is closed instead. */
+async function loadKey(
+  config: Config,
+  opts: DaemonOptions,
+  late: LateHooks,
+  closers: Closers,
+): Promise<{ key: Awaited<ReturnType<typeof loadMemberKey>>; handOver(signer: Signer): void }> {
+  const key = await loadMemberKey(config, {
+    allowInsecureKeyFile: opts.allowInsecureKeyFile,
+    warn: (m) => opts.log.warn(m),
+    // The run loop logs the failed batch with the error; here it is only counted.
+    onSignerError: () => late.countSignerError?.(),
+  });
+  let close = (): Promise<void> => discardMemberKey(key);
+  closers.defer(() => close());
+  return {
+    key,
+    handOver: (signer) => {
+      close = async () => signer.close?.();
     },
+  };
+}
+
+/**
+ * Created before the gateway clients, the engine and the run loop so that they can report to it; it
+ * reads the member's state at scrape time.
+ */
+function createMetrics(config: Config, late: LateHooks): DacdMetrics {
+  const metrics = new DacdMetrics({
+    dataDir: config.dataDir,
+    state: () => late.metricsState?.() ?? { ready: false, gatewayReachable: true },
+    processDefaults: config.metricsPort !== undefined,
+  });
+  late.countSignerError = () => metrics.signerErrors.inc();
+  return metrics;
+}
+
+/**
+ * The hash engine (DACD_HASH_ENGINE overrides the configured one: loadConfig; large tree levels go
+ * to a worker pool), counted by the metrics, and the tree walk.
+ */
+function startEngine(
+  config: Config,
+  log: Logger,
+  metrics: DacdMetrics,
+  closers: Closers,
+): { baseEngine: HashEngine; engine: HashEngine; treeWalk: TreeWalk } {
+  const settings = runtimeSettings();
+  const baseEngine = createEngine(config.hashEngine, {
+    warn: (m) => log.warn(m),
+    threads: "auto",
+    kernel: settings.hashKernel,
+  });
+  const engine = metrics.countingEngine(baseEngine);
+  closers.defer(() => engine.close?.());
+  return { baseEngine, engine, treeWalk: chooseTreeWalk(settings.treeWalk) };
+}
+
+/**
+ * The store, opened by the memory plan and checked. Its closer also closes the claims journal
+ * (opened after the store, by bindStages, into `journalSlot`), after it; the gateway clients close
+ * before both.
+ */
+async function openStore(
+  config: Config,
+  log: Logger,
+  profile: Profile,
+  validateRollup: boolean | undefined,
+  gateways: ReturnType<typeof gatewayClients>,
+  closers: Closers,
+): Promise<{ store: LevelStore; memory: MemoryPlan; journalSlot: { journal?: ClaimsJournal } }> {
+  const memory = await memoryPlanFor(config, keptTrees(profile, validateRollup).length);
+  log.info({ memory }, describePlan(memory));
+  applyMappedTables(memory, log);
+  const store = await LevelStore.open(config.dataDir, {
+    maxOpenFiles: memory.store_max_open_files,
+    cacheSize: memory.store_block_cache_mib * 2 ** 20,
+  });
+  const journalSlot: { journal?: ClaimsJournal } = {};
+  closers.defer(async () => {
+    await store.close();
+    await journalSlot.journal?.close();
+  });
+  closers.defer(() => Promise.allSettled([gateways.availability.close(), gateways.feeder?.close()]));
+  warnOnOpenFiles(memory, log);
+  await runStoreChecks(config, store);
+  return { store, memory, journalSlot };
+}
+
+/**
+ * What the batches' stages need (poller/member/batch-stages.ts): the verifier's options and node
+ * cache, the claims journal, and the signer of the chain kind the store, the journal and the gateway
+ * agree on.
+ */
+async function bindStages(
+  config: Config,
+  log: Logger,
+  parts: {
+    store: LevelStore;
+    key: { key: Awaited<ReturnType<typeof loadMemberKey>> };
+    profile: Profile;
+    validateRollup: boolean | undefined;
+    engine: HashEngine;
+    treeWalk: TreeWalk;
+    memory: MemoryPlan;
+    metrics: DacdMetrics;
+    journalSlot: { journal?: ClaimsJournal };
+    gatewayChain: "ethereum" | "starknet";
+  },
+): Promise<{ ctx: StageContext & { topNodes: TopNodeCache }; signer: Signer }> {
+  const { store, profile, memory } = parts;
+  // A store imported without its order tree cannot validate orders: told at every start.
+  const ordersMissing = (await getOrdersMissing(store)) !== undefined;
+  const ordersWarning = await ordersMissingWarning(store, config.acceptMissingOrders);
+  if (ordersWarning) log.warn(ordersWarning);
+  const journal = (parts.journalSlot.journal = await openMemberJournal(config, store, {
+    log,
+    onConflict: () => parts.metrics.conflictingClaims.inc(),
+  }));
+  const kind = await resolveChainKind(store.meta, {
+    configured: config.chain,
+    journal: journal.signatureKind,
+    gateway: parts.gatewayChain,
+  });
+  const signer: Signer = signerFor(parts.key.key, kind);
+  const ctx = await bindVerifyContext(store, {
+    profile,
+    engine: parts.engine,
+    signer,
+    options: {
+      validateOrders: config.validateOrders && !ordersMissing,
+      validateRollup: parts.validateRollup,
+      signAfterFreeze: config.signAfterFreeze,
+    },
+    topNodes: new TopNodeCache(
+      memory.node_cache_levels,
+      nativeNodeCacheAddon(runtimeSettings().nodeCache),
+      memory.node_cache_nodes,
+    ),
+    claims: journal,
+    treeWalk: parts.treeWalk,
+  });
+  return { ctx, signer };
+}
+
+/** The node cache's snapshot, saved at a stop once the run loop has stopped, before the store closes. */
+function snapshotWriter(
+  config: Config,
+  ctx: StageContext & { topNodes: TopNodeCache },
+  closers: Closers,
+  log: Logger,
+): CacheSnapshotWriter {
+  const snapshots = new CacheSnapshotWriter(
+    ctx.topNodes,
+    ctx.store,
+    keptTrees(ctx.profile, ctx.options.validateRollup).map((t) => t.name),
+    snapshotPath(config.dataDir),
+    log,
   );
-  const done = (loop.done = member.run(abort.signal));
+  // The closers run newest first.
+  closers.defer(() => snapshots.stop());
+  return snapshots;
+}
+
+/** The run loop, reporting to the metrics, the caller's hooks and the base-chain watch. */
+function createMember(
+  config: Config,
+  opts: DaemonOptions,
+  ctx: StageContext,
+  gateways: ReturnType<typeof gatewayClients>,
+  metrics: DacdMetrics,
+  chainWatch: ChainWatch | undefined,
+): Member {
+  return new Member(
+    ctx,
+    gateways.availability,
+    gateways.feeder,
+    opts.log,
+    {
+      pollIntervalMs: config.pollingIntervalS * 1000,
+      validateRollup: ctx.options.validateRollup,
+      mode: config.mode,
+      prefetchBatches: config.prefetchBatches,
+    },
+    mergeMemberEvents(
+      metrics.memberEvents(),
+      opts.events,
+      chainWatch && { onSigned: (record) => chainWatch.stored(record) },
+    ),
+  );
+}
+
+/** What the metrics read of the member (and of the base-chain watch) at scrape time. */
+async function metricsStateOf(
+  config: Config,
+  store: LevelStore,
+  member: Member,
+  chainWatch: ChainWatch | undefined,
+): Promise<() => MetricsState> {
+  const started = (await storeStatus(store)).last_signed_batch;
+  const memberState = memberMetricsState(member, config, {
+    lastSignedBatchId: started?.batch_id,
+    lastSignedAtMs: started?.accepted_at ? Date.parse(started.accepted_at) : undefined,
+  });
+  if (!chainWatch) return memberState;
+  return () => ({
+    ...memberState(),
+    onchain: {
+      batchId: chainWatch.state?.last?.batch_id,
+      frozen: chainWatch.state?.frozen !== undefined,
+      block: chainWatch.state?.last_block?.number,
+    },
+  });
+}
+
+/**
+ * Starts the run loop (after placing the cache's branch tops; `run.loop.done` is its end, awaited
+ * by the stop), the base-chain watch beside it, and the node cache's warm-up in the background.
+ */
+async function startRunLoop(
+  ctx: StageContext & { topNodes: TopNodeCache },
+  member: Member,
+  chainWatch: ChainWatch | undefined,
+  snapshots: CacheSnapshotWriter,
+  baseEngine: HashEngine,
+  run: { signal: AbortSignal; loop: { done?: Promise<void> } },
+  log: Logger,
+): Promise<void> {
+  const { store } = ctx;
+  const trees = keptTrees(ctx.profile, ctx.options.validateRollup);
+  // Where each tree's cached levels start, before the first batch (a read per level of its top path).
+  await placeBranchTops(ctx.topNodes, store, baseEngine, trees).catch((err: unknown) => {
+    // A damaged store met here is named as the member names it when a batch meets it.
+    throw asStoreError(err, store.dir) ?? err;
+  });
+  run.loop.done = member.run(run.signal);
   // Beside the member, never in its way: its RPC calls and small writes run between batches.
   await chainWatch?.start();
-  // In the background: the first batches find the top levels in memory, and the start is not delayed.
-  // From the snapshot a clean stop saved when it fits the store, else by walking the trees (and
-  // then saved once, so that a crash later still leaves one). Once it is done, the reads below
-  // the cache are lookups at random places: no read-ahead for them.
-  warmNodeCache(ctx.topNodes!, store, baseEngine, keptTrees(profile, validateRollup), snapshots.file)
+  warmInBackground(ctx.topNodes, store, baseEngine, trees, snapshots, log);
+}
+
+/**
+ * In the background: the first batches find the top levels in memory, and the start is not
+ * delayed. From the snapshot a clean stop saved when it fits the store, else by walking the trees
+ * (and then saved once, so that a crash later still leaves one). Once it is done, the reads below
+ * the cache are lookups at random places: no read-ahead for them.
+ */
+function warmInBackground(
+  topNodes: TopNodeCache,
+  store: LevelStore,
+  baseEngine: HashEngine,
+  trees: ReturnType<typeof keptTrees>,
+  snapshots: CacheSnapshotWriter,
+  log: Logger,
+): void {
+  warmNodeCache(topNodes, store, baseEngine, trees, snapshots.file)
     .then(
       (warmed) => {
         if (warmed.refused)
@@ -317,34 +512,6 @@ async function startSteps(config: Config, opts: DaemonOptions, closers: Closers)
       (err: unknown) => log.warn({ err }, "node cache warm-up stopped"),
     )
     .finally(() => setRandomReads());
-  const operations: Operations = await startOperations({
-    config,
-    log,
-    store,
-    member,
-    metrics,
-    jobs: jobImplementations,
-    env: opts.env,
-    listener,
-  });
-  closeListener = async () => undefined;
-  closeKey = async () => signer.close?.();
-  closers.defer(() => operations.stop());
-  return {
-    member,
-    profile,
-    store,
-    engine,
-    signer,
-    availability,
-    feeder,
-    metrics,
-    ops: operations,
-    escapeApi,
-    chainWatch,
-    done,
-    stop: () => closers.close(),
-  };
 }
 
 /** The gateway clients of the run loop, retrying and reporting to the metrics, stopped by `signal`. */
@@ -463,16 +630,23 @@ async function escapeApiFor(
   return escapeApi;
 }
 
-/** The start-up line: what runs, with which key, engine, walk and store. */
-function logStarted(
+/** What runs, with which key, engine, walk and store: in the metrics' info and mode, and the start-up line. */
+function announceStart(
   config: Config,
   log: Logger,
-  profile: Profile,
-  signer: Signer,
-  engine: HashEngine,
-  treeWalk: TreeWalk,
+  metrics: DacdMetrics,
+  parts: { profile: Profile; signer: Signer; engine: HashEngine; treeWalk: TreeWalk },
 ): void {
+  const { profile, signer, engine, treeWalk } = parts;
   const build = buildInfo();
+  metrics.setInfo({
+    profile: profile.name,
+    chain: signer.chainKind,
+    member_key: signer.memberKey,
+    engine: engine.name,
+    version: build.version,
+  });
+  metrics.setMode(config.mode);
   log.info(
     {
       version: build.version,
@@ -529,29 +703,6 @@ function baseChainWatch(
       onRejected: (reason) => metrics.onchainRejected.inc({ reason }),
     },
   });
-}
-
-/** Calls the hooks of both event sets. */
-function mergeEvents(a: MemberEvents, b: MemberEvents | undefined): MemberEvents {
-  if (!b) return a;
-  return {
-    onSigned: (record, detail) => {
-      a.onSigned?.(record, detail);
-      b.onSigned?.(record, detail);
-    },
-    onRefused: (batchId, err) => {
-      a.onRefused?.(batchId, err);
-      b.onRefused?.(batchId, err);
-    },
-    onFeeder: (last) => {
-      a.onFeeder?.(last);
-      b.onFeeder?.(last);
-    },
-    onBatchTimes: (batchId, times) => {
-      a.onBatchTimes?.(batchId, times);
-      b.onBatchTimes?.(batchId, times);
-    },
-  };
 }
 
 /** Asks the gateway which base chain it settles on; an old gateway without the endpoint means Ethereum. */

@@ -7,7 +7,8 @@ import { openStoreAt } from "./store-options.js";
 import { createEngine } from "../verifier/hash/select.js";
 import { isProfileName, makeProfile } from "../model/profile.js";
 import { TopNodeCache } from "../verifier/trees/cache/node-cache.js";
-import { bindVerifyContext, verifyAndStoreBatch } from "../verifier/verify-batch.js";
+import { bindVerifyContext } from "../verifier/verify-batch.js";
+import { parseVerifySignAndStore } from "../poller/member/batch-stages.js";
 import { chooseTreeWalk } from "../verifier/trees/update/tree-walk.js";
 import { nativeNodeCacheAddon } from "../verifier/trees/native/native-node-cache.js";
 import { HASH_ENGINES } from "../model/engines.js";
@@ -88,7 +89,7 @@ async function replay(opts: ReplayOptions): Promise<number> {
     for (let batchId = 0; batchId < bodies.length; batchId++) {
       try {
         const update = updateOf(bodies[batchId], batchId);
-        const { record } = await verifyAndStoreBatch(ctx, batchId, update);
+        const { record } = await parseVerifySignAndStore(ctx, batchId, update);
         const line = {
           batch_id: record.batch_id,
           sequence_number: record.sequence_number,

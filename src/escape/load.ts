@@ -7,7 +7,7 @@ import { DacdError } from "../errors.js";
 import { inBatchRange, MAX_BATCH_NUMBER } from "../model/batch-range.js";
 import { MAX_GEN } from "../storage/records/node-record.js";
 import { computeClaimHash } from "../signer/claim.js";
-import type { Cursor, StoreIdentity } from "../storage/batch-record.js";
+import type { StoreIdentity } from "../storage/batch-record.js";
 import type { BulkWriter } from "../storage/bulk-writer.js";
 import { LevelStore } from "../storage/level-store.js";
 import { hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
@@ -219,11 +219,7 @@ async function putLoadedBatch(
     loaded_from_dump: true,
   };
   const identity: StoreIdentity = { profile: profile.name, heights: manifest.heights };
-  const cursor: Cursor = {
-    next_batch_id: manifest.batch_id + 1,
-    last_accepted_batch_id: manifest.batch_id,
-  };
-  await store.batches.putWithCursor(record, cursor, { identity });
+  await store.batches.moveCursor({ kind: "loaded", record }, { identity });
   return record;
 }
 

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { extract as tarExtract } from "tar-stream";
 import { DacdError } from "../errors.js";
 import { computeClaimHash } from "../signer/claim.js";
-import type { Cursor, StoreIdentity } from "../storage/batch-record.js";
+import type { StoreIdentity } from "../storage/batch-record.js";
 import { Meta } from "../storage/keys.js";
 import { BULK_LOAD_WRITE_BUFFER, type BulkWriter } from "../storage/bulk-writer.js";
 import { LevelStore } from "../storage/level-store.js";
@@ -671,7 +671,6 @@ async function writeBatch(
     loaded_from_dump: true,
   };
   const identity: StoreIdentity = { profile: profile.name, heights };
-  const cursor: Cursor = { next_batch_id: info.batch_id + 1, last_accepted_batch_id: info.batch_id };
   const imported: ImportedFrom = {
     format: "reference-state-archive",
     batch_id: info.batch_id,
@@ -682,5 +681,5 @@ async function writeBatch(
     const missing: OrdersMissing = { batch_id: info.batch_id, at: record.verified_at };
     meta[Meta.ordersMissing] = missing;
   }
-  await store.batches.putWithCursor(record, cursor, { identity, meta });
+  await store.batches.moveCursor({ kind: "loaded", record }, { identity, meta });
 }

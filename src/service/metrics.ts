@@ -12,7 +12,7 @@
  * exported.
  */
 import { collectDefaultMetrics, Registry, type Counter } from "prom-client";
-import type { MemberEvents } from "../poller/member/member.js";
+import type { MemberEvents } from "../poller/member/member-events.js";
 import type { RequestOutcome } from "../poller/gateway/http.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { batchEvents, batchMetrics, countingEngine, type BatchMetrics } from "./metrics/batch-metrics.js";

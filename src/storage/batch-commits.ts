@@ -122,7 +122,8 @@ export class BatchCommits {
    * the full one to a table, whose index answers a lookup for less. Not fsynced: it carries
    * nothing, and its failure is ignored, since the batch is stored by then (a store that cannot
    * write any more fails the next write that matters). In the daemon, the cursor's write after the
-   * gateway's answer (markAccepted) has the same effect, but only once the claim is accepted.
+   * gateway's answer (the "accepted" move, cursor.ts) has the same effect, but only once the claim
+   * is accepted.
    */
   private async retireMemtable(gen: number): Promise<void> {
     await this.handle.db.del(retireKey(gen)).catch(() => undefined);

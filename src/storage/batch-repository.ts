@@ -1,4 +1,5 @@
 import type { BatchRecord, Cursor, StoreIdentity } from "./batch-record.js";
+import { cursorAfter, type CursorMove } from "./cursor.js";
 import { BATCH_RANGE, batchIdFromKey, batchKey, Meta, metaKey, type MetaName, Prefix } from "./keys.js";
 import { identityPuts } from "./meta-repository.js";
 import type { PruneInfo } from "./prune-info.js";
@@ -88,44 +89,26 @@ export class BatchRepository {
     return this.handle.getJson<Cursor>(metaKey(Meta.cursor));
   }
 
-  async setCursor(cursor: Cursor): Promise<void> {
-    this.handle.writable();
-    await this.handle.db.put(metaKey(Meta.cursor), jsonBytes(cursor), { sync: true });
-  }
-
-  /** Marks a batch accepted by the gateway and advances the cursor past it, atomically. */
-  async markAccepted(record: BatchRecord, acceptedAt: Date): Promise<BatchRecord> {
-    this.handle.writable();
-    const updated: BatchRecord = { ...record, accepted_at: acceptedAt.toISOString() };
-    const previous = await this.cursor();
-    const cursor: Cursor = {
-      ...previous,
-      next_batch_id: Math.max(record.batch_id + 1, previous?.next_batch_id ?? 0),
-      last_accepted_batch_id: Math.max(record.batch_id, previous?.last_accepted_batch_id ?? -1),
-    };
-    await this.putWithCursor(updated, cursor);
-    return updated;
-  }
-
   /**
-   * Writes a batch record and the cursor in one fsynced write. A load that builds a fresh store
-   * passes `fresh`: the store's identity (and node format) and meta records go in the same write,
-   * the last of the load, so a store whose load did not finish has none of them.
+   * The one place the cursor is written: moves it (cursor.ts says where each move leads) and writes
+   * it with the batch record the move changes, if any, in one fsynced write. A load that builds a
+   * fresh store passes `fresh`: the store's identity (and node format) and meta records go in the
+   * same write, the last of the load, so a store whose load did not finish has none of them.
    */
-  async putWithCursor(
-    record: BatchRecord,
-    cursor: Cursor,
+  async moveCursor(
+    move: CursorMove,
     fresh?: { identity: StoreIdentity; meta?: Partial<Record<MetaName, unknown>> },
-  ): Promise<void> {
+  ): Promise<{ cursor: Cursor; record?: BatchRecord }> {
     this.handle.writable();
+    const moved = cursorAfter(await this.cursor(), move);
     const puts = fresh ? identityPuts(fresh.identity) : [];
     for (const [name, value] of Object.entries(fresh?.meta ?? {}))
       puts.push({ type: "put", key: metaKey(name as MetaName), value: jsonBytes(value) });
-    puts.push(
-      { type: "put", key: batchKey(record.batch_id), value: jsonBytes(record) },
-      { type: "put", key: metaKey(Meta.cursor), value: jsonBytes(cursor) },
-    );
+    if (moved.record)
+      puts.push({ type: "put", key: batchKey(moved.record.batch_id), value: jsonBytes(moved.record) });
+    puts.push({ type: "put", key: metaKey(Meta.cursor), value: jsonBytes(moved.cursor) });
     await this.handle.db.batch(puts, { sync: true });
+    return moved;
   }
 
   /** The prune marker, if the store was ever pruned (prune-info.ts). */

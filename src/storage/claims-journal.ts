@@ -21,6 +21,7 @@ import { DacdError } from "../errors.js";
 import { inBatchRange } from "../model/batch-range.js";
 import { memberSignatureProblem } from "../signer/member-signature.js";
 import type { PostedSignature } from "../signer/signer.js";
+import type { ClaimsGuard } from "../signer/claims-guard.js";
 import { syncDir } from "../util/sync-dir.js";
 import { ensureLocalDir } from "./local-dir.js";
 
@@ -29,27 +30,6 @@ export interface JournalEntry {
   readonly claim_hash: string;
   readonly signature: PostedSignature;
   readonly member_key?: string;
-}
-
-/** What the verifier and the run loop ask of the journal (one place each: before signing, before posting). */
-export interface ClaimsGuard {
-  /** Throws CONFLICTING_CLAIM when `batchId` is journaled with another claim. */
-  check(batchId: number, claimHash: string): void;
-  /**
-   * `check`, then records the claim durably unless it is recorded already; before the POST. Returns
-   * the signature to post: the journaled one when the batch was released before by this key.
-   */
-  ensure(
-    batchId: number,
-    claimHash: string,
-    signature: PostedSignature,
-    memberKey?: string,
-  ): Promise<PostedSignature>;
-  /**
-   * The signature this member key released for `batchId`, if any: a batch id is signed once, since
-   * a token's ECDSA nonces are random and a second signature would differ from the journaled one.
-   */
-  journaledSignature(batchId: number, memberKey: string): Promise<PostedSignature | undefined>;
 }
 
 /** Default place of the journal: a directory beside data_dir, `<data_dir>-claims/claims.journal`. */

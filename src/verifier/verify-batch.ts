@@ -1,12 +1,10 @@
 import { DacdError } from "../errors.js";
 import { computeClaimHash } from "../signer/claim.js";
-import type { Signer } from "../signer/signer.js";
 import type { BatchRecord } from "../storage/batch-record.js";
-import type { ClaimsGuard } from "../storage/claims-journal.js";
 import type { LevelStore } from "../storage/level-store.js";
+import type { VerifiedClaim } from "../model/verified-claim.js";
 import type { PendingCommit } from "../storage/pending-commit.js";
 import { bytesEqual, hexToBytes32, toHex0x, toHex64 } from "../util/bytes.js";
-import { parseStateUpdate } from "../wire/parse-update.js";
 import type { StateUpdate } from "../model/state-update.js";
 import {
   computeRoots,
@@ -26,7 +24,7 @@ export interface VerifyOptions {
   readonly validateOrders: boolean;
   /** Keep and check the rollup vault tree (spot only). Unset: the gateway is not asked for it. */
   readonly validateRollup: boolean | undefined;
-  /** Sign after the exchange's confirmed freeze (config sign_after_freeze); default: refused. */
+  /** Take new batches after the exchange's confirmed freeze (config sign_after_freeze); default: refused. */
   readonly signAfterFreeze?: boolean;
 }
 
@@ -34,12 +32,9 @@ export interface VerifyContext {
   readonly profile: Profile;
   readonly engine: HashEngine;
   readonly store: LevelStore;
-  readonly signer: Signer;
   readonly options: VerifyOptions;
   /** The top levels of the trees, kept between batches (absent: every node is read from the store). */
   readonly topNodes?: TopNodeCache;
-  /** The claims journal: a batch id is never signed with a claim other than the one it holds. */
-  readonly claims?: ClaimsGuard;
   /**
    * The tree walks every update takes (native, or null: JavaScript), chosen where the member is
    * wired; absent: the automatic choice (native where the addon loads).
@@ -51,10 +46,10 @@ export interface VerifyContext {
  * A verification context bound to a store: the store is checked to hold (or made to hold) this
  * profile's trees at these heights, so roots of one layout are never read as another's.
  */
-export async function bindVerifyContext(
+export async function bindVerifyContext<C extends Omit<VerifyContext, "store">>(
   store: LevelStore,
-  parts: Omit<VerifyContext, "store">,
-): Promise<VerifyContext> {
+  parts: C,
+): Promise<C & { readonly store: LevelStore }> {
   await store.meta.ensureIdentity({
     profile: parts.profile.name,
     heights: keptHeights(parts.profile, parts.options.validateRollup),
@@ -92,64 +87,51 @@ const ROOT_FIELD: Record<TreeName, string> = {
 };
 
 /**
- * Verifies one batch and stores it, or refuses it. The only path to a signature: the record it
- * returns was either stored by an earlier run (and is returned as it was: a batch id is never
- * signed with two claims) or has just been recomputed, checked and durably stored here.
+ * The verifier's output for a batch not stored before: its roots recomputed from the leaves and
+ * checked against the stated ones, its claim computed (VerifiedClaim, which only this module makes:
+ * the signer stage signs nothing else), and its records gathered in a pending commit. Nothing is
+ * signed and nothing written: the caller signs it (signer/sign-stage.ts), then queues its write
+ * (LevelStore.startCommit with `pending`), or abandons `pending` if either fails.
  */
-export async function verifyAndStoreBatch(
-  ctx: VerifyContext,
-  batchId: number,
-  rawUpdate: unknown,
-): Promise<{ record: BatchRecord; detail: VerifyDetail }> {
-  const started = performance.now();
-  const existing = await ctx.store.getBatch(batchId);
-  if (existing) {
-    return { record: existing, detail: REUSED };
-  }
-
-  const update = parseStateUpdate(rawUpdate, ctx.profile, batchId, {
-    validateRollup: ctx.options.validateRollup,
-  });
-  return verifyParsedAndStore(ctx, batchId, update, started);
-}
-
-/** The same for an update already parsed and range-checked (benchmarks start the clock here). */
-export async function verifyParsedAndStore(
-  ctx: VerifyContext,
-  batchId: number,
-  update: StateUpdate,
-  started = performance.now(),
-): Promise<{ record: BatchRecord; detail: VerifyDetail }> {
-  const { record, detail, stored } = await verifyParsedAndStartStore(ctx, batchId, update, started);
-  await stored;
-  return { record, detail: detail.reused ? detail : { ...detail, durationMs: performance.now() - started } };
-}
-
-/** A batch verified and signed whose durable write may still be under way. */
-export interface VerifiedBatch {
-  readonly record: BatchRecord;
-  /** durationMs: up to the write being queued. */
+export interface VerifiedBatch extends VerifiedClaim {
+  readonly prevBatchId: number;
+  readonly sequenceNumber: number;
+  /** The roots the claim is made of, 64 hex digits: recomputed, or an unchecked order tree's stated one. */
+  readonly roots: Record<string, string>;
+  readonly heights: Record<string, number>;
+  /** The recomputed trees: their root records' gens and the records the batch adds. */
+  readonly computed: ComputedRoots;
+  readonly pending: PendingCommit;
+  /** durationMs: up to the end of the verification. */
   readonly detail: VerifyDetail;
-  /**
-   * Settles with the batch's write (at once for a batch stored before). Nothing of the batch (its
-   * signature) may leave the process before it resolves; if it rejects, the batch is not stored.
-   */
-  readonly stored: Promise<void>;
 }
+
+/** A batch stored by an earlier run, or verified and being written: its record, and when it is durable. */
+export interface StoredBatch {
+  readonly record: BatchRecord;
+  readonly durable: Promise<void>;
+}
+
+/** What the verifier makes of a batch: verified now, or found stored (never verified nor signed again). */
+export type VerifyOutcome =
+  | { readonly verified: VerifiedBatch; readonly stored?: undefined }
+  | { readonly stored: StoredBatch; readonly verified?: undefined };
 
 /**
- * verifyParsedAndStore up to the write: returns once the batch's write is queued (LevelStore.
- * startCommit). The next batch may then be verified on top of this one while it is written.
+ * The verifier stage of one batch, already parsed and range-checked: refuses it (a DacdError naming
+ * the batch and the field), or returns it verified with its records pending (VerifiedBatch). A batch
+ * stored before, or being written, is returned as it was: a batch id is never signed with two
+ * claims.
  */
-export async function verifyParsedAndStartStore(
+export async function verifyBatch(
   ctx: VerifyContext,
   batchId: number,
   update: StateUpdate,
   started = performance.now(),
-): Promise<VerifiedBatch> {
+): Promise<VerifyOutcome> {
   // Checked here too so that no caller can sign a stored batch id a second time.
   const existing = await storedOrInFlight(ctx.store, batchId);
-  if (existing) return { record: existing.record, detail: REUSED, stored: existing.durable };
+  if (existing) return { stored: existing };
   const prev =
     update.prevBatchId === -1 ? undefined : (await storedOrInFlight(ctx.store, update.prevBatchId))?.record;
   if (update.prevBatchId !== -1 && !prev) {
@@ -177,8 +159,8 @@ export async function verifyParsedAndStartStore(
 
   const trees = treesToCompute(ctx, update);
   const nodes = ctx.topNodes ? ctx.topNodes.over(ctx.store) : ctx.store;
-  // Each tree's records go into the commit as soon as the tree is done; written only below, after
-  // every root is checked and the claim signed, and dropped on any failure.
+  // Each tree's records go into the commit as soon as the tree is done; written only once every
+  // root is checked and the claim signed, and dropped on any failure.
   const pending = ctx.store.beginCommit(batchId);
   try {
     const computed = await computeRoots(
@@ -191,7 +173,7 @@ export async function verifyParsedAndStartStore(
       (out) => pending.putNew(out.newNodes, out.newLeaves),
       ctx.treeWalk,
     );
-    return await signAndStartStore(ctx, batchId, update, prev, computed, pending, started);
+    return { verified: verifiedBatch(ctx, batchId, update, prev, computed, pending, started) };
   } catch (err) {
     pending.abandon();
     throw err;
@@ -224,8 +206,8 @@ async function storedOrInFlight(
   return record && { record, durable: Promise.resolve() };
 }
 
-/** Checks the recomputed roots, signs the claim and queues the batch's one atomic, fsynced write. */
-async function signAndStartStore(
+/** Checks the recomputed roots and computes the claim they make with the sequence number. */
+function verifiedBatch(
   ctx: VerifyContext,
   batchId: number,
   update: StateUpdate,
@@ -233,33 +215,23 @@ async function signAndStartStore(
   computed: ComputedRoots,
   pending: PendingCommit,
   started: number,
-): Promise<VerifiedBatch> {
+): VerifiedBatch {
   const roots = checkRoots(ctx, batchId, update, computed.roots);
-
   const sequenceNumber = prev ? prev.sequence_number + 1 : 0;
   const claim = computeClaimHash(ctx.profile, roots, sequenceNumber);
-  ctx.claims?.check(batchId, toHex0x(claim));
-  // A batch id released before (the store lost it) keeps its journaled signature: a token's is not
-  // deterministic, and a second one would differ.
-  const signature =
-    (await ctx.claims?.journaledSignature(batchId, ctx.signer.memberKey)) ?? (await ctx.signer.sign(claim));
-  const record: BatchRecord = {
-    batch_id: batchId,
-    prev_batch_id: update.prevBatchId,
-    sequence_number: sequenceNumber,
-    roots: Object.fromEntries(Object.entries(roots).map(([k, v]) => [k, toHex64(v)])),
-    root_gens: { ...computed.rootGens },
-    heights: keptHeights(ctx.profile, ctx.options.validateRollup),
-    claim_hash: toHex0x(claim),
-    signature,
-    member_key: ctx.signer.memberKey,
-    verified_at: new Date().toISOString(),
-  };
-  const { durable } = ctx.store.startCommit(record, computed.newNodes, computed.newLeaves, pending);
   const leaves = Object.fromEntries(Object.entries(update.changes).map(([k, v]) => [k, v.size]));
-  return {
-    record,
-    stored: durable,
+  // The one place a VerifiedClaim is made: here, from roots just checked.
+  const fields: Omit<VerifiedBatch, keyof VerifiedClaim> &
+    Pick<VerifiedClaim, "batchId" | "claim" | "claimHash"> = {
+    batchId,
+    claim,
+    claimHash: toHex0x(claim),
+    prevBatchId: update.prevBatchId,
+    sequenceNumber,
+    roots: Object.fromEntries(Object.entries(roots).map(([k, v]) => [k, toHex64(v)])),
+    heights: keptHeights(ctx.profile, ctx.options.validateRollup),
+    computed,
+    pending,
     detail: {
       reused: false,
       leaves,
@@ -268,6 +240,7 @@ async function signAndStartStore(
       trees: computed.trees,
     },
   };
+  return fields as VerifiedBatch;
 }
 
 function treesToCompute(ctx: VerifyContext, update: StateUpdate): TreeSpec[] {

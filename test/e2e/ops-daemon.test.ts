@@ -11,7 +11,7 @@ import { scanBatchRecords } from "../../src/maintenance/records-check.js";
 import { createSigner } from "../../src/signer/create-signer.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
-import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
+import { parseVerifySignAndStore } from "../../src/poller/member/batch-stages.js";
 import { freePort } from "../helpers/free-port.js";
 import { memberSetup, waitFor } from "../helpers/daemon.js";
 import { VectorGateway } from "../helpers/vector-gateway.js";
@@ -265,7 +265,7 @@ describe("scheduled jobs", () => {
           options: { validateOrders: true, validateRollup: true },
         };
         for (let id = last + 1; id < n; id++) {
-          const { record } = await verifyAndStoreBatch(ctx, id, responses[id]!.update);
+          const { record } = await parseVerifySignAndStore(ctx, id, responses[id]!.update);
           expect(record.roots).toEqual(expected.batches[id]!.roots);
           expect(record.claim_hash).toBe(expected.batches[id]!.claim_hash);
           expect(record.signature).toBe(expected.batches[id]!.signature);

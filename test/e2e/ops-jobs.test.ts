@@ -18,7 +18,7 @@ import { batchKey } from "../../src/storage/keys.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { keptHeights, makeProfile } from "../../src/model/profile.js";
-import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
+import { parseVerifySignAndStore } from "../../src/poller/member/batch-stages.js";
 import { loadChain, privateKeyBytes } from "../helpers/vectors.js";
 import { levelDb } from "../../src/storage/level-db.js";
 import { nativeAvailable } from "../helpers/native-required.js";
@@ -58,8 +58,8 @@ async function signedStore(): Promise<LevelStore> {
   const signer = createSigner("ethereum", privateKeyBytes(expected.private_key));
   const ctx = { profile, engine, store, signer, options: { validateOrders: true, validateRollup: true } };
   for (let id = 0; id < responses.length; id++) {
-    const { record } = await verifyAndStoreBatch(ctx, id, responses[id]!.update);
-    await store.batches.markAccepted(record, new Date());
+    const { record } = await parseVerifySignAndStore(ctx, id, responses[id]!.update);
+    await store.batches.moveCursor({ kind: "accepted", record, at: new Date() });
   }
   await engine.close?.();
   return store;

@@ -5,7 +5,7 @@ import { LevelStore } from "../../src/storage/level-store.js";
 import type { HashEngine } from "../../src/verifier/hash/engine.js";
 import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { makeProfile, type Profile } from "../../src/model/profile.js";
-import { verifyAndStoreBatch, type VerifyContext } from "../../src/verifier/verify-batch.js";
+import { parseVerifySignAndStore, type StageContext } from "../../src/poller/member/batch-stages.js";
 import { loadChain, privateKeyBytes, type ChainName, type Expected } from "./vectors.js";
 import { levelDb } from "../../src/storage/level-db.js";
 import { Prefix, TREE_KEY_LENGTH, treeKeyParts, TreeKind } from "../../src/storage/keys.js";
@@ -18,7 +18,7 @@ export const engine: HashEngine = new WasmEngine();
 export interface ChainStore {
   store: LevelStore;
   dir: string;
-  ctx: VerifyContext;
+  ctx: StageContext;
   profile: Profile;
   responses: { update: unknown }[];
   expected: Expected;
@@ -26,7 +26,7 @@ export interface ChainStore {
   verify(id: number): Promise<void>;
 }
 
-export function contextFor(store: LevelStore, chain: ChainName): VerifyContext {
+export function contextFor(store: LevelStore, chain: ChainName): StageContext {
   const { expected } = loadChain(chain);
   const profile = makeProfile(expected.profile, expected.heights);
   return {
@@ -49,7 +49,7 @@ export async function chainStore(chain: ChainName, upTo?: number): Promise<Chain
     heights: Object.fromEntries(Object.entries(expected.heights)),
   });
   const verify = async (id: number): Promise<void> => {
-    await verifyAndStoreBatch(ctx, id, responses[id]!.update);
+    await parseVerifySignAndStore(ctx, id, responses[id]!.update);
   };
   for (let id = 0; id < (upTo ?? responses.length); id++) await verify(id);
   return { store, dir: join(dir, "db"), ctx, profile: ctx.profile, responses, expected, verify };

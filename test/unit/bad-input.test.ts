@@ -7,7 +7,7 @@ import { EthSigner } from "../../src/signer/eth-signer.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { makeProfile } from "../../src/model/profile.js";
-import { verifyAndStoreBatch, type VerifyContext } from "../../src/verifier/verify-batch.js";
+import { parseVerifySignAndStore, type StageContext } from "../../src/poller/member/batch-stages.js";
 import { updateOf } from "../../src/cli/replay.js";
 import { loadChain, privateKeyBytes } from "../helpers/vectors.js";
 import { levelDb } from "../../src/storage/level-db.js";
@@ -33,7 +33,7 @@ function refusals(chain: "spot-chain" | "perpetual-chain", cases: [string, strin
     const { responses, expected } = loadChain(chain);
     const profile = makeProfile(expected.profile);
     let dir: string;
-    let ctx: VerifyContext;
+    let ctx: StageContext;
     beforeAll(async () => {
       dir = await mkdtemp(join(tmpdir(), "dacd-bad-"));
       const store = await LevelStore.open(dir);
@@ -44,7 +44,7 @@ function refusals(chain: "spot-chain" | "perpetual-chain", cases: [string, strin
         signer: new EthSigner(privateKeyBytes(expected.private_key)),
         options: { validateOrders: true, validateRollup: profile.rollup ? true : undefined },
       };
-      await verifyAndStoreBatch(ctx, 0, responses[0]!.update);
+      await parseVerifySignAndStore(ctx, 0, responses[0]!.update);
     });
     afterAll(async () => {
       await ctx.store.close();
@@ -55,7 +55,7 @@ function refusals(chain: "spot-chain" | "perpetual-chain", cases: [string, strin
       const before = await storeSnapshot(ctx.store);
       const update = clone(responses[1]!.update) as Json;
       const field = mutate(update);
-      const err = await verifyAndStoreBatch(ctx, 1, update).then(
+      const err = await parseVerifySignAndStore(ctx, 1, update).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -71,7 +71,7 @@ function refusals(chain: "spot-chain" | "perpetual-chain", cases: [string, strin
       const before = await storeSnapshot(ctx.store);
       const update = clone(responses[1]!.update) as Json;
       update.prev_batch_id = 2;
-      await expect(verifyAndStoreBatch(ctx, 3, update)).rejects.toMatchObject({
+      await expect(parseVerifySignAndStore(ctx, 3, update)).rejects.toMatchObject({
         code: "UNKNOWN_PREV_BATCH",
         batchId: 3,
         field: "prev_batch_id",
@@ -80,7 +80,7 @@ function refusals(chain: "spot-chain" | "perpetual-chain", cases: [string, strin
     });
 
     it("still verifies the good batch afterwards", async () => {
-      const { record } = await verifyAndStoreBatch(ctx, 1, responses[1]!.update);
+      const { record } = await parseVerifySignAndStore(ctx, 1, responses[1]!.update);
       expect(record.claim_hash).toBe(expected.batches[1]!.claim_hash);
       expect(record.signature).toBe(expected.batches[1]!.signature);
     });

@@ -4,7 +4,7 @@ import { checkStore } from "../../src/maintenance/integrity-check.js";
 import { dumpStore } from "../../src/escape/dump.js";
 import { loadDump } from "../../src/escape/load.js";
 import { LevelStore } from "../../src/storage/level-store.js";
-import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
+import { parseVerifySignAndStore } from "../../src/poller/member/batch-stages.js";
 import { chainStore, contextFor, dumpFiles, engine } from "../helpers/chain-store.js";
 import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 
@@ -64,7 +64,7 @@ describe.each(["spot-chain", "spot-v40-chain", "perpetual-chain"] as const)("dum
       // The loaded store continues the chain exactly like the member that verified it all.
       const ctx = contextFor(dst, chain);
       for (const want of src.expected.batches.slice(N + 1)) {
-        const { record: r } = await verifyAndStoreBatch(
+        const { record: r } = await parseVerifySignAndStore(
           ctx,
           want.batch_id,
           src.responses[want.batch_id]!.update,

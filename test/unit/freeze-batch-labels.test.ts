@@ -25,10 +25,7 @@ afterEach(async () => {
 async function signedStore(frozenAt?: number): Promise<LevelStore> {
   const s = await LevelStore.open(join(await tempDir("dacd-freeze-labels-"), "db"));
   for (let id = 0; id <= 5; id++)
-    await s.batches.putWithCursor(
-      { ...placeholderRecord(id), accepted_at: new Date(0).toISOString() },
-      { next_batch_id: id + 1, last_accepted_batch_id: id },
-    );
+    await s.batches.moveCursor({ kind: "accepted", record: placeholderRecord(id), at: new Date(0) });
   if (frozenAt !== undefined)
     await s.onchain.record(
       {

@@ -9,7 +9,7 @@ import { pruneStore } from "../../src/maintenance/prune.js";
 import type { LevelStore } from "../../src/storage/level-store.js";
 import { chainStore, engine } from "../helpers/chain-store.js";
 import { removeTempDirs } from "../helpers/temp-dir.js";
-import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
+import { parseVerifySignAndStore } from "../../src/poller/member/batch-stages.js";
 
 /**
  * After the exchange's confirmed freeze (recorded by the base-chain watch), the frozen batch is
@@ -88,13 +88,13 @@ describe("the frozen batch is pinned", () => {
     const s = await chainStore("spot-chain", 3);
     try {
       await freezeAt(s.store, 2);
-      const err = await verifyAndStoreBatch(s.ctx, 3, s.responses[3]!.update).catch((e: unknown) => e);
+      const err = await parseVerifySignAndStore(s.ctx, 3, s.responses[3]!.update).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(DacdError);
       expect((err as DacdError).code).toBe("FROZEN");
       expect((err as Error).message).toMatch(/batch 3 not signed: the exchange is frozen at batch 2/);
       expect(await s.store.getBatch(3)).toBeUndefined();
       const overridden = { ...s.ctx, options: { ...s.ctx.options, signAfterFreeze: true } };
-      await verifyAndStoreBatch(overridden, 3, s.responses[3]!.update);
+      await parseVerifySignAndStore(overridden, 3, s.responses[3]!.update);
       expect((await s.store.getBatch(3))?.signature).toMatch(/^0x[0-9a-f]+$/);
     } finally {
       await s.store.close();

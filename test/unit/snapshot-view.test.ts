@@ -30,11 +30,11 @@ describe("LevelStore.snapshot", () => {
     const store = await LevelStore.open(dir);
     try {
       await store.commitBatch(record(0), new NodeWrites(), new NodeWrites());
-      await store.batches.setCursor({ next_batch_id: 1, last_accepted_batch_id: 0 });
+      await store.batches.moveCursor({ kind: "accepted", record: record(0), at: new Date() });
       const view = store.snapshot();
       expect(view.isSnapshot).toBe(true);
       await store.commitBatch(record(1), new NodeWrites(), new NodeWrites());
-      await store.batches.setCursor({ next_batch_id: 2, last_accepted_batch_id: 1 });
+      await store.batches.moveCursor({ kind: "accepted", record: record(1), at: new Date() });
 
       expect(await view.lastBatchId()).toBe(0);
       expect(await view.getBatch(1)).toBeUndefined();
@@ -44,9 +44,7 @@ describe("LevelStore.snapshot", () => {
       expect(ids).toEqual([0]);
       expect(await store.lastBatchId()).toBe(1);
 
-      await expect(view.batches.setCursor({ next_batch_id: 9, last_accepted_batch_id: 8 })).rejects.toThrow(
-        /read-only/,
-      );
+      await expect(view.batches.moveCursor({ kind: "skipped", batchId: 8 })).rejects.toThrow(/read-only/);
       expect(() => view.beginCommit(2)).toThrow(/read-only/);
       expect(() => levelDb(view)).toThrow(/read-only/);
       await view.close();

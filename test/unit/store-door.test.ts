@@ -39,14 +39,13 @@ function writes(tag: number, n: number, bytes: number): NodeWrites {
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
 
 describe("LevelStore's door: what escape, prune, check, backup and load use instead of LevelDB", () => {
-  it("isEmpty, batches.putWithCursor with identity and meta, clear", async () => {
+  it("isEmpty, batches.moveCursor of a load with identity and meta, clear", async () => {
     const store = await openStore();
     try {
       expect(await store.isEmpty()).toBe(true);
       const identity = { profile: "spot", heights: { vault: 31 } };
-      await store.batches.putWithCursor(
-        record(7),
-        { next_batch_id: 8, last_accepted_batch_id: 7 },
+      await store.batches.moveCursor(
+        { kind: "loaded", record: record(7) },
         { identity, meta: { [Meta.importedFrom]: { batch_id: 7 } } },
       );
       expect(await store.isEmpty()).toBe(false);
@@ -140,9 +139,9 @@ describe("LevelStore's door: what escape, prune, check, backup and load use inst
         await expect(view.trees.delete([])).rejects.toThrow(/read-only/);
         await expect(view.batches.setPruneInfo({ up_to: 1, kept: [], at: "" })).rejects.toThrow(/read-only/);
         await expect(view.clear()).rejects.toThrow(/read-only/);
-        await expect(
-          view.batches.putWithCursor(record(2), { next_batch_id: 3, last_accepted_batch_id: 2 }),
-        ).rejects.toThrow(/read-only/);
+        await expect(view.batches.moveCursor({ kind: "loaded", record: record(2) })).rejects.toThrow(
+          /read-only/,
+        );
         expect(() => view.bulkWriter()).toThrow(/read-only/);
         await expect(view.compact()).rejects.toThrow(/read-only/);
       } finally {
@@ -160,13 +159,13 @@ describe("LevelStore's door: what escape, prune, check, backup and load use inst
       await store.meta.setNote(Meta.failing, { batch_id: 0 });
       await store.onchain.record(cursorAt(11), [onchainBatch(1, 10)]);
       await store.commitBatch(record(0), writes(0xaa, 1, 64), new NodeWrites());
-      await store.batches.setCursor({ next_batch_id: 1, last_accepted_batch_id: 0 });
+      await store.batches.moveCursor({ kind: "accepted", record: record(0), at: new Date() });
       const view = store.snapshot();
       try {
         await store.meta.setNote(Meta.failing, { batch_id: 1 });
         await store.onchain.record(cursorAt(21), [onchainBatch(2, 20)]);
         await store.commitBatch(record(1), writes(0xbb, 1, 64), new NodeWrites());
-        await store.batches.setCursor({ next_batch_id: 2, last_accepted_batch_id: 1 });
+        await store.batches.moveCursor({ kind: "accepted", record: record(1), at: new Date() });
 
         expect(await view.meta.note(Meta.failing)).toEqual({ batch_id: 0 });
         expect(await store.meta.note(Meta.failing)).toEqual({ batch_id: 1 });
@@ -186,10 +185,10 @@ describe("LevelStore's door: what escape, prune, check, backup and load use inst
           refused,
         );
         await expect(view.meta.pinChain("ethereum")).rejects.toThrow(refused);
-        await expect(view.batches.setCursor({ next_batch_id: 9, last_accepted_batch_id: 8 })).rejects.toThrow(
-          refused,
-        );
-        await expect(view.batches.markAccepted(record(0), new Date())).rejects.toThrow(refused);
+        await expect(view.batches.moveCursor({ kind: "skipped", batchId: 8 })).rejects.toThrow(refused);
+        await expect(
+          view.batches.moveCursor({ kind: "accepted", record: record(0), at: new Date() }),
+        ).rejects.toThrow(refused);
         await expect(view.onchain.record(cursorAt(31), [])).rejects.toThrow(refused);
         await expect(view.commitBatch(record(2), new NodeWrites(), new NodeWrites())).rejects.toThrow(
           refused,

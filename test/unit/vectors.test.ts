@@ -6,7 +6,7 @@ import { EthSigner } from "../../src/signer/eth-signer.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
 import { makeProfile } from "../../src/model/profile.js";
-import { verifyAndStoreBatch } from "../../src/verifier/verify-batch.js";
+import { parseVerifySignAndStore } from "../../src/poller/member/batch-stages.js";
 import { CHAINS, loadChain, privateKeyBytes } from "../helpers/vectors.js";
 
 const dirs: string[] = [];
@@ -36,7 +36,11 @@ describe.each(CHAINS)("vector chain %s", (chain) => {
     };
     try {
       for (const want of expected.batches) {
-        const { record } = await verifyAndStoreBatch(ctx, want.batch_id, responses[want.batch_id]!.update);
+        const { record } = await parseVerifySignAndStore(
+          ctx,
+          want.batch_id,
+          responses[want.batch_id]!.update,
+        );
         expect(record.roots).toEqual(want.roots);
         expect(record.sequence_number).toBe(want.seq);
         expect(record.claim_hash).toBe(want.claim_hash);
@@ -63,8 +67,8 @@ describe("stored batches", () => {
       options: { validateOrders: true, validateRollup: true },
     };
     try {
-      const first = await verifyAndStoreBatch(ctx, 0, responses[0]!.update);
-      const again = await verifyAndStoreBatch(ctx, 0, responses[0]!.update);
+      const first = await parseVerifySignAndStore(ctx, 0, responses[0]!.update);
+      const again = await parseVerifySignAndStore(ctx, 0, responses[0]!.update);
       expect(first.detail.reused).toBe(false);
       expect(again.detail.reused).toBe(true);
       expect(again.record).toEqual(first.record);

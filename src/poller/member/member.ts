@@ -2,21 +2,18 @@ import { DacdError, isDacdError, isRefusal } from "../../errors.js";
 import type { Logger } from "../../logging.js";
 import type { BatchRecord } from "../../storage/batch-record.js";
 import type { LevelStore } from "../../storage/level-store.js";
-import {
-  REUSED,
-  verifyParsedAndStartStore,
-  type VerifiedBatch,
-  type VerifyContext,
-  type VerifyDetail,
-} from "../../verifier/verify-batch.js";
+import { REUSED, type VerifyDetail } from "../../verifier/verify-batch.js";
+import { verifySignAndStartStore, type SignedBatch, type StageContext } from "./batch-stages.js";
 import type { AvailabilityGateway, FeederGateway } from "../gateway/gateway-client.js";
 import { backoffDelay, sleep } from "../gateway/retry.js";
-import { markShadowed, postsClaims, type MemberMode } from "./shadow.js";
+import { postsClaims, type MemberMode } from "./shadow.js";
+import type { CursorMove } from "../../storage/cursor.js";
 import { storeFailure } from "../../storage/store-errors.js";
 import { ForeignSignatureError } from "../../storage/claims-journal.js";
 import { readPrevBatchId } from "../../wire/parse-update.js";
 import { BatchParser } from "../gateway/batch-parser.js";
-import { BatchPrefetcher, gatewayLoader, type BatchTimes, type FetchedBatch } from "./prefetch.js";
+import { BatchPrefetcher, gatewayLoader, type FetchedBatch } from "./prefetch.js";
+import type { MemberEvents } from "./member-events.js";
 
 export const SIGNATURE_ACCEPTED = "signature accepted";
 
@@ -51,15 +48,6 @@ export interface MemberState {
   mode: MemberMode;
 }
 
-/** Hooks for metrics; every one optional. */
-export interface MemberEvents {
-  onSigned?(record: BatchRecord, detail: VerifyDetail): void;
-  onRefused?(batchId: number, err: DacdError): void;
-  onFeeder?(lastBatchId: number): void;
-  /** A fetched batch was signed (and posted unless in shadow mode): where its time went. */
-  onBatchTimes?(batchId: number, times: BatchTimes): void;
-}
-
 export interface MemberOptions {
   readonly pollIntervalMs: number;
   /** Longest wait between retries of a failing batch. */
@@ -89,7 +77,7 @@ export class Member {
   private finishing: { batchId: number; done: Promise<void> } | null = null;
 
   constructor(
-    private readonly ctx: VerifyContext,
+    private readonly ctx: StageContext,
     private readonly availability: AvailabilityGateway,
     private readonly feeder: FeederGateway | undefined,
     private readonly log: Logger,
@@ -199,10 +187,11 @@ export class Member {
     const taken = await this.prefetch.take(batchId, this.feeder ? this.state.feederLastBatchId : undefined);
     const fetched = taken.batch;
     if (fetched === null) return this.settled(behind); // not ready yet
-    let verified: VerifiedBatch;
+    let verified: SignedBatch;
     try {
-      // The checks against the store (previous batch, stored claim) are made here, in turn.
-      verified = await verifyParsedAndStartStore(this.ctx, batchId, fetched.update());
+      // Verified, signed and its write queued (batch-stages.ts); the checks against the store
+      // (previous batch, stored claim) are made here, in turn.
+      verified = await verifySignAndStartStore(this.ctx, batchId, fetched.update());
     } catch (err) {
       // A retry fetches afresh: the batches fetched ahead may be what the operator replaces.
       this.prefetch.drop();
@@ -240,14 +229,12 @@ export class Member {
     const record = (await this.store.getBatch(batchId))!;
     if (record.shadowed_at && !record.accepted_at) {
       // Passed in shadow mode before a crash that came before the cursor write: never posted.
-      await markShadowed(this.store, record, new Date(record.shadowed_at));
-      this.state.nextBatchId = batchId + 1;
+      await this.moveCursor({ kind: "shadowed", record, at: new Date(record.shadowed_at) });
       return true;
     }
     if (record.accepted_at) {
       // Accepted before a crash that came before the cursor write: move on.
-      await this.store.batches.markAccepted(record, new Date(record.accepted_at));
-      this.state.nextBatchId = batchId + 1;
+      await this.moveCursor({ kind: "accepted", record, at: new Date(record.accepted_at) });
       return true;
     }
     this.log.info({ batch_id: batchId }, "re-posting the stored signature of a verified batch");
@@ -258,7 +245,7 @@ export class Member {
 
   /** Once a verified batch is durably written: posts it (or logs it in shadow mode), in turn. */
   private async finish(
-    verified: VerifiedBatch,
+    verified: SignedBatch,
     signal: AbortSignal,
     fetched: { batch: FetchedBatch; waitMs: number; verifiedAt: number },
   ): Promise<void> {
@@ -300,8 +287,9 @@ export class Member {
 
   /** Shadow mode: the batch is verified, stored and signed; its signature is logged, never posted. */
   private async shadow(record: BatchRecord, detail: VerifyDetail): Promise<void> {
-    const shadowed = await markShadowed(this.store, record, new Date());
-    this.signed(record, detail, shadowed.shadowed_at!);
+    const at = new Date();
+    await this.moveCursor({ kind: "shadowed", record, at });
+    this.signed(record, detail, at.toISOString());
     this.log.info(
       {
         batch_id: record.batch_id,
@@ -341,8 +329,9 @@ export class Member {
         batchId: record.batch_id,
       });
     }
-    const accepted = await this.store.batches.markAccepted(record, new Date());
-    this.signed(record, detail, accepted.accepted_at!);
+    const at = new Date();
+    await this.moveCursor({ kind: "accepted", record, at });
+    this.signed(record, detail, at.toISOString());
     this.log.info(
       {
         batch_id: record.batch_id,
@@ -363,9 +352,8 @@ export class Member {
       this.log.debug({ batch_id: record.batch_id, trees: detail.trees }, "batch trees");
   }
 
-  /** The batch is done (posted, or shadowed): the cursor moves past it. */
+  /** The batch is done (posted, or shadowed), and the cursor moved past it. */
   private signed(record: BatchRecord, detail: VerifyDetail, signedAt: string): void {
-    this.state.nextBatchId = record.batch_id + 1;
     this.state.lastSigned = {
       batch_id: record.batch_id,
       sequence_number: record.sequence_number,
@@ -389,13 +377,7 @@ export class Member {
       return false;
     }
     if (prev >= batchId) return false;
-    const cursor = await this.store.getCursor();
-    await this.store.batches.setCursor({
-      next_batch_id: batchId + 1,
-      last_accepted_batch_id: cursor?.last_accepted_batch_id ?? -1,
-      skipped: [...(cursor?.skipped ?? []), batchId].slice(-100),
-    });
-    this.state.nextBatchId = batchId + 1;
+    await this.moveCursor({ kind: "skipped", batchId });
     this.log.warn(
       { batch_id: batchId, next_prev_batch_id: prev, outcome: "skipped" },
       `batch ${batchId} was refused and the operator moved on (batch ${batchId + 1} builds on ${prev}); skipping it unsigned`,
@@ -414,17 +396,21 @@ export class Member {
     const cursor = await this.store.getCursor();
     if (!cursor?.skipped?.includes(prev) || prev >= batchId) return false;
     for (let id = prev + 1; id < batchId; id++) if (await this.store.getBatch(id)) return false;
-    await this.store.batches.setCursor({
-      next_batch_id: prev,
-      last_accepted_batch_id: cursor.last_accepted_batch_id,
-      skipped: cursor.skipped.filter((id) => id < prev),
-    });
-    this.state.nextBatchId = prev;
+    await this.moveCursor({ kind: "rewound", to: prev });
     this.log.warn(
       { batch_id: batchId, prev_batch_id: prev, outcome: "rewound" },
       `batch ${batchId} builds on batch ${prev}, which was skipped as abandoned: going back to batch ${prev} (${err.message})`,
     );
     return true;
+  }
+
+  /**
+   * Every move of the cursor goes through here: written (with the batch record it changes, in one
+   * fsynced write: storage/cursor.ts), then the member continues where it points.
+   */
+  private async moveCursor(move: CursorMove): Promise<void> {
+    const { cursor } = await this.store.batches.moveCursor(move);
+    this.state.nextBatchId = cursor.next_batch_id;
   }
 
   private async clearFailure(): Promise<void> {

@@ -1,7 +1,7 @@
 /** What the run loop reports of each batch: signed, refused, how long, how much work. */
 import { Counter, Histogram } from "prom-client";
 import { REFUSAL_CODES, type DacdError } from "../../errors.js";
-import type { MemberEvents } from "../../poller/member/member.js";
+import type { MemberEvents } from "../../poller/member/member-events.js";
 import type { BatchRecord } from "../../storage/batch-record.js";
 import { chainHashes, climbChains, hashWithConstant, type HashEngine } from "../../verifier/hash/engine.js";
 import type { VerifyDetail } from "../../verifier/verify-batch.js";
