@@ -59,7 +59,11 @@ keepInitialOldSpaceToMainThread();
  * `--only escape-kit` (after `npm run build`): `dacd escape-kit` of a state of `--kit-vaults N`
  * vaults (default 1,000,000) in a process of its own, with ids sequential and spread
  * (`--kit-layouts`), format 2 unless `--kit-format 1`: time, peak RSS, bytes and files a vault
- * (bench/escape-kit.ts).
+ * (bench/escape-kit.ts). `--kit-beside-member`: each kit built through the control socket of a
+ * `dacd run` signing on the same store, fed a batch of `--kit-batch-vaults N` (1000) vaults every
+ * `--kit-batch-every-s S` (2) by a local gateway (`--kit-beside-batches N` prepared; default enough
+ * for twice the target time): also the daemon's peak RSS during the build, the batches it signed,
+ * the longest time without a signature (bench/kit-beside.ts).
  * `--sequential-ids` gives the Merkle trees' ids out in sequence (W-spot, W-perp, W-scale), where
  * they are otherwise uniform over each tree's range. Without it the default run has W-spot-seq and
  * W-perp-seq beside W-spot and W-perp: the same with ids in sequence (`--only w-spot-seq` alone).
@@ -253,6 +257,14 @@ if (onlyArg === "escape-kit") {
     vaults: Number(arg("--kit-vaults") ?? 1_000_000),
     format: arg("--kit-format") === "1" ? 1 : 2,
     layouts: (arg("--kit-layouts") ?? "sequential,spread").split(",") as KitLayout[],
+    beside: process.argv.includes("--kit-beside-member")
+      ? {
+          batchEveryS: Number(arg("--kit-batch-every-s") ?? 2),
+          vaultsABatch: Number(arg("--kit-batch-vaults") ?? 1000),
+          batches:
+            arg("--kit-beside-batches") === undefined ? undefined : Number(arg("--kit-beside-batches")),
+        }
+      : undefined,
     log,
   });
   clearInterval(sampler);
