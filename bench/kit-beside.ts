@@ -197,7 +197,11 @@ export async function besideMember<T>(
       ].join("\n") + "\n",
     );
     const logFile = createWriteStream(join(work, "daemon.log"));
-    daemon = spawn(process.execPath, [bin, "run", "--config", config], { stdio: ["ignore", "pipe", "pipe"] });
+    // The heap flags the shipped systemd unit gives the daemon (systemd/dacd.service).
+    daemon = spawn(process.execPath, [bin, "run", "--config", config], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NODE_OPTIONS: "--max-semi-space-size=64 --initial-old-space-size=256" },
+    });
     daemon.stdout!.pipe(logFile);
     daemon.stderr!.pipe(logFile);
     let exited: number | null | undefined;
