@@ -197,11 +197,13 @@ export async function besideMember<T>(
       ].join("\n") + "\n",
     );
     const logFile = createWriteStream(join(work, "daemon.log"));
-    // The heap flags the shipped systemd unit gives the daemon (systemd/dacd.service).
-    daemon = spawn(process.execPath, [bin, "run", "--config", config], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, NODE_OPTIONS: "--max-semi-space-size=64 --initial-old-space-size=256" },
-    });
+    // The heap flags the shipped systemd unit gives the daemon (systemd/dacd.service), on the
+    // command line: Node refuses --initial-old-space-size in NODE_OPTIONS.
+    daemon = spawn(
+      process.execPath,
+      ["--max-semi-space-size=64", "--initial-old-space-size=256", bin, "run", "--config", config],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     daemon.stdout!.pipe(logFile);
     daemon.stderr!.pipe(logFile);
     let exited: number | null | undefined;
