@@ -10,20 +10,23 @@ import { performance } from "node:perf_hooks";
  * serving prepared `get_batch_data` answers from `DIR/<id>.json` for batch ids 1…N. It accepts a
  * signature only with the claim hash the preparation computed for that batch (`DIR/claims.json`).
  *
- * argv: DIR N. IPC: sends `{ port }` once listening; on `{ open: true }` the feeder announces the
- * batches (until then the last batch id is 0, the loaded state); once every batch is accepted it
- * sends `{ done }` with the times (ms since the epoch, this process's clock) of the first
- * get_batch_data, of each acceptance, and every claim posted per batch id.
+ * argv: DIR N [FIRST]: batches FIRST … FIRST + N − 1 (FIRST defaults to 1). IPC: sends `{ port }`
+ * once listening; on `{ open: true }` the feeder announces every batch, on `{ release: ID }` the
+ * batches up to ID (until then the last batch id is FIRST − 1, the loaded state); sends `{ accepted:
+ * [ID, AT] }` as each batch is first accepted (the escape-kit bench's member beside a kit), and
+ * once every batch is accepted `{ done }` with the times (ms since the epoch, this process's clock)
+ * of the first get_batch_data, of each acceptance, and every claim posted per batch id.
  */
-const [dir, countArg] = process.argv.slice(2);
+const [dir, countArg, firstArg] = process.argv.slice(2);
 const count = Number(countArg);
-const bodies = Array.from({ length: count + 1 }, (_, id) =>
-  id === 0 ? Buffer.alloc(0) : readFileSync(join(dir!, `${id}.json`)),
+const firstId = Number(firstArg ?? 1);
+const bodies = new Map(
+  Array.from({ length: count }, (_, i) => [firstId + i, readFileSync(join(dir!, `${firstId + i}.json`))]),
 );
 const claims = JSON.parse(readFileSync(join(dir!, "claims.json"), "utf8")) as Record<string, string>;
 const now = (): number => performance.timeOrigin + performance.now();
 
-let last = 0;
+let last = firstId - 1;
 let firstFetchAt: number | undefined;
 const fetchedAt: [number, number][] = [];
 const acceptedAt = new Map<number, number>();
@@ -42,10 +45,10 @@ const server = createServer((req, res) => {
       return send(200, "ETHEREUM", "application/str");
     case "/availability_gateway/get_batch_data": {
       const id = Number(url.searchParams.get("batch_id"));
-      if (!(id >= 1 && id <= last)) return send(200, '{"update": null}');
+      if (!(id >= firstId && id <= last)) return send(200, '{"update": null}');
       firstFetchAt ??= now();
       fetchedAt.push([id, now()]);
-      return send(200, bodies[id]!);
+      return send(200, bodies.get(id)!);
     }
     case "/availability_gateway/approve_new_roots": {
       const chunks: Buffer[] = [];
@@ -60,7 +63,10 @@ const server = createServer((req, res) => {
         );
         if (claims[post.batch_id] !== post.claim_hash)
           return send(400, "signature rejected", "application/str");
-        if (!acceptedAt.has(post.batch_id)) acceptedAt.set(post.batch_id, now());
+        if (!acceptedAt.has(post.batch_id)) {
+          acceptedAt.set(post.batch_id, now());
+          process.send!({ accepted: [post.batch_id, acceptedAt.get(post.batch_id)] });
+        }
         send(200, "signature accepted", "application/str");
         if (acceptedAt.size === count) {
           process.send!({
@@ -80,7 +86,8 @@ const server = createServer((req, res) => {
   }
 });
 server.listen(0, "127.0.0.1", () => process.send!({ port: (server.address() as AddressInfo).port }));
-process.on("message", (m: { open?: boolean }) => {
-  if (m.open) last = count;
+process.on("message", (m: { open?: boolean; release?: number }) => {
+  if (m.open) last = firstId + count - 1;
+  if (m.release !== undefined) last = Math.min(m.release, firstId + count - 1);
 });
 process.on("disconnect", () => process.exit(0));

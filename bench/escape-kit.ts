@@ -1,8 +1,9 @@
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
+import { besideMember, type BesideFigures } from "./kit-beside.js";
 import { makeVaultDump } from "./vault-dump.js";
 
 /**
@@ -13,7 +14,8 @@ import { makeVaultDump } from "./vault-dump.js";
  * CPU time and peak RSS (GNU time's maximum resident set), the kit's bytes a vault (the files'
  * sizes, page aside) and files a vault, against the targets: ≤ 256 B a vault sequential, ≤ 1.5
  * KiB spread, ≤ one file per 500 vaults, 1M vaults in ≤ 60 s, peak RSS ≤ 1 GiB. The kits are
- * removed afterwards.
+ * removed afterwards. With `beside` (`--kit-beside-member`) the store is a running member's and the
+ * kit is built through its control socket (kit-beside.ts).
  */
 
 export type KitLayout = "sequential" | "spread";
@@ -31,6 +33,16 @@ export interface EscapeKitRun {
   readonly data_bytes: number;
   readonly bytes_per_vault: number;
   readonly vaults_per_file: number;
+  /** `--kit-beside-member`: built through the control socket of a signing `dacd run`. */
+  readonly beside?: BesideFigures;
+}
+
+/** `--kit-beside-member`: the member's cadence and batches. */
+export interface BesideOptions {
+  readonly batchEveryS: number;
+  readonly vaultsABatch: number;
+  /** Batches to prepare; default: enough for twice the targets' time (60 s a million vaults). */
+  readonly batches?: number;
 }
 
 export interface EscapeKitBench {
@@ -43,14 +55,24 @@ const BIN = join(import.meta.dirname, "..", "..", "bin", "dacd.js");
 const TIME = "/usr/bin/time";
 const PAGE = new Set(["index.html", "escape.js", "escape.css"]);
 
-function dacd(args: string[], timed: boolean): { elapsed_s?: number; max_rss_kib?: number; cpu_s?: number } {
+interface Timed {
+  elapsed_s?: number;
+  max_rss_kib?: number;
+  cpu_s?: number;
+}
+
+/** `dacd ARGS` run to its end without holding this process's event loop (a member may be fed beside it). */
+async function dacd(args: string[], timed: boolean): Promise<Timed> {
   const cmd = timed && existsSync(TIME) ? TIME : process.execPath;
   const argv =
     cmd === TIME ? ["-f", "dacd-time %e %M %U %S", process.execPath, BIN, ...args] : [BIN, ...args];
   const started = performance.now();
-  const r = spawnSync(cmd, argv, { encoding: "utf8", maxBuffer: 16 << 20 });
-  if (r.status !== 0) throw new Error(`dacd ${args[0]} failed: ${r.stderr}`);
-  const m = /dacd-time ([0-9.]+) ([0-9]+) ([0-9.]+) ([0-9.]+)/.exec(r.stderr);
+  const child = spawn(cmd, argv, { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr = (stderr + d).slice(-1 << 16)));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  if (code !== 0) throw new Error(`dacd ${args[0]} failed: ${stderr}`);
+  const m = /dacd-time ([0-9.]+) ([0-9]+) ([0-9.]+) ([0-9.]+)/.exec(stderr);
   return m
     ? { elapsed_s: Number(m[1]), max_rss_kib: Number(m[2]), cpu_s: Number(m[3]) + Number(m[4]) }
     : { elapsed_s: (performance.now() - started) / 1000 };
@@ -79,6 +101,7 @@ export async function runEscapeKitBench(opts: {
   vaults: number;
   format: 1 | 2;
   layouts: readonly KitLayout[];
+  beside?: BesideOptions;
   log: (s: string) => void;
 }): Promise<EscapeKitBench> {
   const runs: EscapeKitRun[] = [];
@@ -90,14 +113,32 @@ export async function runEscapeKitBench(opts: {
       opts.log(`escape-kit bench: generating a dump of ${opts.vaults} vaults, ids ${layout}`);
       await makeVaultDump(join(dir, "dump"), opts.vaults, { spread: layout === "spread" });
       opts.log("escape-kit bench: loading it (dacd load)");
-      dacd(["load", "--from", join(dir, "dump"), "--db", join(dir, "db")], false);
+      await dacd(["load", "--from", join(dir, "dump"), "--db", join(dir, "db")], false);
       await rm(join(dir, "dump"), { recursive: true });
       opts.log(`escape-kit bench: dacd escape-kit --format ${opts.format} (timed)`);
       const out = join(dir, "kit");
-      const t = dacd(
-        ["escape-kit", "--format", String(opts.format), "--db", join(dir, "db"), "--out", out],
-        true,
-      );
+      const build = (): Promise<Timed> =>
+        dacd(["escape-kit", "--format", String(opts.format), "--db", join(dir, "db"), "--out", out], true);
+      let t: Timed;
+      let beside: BesideFigures | undefined;
+      if (opts.beside) {
+        const b = opts.beside;
+        const expectedS = Math.max(30, (opts.vaults / 1e6) * 120);
+        ({ result: t, beside } = await besideMember(
+          BIN,
+          join(dir, "db"),
+          dir,
+          {
+            vaults: opts.vaults,
+            spread: layout === "spread",
+            batchEveryS: b.batchEveryS,
+            vaultsABatch: b.vaultsABatch,
+            batches: b.batches ?? Math.ceil(expectedS / b.batchEveryS) + 2,
+            log: opts.log,
+          },
+          build,
+        ));
+      } else t = await build();
       const manifest = JSON.parse(await readFile(join(out, "manifest.json"), "utf8")) as {
         files?: number;
         leaves?: number;
@@ -116,6 +157,7 @@ export async function runEscapeKitBench(opts: {
         data_bytes: data.bytes,
         bytes_per_vault: Math.round((data.bytes / opts.vaults) * 10) / 10,
         vaults_per_file: Math.round(opts.vaults / data.files),
+        ...(beside ? { beside } : {}),
       });
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -131,13 +173,30 @@ export async function runEscapeKitBench(opts: {
 
 export function escapeKitTable(r: EscapeKitBench): string[] {
   return [
-    `\nEscape kit (dacd escape-kit, spot-v4.0, a stopped store; targets: ≤ 256 B a vault sequential, ≤ 1,536 B spread, ≥ 500 vaults a file, 1M in ≤ 60 s, ≤ 1024 MiB)`,
+    `\nEscape kit (dacd escape-kit, spot-v4.0, ${r.runs.some((x) => x.beside) ? "through a running member's control socket" : "a stopped store"}; targets: ≤ 256 B a vault sequential, ≤ 1,536 B spread, ≥ 500 vaults a file, 1M in ≤ 60 s, ≤ 1024 MiB)`,
     "| ids | format | vaults | kit s | CPU s (user + sys) | peak RSS MiB | data files | vaults a file | data MiB | B a vault |",
     "|---|---|---|---|---|---|---|---|---|---|",
     ...r.runs.map(
       (x) =>
         `| ${x.layout} | ${x.format} | ${x.vaults.toLocaleString("en")} | ${x.kit_s.toFixed(1)} | ${x.cpu_s?.toFixed(1) ?? "?"} | ${x.peak_rss_mib ?? "?"} | ${x.files.toLocaleString("en")} | ${x.vaults_per_file} | ${(x.data_bytes / 2 ** 20).toFixed(1)} | ${x.bytes_per_vault} |`,
     ),
+    ...besideTable(r.runs),
     `CPU: ${r.cpu}; load average ${r.load_average}`,
+  ];
+}
+
+function besideTable(runs: readonly EscapeKitRun[]): string[] {
+  const with_ = runs.filter((x) => x.beside);
+  if (with_.length === 0) return [];
+  const b0 = with_[0]!.beside!;
+  return [
+    `\nBeside a signing member (dacd run on the same store, the kit through its control socket; a batch of ${b0.vaults_a_batch} vaults announced every ${b0.batch_every_s} s; peak RSS target ≤ 1024 MiB)`,
+    "| ids | vaults | kit s | daemon RSS before MiB | daemon peak RSS MiB (during the build) | batches announced / signed during the build | longest without a signature s | longest announcement → signature s |",
+    "|---|---|---|---|---|---|---|---|",
+    ...with_.map((x) => {
+      const b = x.beside!;
+      return `| ${x.layout} | ${x.vaults.toLocaleString("en")} | ${x.kit_s.toFixed(1)} | ${b.daemon_rss_before_mib} | ${b.daemon_peak_rss_mib} | ${b.announced_during_build} / ${b.signed_during_build}${b.ran_out ? " (the gateway ran out of batches: --kit-beside-batches)" : ""} | ${b.longest_gap_s.toFixed(1)} | ${b.longest_wait_s.toFixed(1)} |`;
+    }),
+    "(the main table's peak RSS is the kit command's own process; here the daemon's)",
   ];
 }

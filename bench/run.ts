@@ -18,6 +18,7 @@ import { loadAltVerifier, runWorkload, W_SPOT, type WorkloadResult } from "./wor
 import { parseKernelOption, parseScaleFactor, shrunkSize } from "./scale-options.js";
 import { runScale, scaleTable } from "./scale.js";
 import { escapeKitTable, runEscapeKitBench, type KitLayout } from "./escape-kit.js";
+import { escapePageTable, runEscapePageBench } from "./escape-page.js";
 
 keepInitialOldSpaceToMainThread();
 
@@ -59,7 +60,15 @@ keepInitialOldSpaceToMainThread();
  * `--only escape-kit` (after `npm run build`): `dacd escape-kit` of a state of `--kit-vaults N`
  * vaults (default 1,000,000) in a process of its own, with ids sequential and spread
  * (`--kit-layouts`), format 2 unless `--kit-format 1`: time, peak RSS, bytes and files a vault
- * (bench/escape-kit.ts).
+ * (bench/escape-kit.ts). `--kit-beside-member`: each kit built through the control socket of a
+ * `dacd run` signing on the same store, fed a batch of `--kit-batch-vaults N` (1000) vaults every
+ * `--kit-batch-every-s S` (2) by a local gateway (`--kit-beside-batches N` prepared; default enough
+ * for twice the target time): also the daemon's peak RSS during the build, the batches it signed,
+ * the longest time without a signature (bench/kit-beside.ts).
+ * `--only escape-page` (after `npm run build`; Chromium at /usr/bin/chromium): the escape page's time
+ * from a stark key to call data, CPU throttled 4×, on `--page-kit DIR` or on a kit built here of
+ * `--kit-vaults N` vaults (default 1,000,000), ids `--page-layout spread|sequential` (default
+ * spread), `--page-runs N` times (bench/escape-page.ts).
  * `--sequential-ids` gives the Merkle trees' ids out in sequence (W-spot, W-perp, W-scale), where
  * they are otherwise uniform over each tree's range. Without it the default run has W-spot-seq and
  * W-perp-seq beside W-spot and W-perp: the same with ids in sequence (`--only w-spot-seq` alone).
@@ -105,14 +114,15 @@ if (
   onlyArg !== undefined &&
   !(WORKLOADS as readonly string[]).includes(onlyArg) &&
   onlyArg !== "reference-import" &&
-  onlyArg !== "escape-kit"
+  onlyArg !== "escape-kit" &&
+  onlyArg !== "escape-page"
 )
   throw new Error(
-    "--only takes spot, perp, spot-seq, perp-seq (or w-spot …), reference-import, escape-kit or dump-beside",
+    "--only takes spot, perp, spot-seq, perp-seq (or w-spot …), reference-import, escape-kit, escape-page or dump-beside",
   );
 const referenceOnly = onlyArg === "reference-import";
 const only: WorkloadName | undefined =
-  onlyArg === "reference-import" || onlyArg === "escape-kit"
+  onlyArg === "reference-import" || onlyArg === "escape-kit" || onlyArg === "escape-page"
     ? undefined
     : (onlyArg as WorkloadName | undefined);
 const mappedTables = arg("--mapped-tables") === undefined ? undefined : Number(arg("--mapped-tables"));
@@ -253,11 +263,32 @@ if (onlyArg === "escape-kit") {
     vaults: Number(arg("--kit-vaults") ?? 1_000_000),
     format: arg("--kit-format") === "1" ? 1 : 2,
     layouts: (arg("--kit-layouts") ?? "sequential,spread").split(",") as KitLayout[],
+    beside: process.argv.includes("--kit-beside-member")
+      ? {
+          batchEveryS: Number(arg("--kit-batch-every-s") ?? 2),
+          vaultsABatch: Number(arg("--kit-batch-vaults") ?? 1000),
+          batches:
+            arg("--kit-beside-batches") === undefined ? undefined : Number(arg("--kit-beside-batches")),
+        }
+      : undefined,
     log,
   });
   clearInterval(sampler);
   for (const line of escapeKitTable(kit)) console.log(line);
   if (jsonPath) await writeFile(jsonPath, JSON.stringify({ escape_kit: kit }, null, 2) + "\n");
+  process.exit(0);
+}
+if (onlyArg === "escape-page") {
+  const pageBench = await runEscapePageBench({
+    kit: arg("--page-kit"),
+    vaults: Number(arg("--kit-vaults") ?? 1_000_000),
+    spread: (arg("--page-layout") ?? "spread") === "spread",
+    runs: Number(arg("--page-runs") ?? 3),
+    log,
+  });
+  clearInterval(sampler);
+  for (const line of escapePageTable(pageBench)) console.log(line);
+  if (jsonPath) await writeFile(jsonPath, JSON.stringify({ escape_page: pageBench }, null, 2) + "\n");
   process.exit(0);
 }
 if (referenceOnly) {

@@ -58,6 +58,10 @@ export async function* walkPaths(
   // The current path's binary ancestors, by height.
   const ancestors: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(h + 1);
   let previous: bigint | undefined;
+  // Shifts by each height, made once: a BigInt(height) per level and leaf was a measurable part.
+  const shift = Array.from({ length: h + 1 }, (_, k) => BigInt(k));
+  // The current leaf's new levels, top-down, before they are copied out bottom-up.
+  const scratch = new Uint8Array(h * 64);
 
   const take = (height: number, index: bigint): Uint8Array => {
     const rec = pending[height]!.get(index);
@@ -76,7 +80,7 @@ export async function* walkPaths(
       throw new DacdError("STORE", `${spec.name} tree: leaf ${index} after leaf ${previous}`);
     const changed = previous === undefined ? h : bitLength(previous ^ index);
     previous = index;
-    const levels: Uint8Array[] = [];
+    let levels = 0;
     let height = changed;
     // Below `changed` the path is new; at `changed` it meets the previous leaf's path (a binary node).
     let rec = first ? take(h, 0n) : ancestors[height]!;
@@ -90,18 +94,18 @@ export async function* walkPaths(
         break;
       }
       ancestors[height] = rec;
-      const right = ((index >> BigInt(height - 1)) & 1n) === 1n;
-      const pair = new Uint8Array(64);
-      pair.set(right ? secondHash(rec) : firstHash(rec), 0);
-      pair.set(right ? firstHash(rec) : secondHash(rec), 32);
-      levels.push(pair);
+      const right = ((index >> shift[height - 1]!) & 1n) === 1n;
+      scratch.set(right ? secondHash(rec) : firstHash(rec), levels * 64);
+      scratch.set(right ? firstHash(rec) : secondHash(rec), levels * 64 + 32);
+      levels++;
       height -= 1;
       if (height === 0) break;
-      rec = take(height, index >> BigInt(height));
+      rec = take(height, index >> shift[height]!);
     }
     // Levels were found top-down; the pairs go bottom-up.
-    const pairs = new Uint8Array(levels.length * 64);
-    levels.reverse().forEach((p, i) => pairs.set(p, i * 64));
+    const pairs = new Uint8Array(levels * 64);
+    for (let i = 0; i < levels; i++)
+      pairs.set(scratch.subarray((levels - 1 - i) * 64, (levels - i) * 64), i * 64);
     return { changed, edge: height, pairs };
   };
 

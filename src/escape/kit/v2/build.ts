@@ -5,7 +5,8 @@ import { promisify } from "node:util";
 import { gzip as gzipCb } from "node:zlib";
 import { DacdError } from "../../../errors.js";
 import type { PositionLeaf, VaultLeaf } from "../../../model/state-update.js";
-import { bigintToBytes32, bytesEqual } from "../../../util/bytes.js";
+import { bytesEqual, writeBigint32 } from "../../../util/bytes.js";
+import { readAhead } from "../../../util/read-ahead.js";
 import type { HashEngine } from "../../../verifier/hash/engine.js";
 import { decodeLeafRecord } from "../../../verifier/trees/format/leaves.js";
 import { emptyRoots } from "../../../verifier/trees/update/compute-roots.js";
@@ -46,6 +47,19 @@ const gzip = promisify(gzipCb);
 const SHARDS_IN_FLIGHT = 4;
 /** A shard is cut this many bytes before its limit: a leaf's levels and fields fit in it. */
 const LEAF_ROOM = 4096;
+
+/** Bytes of a shard compressed first to see whether compressing it pays. */
+const GZIP_SAMPLE = 32 << 10;
+
+/**
+ * Whether a shard may gain from gzip: its first GZIP_SAMPLE bytes shrink below 95 %. Shards of
+ * sparse ids are mostly sibling hashes, which gzip does not shrink: those are not compressed whole.
+ */
+async function gzipPays(raw: Uint8Array): Promise<boolean> {
+  if (raw.length <= GZIP_SAMPLE) return true;
+  const sample = raw.subarray(0, GZIP_SAMPLE);
+  return (await gzip(sample, { level: 6 })).length < sample.length * 0.95;
+}
 
 export interface Kit2Options {
   readonly out: string;
@@ -100,6 +114,7 @@ export async function buildKit2(
     const shards: Kit2Shard[] = [];
     const inFlight = new Set<Promise<void>>();
     let index = new Uint8Array(1 << 20);
+    let indexView = new DataView(index.buffer);
     let entries = 0;
     let done = 0;
     // The current leaf's siblings on every level, null for an empty subtree.
@@ -118,8 +133,8 @@ export async function buildKit2(
           await shardLeafProof(proofContext, decoded, j, shardPath(n)).catch((err: Error) => {
             throw new DacdError("STORE", `${err.message} (the kit is not written: please report it)`);
           });
-      const packed = await gzip(raw, { level: 6 });
-      const gz = packed.length < raw.length * 0.95;
+      const packed = (await gzipPays(raw)) ? await gzip(raw, { level: 6 }) : undefined;
+      const gz = packed !== undefined && packed.length < raw.length * 0.95;
       const stored = gz ? packed : raw;
       await writeFile(join(tmp, shardPath(n)), stored);
       shards[n] = {
@@ -146,7 +161,8 @@ export async function buildKit2(
       if (inFlight.size >= SHARDS_IN_FLIGHT) await Promise.race(inFlight);
     };
 
-    for await (const block of source.blocks) {
+    // The walk reads its next block (LevelDB's threads) while this one is cut into shards.
+    for await (const block of readAhead(source.blocks)) {
       for (const leaf of block) {
         const { edge, changed, pairs } = leaf;
         if (pairs.length !== (changed - edge) * 64 || edge > changed || changed > h)
@@ -154,21 +170,19 @@ export async function buildKit2(
             "STORE",
             `leaf ${leaf.index}: a path of levels ${edge} to ${changed} is malformed`,
           );
+        let hashes = 0;
         for (let k = 0; k < changed; k++) {
           if (k < edge) path[k] = null;
           else {
             const s = pairs.subarray((k - edge) * 64 + 32, (k - edge) * 64 + 64);
             path[k] = bytesEqual(s, empty[k]!) ? null : s;
+            if (path[k]) hashes++;
           }
         }
         const record = decodeLeafRecord(spec.leaf, leaf.record);
         const vault = kind === "vault" ? (record as VaultLeaf) : undefined;
         const position = kind === "position" ? (record as PositionLeaf) : undefined;
-        const size =
-          (vault ? 100 : 40 + position!.assets.length * 52) +
-          2 +
-          (changed >> 3) +
-          32 * path.slice(0, changed).filter(Boolean).length;
+        const size = (vault ? 100 : 40 + position!.assets.length * 52) + 2 + (changed >> 3) + 32 * hashes;
         if (open && (open.leaves.length >= shardLeaves || open.bytes + size > SHARD_MAX_BYTES - LEAF_ROOM))
           await close();
         if (!open) open = { leaves: [], firstPath: path.slice(), bytes: 64 + 32 * h };
@@ -179,9 +193,10 @@ export async function buildKit2(
           const grown = new Uint8Array(index.length * 2);
           grown.set(index);
           index = grown;
+          indexView = new DataView(index.buffer);
         }
-        index.set(bigintToBytes32(vault ? vault.key : position!.publicKey), entries * INDEX_ENTRY_BYTES);
-        index.set(bigintToBytes32(leaf.index).subarray(24), entries * INDEX_ENTRY_BYTES + 32);
+        writeBigint32(vault ? vault.key : position!.publicKey, index, entries * INDEX_ENTRY_BYTES);
+        indexView.setBigUint64(entries * INDEX_ENTRY_BYTES + 32, leaf.index);
         entries++;
         done++;
       }

@@ -47,12 +47,17 @@ export class ByteWriter {
   big(v: bigint): void {
     if (v < 0n || v >> 256n !== 0n) throw new RangeError(`${v} is not a 256-bit value`);
     if (v === 0n) return this.u8(0);
-    let hex = v.toString(16);
-    if (hex.length & 1) hex = "0" + hex;
-    const n = hex.length >> 1;
+    const hex = v.toString(16);
+    const n = (hex.length + 1) >> 1;
     this.room(n + 1);
     this.buf[this.length++] = n;
-    for (let i = 0; i < n; i++) this.buf[this.length++] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+    // Two hex digits a byte, read by character code: no substring or parseInt per byte.
+    let at = 0;
+    if (hex.length & 1) this.buf[this.length++] = nibble(hex.charCodeAt(at++));
+    while (at < hex.length) {
+      this.buf[this.length++] = (nibble(hex.charCodeAt(at)) << 4) | nibble(hex.charCodeAt(at + 1));
+      at += 2;
+    }
   }
 
   /** A non-negative integer of any size, LEB128. */
@@ -158,9 +163,20 @@ export class ByteReader {
   }
 }
 
+/** A lower-case hex digit's value (what bigint.toString(16) writes). */
+function nibble(c: number): number {
+  return c <= 57 ? c - 48 : c - 87;
+}
+
 export function bytesToBig(b: Uint8Array): bigint {
+  // The bytes above a multiple of 8 one by one, then 64 bits at a time: a hash makes 4 BigInt
+  // steps, not 32.
+  const head = b.length & 7;
   let v = 0n;
-  for (const x of b) v = (v << 8n) | BigInt(x);
+  for (let i = 0; i < head; i++) v = (v << 8n) | BigInt(b[i]!);
+  if (head === b.length) return v;
+  const view = new DataView(b.buffer, b.byteOffset, b.length);
+  for (let i = head; i < b.length; i += 8) v = (v << 64n) | view.getBigUint64(i);
   return v;
 }
 
