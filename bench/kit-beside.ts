@@ -9,7 +9,7 @@ import { EthSigner } from "../src/signer/eth-signer.js";
 import { LevelStore } from "../src/storage/level-store.js";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
-import { verifyParsedAndStore } from "../src/verifier/verify-batch.js";
+import { verifySignAndStore } from "../src/poller/member/batch-stages.js";
 import { warmTopNodes } from "../src/verifier/warm-cache.js";
 import { vaultAt } from "./vault-dump.js";
 
@@ -86,7 +86,7 @@ async function prepareBatches(
         } as VaultLeaf);
       }
       const changes = { vault: vaults, order: new Map() as LeafChanges };
-      const { record } = await verifyParsedAndStore(ctx, id, {
+      const { record } = await verifySignAndStore(ctx, id, {
         prevBatchId: id - 1,
         changes,
         statedRoots: {},

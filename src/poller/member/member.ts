@@ -238,8 +238,19 @@ export class Member {
       return true;
     }
     this.log.info({ batch_id: batchId }, "re-posting the stored signature of a verified batch");
-    if (postsClaims(this.state.mode)) await this.post(record, REUSED);
-    else await this.shadow(record, REUSED);
+    if (!postsClaims(this.state.mode)) {
+      await this.shadow(record, REUSED);
+      return true;
+    }
+    try {
+      await this.post(record, REUSED);
+    } catch (err) {
+      // The operator may have dropped the batch after this member signed it (its post then refused
+      // for good): once the next batch builds on an earlier one, re-posting could never succeed.
+      if (isDacdError(err) && err.code === "GATEWAY" && (await this.abandonedByOperator(batchId, "signed")))
+        return true;
+      throw err;
+    }
     return true;
   }
 
@@ -364,10 +375,14 @@ export class Member {
   }
 
   /**
-   * A batch this member refuses may have been dropped by the operator: then the next batch builds
-   * on an earlier one and this batch id will never be needed. Move past it (unsigned) in that case.
+   * A batch this member refuses, or whose signature the gateway refuses, may have been dropped by
+   * the operator: then the next batch builds on an earlier one and this batch id will never be
+   * needed. Move past it in that case.
    */
-  private async abandonedByOperator(batchId: number): Promise<boolean> {
+  private async abandonedByOperator(
+    batchId: number,
+    as: "unsigned" | "signed" = "unsigned",
+  ): Promise<boolean> {
     let prev: number;
     try {
       const next = await this.availability.getBatchData(batchId + 1, this.opts.validateRollup);
@@ -380,7 +395,9 @@ export class Member {
     await this.moveCursor({ kind: "skipped", batchId });
     this.log.warn(
       { batch_id: batchId, next_prev_batch_id: prev, outcome: "skipped" },
-      `batch ${batchId} was refused and the operator moved on (batch ${batchId + 1} builds on ${prev}); skipping it unsigned`,
+      as === "signed"
+        ? `batch ${batchId}'s signature was refused and the operator moved on (batch ${batchId + 1} builds on ${prev}); skipping it, never accepted`
+        : `batch ${batchId} was refused and the operator moved on (batch ${batchId + 1} builds on ${prev}); skipping it unsigned`,
     );
     return true;
   }
