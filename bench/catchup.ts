@@ -15,7 +15,7 @@ import type { BatchTimes } from "../src/poller/member/prefetch.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
 import { BULK_LOAD_WRITE_BUFFER } from "../src/storage/bulk-writer.js";
 import { LevelStore } from "../src/storage/level-store.js";
-import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
+import { createTopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
 import { loadWorkloadState, startProfile } from "./workloads.js";
 
 /**
@@ -131,7 +131,7 @@ async function prepareBatches(
   let verifyMs = 0;
   try {
     // 2^19 positions per tree, as `dacd replay` keeps (the daemon's depth is the memory plan's).
-    const cache = new TopNodeCache(19);
+    const cache = createTopNodeCache(19);
     await warmTopNodes(cache, store, engine, state.trees, 0);
     const ctx = {
       profile: state.profile,

@@ -8,7 +8,7 @@ import type { LeafChanges, VaultLeaf } from "../src/model/state-update.js";
 import { EthSigner } from "../src/signer/eth-signer.js";
 import { LevelStore } from "../src/storage/level-store.js";
 import { createEngine } from "../src/verifier/hash/select.js";
-import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
+import { createTopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
 import { verifySignAndStore } from "../src/poller/member/batch-stages.js";
 import { warmTopNodes } from "../src/verifier/warm-cache.js";
 import { vaultAt } from "./vault-dump.js";
@@ -63,7 +63,7 @@ async function prepareBatches(
     const profile = makeProfile("spot-v4.0");
     const cursor = await store.batches.cursor();
     const first = cursor!.next_batch_id;
-    const cache = new TopNodeCache(16);
+    const cache = createTopNodeCache(16);
     await warmTopNodes(cache, store, engine, [profile.main, profile.order], first - 1);
     const ctx = {
       profile,

@@ -10,7 +10,7 @@ import { cgroupMemory, joinCgroup, type BenchCgroup, type CgroupMemory } from ".
 import { cgroupMemoryLimit, type MemoryLimit } from "../src/config/memory-limit.js";
 import { LevelStore } from "../src/storage/level-store.js";
 import type { HashEngine } from "../src/verifier/hash/engine.js";
-import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
+import { createTopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
 import { snapshotPath } from "../src/verifier/trees/cache/cache-snapshot.js";
 import { CacheSnapshotWriter } from "../src/verifier/cache-snapshot-writer.js";
 import { warmTopNodes } from "../src/verifier/warm-cache.js";
@@ -163,7 +163,7 @@ async function walkAndSave(
   const store = await LevelStore.open(dir, config.level);
   try {
     const { trees } = workloadTrees("spot");
-    const cache = new TopNodeCache(
+    const cache = createTopNodeCache(
       plan.node_cache_levels,
       undefined,
       config.cacheLevels === undefined ? plan.node_cache_nodes : undefined,

@@ -30,7 +30,7 @@ import {
 } from "../src/verifier/hash/engine.js";
 import { encodeLeafRecord, hashLeaves } from "../src/verifier/trees/format/leaves.js";
 import { keptTrees, makeProfile, type Profile, type TreeName, type TreeSpec } from "../src/model/profile.js";
-import { TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
+import { createTopNodeCache, type TopNodeCache } from "../src/verifier/trees/cache/node-cache.js";
 import type { NativeNodeCacheAddon } from "../src/verifier/trees/native/native-node-cache.js";
 import type { NodeWrite } from "../src/storage/records/node-source.js";
 import { NodeWrites } from "../src/storage/records/node-writes.js";
@@ -711,7 +711,7 @@ export async function runWorkload(
       fromBatch: number,
       addon?: NativeNodeCacheAddon | null,
     ): Promise<TopNodeCache> => {
-      const cache = new TopNodeCache(opts.cacheLevels, addon, opts.cacheNodes);
+      const cache = createTopNodeCache(opts.cacheLevels, addon, opts.cacheNodes);
       const t = performance.now();
       // The first warm-up, from the loaded state, starts as a restarted daemon does: from the snapshot.
       const first = warmS === undefined && opts.snapshotFile !== undefined;

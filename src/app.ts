@@ -47,7 +47,7 @@ import { nativeNodeCacheAddon } from "./verifier/trees/native/native-node-cache.
 import { runtimeSettings } from "./config/runtime-settings.js";
 import { createEngine } from "./verifier/hash/select.js";
 import { keptTrees, makeProfile, type Profile } from "./model/profile.js";
-import { TopNodeCache } from "./verifier/trees/cache/node-cache.js";
+import { createTopNodeCache, type TopNodeCache } from "./verifier/trees/cache/node-cache.js";
 import { placeBranchTops, warmNodeCache } from "./verifier/warm-cache.js";
 import { CacheSnapshotWriter } from "./verifier/cache-snapshot-writer.js";
 import { snapshotPath } from "./verifier/trees/cache/cache-snapshot.js";
@@ -366,7 +366,7 @@ async function bindStages(
       validateRollup: parts.validateRollup,
       signAfterFreeze: config.signAfterFreeze,
     },
-    topNodes: new TopNodeCache(
+    topNodes: createTopNodeCache(
       memory.node_cache_levels,
       nativeNodeCacheAddon(runtimeSettings().nodeCache),
       memory.node_cache_nodes,

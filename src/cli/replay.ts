@@ -6,7 +6,7 @@ import { loadPrivateKey } from "../signer/key-file.js";
 import { openStoreAt } from "./store-options.js";
 import { createEngine } from "../verifier/hash/select.js";
 import { isProfileName, makeProfile } from "../model/profile.js";
-import { TopNodeCache } from "../verifier/trees/cache/node-cache.js";
+import { createTopNodeCache } from "../verifier/trees/cache/node-cache.js";
 import { bindVerifyContext } from "../verifier/verify-batch.js";
 import { parseVerifySignAndStore } from "../poller/member/batch-stages.js";
 import { chooseTreeWalk } from "../verifier/trees/update/tree-walk.js";
@@ -83,7 +83,7 @@ async function replay(opts: ReplayOptions): Promise<number> {
       engine,
       signer,
       options: { validateOrders: opts.validateOrders, validateRollup },
-      topNodes: new TopNodeCache(REPLAY_CACHE_LEVELS, nativeNodeCacheAddon(settings.nodeCache)),
+      topNodes: createTopNodeCache(REPLAY_CACHE_LEVELS, nativeNodeCacheAddon(settings.nodeCache)),
       treeWalk: chooseTreeWalk(settings.treeWalk),
     });
     for (let batchId = 0; batchId < bodies.length; batchId++) {

@@ -23,15 +23,7 @@ import { runtimeSettings } from "./runtime-settings.js";
 import { isAddress } from "./address.js";
 import { DacdError } from "../errors.js";
 import { DEFAULT_HEIGHTS, type Heights, type ProfileName } from "../model/profile.js";
-import {
-  REFERENCE_ENV,
-  SCHEMA,
-  type Config,
-  type Field,
-  type LogFormat,
-  type LogLevel,
-  type Schedule,
-} from "./schema.js";
+import { configField, REFERENCE_ENV, SCHEMA, type Config, type Field, type Schedule } from "./schema.js";
 
 export { LOG_FORMATS, LOG_LEVELS, SCHEMA } from "./schema.js";
 export type { Config, LogFormat, LogLevel, Schedule } from "./schema.js";
@@ -482,77 +474,26 @@ function checkAcrossKeys(raw: Record<string, unknown>, p: Problems, warnings: st
   return { heights, contracts };
 }
 
-/** Keys copied to the Config only when set. */
-const OPTIONAL_KEYS: readonly [keyof Config, string][] = [
-  ["feederGatewayUrl", "feeder_gateway_url"],
-  ["privateKeyPath", "private_key_path"],
-  ["privateKeyPasswordPath", "private_key_password_path"],
-  ["validateRollup", "validate_rollup"],
-  ["certificatesPath", "certificates_path"],
-  ["metricsPort", "metrics_port"],
-  ["backupDir", "backup_dir"],
-  ["pruneKeepBatches", "prune_keep_batches"],
-  ["claimsJournalPath", "claims_journal_path"],
-  ["chain", "chain"],
-  ["memoryBudgetMib", "memory_budget_mib"],
-  ["nodeCacheLevels", "node_cache_levels"],
-  ["storeMaxOpenFiles", "store_max_open_files"],
-  ["storeMappedTables", "store_mapped_tables"],
-  ["escapeApiPort", "escape_api_port"],
-  ["pkcs11Module", "pkcs11_module"],
-  ["pkcs11TokenLabel", "pkcs11_token_label"],
-  ["pkcs11KeyLabel", "pkcs11_key_label"],
-  ["pkcs11PinPath", "pkcs11_pin_path"],
-  ["baseChainRpcUrl", "base_chain_rpc_url"],
-  ["starkexContractAddress", "starkex_contract_address"],
-];
-
-/** The validated keys as a Config (the schema has filled in every default). */
+/**
+ * The validated keys as a Config: each scalar key under its camelCase name (configField), in the
+ * schema's order, when set (the schema has filled in every default); the objects as cross-checked.
+ */
 function configOf(
   configPath: string,
   raw: Record<string, unknown>,
   { heights, contracts }: CrossChecked,
   warnings: string[],
 ): Config {
-  const schedule = (raw.schedule ?? {}) as Schedule;
-  const config: Config = {
-    configPath,
-    profile: raw.profile as ProfileName,
-    availabilityGatewayUrl: raw.availability_gateway_url as string,
-    signer: raw.signer as Config["signer"],
-    pkcs11TimeoutS: raw.pkcs11_timeout_s as number,
-    dataDir: raw.data_dir as string,
-    pollingIntervalS: raw.polling_interval_s as number,
-    validateOrders: raw.validate_orders as boolean,
-    acceptMissingOrders: raw.accept_missing_orders as boolean,
-    signAfterFreeze: raw.sign_after_freeze as boolean,
-    httpRequestTimeoutS: raw.http_request_timeout_s as number,
-    heights,
-    metricsHost: raw.metrics_host as string,
-    maxReadyLag: raw.max_ready_lag as number,
-    maxStallS: raw.max_stall_s as number,
-    logLevel: raw.log_level as LogLevel,
-    logFormat: raw.log_format as LogFormat,
-    hashEngine: raw.hash_engine as Config["hashEngine"],
-    prefetchBatches: raw.prefetch_batches as number,
-    schedule: { ...schedule },
-    backupKeep: raw.backup_keep as number,
-    mode: raw.mode as Config["mode"],
-    maxResponseBytes: raw.max_response_bytes as number,
-    httpRequestDeadlineS: raw.http_request_deadline_s as number,
-    escapeApiHost: raw.escape_api_host as string,
-    escapeApiRateLimit: raw.escape_api_rate_limit as number,
-    escapeApiMaxConcurrency: raw.escape_api_max_concurrency as number,
-    escapeApiConnectionsPerAddress: raw.escape_api_connections_per_address as number,
-    escapeApiConnectionRate: raw.escape_api_connection_rate as number,
-    baseChainConfirmations: raw.base_chain_confirmations as number,
-    baseChainPollIntervalS: raw.base_chain_poll_interval_s as number,
-    warnings,
-  };
-  for (const [field, key] of OPTIONAL_KEYS) {
-    if (raw[key] !== undefined) (config as unknown as Record<string, unknown>)[field] = raw[key];
+  const fields: Record<string, unknown> = { configPath };
+  for (const [key, field] of Object.entries(SCHEMA)) {
+    if (field.kind === "object") continue;
+    if (raw[key] !== undefined) fields[configField(key)] = raw[key];
   }
+  const config = fields as unknown as Config;
+  config.heights = heights;
+  config.schedule = { ...((raw.schedule ?? {}) as Schedule) };
   if (contracts) config.escapeContracts = contracts;
+  config.warnings = warnings;
   return config;
 }
 

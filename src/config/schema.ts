@@ -1,40 +1,9 @@
 /**
- * The configuration's keys, their types and defaults, and the resulting `Config` type.
- *
- * File keys are snake_case; `Config` fields are the same names in camelCase:
- *   profile → profile                       availability_gateway_url → availabilityGatewayUrl
- *   feeder_gateway_url → feederGatewayUrl   private_key_path → privateKeyPath
- *   private_key_password_path → privateKeyPasswordPath
- *   data_dir → dataDir                      polling_interval_s → pollingIntervalS
- *   validate_orders → validateOrders        validate_rollup → validateRollup
- *   accept_missing_orders → acceptMissingOrders
- *   sign_after_freeze → signAfterFreeze
- *   certificates_path → certificatesPath    http_request_timeout_s → httpRequestTimeoutS
- *   heights.{vault,order,rollup_vault,position} → heights.{vault,order,rollup_vault,position}
- *   metrics_port → metricsPort              metrics_host → metricsHost
- *   max_ready_lag → maxReadyLag             log_level → logLevel
- *   max_stall_s → maxStallS
- *   log_format → logFormat
- *   hash_engine → hashEngine                node_cache_levels → nodeCacheLevels
- *   store_max_open_files → storeMaxOpenFiles
- *   schedule.{check,backup,prune} → schedule.{check,backup,prune}
- *   backup_dir → backupDir                  backup_keep → backupKeep
- *   prune_keep_batches → pruneKeepBatches
- *   mode → mode
- *   claims_journal_path → claimsJournalPath  max_response_bytes → maxResponseBytes
- *   chain → chain                           http_request_deadline_s → httpRequestDeadlineS
- *   escape_api_port → escapeApiPort         escape_api_host → escapeApiHost
- *   escape_api_rate_limit → escapeApiRateLimit
- *   escape_api_max_concurrency → escapeApiMaxConcurrency
- *   escape_api_connections_per_address → escapeApiConnectionsPerAddress
- *   escape_api_connection_rate → escapeApiConnectionRate
- *   signer → signer                         pkcs11_module → pkcs11Module
- *   pkcs11_token_label → pkcs11TokenLabel   pkcs11_key_label → pkcs11KeyLabel
- *   pkcs11_pin_path → pkcs11PinPath         pkcs11_timeout_s → pkcs11TimeoutS
- *   base_chain_rpc_url → baseChainRpcUrl    starkex_contract_address → starkexContractAddress
- *   base_chain_confirmations → baseChainConfirmations
- *   base_chain_poll_interval_s → baseChainPollIntervalS
- *   escape_contracts.{exchange,verifier} → escapeContracts.{exchange,verifier}
+ * The configuration's keys, their types and defaults (SCHEMA), and the resulting `Config` type:
+ * the one list of keys. File keys are snake_case; each is the `Config` field of the same name in
+ * camelCase (configField: `polling_interval_s` → `pollingIntervalS`, `heights.order` →
+ * `heights.order`). docs/configuration.md describes every key, and a unit test
+ * (config-keys.test.ts) holds it and the examples in config/ to this schema.
  */
 
 import { HASH_ENGINES, type EngineName } from "../model/engines.js";
@@ -254,6 +223,11 @@ export const SCHEMA: Readonly<Record<string, Field>> = {
     fields: { exchange: { kind: "string" }, verifier: { kind: "string" } },
   },
 };
+
+/** The Config field of a file key: its camelCase (`http_request_timeout_s` → `httpRequestTimeoutS`). */
+export function configField(key: string): string {
+  return key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
 
 /** The reference implementation's variable names; DACD_<KEY> wins over them. */
 export const REFERENCE_ENV: Readonly<Record<string, string>> = {

@@ -9,7 +9,7 @@ import { placeBranchTops, warmTopNodes } from "../../src/verifier/warm-cache.js"
 import { LevelStore } from "../../src/storage/level-store.js";
 import { findBranchTop } from "../../src/verifier/trees/cache/branch-top.js";
 import { computeRoots, emptyRoots, type TreeState } from "../../src/verifier/trees/update/compute-roots.js";
-import { TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
+import { createTopNodeCache, type TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
 import type { NodeSource } from "../../src/storage/records/node-source.js";
 import { walkLeaves } from "../../src/verifier/trees/read/walk-leaves.js";
 import { defaultTreeWalk, type TreeWalk } from "../../src/verifier/trees/update/tree-walk.js";
@@ -187,21 +187,21 @@ describe("the node cache counted from each tree's first branch", () => {
       const budget = 2 ** LEVELS - 1;
       const reads: Record<string, number> = {};
       for (const state of [seq, spread]) {
-        const cache = new TopNodeCache(LEVELS, addon, budget);
+        const cache = createTopNodeCache(LEVELS, addon, budget);
         await warmTopNodes(cache, state.store, engine, trees);
         // The warm start holds its target: every node of the top levels below the branch.
         expect(cache.size).toBe(state.sequential ? sequentialTopNodes : spreadTopNodes);
         reads[state.sequential ? "seq" : "spread"] = await readsOfBatch(state, cache, 5);
         // The JavaScript walk reads the same nodes, from a cache warmed alike.
         if (walkOf("native") !== null) {
-          const again = new TopNodeCache(LEVELS, addon, budget);
+          const again = createTopNodeCache(LEVELS, addon, budget);
           await warmTopNodes(again, state.store, engine, trees);
           expect(await readsOfBatch(state, again, 5, walkOf("js"))).toBe(
             reads[state.sequential ? "seq" : "spread"],
           );
         }
       }
-      const fromRoot = new TopNodeCache(LEVELS, addon, budget);
+      const fromRoot = createTopNodeCache(LEVELS, addon, budget);
       await warmFromRoot(fromRoot, seq);
       // From the root, the sequential state's top levels are all on its single top path (15 long).
       expect(fromRoot.size).toBe(15);
@@ -219,7 +219,7 @@ describe("the node cache counted from each tree's first branch", () => {
   }
 
   it("a batch during the warm-up gives the same roots, and the cache ends with its target nodes", async () => {
-    const cache = new TopNodeCache(LEVELS, undefined, 2 ** LEVELS - 1);
+    const cache = createTopNodeCache(LEVELS, undefined, 2 ** LEVELS - 1);
     await placeBranchTops(cache, seq.store, engine, trees);
     const warming = warmTopNodes(cache, seq.store, engine, trees);
     await readsOfBatch(seq, cache, 6); // its roots checked against the store's alone
@@ -234,7 +234,7 @@ describe("the node cache counted from each tree's first branch", () => {
   ] as const)
     it(`keeps no more nodes than its bound, and forgets a tree's positions when its top moves (${kind} cache)`, () => {
       const h = (n: number): Uint8Array => new Uint8Array(32).fill(n);
-      const cache = new TopNodeCache(4, addon, 3);
+      const cache = createTopNodeCache(4, addon, 3);
       for (let i = 0; i < 5; i++) cache.remember("vault", 2, i, h(i + 1), 1, h(50 + i));
       expect(cache.size).toBe(3);
       expect(cache.get(h(3), 1)).toEqual(h(52));

@@ -9,7 +9,7 @@ import type { LeafChanges } from "../../src/model/state-update.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import type { NodeSource } from "../../src/storage/records/node-source.js";
 import { computeRoots, type TreeState } from "../../src/verifier/trees/update/compute-roots.js";
-import { TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
+import { createTopNodeCache, type TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
 import {
   nativeNodeCacheAddon,
   type NativeNodeCacheAddon,
@@ -116,13 +116,13 @@ function exported(cache: TopNodeCache): string {
 }
 
 async function walked(state: State, kindAddon: NativeNodeCacheAddon | null): Promise<TopNodeCache> {
-  const cache = new TopNodeCache(LEVELS, kindAddon);
+  const cache = createTopNodeCache(LEVELS, kindAddon);
   await warmTopNodes(cache, state.store, engine, trees);
   return cache;
 }
 
 async function loaded(state: State, kindAddon: NativeNodeCacheAddon | null, file: string) {
-  const cache = new TopNodeCache(LEVELS, kindAddon);
+  const cache = createTopNodeCache(LEVELS, kindAddon);
   await placeBranchTops(cache, state.store, engine, trees);
   const result = await loadCacheSnapshot(cache, state.store, trees, file);
   return { cache, ...result };
@@ -157,13 +157,13 @@ describe("the node cache's entries", () => {
   const h = (n: number): Uint8Array => new Uint8Array(32).fill(n);
   for (const [kind, kindAddon] of kinds)
     it(`import keeps a later node at its position, replaces an earlier one, and refuses a cut entry (${kind} cache)`, () => {
-      const from = new TopNodeCache(4, kindAddon);
+      const from = createTopNodeCache(4, kindAddon);
       from.remember("vault", 2, 1, h(1), 5, h(11));
       from.remember("vault", 2, 2, h(2), 5, h(12));
       from.remember("vault", 3, 7, h(3), 6, h(13).subarray(0, 9));
       const entries = Buffer.concat([...from.snapshotChunks("vault", 1 << 16)].map((c) => Buffer.from(c)));
       expect(entries.length).toBe(3 * 42 + 32 + 32 + 9);
-      const into = new TopNodeCache(4, kindAddon);
+      const into = createTopNodeCache(4, kindAddon);
       into.remember("vault", 2, 1, h(4), 10, h(14));
       into.remember("vault", 2, 2, h(5), 3, h(15));
       expect(into.importEntries("vault", entries, 100)).toBe(3);
@@ -172,12 +172,12 @@ describe("the node cache's entries", () => {
       expect(into.get(h(2), 5)).toEqual(h(12));
       expect(into.get(h(3), 6)).toEqual(h(13).subarray(0, 9));
       // Gens above the snapshot's batch stay out.
-      const capped = new TopNodeCache(4, kindAddon);
+      const capped = createTopNodeCache(4, kindAddon);
       expect(capped.importEntries("vault", entries, 5)).toBe(3);
       expect(capped.get(h(3), 6)).toBeUndefined();
       expect(capped.size).toBe(2);
       expect(() =>
-        new TopNodeCache(4, kindAddon).importEntries("vault", entries.subarray(0, 50), 100),
+        createTopNodeCache(4, kindAddon).importEntries("vault", entries.subarray(0, 50), 100),
       ).toThrow(/cut short/);
     });
 });
@@ -224,7 +224,7 @@ describe("the node cache's snapshot", () => {
       const atSix = full.filter((e) => e.depth === 6);
       expect(atSix.length).toBeGreaterThan(40);
       const bound = above.length + Math.floor(atSix.length / 2);
-      const cache = new TopNodeCache(LEVELS, kindAddon, bound);
+      const cache = createTopNodeCache(LEVELS, kindAddon, bound);
       await warmTopNodes(cache, state.store, engine, trees);
       const kept = entries(cache);
       expect(cache.size).toBe(bound);
@@ -299,17 +299,17 @@ describe("the node cache's snapshot", () => {
     expect(back.get(h(7), state.batch + 1)).toBeUndefined();
     expect(back.size).toBe(cache.size - 1);
     // The vault tree's top as if it had moved since: its entries are not loaded, the order tree's are.
-    const moved = new TopNodeCache(LEVELS, addon);
+    const moved = createTopNodeCache(LEVELS, addon);
     await placeBranchTops(moved, state.store, engine, trees);
     moved.setTop("vault", 2, 0n);
     expect((await loadCacheSnapshot(moved, state.store, trees, file)).moved).toEqual(["vault"]);
     expect(exported(moved).split("|")).toEqual(["", exported(back).split("|")[1]]);
     // At a start, such a tree is walked instead.
-    const started = new TopNodeCache(LEVELS, addon);
+    const started = createTopNodeCache(LEVELS, addon);
     await placeBranchTops(started, state.store, engine, trees);
     const record = (await state.store.getBatch(state.batch))!;
     const stale = join(dir, "moved-top");
-    const atRoot = new TopNodeCache(LEVELS, addon);
+    const atRoot = createTopNodeCache(LEVELS, addon);
     await warmTopNodes(atRoot, state.store, engine, [trees[1]!]);
     // A snapshot whose vault tree was cached from its root (as a first start on an empty store leaves it).
     await writeCacheSnapshot(atRoot, stale, {
@@ -329,7 +329,7 @@ describe("the node cache's snapshot", () => {
     bytes[Math.floor(bytes.length / 2)]! ^= 0x10;
     await writeFile(file, bytes);
     await expect(openCacheSnapshot(file)).rejects.toThrow(/damaged \(its checksum does not match\)/);
-    const cache = new TopNodeCache(LEVELS, addon);
+    const cache = createTopNodeCache(LEVELS, addon);
     const warmed = await warmNodeCache(cache, state.store, engine, trees, file);
     expect(warmed).toMatchObject({ source: "walk", refused: expect.stringMatching(/checksum/) });
     expect(exported(cache)).toBe(exported(await walked(state, addon)));
@@ -338,7 +338,7 @@ describe("the node cache's snapshot", () => {
   it("a snapshot of another store (its batch's roots differ) is refused, and one of other trees", async () => {
     const file = join(dir, "other-store");
     await snapshotOf(await walked(other, addon), other, file);
-    const cache = new TopNodeCache(LEVELS, addon);
+    const cache = createTopNodeCache(LEVELS, addon);
     await placeBranchTops(cache, state.store, engine, trees);
     await expect(loadCacheSnapshot(cache, state.store, trees, file)).rejects.toThrow(
       new SnapshotRefused(
@@ -419,7 +419,7 @@ describe("the node cache's snapshot", () => {
         nodeCacheRememberPacked: a.nodeCacheRememberPacked,
         nodeCacheSize: a.nodeCacheSize,
       };
-      const cache = new TopNodeCache(LEVELS, older);
+      const cache = createTopNodeCache(LEVELS, older);
       expect(cache.isNative).toBe(true);
       expect(cache.canSnapshot).toBe(false);
       const warmed = await warmNodeCache(cache, state.store, engine, trees, join(dir, "round-trip-native"));

@@ -3,7 +3,7 @@ import { DacdError } from "../../src/errors.js";
 import { bigintToBytes32, toHex64 } from "../../src/util/bytes.js";
 import { prng } from "../../src/util/prng.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
-import { TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
+import { createTopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
 import { emptySubtreeRoots } from "../../src/verifier/trees/update/compute-roots.js";
 import { updateMerkle } from "../../src/verifier/trees/update/update-tree.js";
@@ -98,7 +98,7 @@ describe.skipIf(!haveNative)("the native Merkle walk", () => {
     const empty = await empties(height);
     const walks = (["js", "native"] as const).map((walk) => {
       const memory = new MemoryNodeStore();
-      const cache = new TopNodeCache(12, null); // the JavaScript cache: its packed calls
+      const cache = createTopNodeCache(12, null); // the JavaScript cache: its packed calls
       return { walk, memory, cache, view: cache.over(memory), root: empty[height]!, rootGen: 0 };
     });
     const batch = randomIds(94, 300, 31);

@@ -7,7 +7,7 @@ import { prng } from "../../src/util/prng.js";
 import { emptySubtreeRoots } from "../../src/verifier/trees/update/compute-roots.js";
 import { updateMerkle, updatePatricia } from "../../src/verifier/trees/update/update-tree.js";
 import { nativeNodeCacheAddon } from "../../src/verifier/trees/native/native-node-cache.js";
-import { TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
+import { createTopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
 import type { NodeSource } from "../../src/storage/records/node-source.js";
 import { countingSource, type TreeStats } from "../../src/verifier/trees/update/tree-stats.js";
 import { randomBatches, walkOf, type Walk } from "../helpers/compare-walks.js";
@@ -23,16 +23,16 @@ const toHex = (b: Uint8Array | undefined): string => (b ? hex(b) : "-");
 
 describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
   it("is the default where the addon is loaded, and DACD_NODE_CACHE=js keeps it in JavaScript", () => {
-    expect(new TopNodeCache(4).isNative).toBe(true);
-    expect(new TopNodeCache(4, null).isNative).toBe(false);
+    expect(createTopNodeCache(4).isNative).toBe(true);
+    expect(createTopNodeCache(4, null).isNative).toBe(false);
     expect(nativeNodeCacheAddon("js")).toBeNull();
     expect(nativeNodeCacheAddon("auto")).toBe(addon);
     // No levels, nothing to keep: no native cache either.
-    expect(new TopNodeCache(0).isNative).toBe(false);
+    expect(createTopNodeCache(0).isNative).toBe(false);
   });
 
   it("answers by hash and gen, keeps one node per position and ignores levels below its depth", () => {
-    const cache = new TopNodeCache(2, addon);
+    const cache = createTopNodeCache(2, addon);
     cache.remember("vault", 0, 0, h(1), 1, h(11));
     cache.remember("vault", 1, 1, h(2), 1, h(12));
     cache.remember("vault", 2, 0, h(3), 1, h(13)); // depth 2: not kept
@@ -64,7 +64,7 @@ describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
   });
 
   it("never answers for a hash that only shares its lookup key, nor for one whose slot was reused", () => {
-    const cache = new TopNodeCache(8, addon);
+    const cache = createTopNodeCache(8, addon);
     const a = h(1);
     const b = h(1);
     b[0] = 2; // the same 31 bits at the end: the same table key
@@ -82,7 +82,7 @@ describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
 
   it("agrees with the JavaScript cache over many random replacements (stale cells, table rebuilds)", () => {
     const rand = prng(11);
-    const caches = [new TopNodeCache(14, null), new TopNodeCache(14, addon)];
+    const caches = [createTopNodeCache(14, null), createTopNodeCache(14, addon)];
     const hashes: [Uint8Array, number][] = [];
     const bytes = (n: number): Uint8Array => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
     for (let i = 0; i < 100_000; i++) {
@@ -120,7 +120,7 @@ describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
 
   for (const native of [false, true])
     it(`at its node bound, a position nearer the top takes a deepest node's slot, any tree's: the ${native ? "native" : "JavaScript"} cache`, () => {
-      const cache = new TopNodeCache(4, native ? addon : null, 6);
+      const cache = createTopNodeCache(4, native ? addon : null, 6);
       const node = (n: number) => [h(n), 1, h(100 + n)] as const;
       const has = (n: number) => cache.get(h(n), 1) !== undefined;
       // The bound filled from the deepest kept level (depth 3) of one tree.
@@ -150,7 +150,7 @@ describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
 
   for (const native of [false, true])
     it(`a forgotten tree's slots go to new positions first, its nodes answered till then: the ${native ? "native" : "JavaScript"} cache`, () => {
-      const cache = new TopNodeCache(4, native ? addon : null, 5);
+      const cache = createTopNodeCache(4, native ? addon : null, 5);
       const node = (n: number) => [h(n), 1, h(100 + n)] as const;
       const has = (n: number) => cache.get(h(n), 1) !== undefined;
       for (let i = 0; i < 4; i++) cache.remember("vault", 2, i, ...node(10 + i));
@@ -179,7 +179,7 @@ describe.skipIf(!haveAddon)("the node cache in the native addon", () => {
 
   it("agrees with the JavaScript cache at a node bound over many random inserts (deeper slots given up)", () => {
     const rand = prng(12);
-    const caches = [new TopNodeCache(12, null, 3000), new TopNodeCache(12, addon, 3000)];
+    const caches = [createTopNodeCache(12, null, 3000), createTopNodeCache(12, addon, 3000)];
     const bytes = (n: number): Uint8Array => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
     const seen: Uint8Array[] = [];
     // Both trees are first kept in the same order in both caches (the order deeper slots are sought in).
@@ -243,7 +243,7 @@ async function compareSetups(
   );
   const runs = SETUPS.map((s) => {
     const memory = new MemoryNodeStore();
-    const cache = new TopNodeCache(levels, s.native ? addon : null);
+    const cache = createTopNodeCache(levels, s.native ? addon : null);
     return { ...s, memory, cache, view: cache.over(memory), root: emptyRoot, rootGen: 0 };
   });
   const state = new Map<bigint, bigint>();
@@ -307,7 +307,7 @@ describe.skipIf(!haveAddon || !haveWalks)("the native walks with the native cach
     const height = 16;
     const leaves = new Map([3n, 700n, 5000n, 9000n, 60_000n].map((id) => [id, bigintToBytes32(id + 1n)]));
     // The whole tree sits in the cache under another tree's name (other positions); the store is empty.
-    const cache = new TopNodeCache(height + 1, addon);
+    const cache = createTopNodeCache(height + 1, addon);
     let storeReads = 0;
     const source: NodeSource = {
       getNodes: (hashes, gens) => {
@@ -351,7 +351,7 @@ describe.skipIf(!haveAddon || !haveWalks)("the native walks with the native cach
     ];
     const leaves = new Map(ids.map((id) => [id, bigintToBytes32(id + 7n)]));
     const store = new MemoryNodeStore();
-    const cache = new TopNodeCache(3, addon); // the root and the two levels below it
+    const cache = createTopNodeCache(3, addon); // the root and the two levels below it
     const built = await updatePatricia(
       engine,
       cache.over(store),
@@ -402,7 +402,7 @@ describe.skipIf(!haveAddon || !haveWalks)("the native walks with the native cach
               hex(hashes[i]!) === hex(built.root) ? corrupt : r,
             ),
         };
-        const cache = new TopNodeCache(8, native ? addon : null);
+        const cache = createTopNodeCache(8, native ? addon : null);
         const err = await updateMerkle(
           engine,
           cache.over(source),

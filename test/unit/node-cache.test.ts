@@ -8,7 +8,7 @@ import { warmTopNodes } from "../../src/verifier/warm-cache.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { computeRoots, type TreeState } from "../../src/verifier/trees/update/compute-roots.js";
 import { createEngine } from "../../src/verifier/hash/select.js";
-import { TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
+import { createTopNodeCache, type TopNodeCache } from "../../src/verifier/trees/cache/node-cache.js";
 import { MISSING_RECORD, type NodeSource } from "../../src/storage/records/node-source.js";
 import { NodeWrites } from "../../src/storage/records/node-writes.js";
 import type { TreeSpec } from "../../src/model/profile.js";
@@ -22,7 +22,7 @@ const concat = (parts: Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat
 
 describe("TopNodeCache", () => {
   it("answers by hash and gen, keeps one node per position and ignores levels below its depth", () => {
-    const cache = new TopNodeCache(2);
+    const cache = createTopNodeCache(2);
     cache.remember("vault", 0, 0, h(1), 3, h(11));
     cache.remember("vault", 1, 1, h(2), 2, h(12));
     cache.remember("vault", 2, 0, h(3), 3, h(13)); // depth 2: not kept
@@ -39,7 +39,7 @@ describe("TopNodeCache", () => {
   });
 
   it("never answers for a node remembered under another gen: the JavaScript cache", async () => {
-    const cache = new TopNodeCache(4, null);
+    const cache = createTopNodeCache(4, null);
     cache.remember("vault", 1, 0, h(1), 5, h(11));
     expect(cache.get(h(1), 5)).toEqual(h(11));
     expect(cache.get(h(1), 6)).toBeUndefined();
@@ -68,7 +68,7 @@ describe("TopNodeCache", () => {
   });
 
   it("hands out copies that keep their bytes when the slot is reused and the slab regrows", () => {
-    const cache = new TopNodeCache(12);
+    const cache = createTopNodeCache(12);
     cache.remember("vault", 1, 0, h(1), 1, h(11));
     const first = cache.get(h(1), 1)!;
     const firstAgain = cache.get(h(1), 1)!;
@@ -84,7 +84,7 @@ describe("TopNodeCache", () => {
   });
 
   it("agrees with a plain map of positions over many replacements (stale cells, table rebuilds)", () => {
-    const cache = new TopNodeCache(14);
+    const cache = createTopNodeCache(14);
     const rand = prng(3);
     const at = new Map<string, string>(); // position → hash hex and gen currently there
     const records = new Map<string, Uint8Array>(); // hash hex and gen → record
@@ -113,7 +113,7 @@ describe("TopNodeCache", () => {
   });
 
   it("looks up packed by position, then by hash, and reads the rest from the source in one lookup", async () => {
-    const cache = new TopNodeCache(4, null);
+    const cache = createTopNodeCache(4, null);
     const source = new MemoryNodeStore();
     source.putNodes([
       { hash: h(7), record: h(17) },
@@ -158,7 +158,7 @@ describe("TopNodeCache", () => {
   });
 
   it("copies packed hits before reading the source, which may replace their slots meanwhile", async () => {
-    const cache = new TopNodeCache(4, null);
+    const cache = createTopNodeCache(4, null);
     cache.remember("vault", 2, 1, h(1), 1, h(11));
     const source: NodeSource = {
       getNodes: async (hashes) => {
@@ -179,8 +179,8 @@ describe("TopNodeCache", () => {
 
   it("remembers packed nodes as one remember call each would", () => {
     const rand = prng(8);
-    const one = new TopNodeCache(6);
-    const many = new TopNodeCache(6);
+    const one = createTopNodeCache(6);
+    const many = createTopNodeCache(6);
     for (let round = 0; round < 5; round++) {
       const n = 200;
       const hashes = new Uint8Array(n * 32);
@@ -211,7 +211,7 @@ describe("TopNodeCache", () => {
   });
 
   it("never answers for a hash that only shares its lookup key", () => {
-    const cache = new TopNodeCache(4, null);
+    const cache = createTopNodeCache(4, null);
     const a = h(7);
     const b = h(7);
     b[0] = 8; // same last 6 bytes (the map key), different hash
@@ -228,7 +228,7 @@ describe("TopNodeCache", () => {
     async (spec) => {
       const plain = new MemoryNodeStore();
       const cachedStore = new MemoryNodeStore();
-      const cache = new TopNodeCache(12);
+      const cache = createTopNodeCache(12);
       const reads = { plain: 0, cached: 0 };
       const counting = (store: MemoryNodeStore, which: keyof typeof reads): NodeSource => ({
         getNodes: (hs, gens) => {
@@ -296,7 +296,7 @@ describe("TopNodeCache", () => {
         return { vault, order };
       };
       // The cache of a daemon that verified batch 0 itself.
-      const daemon = new TopNodeCache(12);
+      const daemon = createTopNodeCache(12);
       const first = await computeRoots(engine, daemon.over(store), trees, null, changesOf(), 3);
       expect(first.rootGens).toEqual({ vault: 3, order: 3 });
       await store.commitBatch(
@@ -331,14 +331,14 @@ describe("TopNodeCache", () => {
         expect(r.rootGens).toEqual(plain.rootGens);
         return reads;
       };
-      const warm = new TopNodeCache(12);
+      const warm = createTopNodeCache(12);
       const cached = await warmTopNodes(warm, store, engine, trees);
       expect(cached).toBe(warm.size);
       const [storedRoot] = await store.getNodes([first.roots.vault!], [3]);
       expect(storedRoot).toBeDefined();
       expect(toHex(warm.get(first.roots.vault!, 3))).toBe(toHex(storedRoot));
       expect(warm.get(first.roots.vault!, 0)).toBeUndefined();
-      const cold = await readsWith(new TopNodeCache(12));
+      const cold = await readsWith(createTopNodeCache(12));
       const warmed = await readsWith(warm);
       const daemonReads = await readsWith(daemon);
       expect(cold).toBeGreaterThan(500);

@@ -1,6 +1,5 @@
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { workerScript } from "../../util/worker-script.js";
 import { DacdError } from "../../errors.js";
 import type { ShardSummary, WorkerReply, WriterRequest } from "./file-messages.js";
 
@@ -28,7 +27,7 @@ export class WriterLane {
   failure: Error | undefined;
 
   constructor(root: string) {
-    const script = workerScript();
+    const script = workerScript(import.meta.url, "file-worker.js");
     if (!script)
       throw new DacdError("STORE", "the kit writer's worker script is missing (run npm run build)");
     this.worker = new Worker(script, { workerData: { root }, stdout: false, stderr: false });
@@ -116,15 +115,4 @@ export class WriterLane {
     this.summaryWait?.({ files: -1, shards: {} });
     this.summaryWait = undefined;
   }
-}
-
-/**
- * The thread's compiled script beside this module. Run from the TypeScript sources (the tests),
- * the thread is the build of the same sources under dist/, which `npm test` makes first.
- */
-function workerScript(): string | undefined {
-  const candidates = [new URL("./file-worker.js", import.meta.url)];
-  if (import.meta.url.endsWith(".ts"))
-    candidates.push(new URL("../../../dist/src/escape/kit/file-worker.js", import.meta.url));
-  return candidates.map((u) => fileURLToPath(u)).find((path) => existsSync(path));
 }

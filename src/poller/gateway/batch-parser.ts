@@ -1,6 +1,5 @@
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { workerScript } from "../../util/worker-script.js";
 import type { BatchParseReply, BatchParseRequest } from "./batch-answer.js";
 import { ownBuffer, WORKER_HEAP_MB } from "./bounded-json.js";
 
@@ -26,7 +25,7 @@ export class BatchParser {
    * null where the compiled worker is not there (then the caller reads on its own thread).
    */
   static create(maxIdle: number): BatchParser | null {
-    const script = workerScript();
+    const script = workerScript(import.meta.url, "batch-parse-worker.js");
     return script ? new BatchParser(script, maxIdle) : null;
   }
 
@@ -92,16 +91,4 @@ export class BatchParser {
     if (!this.closed && this.idle.length < this.maxIdle) this.idle.push(worker);
     else void worker.terminate();
   }
-}
-
-/**
- * The worker's compiled script beside this module. Run from the TypeScript sources (the tests),
- * the worker is the build of the same sources under dist/, which `npm test` makes first.
- */
-function workerScript(): string | undefined {
-  const candidates = [new URL("./batch-parse-worker.js", import.meta.url)];
-  if (import.meta.url.endsWith(".ts"))
-    candidates.push(new URL("../../../dist/src/poller/gateway/batch-parse-worker.js", import.meta.url));
-  const found = candidates.map((u) => fileURLToPath(u)).find((path) => existsSync(path));
-  return found;
 }

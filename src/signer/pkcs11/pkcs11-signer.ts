@@ -5,9 +5,8 @@
  * the run loop retries with back-off); the session is then reopened, itself with back-off, and
  * must still hold the same key before anything is signed with it.
  */
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { workerScript } from "../../util/worker-script.js";
 import { DacdError, reviveDacdError } from "../../errors.js";
 import { recoverAddress } from "../eth-signer.js";
 import type { Signer } from "../signer.js";
@@ -169,7 +168,7 @@ export class Pkcs11Signer implements Signer {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
-    const script = workerScript();
+    const script = workerScript(import.meta.url, "token-worker.js");
     if (!script)
       throw new DacdError("SIGNER", "PKCS#11 token: the worker script is missing (run npm run build)");
     const worker = new Worker(script, { stdout: false, stderr: false });
@@ -215,15 +214,4 @@ export class Pkcs11Signer implements Signer {
       if (this.pending.size === 0) worker.unref();
     });
   }
-}
-
-/**
- * The worker's compiled script beside this module. Run from the TypeScript sources (the tests),
- * the worker is the build of the same sources under dist/, which `npm test` makes first.
- */
-function workerScript(): string | undefined {
-  const candidates = [new URL("./token-worker.js", import.meta.url)];
-  if (import.meta.url.endsWith(".ts"))
-    candidates.push(new URL("../../../dist/src/signer/pkcs11/token-worker.js", import.meta.url));
-  return candidates.map((u) => fileURLToPath(u)).find((path) => existsSync(path));
 }

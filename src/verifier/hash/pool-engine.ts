@@ -1,7 +1,6 @@
-import { existsSync } from "node:fs";
 import os from "node:os";
-import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { workerScript } from "../../util/worker-script.js";
 import {
   chainHashes,
   checkChainClimb,
@@ -128,7 +127,7 @@ export class PoolEngine implements HashEngine {
     const addon = loadNativePedersen();
     const addonPath = nativeAddonPath();
     if (!addon || !addonPath) return null;
-    const workerPath = workerScript();
+    const workerPath = workerScript(import.meta.url, "pedersen-worker.js");
     if (!workerPath) throw new Error("the Pedersen pool's worker script is missing (run npm run build)");
     return new PoolEngine(addon, addonPath, workerPath, opts);
   }
@@ -332,15 +331,4 @@ export class PoolEngine implements HashEngine {
     }
     await Promise.all(slots.map((s) => s.worker.terminate()));
   }
-}
-
-/**
- * The worker's compiled script beside this module. Run from the TypeScript sources (the tests),
- * the worker is the build of the same sources under dist/, which `npm test` makes first.
- */
-function workerScript(): string | undefined {
-  const candidates = [new URL("./pedersen-worker.js", import.meta.url)];
-  if (import.meta.url.endsWith(".ts"))
-    candidates.push(new URL("../../../dist/src/verifier/hash/pedersen-worker.js", import.meta.url));
-  return candidates.map((u) => fileURLToPath(u)).find((file) => existsSync(file));
 }

@@ -153,15 +153,7 @@ export async function buildMerkle(
   const engineChunk = opts.engineChunk ?? 65536;
   const gen = opts.gen ?? 0;
 
-  // Drop empty leaves.
-  const ids: bigint[] = [];
-  const tops = new Uint8Array(leaves.hashes.length);
-  for (let i = 0; i < leaves.ids.length; i++) {
-    const h = leaves.hashes.subarray(i * 32, i * 32 + 32);
-    if (bytesEqual(h, empty[0]!)) continue;
-    tops.set(h, ids.length * 32);
-    ids.push(leaves.ids[i]!);
-  }
+  const { ids, tops } = nonEmptyLeaves(leaves, empty[0]!);
   const n = ids.length;
   if (n === 0) return empty[height]!;
   // The probe climbs single-leaf subtrees from their leaf, which the edge pass overwrites.
@@ -381,27 +373,46 @@ export async function buildPatricia(
   what = "patricia tree",
 ): Promise<Uint8Array> {
   checkSorted(leaves, 1n << BigInt(height), what);
+  const { ids, tops } = nonEmptyLeaves(leaves, ZERO32);
+  if (ids.length === 0) return ZERO32.slice();
   const out = new SinkBuffer(sink, opts.sinkChunk ?? 16384);
-  const engineChunk = opts.engineChunk ?? 65536;
-  const gen = opts.gen ?? 0;
+  const clusters = new PatriciaClusters(engine, ids, tops, out, opts.engineChunk ?? 65536, opts.gen ?? 0);
+  const { counts, order } = pairsByMergeHeight(ids, height);
+  for (let m = 1; m <= height; m++) {
+    if (opts.probe?.height === m - 1) await clusters.probe(opts.probe);
+    await clusters.merge(m, order.subarray(counts[m]!, counts[m + 1]!));
+  }
+  if (opts.probe?.height === height) await clusters.probe(opts.probe);
+  const root = await clusters.raise([{ start: 0, to: height }]);
+  await out.flush();
+  return root;
+}
 
+/**
+ * The leaves whose hash is not `empty`: their ids, and their hashes packed in a buffer the size of
+ * all leaves' (the builds keep each subtree's top hash there as they climb).
+ */
+function nonEmptyLeaves(leaves: BulkLeaves, empty: Uint8Array): { ids: bigint[]; tops: Uint8Array } {
   const ids: bigint[] = [];
   const tops = new Uint8Array(leaves.hashes.length);
   for (let i = 0; i < leaves.ids.length; i++) {
     const h = leaves.hashes.subarray(i * 32, i * 32 + 32);
-    if (bytesEqual(h, ZERO32)) continue;
+    if (bytesEqual(h, empty)) continue;
     tops.set(h, ids.length * 32);
     ids.push(leaves.ids[i]!);
   }
+  return { ids, tops };
+}
+
+/**
+ * The pairs of adjacent leaves (i, i+1) grouped by the height at which they first meet: those of
+ * merge height m are `order[counts[m] .. counts[m + 1]]`, in id order.
+ */
+function pairsByMergeHeight(
+  ids: readonly bigint[],
+  height: number,
+): { counts: Int32Array; order: Int32Array } {
   const n = ids.length;
-  if (n === 0) return ZERO32.slice();
-
-  // Cluster bookkeeping: clusters are contiguous ranges [start, end]; their top node is kept at start.
-  const topH = new Uint16Array(n);
-  const endOfStart = new Int32Array(n).map((_, i) => i);
-  const startOfEnd = new Int32Array(n).map((_, i) => i);
-
-  // Pairs (i, i+1) grouped by merge height.
   const mergeH = new Uint16Array(Math.max(0, n - 1));
   const counts = new Int32Array(height + 2);
   for (let i = 0; i + 1 < n; i++) {
@@ -413,36 +424,81 @@ export async function buildPatricia(
   const order = new Int32Array(Math.max(0, n - 1));
   const fill = counts.slice();
   for (let i = 0; i + 1 < n; i++) order[fill[mergeH[i]!]!++] = i;
+  return { counts, order };
+}
 
-  /** Hashes edges (bottom, path, length) and writes their records; returns their hashes. */
-  const hashEdges = async (
-    bottoms: Uint8Array,
-    paths: Uint8Array,
-    lengths: number[],
-  ): Promise<Uint8Array> => {
-    const raw = await hashChunked(engine, bottoms, paths, engineChunk);
-    const res = new Uint8Array(raw.length);
-    const E = EDGE_RECORD_LENGTH;
-    const records = new Uint8Array(lengths.length * E);
-    for (let k = 0; k < lengths.length; k++) {
-      res.set(addSmall(raw.subarray(k * 32, k * 32 + 32), lengths[k]!), k * 32);
-      writeEdgeRecord(records, k * E, bottoms, k * 32, gen, lengths[k]!, paths, k * 32);
-      await out.push({
-        hash: res.subarray(k * 32, k * 32 + 32),
-        record: records.subarray(k * E, k * E + E),
-      });
+/** The hash of cluster `start`'s subtree raised to height `to` (an edge when its top is lower). */
+interface Raise {
+  readonly start: number;
+  readonly to: number;
+}
+
+/**
+ * The clusters of a Patricia build: contiguous ranges [start, end] of leaves already joined under
+ * one node, whose hash (`tops`) and height (`topH`) are kept at the start.
+ */
+class PatriciaClusters {
+  private readonly topH: Uint16Array;
+  private readonly endOfStart: Int32Array;
+  private readonly startOfEnd: Int32Array;
+
+  constructor(
+    private readonly engine: HashEngine,
+    private readonly ids: readonly bigint[],
+    private readonly tops: Uint8Array,
+    private readonly out: SinkBuffer,
+    private readonly engineChunk: number,
+    private readonly gen: number,
+  ) {
+    const n = ids.length;
+    this.topH = new Uint16Array(n);
+    this.endOfStart = new Int32Array(n).map((_, i) => i);
+    this.startOfEnd = new Int32Array(n).map((_, i) => i);
+  }
+
+  /**
+   * Joins the clusters either side of each pair (i, i+1) of merge height `m` under a binary node
+   * at m (each side raised to m − 1 first) and writes the nodes' records.
+   */
+  async merge(m: number, pairs: Int32Array): Promise<void> {
+    const k = pairs.length;
+    if (k === 0) return;
+    const items: Raise[] = [];
+    for (const i of pairs) {
+      items.push({ start: this.startOfEnd[i]!, to: m - 1 });
+      items.push({ start: i + 1, to: m - 1 });
     }
-    return res;
-  };
+    const children = await this.raise(items);
+    const ls = new Uint8Array(k * 32);
+    const rs = new Uint8Array(k * 32);
+    for (let j = 0; j < k; j++) {
+      ls.set(children.subarray(2 * j * 32, (2 * j + 1) * 32), j * 32);
+      rs.set(children.subarray((2 * j + 1) * 32, (2 * j + 2) * 32), j * 32);
+    }
+    const parents = await hashChunked(this.engine, ls, rs, this.engineChunk);
+    const B = BINARY_RECORD_LENGTH;
+    const records = new Uint8Array(k * B);
+    for (let j = 0; j < k; j++) {
+      const i = pairs[j]!;
+      const left = this.startOfEnd[i]!;
+      const rightEnd = this.endOfStart[i + 1]!;
+      const hash = parents.subarray(j * 32, j * 32 + 32);
+      writeBinaryRecord(records, j * B, ls, j * 32, this.gen, rs, j * 32, this.gen);
+      await this.out.push({ hash, record: records.subarray(j * B, j * B + B) });
+      this.tops.set(hash, left * 32);
+      this.topH[left] = m;
+      this.endOfStart[left] = rightEnd;
+      this.startOfEnd[rightEnd] = left;
+    }
+  }
 
-  /** The hash of cluster `start`'s subtree raised to height `to` (an edge when its top is lower). */
-  type Raise = { start: number; to: number };
-  const raise = async (items: Raise[]): Promise<Uint8Array> => {
+  /** The clusters' hashes raised as `items` ask, the edges this takes hashed and written. */
+  async raise(items: readonly Raise[]): Promise<Uint8Array> {
     const res = new Uint8Array(items.length * 32);
     const need: number[] = [];
     for (let k = 0; k < items.length; k++) {
       const { start, to } = items[k]!;
-      if (topH[start]! === to) res.set(tops.subarray(start * 32, start * 32 + 32), k * 32);
+      if (this.topH[start]! === to) res.set(this.topOf(start), k * 32);
       else need.push(k);
     }
     if (need.length === 0) return res;
@@ -451,34 +507,54 @@ export async function buildPatricia(
     const lengths: number[] = [];
     need.forEach((k, j) => {
       const { start, to } = items[k]!;
-      const from = topH[start]!;
+      const from = this.topH[start]!;
       const length = to - from;
-      bottoms.set(tops.subarray(start * 32, start * 32 + 32), j * 32);
-      writeBigint32((ids[start]! >> BigInt(from)) & ((1n << BigInt(length)) - 1n), paths, j * 32);
+      bottoms.set(this.topOf(start), j * 32);
+      writeBigint32(this.pathAbove(start, from, length), paths, j * 32);
       lengths.push(length);
     });
-    const hashed = await hashEdges(bottoms, paths, lengths);
+    const hashed = await this.hashEdges(bottoms, paths, lengths);
     need.forEach((k, j) => res.set(hashed.subarray(j * 32, j * 32 + 32), k * 32));
     return res;
-  };
+  }
 
-  /** The probe: merges below it are done, so each non-empty subtree there is one cluster. */
-  const probeClusters = async (probe: NodeProbe): Promise<void> => {
+  /** Hashes edges (bottom, path, length) and writes their records; returns their hashes. */
+  private async hashEdges(bottoms: Uint8Array, paths: Uint8Array, lengths: number[]): Promise<Uint8Array> {
+    const raw = await hashChunked(this.engine, bottoms, paths, this.engineChunk);
+    const res = new Uint8Array(raw.length);
+    const E = EDGE_RECORD_LENGTH;
+    const records = new Uint8Array(lengths.length * E);
+    for (let k = 0; k < lengths.length; k++) {
+      res.set(addSmall(raw.subarray(k * 32, k * 32 + 32), lengths[k]!), k * 32);
+      writeEdgeRecord(records, k * E, bottoms, k * 32, this.gen, lengths[k]!, paths, k * 32);
+      await this.out.push({
+        hash: res.subarray(k * 32, k * 32 + 32),
+        record: records.subarray(k * E, k * E + E),
+      });
+    }
+    return res;
+  }
+
+  /**
+   * Reports the nodes at the probe's height: merges below it are done, so each non-empty subtree
+   * there is one cluster, its top raised to that height by an edge hashed here but not written.
+   */
+  async probe(probe: NodeProbe): Promise<void> {
     const h = probe.height;
     const starts: number[] = [];
-    for (let i = 0; i < n; i = endOfStart[i]! + 1) starts.push(i);
+    for (let i = 0; i < this.ids.length; i = this.endOfStart[i]! + 1) starts.push(i);
     const at = new Uint8Array(starts.length * 32);
     const bottoms: Uint8Array[] = [];
     const paths: Uint8Array[] = [];
     const lengths: number[] = [];
     const raised: number[] = [];
     starts.forEach((start, k) => {
-      const from = topH[start]!;
-      if (from === h) return void at.set(tops.subarray(start * 32, start * 32 + 32), k * 32);
+      const from = this.topH[start]!;
+      if (from === h) return void at.set(this.topOf(start), k * 32);
       const length = h - from;
       const path = new Uint8Array(32);
-      writeBigint32((ids[start]! >> BigInt(from)) & ((1n << BigInt(length)) - 1n), path, 0);
-      bottoms.push(tops.subarray(start * 32, start * 32 + 32));
+      writeBigint32(this.pathAbove(start, from, length), path, 0);
+      bottoms.push(this.topOf(start));
       paths.push(path);
       lengths.push(length);
       raised.push(k);
@@ -487,51 +563,21 @@ export async function buildPatricia(
       const xs = new Uint8Array(raised.length * 32);
       const ys = new Uint8Array(raised.length * 32);
       raised.forEach((_, j) => (xs.set(bottoms[j]!, j * 32), ys.set(paths[j]!, j * 32)));
-      const hashed = await engine.hashMany(xs, ys);
+      const hashed = await this.engine.hashMany(xs, ys);
       raised.forEach((k, j) => at.set(addSmall(hashed.subarray(j * 32, j * 32 + 32), lengths[j]!), k * 32));
     }
-    starts.forEach((start, k) => probe.onNode(ids[start]! >> BigInt(h), at.slice(k * 32, k * 32 + 32)));
-  };
-
-  for (let m = 1; m <= height; m++) {
-    if (opts.probe?.height === m - 1) await probeClusters(opts.probe);
-    const from = counts[m]!;
-    const to = counts[m + 1]!;
-    if (from === to) continue;
-    const pairs = order.subarray(from, to);
-    const items: Raise[] = [];
-    for (const i of pairs) {
-      items.push({ start: startOfEnd[i]!, to: m - 1 });
-      items.push({ start: i + 1, to: m - 1 });
-    }
-    const children = await raise(items);
-    const k = pairs.length;
-    const ls = new Uint8Array(k * 32);
-    const rs = new Uint8Array(k * 32);
-    for (let j = 0; j < k; j++) {
-      ls.set(children.subarray(2 * j * 32, (2 * j + 1) * 32), j * 32);
-      rs.set(children.subarray((2 * j + 1) * 32, (2 * j + 2) * 32), j * 32);
-    }
-    const parents = await hashChunked(engine, ls, rs, engineChunk);
-    const B = BINARY_RECORD_LENGTH;
-    const records = new Uint8Array(k * B);
-    for (let j = 0; j < k; j++) {
-      const i = pairs[j]!;
-      const left = startOfEnd[i]!;
-      const rightEnd = endOfStart[i + 1]!;
-      const hash = parents.subarray(j * 32, j * 32 + 32);
-      writeBinaryRecord(records, j * B, ls, j * 32, gen, rs, j * 32, gen);
-      await out.push({ hash, record: records.subarray(j * B, j * B + B) });
-      tops.set(hash, left * 32);
-      topH[left] = m;
-      endOfStart[left] = rightEnd;
-      startOfEnd[rightEnd] = left;
-    }
+    starts.forEach((start, k) => probe.onNode(this.ids[start]! >> BigInt(h), at.slice(k * 32, k * 32 + 32)));
   }
-  if (opts.probe?.height === height) await probeClusters(opts.probe);
-  const root = await raise([{ start: 0, to: height }]);
-  await out.flush();
-  return root;
+
+  /** The hash of cluster `start`'s top node (a view into `tops`). */
+  private topOf(start: number): Uint8Array {
+    return this.tops.subarray(start * 32, start * 32 + 32);
+  }
+
+  /** The `length` bits of cluster `start`'s leaf id above height `from`: an edge's path from there. */
+  private pathAbove(start: number, from: number, length: number): bigint {
+    return (this.ids[start]! >> BigInt(from)) & ((1n << BigInt(length)) - 1n);
+  }
 }
 
 /** Whether the 32 bytes at `at` of `buf` are `hash`. */

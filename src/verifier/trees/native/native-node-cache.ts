@@ -1,6 +1,7 @@
 import { nativeJob } from "../../../native/addon.js";
-import type { NativeCacheLink, NodeSource } from "../../../storage/records/node-source.js";
+import type { NodeSource } from "../../../storage/records/node-source.js";
 import { MAX_CACHED_RECORD_LENGTH } from "../../../storage/records/node-record.js";
+import { TopNodeCacheBase } from "../cache/top-node-cache.js";
 
 /** An opaque handle to a cache inside the addon. */
 type Handle = object;
@@ -50,21 +51,23 @@ export function nativeNodeCacheAddon(mode: "auto" | "js" = "auto"): NativeNodeCa
 }
 
 /**
- * TopNodeCache's storage when the addon is loaded: the same cache in native code (node_cache.c),
- * which the native walks are handed (NodeSource.nativeCache) and consult themselves, so that a
- * read or a new node costs a memcmp and a memcpy rather than a JavaScript loop. Tree names become
- * small ids here, the addon's key for their positions.
+ * The top node cache (cache/top-node-cache.ts) when the addon is loaded: the cache in native code
+ * (node_cache.c), which the native walks are handed (NodeSource.nativeCache) and consult
+ * themselves, so that a read or a new node costs a memcmp and a memcpy rather than a JavaScript
+ * loop. Tree names become small ids here, the addon's key for their positions.
  */
-export class NativeNodeStore {
+export class NativeTopNodeCache extends TopNodeCacheBase {
+  readonly isNative = true;
   private readonly handle: Handle;
   private readonly trees = new Map<string, number>();
   private readonly snapshots: NativeNodeCacheSnapshotAddon | null;
 
   constructor(
     private readonly addon: NativeNodeCacheAddon,
-    readonly levels: number,
+    levels: number,
     maxNodes = Infinity,
   ) {
+    super(levels, maxNodes);
     this.handle = addon.nodeCacheCreate(levels, maxNodes);
     const calls = addon as Partial<NativeNodeCacheSnapshotAddon>;
     this.snapshots =
@@ -79,7 +82,7 @@ export class NativeNodeStore {
   }
 
   /** The tree's positioned nodes from `cursor` on, as entries into `out` (nc_export); the bytes. */
-  exportChunk(tree: string, cursor: Int32Array, out: Uint8Array): number {
+  protected exportChunk(tree: string, cursor: Int32Array, out: Uint8Array): number {
     return this.snapshotCalls().nodeCacheExport(this.handle, this.treeId(tree), cursor, out);
   }
 
@@ -93,7 +96,7 @@ export class NativeNodeStore {
     return this.snapshots;
   }
 
-  forget(tree: string): void {
+  protected forget(tree: string): void {
     this.addon.nodeCacheForget(this.handle, this.treeId(tree));
   }
 
@@ -138,11 +141,13 @@ export class NativeNodeStore {
   }
 
   /** What the native walks are handed to consult this cache, reading the rest from `source`. */
-  link(source: NodeSource): NativeCacheLink {
+  protected viewCalls(source: NodeSource): Pick<NodeSource, "nativeCache"> {
     return {
-      handle: this.handle,
-      treeId: (tree) => this.treeId(tree),
-      readStore: (hashes, gens) => source.getNodes(hashes, gens),
+      nativeCache: {
+        handle: this.handle,
+        treeId: (tree) => this.treeId(tree),
+        readStore: (hashes, gens) => source.getNodes(hashes, gens),
+      },
     };
   }
 
