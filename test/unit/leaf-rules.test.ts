@@ -1,5 +1,13 @@
-import { describe, expect, it } from "vitest";
+import { createHash } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { DacdError } from "../../src/errors.js";
+import { dumpStore } from "../../src/escape/dump.js";
+import { loadDump } from "../../src/escape/load.js";
+import { LevelStore } from "../../src/storage/level-store.js";
+import { chainStore, engine } from "../helpers/chain-store.js";
+import { removeTempDirs, tempDir } from "../helpers/temp-dir.js";
 import { parseLeafLine } from "../../src/escape/formats.js";
 import { positionValues } from "../../src/escape/onchain/perpetual.js";
 import { assetWord, B63, collateralWord } from "../../src/model/leaf-rules.js";
@@ -271,4 +279,67 @@ describe("profiles as data", () => {
       /tree height for order must be an integer in 1\.\.251/,
     );
   });
+});
+
+describe("dacd load of a dump whose position breaks the rules", () => {
+  afterAll(removeTempDirs);
+
+  /**
+   * Dumps batch 1 of the perpetual chain, rewrites the first position with an asset with `edit`,
+   * fixes the manifest's size and digest (whoever wrote the dump can), and loads it.
+   */
+  async function loadEdited(edit: (position: Record<string, unknown>) => void): Promise<unknown> {
+    const src = await chainStore("perpetual-chain");
+    const out = join(await tempDir(), "dump");
+    try {
+      await dumpStore(src.store, engine, { outDir: out, batchId: 1 });
+    } finally {
+      await src.store.close();
+    }
+    const file = join(out, "positions.jsonl");
+    const lines = (await readFile(file, "utf8")).split("\n");
+    const i = lines.findIndex((l) => l !== "" && Object.keys(JSON.parse(l).assets as object).length > 0);
+    expect(i).toBeGreaterThanOrEqual(0);
+    const position = JSON.parse(lines[i]!) as Record<string, unknown>;
+    edit(position);
+    lines[i] = JSON.stringify(position);
+    const text = lines.join("\n");
+    await writeFile(file, text);
+    const manifestFile = join(out, "manifest.json");
+    const manifest = JSON.parse(await readFile(manifestFile, "utf8")) as {
+      trees: { position: { bytes: number; sha256: string } };
+    };
+    manifest.trees.position.bytes = Buffer.byteLength(text);
+    manifest.trees.position.sha256 = createHash("sha256").update(text).digest("hex");
+    await writeFile(manifestFile, JSON.stringify(manifest));
+    const dst = await LevelStore.open(join(await tempDir(), "db"));
+    try {
+      await loadDump(dst, engine, { fromDir: out });
+      return "loaded";
+    } catch (err) {
+      return err;
+    } finally {
+      await dst.close();
+    }
+  }
+
+  it("refuses one asset id spelled twice, naming the line", async () => {
+    const err = await loadEdited((p) => {
+      const assets = p.assets as Record<string, unknown>;
+      const [id, value] = Object.entries(assets)[0]!;
+      assets["0x0" + id.slice(2)] = value;
+    });
+    expect(err).toBeInstanceOf(DacdError);
+    expect((err as Error).message).toMatch(/^positions\.jsonl line \d+: assets: asset id \d+ appears twice$/);
+  }, 60_000);
+
+  it("refuses a public key of 65 hex digits, naming the line", async () => {
+    const err = await loadEdited((p) => {
+      p.public_key = "0x" + (p.public_key as string).slice(2).padStart(65, "0");
+    });
+    expect(err).toBeInstanceOf(DacdError);
+    expect((err as Error).message).toMatch(
+      /^positions\.jsonl line \d+: public_key "0x0[0-9a-f]{64}" is malformed/,
+    );
+  }, 60_000);
 });
