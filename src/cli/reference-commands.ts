@@ -5,7 +5,7 @@ import { parseBatchInfo, type StatedBatch } from "../escape/reference-format.js"
 import { importReference, type ReferenceProgress } from "../escape/reference-load.js";
 import { ordersMissingText } from "../escape/reference-store.js";
 import { inBatchRange, MAX_BATCH_NUMBER } from "../model/batch-range.js";
-import { isProfileName, makeProfile, type Heights } from "../model/profile.js";
+import { isProfileName, makeProfile, TREES, type Heights } from "../model/profile.js";
 import {
   AvailabilityGateway,
   FeederGateway,
@@ -167,9 +167,11 @@ async function statedByGateway(c: Config, batchId: number): Promise<StatedBatch>
       batch_id: batchId,
       batch_info: {
         merkle_roots: {
-          vault: root("vault_root"),
-          order: root("order_root"),
-          ...(update.rollup_vault_root === undefined ? {} : { rollup_vault: root("rollup_vault_root") }),
+          vault: root(TREES.vault.gatewayRoot),
+          order: root(TREES.order.gatewayRoot),
+          ...(update[TREES.rollup_vault.gatewayRoot] === undefined
+            ? {}
+            : { rollup_vault: root(TREES.rollup_vault.gatewayRoot) }),
         },
         sequence_number: sequenceOf(info, feederAt),
       },

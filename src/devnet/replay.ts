@@ -12,6 +12,8 @@ import {
   type ProfileName,
   type Roots,
   type TreeName,
+  TREE_NAMES,
+  TREES,
 } from "./shared.js";
 import { hexToBytes32 } from "../util/bytes.js";
 
@@ -21,12 +23,10 @@ interface Expected {
   readonly batches?: readonly { batch_id: number; seq?: number; claim_hash?: string }[];
 }
 
-const ROOT_KEYS: Record<string, TreeName> = {
-  vault_root: "vault",
-  order_root: "order",
-  rollup_vault_root: "rollup_vault",
-  position_root: "position",
-};
+/** The key of each tree's stated root in the update → the tree. */
+const ROOT_KEYS: Record<string, TreeName> = Object.fromEntries(
+  TREE_NAMES.map((t) => [TREES[t].gatewayRoot, t]),
+) as Record<string, TreeName>;
 
 export interface ReplaySource {
   readonly responses: unknown[];

@@ -10,6 +10,6 @@ export { EthSigner, recoverAddress, toChecksumAddress } from "../signer/eth-sign
 export { WasmEngine } from "../verifier/hash/wasm-engine.js";
 export type { HashEngine } from "../verifier/hash/engine.js";
 export { FIELD_PRIME } from "../model/field.js";
-export { makeProfile, keptTrees } from "../model/profile.js";
+export { makeProfile, keptTrees, TREE_NAMES, TREES } from "../model/profile.js";
 export type { Profile, ProfileName, TreeName, TreeSpec } from "../model/profile.js";
 export type { LeafChanges, PositionLeaf, PositionAsset, VaultLeaf } from "../model/state-update.js";

@@ -1,5 +1,17 @@
 import { DacdError } from "../errors.js";
 import { FIELD_PRIME } from "../model/field.js";
+import {
+  ASSET_ID,
+  checkAssetCount,
+  inRange as inRangeOf,
+  MAX_DECIMAL_DIGITS,
+  MAX_HEX_DIGITS,
+  type Range,
+  SIGNED_64,
+  sortAssets,
+  VAULT_BALANCE,
+  vaultProblem,
+} from "../model/leaf-rules.js";
 import type { LeafKind, TreeName } from "../model/profile.js";
 import type { Leaf, PositionLeaf, VaultLeaf } from "../model/state-update.js";
 
@@ -75,48 +87,58 @@ export function leafLine(kind: LeafKind, id: bigint, leaf: Leaf): string {
   );
 }
 
-const DEC = /^(0|[1-9][0-9]*)$/;
-const SDEC = /^(0|-?[1-9][0-9]*)$/;
-const HEX = /^0x[0-9a-f]+$/;
-const B63 = 1n << 63n;
+// Numbers are bounded in length before BigInt parses them, as the wire parser bounds them.
+const DEC = new RegExp(`^(0|[1-9][0-9]{0,${MAX_DECIMAL_DIGITS - 1}})$`);
+const SDEC = new RegExp(`^(0|-?[1-9][0-9]{0,${MAX_DECIMAL_DIGITS - 1}})$`);
+const HEX = new RegExp(`^0x[0-9a-f]{1,${MAX_HEX_DIGITS}}$`);
 
 function num(s: unknown, re: RegExp, what: string, where: string): bigint {
   if (typeof s !== "string" || !re.test(s))
-    throw new DacdError("BAD_INPUT", `${where}: ${what} ${JSON.stringify(s)} is malformed`);
+    throw new DacdError(
+      "BAD_INPUT",
+      `${where}: ${what} ${JSON.stringify(typeof s === "string" && s.length > 90 ? s.slice(0, 90) + "…" : s)} is malformed` +
+        (re === HEX ? ` (0x and 1 to ${MAX_HEX_DIGITS} lower-case hex digits)` : ""),
+    );
   return BigInt(s);
 }
 
-function inRange(v: bigint, lo: bigint, hi: bigint, what: string, where: string): bigint {
-  if (v < lo || v >= hi) throw new DacdError("BAD_INPUT", `${where}: ${what} ${v} is out of range`);
+function inRange(v: bigint, r: Range, what: string, where: string): bigint {
+  if (!inRangeOf(v, r)) throw new DacdError("BAD_INPUT", `${where}: ${what} ${v} is out of range`);
   return v;
 }
 
-/** Parses one data line of a dump file into (id, leaf), with the range rules of the wire format. */
+const FIELD: Range = { min: 0n, max: FIELD_PRIME };
+
+/**
+ * Parses one data line of a dump file into (id, leaf), with the leaf rules of the wire format
+ * (src/model/leaf-rules.ts). `orderAmountLimit` is the profile's, needed for an order's line.
+ */
 export function parseLeafLine(
   kind: LeafKind,
   line: string,
   where: string,
-  perpetual: boolean,
+  orderAmountLimit?: bigint,
 ): { id: bigint; leaf: Leaf } {
   if (kind === "vault") {
     const f = line.split(",");
     if (f.length !== 4) throw new DacdError("BAD_INPUT", `${where}: expected 4 fields`);
     const id = num(f[0], DEC, "vault_id", where);
-    const key = inRange(num(f[1], HEX, "key", where), 0n, FIELD_PRIME, "key", where);
-    const token = inRange(num(f[2], HEX, "token", where), 0n, FIELD_PRIME, "token", where);
-    const balance = inRange(num(f[3], DEC, "balance", where), 0n, B63, "balance", where);
-    if (balance > 0n && (key === 0n || token === 0n))
+    const key = inRange(num(f[1], HEX, "key", where), FIELD, "key", where);
+    const token = inRange(num(f[2], HEX, "token", where), FIELD, "token", where);
+    const balance = inRange(num(f[3], DEC, "balance", where), VAULT_BALANCE, "balance", where);
+    if (vaultProblem({ key, token, balance }))
       throw new DacdError("BAD_INPUT", `${where}: a vault with a balance needs a key and a token`);
     return { id, leaf: { key, token, balance } };
   }
   if (kind === "order") {
+    if (orderAmountLimit === undefined)
+      throw new TypeError("an order's line needs the profile's amount limit");
     const f = line.split(",");
     if (f.length !== 2) throw new DacdError("BAD_INPUT", `${where}: expected 2 fields`);
     const id = num(f[0], DEC, "order_id", where);
     const amount = inRange(
       num(f[1], DEC, "fulfilled_amount", where),
-      0n,
-      perpetual ? 1n << 64n : B63,
+      { min: 0n, max: orderAmountLimit },
       "fulfilled_amount",
       where,
     );
@@ -132,38 +154,33 @@ export function parseLeafLine(
     throw new DacdError("BAD_INPUT", `${where}: not a JSON object`);
   const r = o as Record<string, unknown>;
   const id = num(r.position_id, DEC, "position_id", where);
-  const publicKey = inRange(
-    num(r.public_key, HEX, "public_key", where),
-    0n,
-    FIELD_PRIME,
-    "public_key",
-    where,
-  );
+  const publicKey = inRange(num(r.public_key, HEX, "public_key", where), FIELD, "public_key", where);
   const collateral = inRange(
     num(r.collateral_balance, SDEC, "collateral_balance", where),
-    -B63,
-    B63,
+    SIGNED_64,
     "collateral_balance",
     where,
   );
   if (typeof r.assets !== "object" || r.assets === null || Array.isArray(r.assets)) {
     throw new DacdError("BAD_INPUT", `${where}: assets must be an object`);
   }
-  const assets = Object.entries(r.assets as Record<string, unknown>).map(([k, v]) => {
+  const refuse = (message: string): never => {
+    throw new DacdError("BAD_INPUT", `${where}: assets: ${message}`);
+  };
+  const entries = Object.entries(r.assets as Record<string, unknown>);
+  checkAssetCount(entries.length, refuse);
+  const assets = entries.map(([k, v]) => {
     const a = (v ?? {}) as Record<string, unknown>;
     return {
-      assetId: inRange(num(k, HEX, "asset id", where), 0n, 1n << 120n, "asset id", where),
-      balance: inRange(num(a.balance, SDEC, "balance", where), -B63, B63, "balance", where),
+      assetId: inRange(num(k, HEX, "asset id", where), ASSET_ID, "asset id", where),
+      balance: inRange(num(a.balance, SDEC, "balance", where), SIGNED_64, "balance", where),
       fundingIndex: inRange(
         num(a.cached_funding_index, SDEC, "cached_funding_index", where),
-        -B63,
-        B63,
+        SIGNED_64,
         "cached_funding_index",
         where,
       ),
     };
   });
-  assets.sort((a, b) => (a.assetId < b.assetId ? -1 : a.assetId > b.assetId ? 1 : 0));
-  if (assets.length >= 1 << 16) throw new DacdError("BAD_INPUT", `${where}: too many assets`);
-  return { id, leaf: { publicKey, collateral, assets } };
+  return { id, leaf: { publicKey, collateral, assets: sortAssets(assets, refuse) } };
 }

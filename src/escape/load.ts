@@ -155,7 +155,7 @@ async function buildTree(
     return;
   }
   const path = join(opts.fromDir, entry.file);
-  const { ids, hashes } = await readLeaves(writer, engine, spec, path, dump.profile.variant === "P", opts);
+  const { ids, hashes } = await readLeaves(writer, engine, spec, path, dump.profile.orderAmountLimit, opts);
   if (ids.length !== entry.leaves) {
     throw new DacdError(
       "BAD_INPUT",
@@ -321,7 +321,7 @@ async function readLeaves(
   engine: HashEngine,
   spec: TreeSpec,
   path: string,
-  perpetual: boolean,
+  orderAmountLimit: bigint,
   opts: LoadOptions,
 ): Promise<{ ids: bigint[]; hashes: Uint8Array }> {
   const block = opts.block ?? 65536;
@@ -354,7 +354,7 @@ async function readLeaves(
       continue;
     }
     if (line === "") continue;
-    const { id, leaf } = parseLeafLine(spec.leaf, line, `${file} line ${lineNo}`, perpetual);
+    const { id, leaf } = parseLeafLine(spec.leaf, line, `${file} line ${lineNo}`, orderAmountLimit);
     if (id >= 1n << BigInt(spec.height))
       throw new DacdError("BAD_INPUT", `${file} line ${lineNo}: id ${id} is outside the ${spec.name} tree`);
     if (ids.length > 0 && id <= ids[ids.length - 1]!) sorted = false;

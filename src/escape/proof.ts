@@ -8,6 +8,7 @@ import { hashLeaves, hashPairs } from "../verifier/trees/format/leaves.js";
 import {
   isProfileName,
   makeProfile,
+  profileTrees,
   type LeafKind,
   type ProfileName,
   type TreeKind,
@@ -109,14 +110,16 @@ function hex32(v: unknown, what: string): Uint8Array {
 }
 
 /** The leaf of a proof back as a value (the same JSON as `dacd show leaf`). */
-function leafFromJson(kind: LeafKind, j: Record<string, unknown>, perpetual: boolean): Leaf {
+function leafFromJson(kind: LeafKind, j: Record<string, unknown>, orderAmountLimit: bigint): Leaf {
   const where = "leaf";
   if (typeof j !== "object" || j === null) return fail("leaf is not an object");
   try {
     if (kind === "vault")
-      return parseLeafLine("vault", `0,${j.stark_key},${j.token},${j.balance}`, where, perpetual).leaf;
-    if (kind === "order") return parseLeafLine("order", `0,${j.fulfilled_amount}`, where, perpetual).leaf;
-    return parseLeafLine("position", JSON.stringify({ ...j, position_id: "0" }), where, perpetual).leaf;
+      return parseLeafLine("vault", `0,${j.stark_key},${j.token},${j.balance}`, where, orderAmountLimit).leaf;
+    if (kind === "order")
+      return parseLeafLine("order", `0,${j.fulfilled_amount}`, where, orderAmountLimit).leaf;
+    return parseLeafLine("position", JSON.stringify({ ...j, position_id: "0" }), where, orderAmountLimit)
+      .leaf;
   } catch (err) {
     return fail((err as Error).message);
   }
@@ -152,7 +155,7 @@ async function check(engine: HashEngine, p: Proof, expectedRoot?: string): Promi
   if (p.format !== PROOF_FORMAT) fail(`format is not ${PROOF_FORMAT}`);
   if (!isProfileName(p.profile)) fail("unknown profile");
   const profile = makeProfile(p.profile as ProfileName);
-  const spec = [profile.main, profile.order, profile.rollup].find((t) => t?.name === p.tree);
+  const spec = profileTrees(profile).find((t) => t.name === p.tree);
   if (!spec) fail(`no ${String(p.tree)} tree in the ${p.profile} profile`);
   if (p.kind !== spec!.kind || p.leaf_kind !== spec!.leaf) fail("kind or leaf_kind do not match the tree");
   if (!Number.isInteger(p.height) || p.height < 1 || p.height > 251) fail("height is out of range");
@@ -170,7 +173,7 @@ async function check(engine: HashEngine, p: Proof, expectedRoot?: string): Promi
   if (id >= 1n << BigInt(height)) fail("leaf_id is outside the tree");
 
   const leafHash = hex32(p.leaf_hash, "leaf_hash");
-  const leaf = leafFromJson(spec!.leaf, p.leaf, profile.variant === "P");
+  const leaf = leafFromJson(spec!.leaf, p.leaf, profile.orderAmountLimit);
   const v = leaf as VaultLeaf;
   if (spec!.leaf === "vault" && v.balance === 0n && (v.key !== 0n || v.token !== 0n)) {
     fail("an empty vault (balance 0) is written with key 0 and token 0");

@@ -1,6 +1,7 @@
 import { DacdError } from "../errors.js";
 import { inBatchRange, MAX_BATCH_NUMBER } from "../model/batch-range.js";
 import { FIELD_PRIME } from "../model/field.js";
+import { MAX_DECIMAL_DIGITS, VAULT_BALANCE } from "../model/leaf-rules.js";
 
 /**
  * The reference member's state archive (what its `dump_state` writes and `load_state` reads): a
@@ -164,8 +165,7 @@ export function parseBatchInfo(text: string, file: string, batchId: number): Sta
   };
 }
 
-const DECIMAL = /^[0-9]{1,80}$/;
-const B63 = 1n << 63n;
+const DECIMAL = new RegExp(`^[0-9]{1,${MAX_DECIMAL_DIGITS}}$`);
 
 /** A row's fields, each range-checked; an error names the file, the line and the field. */
 export class RowParser {
@@ -211,7 +211,7 @@ export class RowParser {
   }
 
   amount(line: number, name: string, s: string): bigint {
-    return this.decimal(line, name, s, B63, "2^63");
+    return this.decimal(line, name, s, VAULT_BALANCE.max, "2^63");
   }
 }
 

@@ -17,7 +17,15 @@ import { emptyRoots, type Roots } from "../verifier/trees/update/compute-roots.j
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { hashAndEncodeLeaves } from "../verifier/trees/format/leaves.js";
 import type { NodeWrite } from "../storage/records/node-source.js";
-import { keptHeights, makeProfile, type Heights, type Profile, type ProfileName } from "../model/profile.js";
+import {
+  keptHeights,
+  makeProfile,
+  siblingProfiles,
+  type Heights,
+  type Profile,
+  type ProfileName,
+} from "../model/profile.js";
+import { vaultProblem } from "../model/leaf-rules.js";
 import type { VaultLeaf } from "../model/state-update.js";
 import { bunzip2 } from "./bzip2.js";
 import type { LoadedBatchRecord } from "./common.js";
@@ -380,6 +388,8 @@ function vaultConsumer(writer: BulkWriter, engine: HashEngine, leaves: FileLeave
         const key = p.fieldElement(line, "stark_key", f[1]!);
         const token = p.fieldElement(line, "token", f[2]!);
         const balance = p.amount(line, "balance", f[3]!);
+        const problem = vaultProblem({ key, token, balance });
+        if (problem) p.fail(line, problem.field === "key" ? "stark_key" : "token", problem.message);
         pending.push({ key, token, balance });
         if (pending.length >= block) {
           // One block hashing while the next is parsed; no more.
@@ -453,8 +463,7 @@ function orderConsumer(profile: Profile, k: number, files: Map<number, FileLeave
  */
 function otherSpotProfile(profile: Profile, k: number, idText: string): ProfileName | undefined {
   if (!/^(0|[1-9][0-9]*)$/.test(idText)) return undefined;
-  const other: ProfileName | undefined =
-    profile.name === "spot" ? "spot-v4.0" : profile.name === "spot-v4.0" ? "spot" : undefined;
+  const [other] = siblingProfiles(profile.name);
   if (!other) return undefined;
   const height = makeProfile(other).order.height;
   const id = BigInt(idText);

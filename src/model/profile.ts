@@ -1,3 +1,5 @@
+import { B63, B64 } from "./leaf-rules.js";
+
 /**
  * Profiles: which trees a member keeps for each kind of service (committee-algorithms §4).
  * Tree names double as the keys of `roots` in replay output, batch records and dumps.
@@ -26,18 +28,77 @@ export interface Profile {
   readonly order: TreeSpec;
   /** The rollup vault tree (spot only); kept only when validate_rollup is true. */
   readonly rollup?: TreeSpec;
+  /** The bound (exclusive) of an order's fulfilled amount (ProfileData). */
+  readonly orderAmountLimit: bigint;
 }
 
 export type Heights = Partial<Record<TreeName, number>>;
 /** Each tree's root hash, by tree. */
 export type Roots = Partial<Record<TreeName, Uint8Array>>;
 
-/** Default heights of each profile; a configuration's `heights` may override the trees it has. */
-export const DEFAULT_HEIGHTS: Readonly<Record<ProfileName, Readonly<Heights>>> = {
-  perpetual: { position: 64, order: 64 },
-  spot: { vault: 31, order: 251, rollup_vault: 31 },
-  "spot-v4.0": { vault: 31, order: 63 },
+/**
+ * What a tree is whatever the profile: the leaves it holds, and the keys under which the feeder
+ * gateway's `update` carries its changed leaves and states its root (the verifier names the root
+ * key in a mismatch).
+ */
+export interface TreeData {
+  readonly leaf: LeafKind;
+  readonly gatewayLeaves: string;
+  readonly gatewayRoot: string;
+}
+
+export const TREES: Readonly<Record<TreeName, TreeData>> = {
+  position: { leaf: "position", gatewayLeaves: "positions", gatewayRoot: "position_root" },
+  vault: { leaf: "vault", gatewayLeaves: "vaults", gatewayRoot: "vault_root" },
+  order: { leaf: "order", gatewayLeaves: "orders", gatewayRoot: "order_root" },
+  rollup_vault: { leaf: "vault", gatewayLeaves: "rollup_vaults", gatewayRoot: "rollup_vault_root" },
 };
+
+/** A tree of a profile as data: which tree, how it is built, its default height. */
+interface ProfileTree {
+  readonly name: TreeName;
+  readonly kind: TreeKind;
+  readonly height: number;
+}
+
+/** A profile as data: what makeProfile builds from (heights default from here). */
+export interface ProfileData {
+  readonly variant: Profile["variant"];
+  readonly main: ProfileTree;
+  readonly order: ProfileTree;
+  readonly rollup?: ProfileTree;
+  /** The bound (exclusive) of an order's fulfilled amount: unsigned 64-bit in perpetual, below 2^63 in spot. */
+  readonly orderAmountLimit: bigint;
+}
+
+export const PROFILES: Readonly<Record<ProfileName, ProfileData>> = {
+  perpetual: {
+    variant: "P",
+    main: { name: "position", kind: "merkle", height: 64 },
+    order: { name: "order", kind: "merkle", height: 64 },
+    orderAmountLimit: B64,
+  },
+  spot: {
+    variant: "G",
+    main: { name: "vault", kind: "merkle", height: 31 },
+    order: { name: "order", kind: "patricia", height: 251 },
+    rollup: { name: "rollup_vault", kind: "merkle", height: 31 },
+    orderAmountLimit: B63,
+  },
+  "spot-v4.0": {
+    variant: "G",
+    main: { name: "vault", kind: "merkle", height: 31 },
+    order: { name: "order", kind: "merkle", height: 63 },
+    orderAmountLimit: B63,
+  },
+};
+
+const treesOf = (d: ProfileData): ProfileTree[] => [d.main, d.order, ...(d.rollup ? [d.rollup] : [])];
+
+/** Default heights of each profile; a configuration's `heights` may override the trees it has. */
+export const DEFAULT_HEIGHTS: Readonly<Record<ProfileName, Readonly<Heights>>> = Object.fromEntries(
+  PROFILE_NAMES.map((n) => [n, Object.fromEntries(treesOf(PROFILES[n]).map((t) => [t.name, t.height]))]),
+) as Record<ProfileName, Heights>;
 
 export function isProfileName(s: unknown): s is ProfileName {
   return (PROFILE_NAMES as readonly unknown[]).includes(s);
@@ -45,38 +106,33 @@ export function isProfileName(s: unknown): s is ProfileName {
 
 /** Builds a profile; heights default from the preset and may be overridden by configuration. */
 export function makeProfile(name: ProfileName, heights: Heights = {}): Profile {
+  const data = PROFILES[name];
   const h = { ...DEFAULT_HEIGHTS[name], ...heights };
-  const height = (t: TreeName): number => {
-    const v = h[t];
+  const spec = (t: ProfileTree): TreeSpec => {
+    const v = h[t.name];
     if (v === undefined || !Number.isInteger(v) || v < 1 || v > 251) {
-      throw new RangeError(`tree height for ${t} must be an integer in 1..251`);
+      throw new RangeError(`tree height for ${t.name} must be an integer in 1..251`);
     }
-    return v;
+    return { name: t.name, kind: t.kind, height: v, leaf: TREES[t.name].leaf };
   };
-  switch (name) {
-    case "perpetual":
-      return {
-        name,
-        variant: "P",
-        main: { name: "position", kind: "merkle", height: height("position"), leaf: "position" },
-        order: { name: "order", kind: "merkle", height: height("order"), leaf: "order" },
-      };
-    case "spot":
-      return {
-        name,
-        variant: "G",
-        main: { name: "vault", kind: "merkle", height: height("vault"), leaf: "vault" },
-        order: { name: "order", kind: "patricia", height: height("order"), leaf: "order" },
-        rollup: { name: "rollup_vault", kind: "merkle", height: height("rollup_vault"), leaf: "vault" },
-      };
-    case "spot-v4.0":
-      return {
-        name,
-        variant: "G",
-        main: { name: "vault", kind: "merkle", height: height("vault"), leaf: "vault" },
-        order: { name: "order", kind: "merkle", height: height("order"), leaf: "order" },
-      };
-  }
+  return {
+    name,
+    variant: data.variant,
+    main: spec(data.main),
+    order: spec(data.order),
+    ...(data.rollup ? { rollup: spec(data.rollup) } : {}),
+    orderAmountLimit: data.orderAmountLimit,
+  };
+}
+
+/** Every tree of the profile, main first, whether kept or not. */
+export function profileTrees(profile: Profile): TreeSpec[] {
+  return [profile.main, profile.order, ...(profile.rollup ? [profile.rollup] : [])];
+}
+
+/** The other profiles of the same variant (another StarkEx version of the same service). */
+export function siblingProfiles(name: ProfileName): ProfileName[] {
+  return PROFILE_NAMES.filter((n) => n !== name && PROFILES[n].variant === PROFILES[name].variant);
 }
 
 /** The trees a member keeps under this profile and setting, main first. */

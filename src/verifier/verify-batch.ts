@@ -16,7 +16,14 @@ import { MAX_GEN } from "../storage/records/node-record.js";
 import type { TreeWalk } from "./trees/update/tree-walk.js";
 import type { HashEngine } from "./hash/engine.js";
 import { TopNodeCache } from "./trees/cache/node-cache.js";
-import { keptHeights, keptTrees, type Profile, type TreeName, type TreeSpec } from "../model/profile.js";
+import {
+  keptHeights,
+  keptTrees,
+  TREES,
+  type Profile,
+  type TreeName,
+  type TreeSpec,
+} from "../model/profile.js";
 import type { TreeStats } from "./trees/update/tree-stats.js";
 
 export interface VerifyOptions {
@@ -77,14 +84,6 @@ export const REUSED: VerifyDetail = Object.freeze({
 
 /** Before the V4.5 order-tree upgrade the operator stated this placeholder as the order root. */
 const PRE_UPGRADE_ORDER_ROOT = hexToBytes32("deadbeef".repeat(8))!;
-
-/** The field of the update that states each tree's root, to name it in a mismatch. */
-const ROOT_FIELD: Record<TreeName, string> = {
-  position: "position_root",
-  vault: "vault_root",
-  order: "order_root",
-  rollup_vault: "rollup_vault_root",
-};
 
 /**
  * The verifier's output for a batch not stored before: its roots recomputed from the leaves and
@@ -261,7 +260,7 @@ function checkRoots(ctx: VerifyContext, batchId: number, update: StateUpdate, co
       throw new DacdError(
         "ROOT_MISMATCH",
         `the ${name} root recomputed from the leaves is ${toHex64(mine)}, the update states ${toHex64(stated)}`,
-        { batchId, field: ROOT_FIELD[name] },
+        { batchId, field: TREES[name].gatewayRoot },
       );
     }
   }

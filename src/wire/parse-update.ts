@@ -1,4 +1,20 @@
-import type { Profile, TreeName, TreeSpec } from "../model/profile.js";
+import {
+  ASSET_ID_LIMIT,
+  checkAssetCount,
+  type Range,
+  SIGNED_64,
+  sortAssets,
+  VAULT_BALANCE,
+  vaultProblem,
+} from "../model/leaf-rules.js";
+import {
+  keptTrees,
+  profileTrees,
+  TREES,
+  type Profile,
+  type TreeName,
+  type TreeSpec,
+} from "../model/profile.js";
 import {
   type At,
   child,
@@ -27,11 +43,6 @@ export interface ParseOptions {
   readonly validateRollup?: boolean | undefined;
 }
 
-const B63 = 1n << 63n;
-const B64 = 1n << 64n;
-const ASSET_ID_LIMIT = 1n << 120n;
-const MAX_ASSETS = 1 << 16;
-
 /** Where an update carries one tree: the key of its changed leaves and the key of its stated root. */
 export interface UpdateTree {
   readonly spec: TreeSpec;
@@ -39,34 +50,23 @@ export interface UpdateTree {
   readonly rootKey: string;
 }
 
-/** The trees an update of this profile carries, in the order they are read. */
+/** The trees an update of this profile carries (the kept ones), in the order they are read. */
 export function updateTrees(profile: Profile, opts: ParseOptions = {}): UpdateTree[] {
-  if (profile.variant === "P")
-    return [
-      { spec: profile.main, leavesKey: "positions", rootKey: "position_root" },
-      { spec: profile.order, leavesKey: "orders", rootKey: "order_root" },
-    ];
-  const trees = [
-    { spec: profile.main, leavesKey: "vaults", rootKey: "vault_root" },
-    { spec: profile.order, leavesKey: "orders", rootKey: "order_root" },
-  ];
-  if (profile.rollup && opts.validateRollup === true)
-    trees.push({ spec: profile.rollup, leavesKey: "rollup_vaults", rootKey: "rollup_vault_root" });
-  return trees;
+  return keptTrees(profile, opts.validateRollup).map((spec) => ({
+    spec,
+    leavesKey: TREES[spec.name].gatewayLeaves,
+    rootKey: TREES[spec.name].gatewayRoot,
+  }));
 }
 
-/** The keys an update of this profile may have. */
+/**
+ * The keys an update of this profile may have: every tree of the profile's, kept or not (rollup
+ * data is optional in the format; the gateway sends it when asked, validate_rollup=True).
+ */
 function updateKeys(profile: Profile): string[] {
-  if (profile.variant === "P") return ["prev_batch_id", "positions", "position_root", "orders", "order_root"];
-  // Rollup data is optional in the format; the gateway sends it when asked (validate_rollup=True).
   return [
     "prev_batch_id",
-    "vaults",
-    "vault_root",
-    "orders",
-    "order_root",
-    "rollup_vaults",
-    "rollup_vault_root",
+    ...profileTrees(profile).flatMap((t) => [TREES[t.name].gatewayLeaves, TREES[t.name].gatewayRoot]),
   ];
 }
 
@@ -104,14 +104,14 @@ export function parseStateUpdate(
       required(obj, leavesKey, at),
       child(at, leavesKey),
       spec,
-      profile.variant,
+      profile.orderAmountLimit,
     );
     statedRoots[spec.name] = readRoot(required(obj, rootKey, at), child(at, rootKey));
   }
   return { prevBatchId, changes, statedRoots };
 }
 
-function readLeaves(v: unknown, at: At, spec: TreeSpec, variant: Profile["variant"]): LeafChanges {
+function readLeaves(v: unknown, at: At, spec: TreeSpec, orderAmountLimit: bigint): LeafChanges {
   const map = readObject(v, at);
   const out: LeafChanges = new Map();
   for (const key of Object.keys(map)) {
@@ -126,7 +126,7 @@ function readLeaves(v: unknown, at: At, spec: TreeSpec, variant: Profile["varian
         out.set(id, readPosition(raw, leafAt));
         break;
       case "order":
-        out.set(id, readOrder(raw, leafAt, variant));
+        out.set(id, readOrder(raw, leafAt, orderAmountLimit));
         break;
     }
   }
@@ -148,10 +148,13 @@ function readVault(v: unknown, at: At): VaultLeaf {
   }
   const key = (stark ?? core)!;
   const token = readHex(required(o, "token", at), child(at, "token"));
-  const balance = readDecimal(required(o, "balance", at), child(at, "balance"), 0n, B63);
-  if (balance > 0n && key === 0n)
-    fail(child(at, hasStark ? "stark_key" : "core_key"), "is 0 in a vault with a balance");
-  if (balance > 0n && token === 0n) fail(child(at, "token"), "is 0 in a vault with a balance");
+  const balance = readRange(required(o, "balance", at), child(at, "balance"), VAULT_BALANCE);
+  const problem = vaultProblem({ key, token, balance });
+  if (problem)
+    fail(
+      child(at, problem.field === "token" ? "token" : hasStark ? "stark_key" : "core_key"),
+      problem.message,
+    );
   return { key, token, balance };
 }
 
@@ -159,45 +162,44 @@ function readPosition(v: unknown, at: At): PositionLeaf {
   const o = readObject(v, at);
   onlyKeys(o, ["public_key", "collateral_balance", "assets"], at);
   const publicKey = readHex(required(o, "public_key", at), child(at, "public_key"));
-  const collateral = readDecimal(
+  const collateral = readRange(
     required(o, "collateral_balance", at),
     child(at, "collateral_balance"),
-    -B63,
-    B63,
+    SIGNED_64,
   );
   const assetsAt = child(at, "assets");
   const assetsObj = readObject(required(o, "assets", at), assetsAt);
   const ids = Object.keys(assetsObj);
-  if (ids.length >= MAX_ASSETS)
-    fail(assetsAt, `${ids.length} assets; a position holds fewer than ${MAX_ASSETS}`);
+  const refuse = (message: string): never => fail(assetsAt, message);
+  // The count is refused before any asset is read: a hostile body does not cost a parse per asset.
+  checkAssetCount(ids.length, refuse);
   const assets: PositionAsset[] = [];
   for (const idKey of ids) {
     const aAt = child(assetsAt, idKey);
     const assetId = readHex(idKey, aAt, ASSET_ID_LIMIT);
     const a = readObject(assetsObj[idKey], aAt);
     onlyKeys(a, ["balance", "cached_funding_index"], aAt);
-    const balance = readDecimal(required(a, "balance", aAt), child(aAt, "balance"), -B63, B63);
-    const fundingIndex = readDecimal(
+    const balance = readRange(required(a, "balance", aAt), child(aAt, "balance"), SIGNED_64);
+    const fundingIndex = readRange(
       required(a, "cached_funding_index", aAt),
       child(aAt, "cached_funding_index"),
-      -B63,
-      B63,
+      SIGNED_64,
     );
     assets.push({ assetId, balance, fundingIndex });
   }
-  assets.sort((x, y) => (x.assetId < y.assetId ? -1 : x.assetId > y.assetId ? 1 : 0));
-  for (let i = 1; i < assets.length; i++) {
-    // Two spellings of one id (0x1 and 0x01) would make the leaf ambiguous.
-    if (assets[i]!.assetId === assets[i - 1]!.assetId)
-      fail(assetsAt, `asset id ${assets[i]!.assetId} appears twice`);
-  }
-  return { publicKey, collateral, assets };
+  return { publicKey, collateral, assets: sortAssets(assets, refuse) };
 }
 
-function readOrder(v: unknown, at: At, variant: Profile["variant"]): OrderLeaf {
+function readOrder(v: unknown, at: At, orderAmountLimit: bigint): OrderLeaf {
   const o = readObject(v, at);
   onlyKeys(o, ["fulfilled_amount"], at);
-  // Perpetual order amounts are unsigned 64-bit; spot amounts stay below 2^63 (committee-algorithms §2).
-  const limit = variant === "P" ? B64 : B63;
-  return readDecimal(required(o, "fulfilled_amount", at), child(at, "fulfilled_amount"), 0n, limit);
+  // Perpetual order amounts are unsigned 64-bit; spot amounts stay below 2^63 (the profile's data).
+  return readDecimal(
+    required(o, "fulfilled_amount", at),
+    child(at, "fulfilled_amount"),
+    0n,
+    orderAmountLimit,
+  );
 }
+
+const readRange = (v: unknown, at: At, r: Range): bigint => readDecimal(v, at, r.min, r.max);

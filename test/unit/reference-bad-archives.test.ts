@@ -107,6 +107,27 @@ const cases: [string, (files: Files) => ArchiveEntry[] | void, RegExp][] = [
     /^vaults\.csv line 7, field token: "0x1f" is not a decimal/,
   ],
   [
+    "a stark key of 81 digits (leading zeros), as the wire and dump parsers refuse it",
+    (f) => setField(f, "vaults.csv", 1, 1, "0".repeat(80) + "7"),
+    /^vaults\.csv line 2, field stark_key: "0{80}7" is not a decimal number$/,
+  ],
+  [
+    "a vault with a balance and stark key 0, as the wire and dump parsers refuse it",
+    (f) => {
+      setField(f, "vaults.csv", 2, 1, "0");
+      setField(f, "vaults.csv", 2, 3, "5");
+    },
+    /^vaults\.csv line 3, field stark_key: is 0 in a vault with a balance$/,
+  ],
+  [
+    "a vault with a balance and token 0",
+    (f) => {
+      setField(f, "vaults.csv", 3, 2, "0");
+      setField(f, "vaults.csv", 3, 3, "5");
+    },
+    /^vaults\.csv line 4, field token: is 0 in a vault with a balance$/,
+  ],
+  [
     "a vault id ≥ 2^31",
     (f) => setField(f, "vaults.csv", 3, 0, String(2n ** 31n)),
     /^vaults\.csv line 4, field vault_id: 2147483648 is out of range \(must be below 2\^height/,

@@ -1,3 +1,4 @@
+import { B63 } from "../../model/leaf-rules.js";
 /**
  * The devnet operator's perpetual state update as StarkEx perpetual's `updateState` takes it: the
  * shared state after a batch (roots and heights, global funding indices, oracle prices, system
@@ -6,7 +7,8 @@
  * conditions.
  */
 
-const FUNDING_BIAS = 1n << 63n;
+/** Funding indices are biased by 2^63 in the program output, as positions' are in their leaves. */
+const FUNDING_BIAS = B63;
 
 export interface PerpetualSharedState {
   readonly positionRoot: bigint;

@@ -1,3 +1,4 @@
+import { B63, B64 } from "../../model/leaf-rules.js";
 /**
  * Field readers for submitted transactions. Every refusal is a TxError naming the dotted path of the
  * offending field (e.g. `tx.party_a_order.amount_sell`), which the gateway turns into a 4xx answer.
@@ -22,8 +23,7 @@ const HEX_0X = /^0x[0-9a-fA-F]{1,64}$/;
 const HEX_PLAIN = /^[0-9a-fA-F]{1,64}$/;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
-export const B63 = 1n << 63n;
-export const B64 = 1n << 64n;
+export { B63, B64 };
 
 function describe(v: unknown): string {
   if (v === null) return "null";

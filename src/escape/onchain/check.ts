@@ -11,7 +11,9 @@ import type { ProofVerdict } from "../proof.js";
  * every row's Pedersen hash must be the next row's left or right value as the index's bit says;
  * the zero bits must be zero and every value below the STARK prime; the index must be in the
  * tree; the JSON's fields must be what the words say; for spot, the claim hash and the call data
- * are recomputed (keccak and ABI words built here by hand, not with viem).
+ * are recomputed (keccak and ABI words built here by hand, not with viem). For the same reason its
+ * leaf rules and encodings (the 2^63 bias, the asset id bound, the word layout) are its own, not
+ * src/model/leaf-rules.ts's, which every other path shares.
  */
 
 export const ONCHAIN_FORMATS = ["starkex-escape-spot/1", "starkex-escape-perpetual/1"] as const;

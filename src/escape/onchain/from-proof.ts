@@ -59,8 +59,7 @@ export async function onchainFromProof(
   };
   const j = proof.leaf;
   if (proof.tree === "vault") {
-    const v = parseLeafLine("vault", `0,${j.stark_key},${j.token},${j.balance}`, "leaf", false)
-      .leaf as VaultLeaf;
+    const v = parseLeafLine("vault", `0,${j.stark_key},${j.token},${j.balance}`, "leaf").leaf as VaultLeaf;
     const keyAssetHash = await pedersen(engine, v.key, v.token);
     if ((await pedersen(engine, keyAssetHash, v.balance)) !== leafHash)
       throw new DacdError("STORE", `vault ${proof.leaf_id}: the vault does not hash to its leaf`);
@@ -71,7 +70,7 @@ export async function onchainFromProof(
       source,
     );
   }
-  const p = parseLeafLine("position", JSON.stringify({ ...j, position_id: "0" }), "leaf", true)
+  const p = parseLeafLine("position", JSON.stringify({ ...j, position_id: "0" }), "leaf")
     .leaf as PositionLeaf;
   const states = await hashChain(engine, positionValues(p));
   if (states[states.length - 1] !== leafHash)

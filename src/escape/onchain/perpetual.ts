@@ -1,4 +1,12 @@
 import type { Hex } from "viem";
+import {
+  ASSET_ID,
+  assetWord,
+  collateralWord,
+  inRange,
+  isSigned64,
+  MAX_ASSETS,
+} from "../../model/leaf-rules.js";
 import type { PositionLeaf } from "../../model/state-update.js";
 import { perpetualEscapeCalldata, perpetualVerifyEscapeCalldata, withdrawCalldata } from "./abi.js";
 import { INDEX_LIMIT, pathRows, rowsToWords, word0x, type MerklePath, type Row } from "./rows.js";
@@ -18,9 +26,6 @@ export const SHARED_STATE_NOTE =
   "verifyEscape(uint256[] merkleProof, uint256 nAssets, uint256[] sharedState) also takes sharedState: " +
   "the exchange's last accepted state on the base chain (position root and tree height, funding indices, " +
   "oracle prices). It is not part of the batch data a committee member holds: read it from the chain.";
-
-const BIAS = 1n << 63n;
-const SIGNED_64 = (v: bigint): boolean => v >= -BIAS && v < BIAS;
 
 export interface PerpetualEscape {
   format: typeof PERPETUAL_ESCAPE_FORMAT;
@@ -150,18 +155,19 @@ export function sharedStateFields(
  * biased balance (ascending by id), the public key, then biased collateral << 16 | asset count.
  */
 export function positionValues(p: PositionLeaf): bigint[] {
-  if (!SIGNED_64(p.collateral)) throw new RangeError("collateral_balance is outside the signed 64-bit range");
-  if (p.assets.length >= 1 << 16) throw new RangeError("a position holds fewer than 2^16 assets");
+  if (!isSigned64(p.collateral))
+    throw new RangeError("collateral_balance is outside the signed 64-bit range");
+  if (p.assets.length >= MAX_ASSETS) throw new RangeError("a position holds fewer than 2^16 assets");
   let previous = -1n;
   const values = p.assets.map((a) => {
     if (a.assetId <= previous) throw new RangeError("a position's assets must be ascending by id");
-    if (a.assetId < 0n || a.assetId >= 1n << 120n) throw new RangeError("an asset id is not below 2^120");
-    if (!SIGNED_64(a.balance) || !SIGNED_64(a.fundingIndex))
+    if (!inRange(a.assetId, ASSET_ID)) throw new RangeError("an asset id is not below 2^120");
+    if (!isSigned64(a.balance) || !isSigned64(a.fundingIndex))
       throw new RangeError(`asset 0x${a.assetId.toString(16)}: a value is outside the signed 64-bit range`);
     previous = a.assetId;
-    return (a.assetId << 128n) | ((a.fundingIndex + BIAS) << 64n) | (a.balance + BIAS);
+    return assetWord(a);
   });
-  values.push(p.publicKey, ((p.collateral + BIAS) << 16n) | BigInt(p.assets.length));
+  values.push(p.publicKey, collateralWord(p));
   return values;
 }
 

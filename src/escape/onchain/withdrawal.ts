@@ -1,4 +1,5 @@
 import { encodePacked, keccak256, type Hex } from "viem";
+import { B63 as BIAS } from "../../model/leaf-rules.js";
 import { STATE_OFFSET, STATE_OFFSET_FUNDING } from "./shared-state.js";
 
 /**
@@ -12,7 +13,6 @@ import { STATE_OFFSET, STATE_OFFSET_FUNDING } from "./shared-state.js";
  */
 
 const WORD = 1n << 256n;
-const BIAS = 1n << 63n;
 const LOW_64 = (1n << 64n) - 1n;
 const FXP_BITS = 32n;
 const N_ASSETS_BITS = 16n;

@@ -1,3 +1,4 @@
+import { isSigned64 } from "../../../model/leaf-rules.js";
 /**
  * The kit's binary files, read and written without Node's Buffer (the reader runs in browsers):
  * unsigned LEB128 counts, field elements as a length byte and their minimal big-endian bytes,
@@ -153,8 +154,7 @@ export class ByteReader {
   signed64(): bigint {
     const z = this.big();
     const v = z & 1n ? -((z + 1n) >> 1n) : z >> 1n;
-    if (v < -(1n << 63n) || v >= 1n << 63n)
-      throw new KitFormatError(`${this.what}: a signed value outside 64 bits`);
+    if (!isSigned64(v)) throw new KitFormatError(`${this.what}: a signed value outside 64 bits`);
     return v;
   }
 

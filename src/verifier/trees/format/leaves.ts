@@ -3,14 +3,13 @@ import { bigintToBytes32, bytesToBigint, copy32, writeBigint32 } from "../../../
 import type { Leaf, OrderLeaf, PositionLeaf, VaultLeaf } from "../../../model/state-update.js";
 import type { HashEngine } from "../../hash/engine.js";
 import type { LeafKind } from "../../../model/profile.js";
+import { assetWord, B63, collateralWord } from "../../../model/leaf-rules.js";
 
 /**
  * Leaf encodings of committee-algorithms §2: how a vault, position or order becomes the 32-byte
  * value at the bottom of its tree, and the compact record dacd stores so leaves can be read back
  * (inspection, dumps, proofs). Hashing is done for many leaves at once, one engine call per step.
  */
-
-const B63 = 1n << 63n;
 
 export const EMPTY_VAULT: VaultLeaf = { key: 0n, token: 0n, balance: 0n };
 export const EMPTY_POSITION: PositionLeaf = { publicKey: 0n, collateral: 0n, assets: [] };
@@ -87,10 +86,6 @@ async function hashVaultRecords(
   return { hashes: unpack(await engine.hashMany(inner, balances)), records };
 }
 
-function assetMessage(a: PositionLeaf["assets"][number]): bigint {
-  return (((a.assetId << 64n) + (a.fundingIndex + B63)) << 64n) + (a.balance + B63);
-}
-
 async function hashPositions(engine: HashEngine, positions: readonly PositionLeaf[]): Promise<Uint8Array[]> {
   if (positions.length === 0) return [];
   // The asset chain H(…H(H(0, m1), m2)…, mk) advances one step for every position at once.
@@ -101,13 +96,13 @@ async function hashPositions(engine: HashEngine, positions: readonly PositionLea
     const out = unpack(
       await engine.hashMany(
         pack(which.map((i) => acc[i]!)),
-        packBigints(which.map((i) => assetMessage(positions[i]!.assets[step]!))),
+        packBigints(which.map((i) => assetWord(positions[i]!.assets[step]!))),
       ),
     );
     which.forEach((i, k) => (acc[i] = out[k]!));
   }
   const withKey = await engine.hashMany(pack(acc), packBigints(positions.map((p) => p.publicKey)));
-  const last = packBigints(positions.map((p) => ((p.collateral + B63) << 16n) + BigInt(p.assets.length)));
+  const last = packBigints(positions.map(collateralWord));
   return unpack(await engine.hashMany(withKey, last));
 }
 
