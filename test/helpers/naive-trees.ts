@@ -6,7 +6,21 @@ import { pedersen } from "@scure/starknet";
  * They serve as the reference the incremental, store-backed trees are checked against.
  */
 
-const H = (a: bigint, b: bigint): bigint => BigInt(pedersen(a, b));
+/**
+ * Pedersen of a pair, remembered: the tests recompute whole trees after every small change and for
+ * several walks of the same leaves, so most pairs recur, and a pure function's remembered value is
+ * the one it would compute again.
+ */
+const seen = new Map<string, bigint>();
+function H(a: bigint, b: bigint): bigint {
+  const key = `${a.toString(36)}:${b.toString(36)}`;
+  let h = seen.get(key);
+  if (h === undefined) {
+    h = BigInt(pedersen(a, b));
+    seen.set(key, h);
+  }
+  return h;
+}
 
 /** Root of a Merkle tree of `height` holding `leaves` (index → leaf value), others `emptyLeaf`. */
 export function naiveMerkleRoot(height: number, leaves: Map<bigint, bigint>, emptyLeaf: bigint): bigint {
