@@ -8,7 +8,8 @@
 //
 // `npx dacd` in a checkout runs this again (npm exec installs the checkout as a package into its
 // cache, which runs "prepare" with its output hidden): so a dist/ newer than every file it is built
-// from is left as it is, and a build says first that it runs.
+// from is left as it is, and a build says first that it runs. `npm test` and `npm run test:e2e|system`
+// build through it too (`npm run build:if-stale`), so a run after a run does not compile again.
 import { spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";

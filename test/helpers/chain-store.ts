@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { EthSigner } from "../../src/signer/eth-signer.js";
 import { LevelStore } from "../../src/storage/level-store.js";
 import type { HashEngine } from "../../src/verifier/hash/engine.js";
-import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
+import { createEngine } from "../../src/verifier/hash/select.js";
 import { makeProfile, type Profile } from "../../src/model/profile.js";
 import { parseVerifySignAndStore, type StageContext } from "../../src/poller/member/batch-stages.js";
 import { loadChain, privateKeyBytes, type ChainName, type Expected } from "./vectors.js";
@@ -13,7 +13,12 @@ import { tempDir } from "./temp-dir.js";
 
 /** Shared set-up of the escape tests: stores holding a vector chain (in temp-dir.ts directories). */
 
-export const engine: HashEngine = new WasmEngine();
+/**
+ * The fastest engine built here (the native addon, WASM where it is not built): the escape tests
+ * hash hundreds of thousands of pairs. The engines' agreement is tested on its own (engines.test.ts,
+ * the vectors, climb-chains).
+ */
+export const engine: HashEngine = createEngine("auto");
 
 export interface ChainStore {
   store: LevelStore;

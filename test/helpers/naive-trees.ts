@@ -1,4 +1,4 @@
-import { pedersen } from "@scure/starknet";
+import { Point } from "@scure/starknet";
 
 /**
  * Naive full recomputations of tree roots from a complete leaf set, written from the definitions of
@@ -6,7 +6,77 @@ import { pedersen } from "@scure/starknet";
  * They serve as the reference the incremental, store-backed trees are checked against.
  */
 
-const H = (a: bigint, b: bigint): bigint => BigInt(pedersen(a, b));
+/**
+ * StarkWare's Pedersen points (the shift point, then the bases of x's low 248 bits, x's high 4
+ * bits, y's low 248 bits and y's high 4 bits), the constants @scure/starknet's `pedersen` uses.
+ */
+const POINTS = [
+  [
+    0x49ee3eba8c1600700ee1b87eb599f16716b0b1022947733551fde4050ca6804n,
+    0x3ca0cfe4b3bc6ddf346d49d06ea0ed34e621062c0e056c1d0405d266e10268an,
+  ],
+  [
+    0x234287dcbaffe7f969c748655fca9e58fa8120b6d56eb0c1080d17957ebe47bn,
+    0x3b056f100f96fb21e889527d41f4e39940135dd7a6c94cc6ed0268ee89e5615n,
+  ],
+  [
+    0x4fa56f376c83db33f9dab2656558f3399099ec1de5e3018b7a6932dba8aa378n,
+    0x3fa0984c931c9e38113e0c0e47e4401562761f92a7a23b45168f4e80ff5b54dn,
+  ],
+  [
+    0x4ba4cc166be8dec764910f75b45f74b40c690c74709e90f3aa372f0bd2d6997n,
+    0x40301cf5c1751f4b971e46c4ede85fcac5c59a5ce5ae7c48151f27b24b219cn,
+  ],
+  [
+    0x54302dcb0e6cc1c6e44cca8f61a63bb2ca65048d53fb325d36ff12c49a58202n,
+    0x1b77b3e37d13504b348046268d8ae25ce98ad783c25561a879dcc77e99c2426n,
+  ],
+].map(([x, y]) => Point.fromAffine({ x: x!, y: y! }));
+type CurvePoint = (typeof POINTS)[number];
+const [SHIFT, X_LOW, X_HIGH, Y_LOW, Y_HIGH] = POINTS as [
+  CurvePoint,
+  CurvePoint,
+  CurvePoint,
+  CurvePoint,
+  CurvePoint,
+];
+const LOW_BITS = (1n << 248n) - 1n;
+let precomputed = false;
+
+/**
+ * Pedersen of a pair in field elements: shift + x_low·P1 + x_high·P2 + y_low·P3 + y_high·P4, the
+ * sum @scure/starknet's `pedersen` adds up bit by bit, as four scalar multiplications on its curve
+ * with tables of the fixed bases (several times faster). test/unit/naive-trees.test.ts holds it to
+ * `pedersen` and the vectors.
+ */
+export function pedersenPair(x: bigint, y: bigint): bigint {
+  if (!precomputed) {
+    for (const base of [X_LOW, Y_LOW]) base.precompute(8, false);
+    for (const base of [X_HIGH, Y_HIGH]) base.precompute(4, false);
+    precomputed = true;
+  }
+  return SHIFT.add(X_LOW.multiplyUnsafe(x & LOW_BITS))
+    .add(X_HIGH.multiplyUnsafe(x >> 248n))
+    .add(Y_LOW.multiplyUnsafe(y & LOW_BITS))
+    .add(Y_HIGH.multiplyUnsafe(y >> 248n))
+    .toAffine().x;
+}
+
+/**
+ * Pedersen of a pair, remembered: the tests recompute whole trees after every small change and for
+ * several walks of the same leaves, so most pairs recur, and a pure function's remembered value is
+ * the one it would compute again.
+ */
+const seen = new Map<string, bigint>();
+function H(a: bigint, b: bigint): bigint {
+  const key = `${a.toString(36)}:${b.toString(36)}`;
+  let h = seen.get(key);
+  if (h === undefined) {
+    h = pedersenPair(a, b);
+    seen.set(key, h);
+  }
+  return h;
+}
 
 /** Root of a Merkle tree of `height` holding `leaves` (index → leaf value), others `emptyLeaf`. */
 export function naiveMerkleRoot(height: number, leaves: Map<bigint, bigint>, emptyLeaf: bigint): bigint {
