@@ -6,7 +6,22 @@ import { pedersen } from "@scure/starknet";
  * They serve as the reference the incremental, store-backed trees are checked against.
  */
 
-const H = (a: bigint, b: bigint): bigint => BigInt(pedersen(a, b));
+// A chain of batches recomputed naively repeats most of its hashes from one root to the next: they
+// are remembered (a pure function's results), which keeps a recomputation per batch affordable.
+const memo = new Map<string, bigint>();
+const MEMO_LIMIT = 1_000_000;
+
+/** Pedersen of two field elements, with @scure/starknet. */
+export function H(a: bigint, b: bigint): bigint {
+  const key = `${a.toString(36)}.${b.toString(36)}`;
+  let out = memo.get(key);
+  if (out === undefined) {
+    out = BigInt(pedersen(a, b));
+    if (memo.size >= MEMO_LIMIT) memo.clear();
+    memo.set(key, out);
+  }
+  return out;
+}
 
 /** Root of a Merkle tree of `height` holding `leaves` (index → leaf value), others `emptyLeaf`. */
 export function naiveMerkleRoot(height: number, leaves: Map<bigint, bigint>, emptyLeaf: bigint): bigint {

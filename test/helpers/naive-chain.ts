@@ -1,0 +1,174 @@
+import { H, naiveMerkleRoot, naivePatriciaRoot } from "./naive-trees.js";
+
+/**
+ * A chain of batches replayed from their wire bodies (`get_batch_data`'s `update`) into full leaf
+ * sets, each root recomputed naively: leaf encodings written from docs/escape-formats.md with
+ * @scure/starknet's Pedersen, trees from naive-trees.ts. It shares no code with src/ (not the
+ * parser, the leaf hashing nor the trees), so a devnet's stated roots (computed with dacd's own
+ * `computeRoots`) and a member's are held against something dacd did not compute.
+ */
+
+export type NaiveProfile = "spot" | "spot-v4.0" | "perpetual";
+
+interface NaiveTree {
+  /** The tree's name as dacd and the wire's `<name>_root` call it. */
+  readonly name: string;
+  /** The wire's field holding its leaves. */
+  readonly field: string;
+  readonly kind: "merkle" | "patricia";
+  readonly height: number;
+  readonly leaf: "vault" | "order" | "position";
+}
+
+/** Each profile's trees at their deployed heights (docs/escape-formats.md, docs/reference-member.md). */
+const TREES: Record<NaiveProfile, NaiveTree[]> = {
+  spot: [
+    { name: "vault", field: "vaults", kind: "merkle", height: 31, leaf: "vault" },
+    { name: "order", field: "orders", kind: "patricia", height: 251, leaf: "order" },
+    { name: "rollup_vault", field: "rollup_vaults", kind: "merkle", height: 31, leaf: "vault" },
+  ],
+  "spot-v4.0": [
+    { name: "vault", field: "vaults", kind: "merkle", height: 31, leaf: "vault" },
+    { name: "order", field: "orders", kind: "merkle", height: 63, leaf: "order" },
+  ],
+  perpetual: [
+    { name: "position", field: "positions", kind: "merkle", height: 64, leaf: "position" },
+    { name: "order", field: "orders", kind: "merkle", height: 64, leaf: "order" },
+  ],
+};
+
+const B63 = 2n ** 63n;
+
+/** A vault's leaf: H(H(stark key, token), balance); a vault of balance 0 is the empty vault (all zeros). */
+export function naiveVaultLeaf(v: { stark_key: string; token: string; balance: string }): bigint {
+  const balance = BigInt(v.balance);
+  if (balance === 0n) return H(H(0n, 0n), 0n);
+  return H(H(BigInt(v.stark_key), BigInt(v.token)), balance);
+}
+
+/**
+ * A position's leaf: the Pedersen chain from 0 over each asset (ascending id) as
+ * id << 128 | (funding + 2^63) << 64 | (balance + 2^63), then the public key, then
+ * (collateral + 2^63) << 16 | the asset count.
+ */
+export function naivePositionLeaf(p: {
+  public_key: string;
+  collateral_balance: string;
+  assets: Record<string, { balance: string; cached_funding_index: string }>;
+}): bigint {
+  const assets = Object.entries(p.assets)
+    .map(([id, a]) => ({
+      id: BigInt(id),
+      balance: BigInt(a.balance),
+      funding: BigInt(a.cached_funding_index),
+    }))
+    .sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  let state = 0n;
+  for (const a of assets) state = H(state, (a.id << 128n) | ((a.funding + B63) << 64n) | (a.balance + B63));
+  state = H(state, BigInt(p.public_key));
+  return H(state, ((BigInt(p.collateral_balance) + B63) << 16n) | BigInt(assets.length));
+}
+
+function leafOf(kind: NaiveTree["leaf"], value: unknown): bigint {
+  if (kind === "vault") return naiveVaultLeaf(value as Parameters<typeof naiveVaultLeaf>[0]);
+  if (kind === "position") return naivePositionLeaf(value as Parameters<typeof naivePositionLeaf>[0]);
+  return BigInt((value as { fulfilled_amount: string }).fulfilled_amount);
+}
+
+const EMPTY_LEAF: Record<NaiveTree["leaf"], () => bigint> = {
+  vault: () => naiveVaultLeaf({ stark_key: "0", token: "0", balance: "0" }),
+  position: () => naivePositionLeaf({ public_key: "0", collateral_balance: "0", assets: {} }),
+  order: () => 0n,
+};
+
+function rootOf(t: NaiveTree, leaves: Map<bigint, bigint>): bigint {
+  return t.kind === "patricia"
+    ? naivePatriciaRoot(t.height, leaves)
+    : naiveMerkleRoot(t.height, leaves, EMPTY_LEAF[t.leaf]());
+}
+
+/** Roots by tree name, as numbers. */
+export type NaiveRoots = Record<string, bigint>;
+
+export class NaiveChain {
+  /** Each batch's full leaf sets (tree name → leaf id → leaf hash), by batch id; -1 is the empty state. */
+  private readonly states = new Map<number, Map<string, Map<bigint, bigint>>>([[-1, new Map()]]);
+  readonly roots = new Map<number, NaiveRoots>();
+  private readonly trees: NaiveTree[];
+
+  constructor(profile: NaiveProfile) {
+    this.trees = TREES[profile];
+  }
+
+  /** The empty state's roots (batch -1). */
+  genesis(): NaiveRoots {
+    return Object.fromEntries(this.trees.map((t) => [t.name, rootOf(t, new Map())]));
+  }
+
+  /**
+   * Applies batch `batchId`'s wire body on its `prev_batch_id`'s state and returns its roots (the
+   * trees whose leaves the body carries: the rollup tree only when asked with validate_rollup).
+   */
+  add(batchId: number, update: Record<string, unknown>): NaiveRoots {
+    const prevId = update.prev_batch_id as number;
+    const prev = this.states.get(prevId);
+    if (!prev) throw new Error(`batch ${batchId} names prev_batch_id ${prevId}, not replayed yet`);
+    const state = new Map<string, Map<bigint, bigint>>();
+    const roots: NaiveRoots = {};
+    for (const t of this.trees) {
+      const leaves = new Map(prev.get(t.name) ?? []);
+      const body = update[t.field] as Record<string, unknown> | undefined;
+      if (body === undefined) continue;
+      for (const [id, value] of Object.entries(body)) leaves.set(BigInt(id), leafOf(t.leaf, value));
+      state.set(t.name, leaves);
+      roots[t.name] = rootOf(t, leaves);
+    }
+    this.states.set(batchId, state);
+    this.roots.set(batchId, roots);
+    return roots;
+  }
+}
+
+/** A root as the wire and dacd's stated roots spell it (64 hex digits, no 0x), or a decimal / 0x string: as a number. */
+export function rootValue(s: string): bigint {
+  return /^[0-9a-f]{64}$/i.test(s) ? BigInt("0x" + s) : BigInt(s);
+}
+
+/** What the devnet helpers need of a devnet's chain (its `ChainView`, and the batcher's computed roots). */
+interface DevnetChainLike {
+  readonly profile: { readonly name: string };
+  lastBatchId(): number;
+  batch(
+    id: number,
+  ):
+    | {
+        prevBatchId: number;
+        stated: Record<string, string | undefined>;
+        update(validateRollup: boolean): Record<string, unknown>;
+      }
+    | undefined;
+}
+
+/**
+ * Every batch a devnet cut, replayed naively from the bodies it serves (rollup leaves included):
+ * each batch's naive roots, and which stated roots differ from them (a `wrong_root` fault).
+ */
+export function naiveDevnetRoots(chain: DevnetChainLike): {
+  roots: Map<number, NaiveRoots>;
+  wrongStated: Map<number, string[]>;
+} {
+  const naive = new NaiveChain(chain.profile.name as NaiveProfile);
+  const wrongStated = new Map<number, string[]>();
+  for (let id = 0; id <= chain.lastBatchId(); id++) {
+    const b = chain.batch(id)!;
+    const roots = naive.add(id, b.update(true));
+    const wrong = Object.keys(roots).filter(
+      (t) => b.stated[t] === undefined || rootValue(b.stated[t]!) !== roots[t],
+    );
+    if (wrong.length > 0) wrongStated.set(id, wrong);
+  }
+  return { roots: naive.roots, wrongStated };
+}
+
+/** 64 hex digits, as dacd's `toHex64` and the devnet's stated roots spell a root. */
+export const hex64 = (v: bigint): string => v.toString(16).padStart(64, "0");
