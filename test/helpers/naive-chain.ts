@@ -138,9 +138,7 @@ export function rootValue(s: string): bigint {
 interface DevnetChainLike {
   readonly profile: { readonly name: string };
   lastBatchId(): number;
-  batch(
-    id: number,
-  ):
+  batch(id: number):
     | {
         prevBatchId: number;
         stated: Record<string, string | undefined>;
@@ -150,16 +148,20 @@ interface DevnetChainLike {
 }
 
 /**
- * Every batch a devnet cut, replayed naively from the bodies it serves (rollup leaves included):
- * each batch's naive roots, and which stated roots differ from them (a `wrong_root` fault).
+ * The batches a devnet cut (0..`upTo`, all by default), replayed naively from the bodies it serves
+ * (rollup leaves included): each batch's naive roots, and which stated roots differ from them (a
+ * `wrong_root` fault).
  */
-export function naiveDevnetRoots(chain: DevnetChainLike): {
+export function naiveDevnetRoots(
+  chain: DevnetChainLike,
+  upTo = chain.lastBatchId(),
+): {
   roots: Map<number, NaiveRoots>;
   wrongStated: Map<number, string[]>;
 } {
   const naive = new NaiveChain(chain.profile.name as NaiveProfile);
   const wrongStated = new Map<number, string[]>();
-  for (let id = 0; id <= chain.lastBatchId(); id++) {
+  for (let id = 0; id <= upTo; id++) {
     const b = chain.batch(id)!;
     const roots = naive.add(id, b.update(true));
     const wrong = Object.keys(roots).filter(
@@ -172,3 +174,31 @@ export function naiveDevnetRoots(chain: DevnetChainLike): {
 
 /** 64 hex digits, as dacd's `toHex64` and the devnet's stated roots spell a root. */
 export const hex64 = (v: bigint): string => v.toString(16).padStart(64, "0");
+
+/**
+ * A member's recorded roots of batches `ids` (each recorded: signed) equal a naive replay of the
+ * devnet's chain: the devnet states dacd's own roots, so a member agreeing with it proves nothing
+ * alone. Returns the naive roots.
+ */
+export async function expectMemberRootsNaive(
+  chain: DevnetChainLike,
+  store: { getBatch(id: number): Promise<{ roots: Record<string, string> } | undefined> },
+  ids: readonly number[],
+): Promise<Map<number, NaiveRoots>> {
+  const naive = naiveDevnetRoots(chain, Math.max(...ids)).roots;
+  for (const id of ids) {
+    const rec = await store.getBatch(id);
+    if (!rec) throw new Error(`batch ${id} is not recorded by the member`);
+    const trees = Object.keys(rec.roots);
+    if (trees.length === 0) throw new Error(`batch ${id}'s record names no roots`);
+    for (const t of trees) {
+      const want = naive.get(id)![t];
+      if (want === undefined) throw new Error(`batch ${id}: the naive replay has no ${t} tree`);
+      if (rec.roots[t] !== hex64(want))
+        throw new Error(
+          `batch ${id} ${t}: the member recorded ${rec.roots[t]}, a naive replay gives ${hex64(want)}`,
+        );
+    }
+  }
+  return naive;
+}
