@@ -1,4 +1,4 @@
-import { H, naiveMerkleRoot, naivePatriciaRoot } from "./naive-trees.js";
+import { memoH as H, naiveMerkleRoot, naivePatriciaRoot, type Hash2 } from "./naive-trees.js";
 
 /**
  * A chain of batches replayed from their wire bodies (`get_batch_data`'s `update`) into full leaf
@@ -40,10 +40,13 @@ const TREES: Record<NaiveProfile, NaiveTree[]> = {
 const B63 = 2n ** 63n;
 
 /** A vault's leaf: H(H(stark key, token), balance); a vault of balance 0 is the empty vault (all zeros). */
-export function naiveVaultLeaf(v: { stark_key: string; token: string; balance: string }): bigint {
+export function naiveVaultLeaf(
+  v: { stark_key: string; token: string; balance: string },
+  hash: Hash2 = H,
+): bigint {
   const balance = BigInt(v.balance);
-  if (balance === 0n) return H(H(0n, 0n), 0n);
-  return H(H(BigInt(v.stark_key), BigInt(v.token)), balance);
+  if (balance === 0n) return hash(hash(0n, 0n), 0n);
+  return hash(hash(BigInt(v.stark_key), BigInt(v.token)), balance);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import { pedersen } from "@scure/starknet";
 
 /**
@@ -12,7 +13,7 @@ const memo = new Map<string, bigint>();
 const MEMO_LIMIT = 1_000_000;
 
 /** Pedersen of two field elements, with @scure/starknet. */
-export function H(a: bigint, b: bigint): bigint {
+export function memoH(a: bigint, b: bigint): bigint {
   const key = `${a.toString(36)}.${b.toString(36)}`;
   let out = memo.get(key);
   if (out === undefined) {
@@ -23,8 +24,27 @@ export function H(a: bigint, b: bigint): bigint {
   return out;
 }
 
+const require = createRequire(import.meta.url);
+const wasm = require("pedersen-fast") as { pedersen_from_hex(x: string, y: string): string };
+
+/**
+ * Pedersen with L2BEAT's pedersen-fast (Rust compiled to WebAssembly), called directly: for trees
+ * of thousands of leaves, too many for BigInt Pedersen within a test. Not dacd's code either; the
+ * Pedersen vectors pin it like every engine.
+ */
+export function fastH(a: bigint, b: bigint): bigint {
+  return BigInt(wasm.pedersen_from_hex("0x" + a.toString(16), "0x" + b.toString(16)));
+}
+
+export type Hash2 = (a: bigint, b: bigint) => bigint;
+
 /** Root of a Merkle tree of `height` holding `leaves` (index → leaf value), others `emptyLeaf`. */
-export function naiveMerkleRoot(height: number, leaves: Map<bigint, bigint>, emptyLeaf: bigint): bigint {
+export function naiveMerkleRoot(
+  height: number,
+  leaves: Map<bigint, bigint>,
+  emptyLeaf: bigint,
+  H: Hash2 = memoH,
+): bigint {
   const empty = [emptyLeaf];
   for (let k = 0; k < height; k++) empty.push(H(empty[k]!, empty[k]!));
   const rec = (h: number, prefix: bigint, ids: bigint[]): bigint => {
@@ -43,11 +63,10 @@ type Naive =
   | { kind: "node"; hash: bigint }
   | { kind: "edge"; bottom: bigint; path: bigint; length: number };
 
-const hashOf = (n: Naive): bigint =>
-  n.kind === "empty" ? 0n : n.kind === "node" ? n.hash : H(n.bottom, n.path) + BigInt(n.length);
-
 /** Root of a Patricia-Merkle tree of `height`; leaves of value 0 are empty. */
-export function naivePatriciaRoot(height: number, leaves: Map<bigint, bigint>): bigint {
+export function naivePatriciaRoot(height: number, leaves: Map<bigint, bigint>, H: Hash2 = memoH): bigint {
+  const hashOf = (n: Naive): bigint =>
+    n.kind === "empty" ? 0n : n.kind === "node" ? n.hash : H(n.bottom, n.path) + BigInt(n.length);
   const rec = (h: number, ids: bigint[]): Naive => {
     if (ids.length === 0) return { kind: "empty" };
     if (h === 0) return { kind: "node", hash: leaves.get(ids[0]!)! };
