@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { DEVNET_EXCHANGE } from "../../src/devnet/exchange/artifact.js";
 import { startDevnet } from "../../src/devnet/main.js";
+import { expectMemberRootsNaive } from "../helpers/naive-chain.js";
 import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
@@ -64,6 +65,9 @@ describe("devnet on a base chain", () => {
       expect(onchain?.matches).toBe(true);
     }
     expect(await daemon.store.onchain.batch(2)).toMatchObject({ matches: true });
+    // The roots committed are the devnet's, which are dacd's: the member's against a naive replay
+    // (the first two batches; BigInt Pedersen is slow for random 64-bit position ids).
+    await expectMemberRootsNaive(dn.chain, daemon.store, [0, 1]);
 
     // The freeze the member records is held against the contract's own views, read with viem and
     // the compiled exchange's ABI: none while isFrozen() is false, then the batch it froze at.
