@@ -54,11 +54,14 @@ export function naiveVaultLeaf(
  * id << 128 | (funding + 2^63) << 64 | (balance + 2^63), then the public key, then
  * (collateral + 2^63) << 16 | the asset count.
  */
-export function naivePositionLeaf(p: {
-  public_key: string;
-  collateral_balance: string;
-  assets: Record<string, { balance: string; cached_funding_index: string }>;
-}): bigint {
+export function naivePositionLeaf(
+  p: {
+    public_key: string;
+    collateral_balance: string;
+    assets: Record<string, { balance: string; cached_funding_index: string }>;
+  },
+  hash: Hash2 = H,
+): bigint {
   const assets = Object.entries(p.assets)
     .map(([id, a]) => ({
       id: BigInt(id),
@@ -67,27 +70,28 @@ export function naivePositionLeaf(p: {
     }))
     .sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
   let state = 0n;
-  for (const a of assets) state = H(state, (a.id << 128n) | ((a.funding + B63) << 64n) | (a.balance + B63));
-  state = H(state, BigInt(p.public_key));
-  return H(state, ((BigInt(p.collateral_balance) + B63) << 16n) | BigInt(assets.length));
+  for (const a of assets)
+    state = hash(state, (a.id << 128n) | ((a.funding + B63) << 64n) | (a.balance + B63));
+  state = hash(state, BigInt(p.public_key));
+  return hash(state, ((BigInt(p.collateral_balance) + B63) << 16n) | BigInt(assets.length));
 }
 
-function leafOf(kind: NaiveTree["leaf"], value: unknown): bigint {
-  if (kind === "vault") return naiveVaultLeaf(value as Parameters<typeof naiveVaultLeaf>[0]);
-  if (kind === "position") return naivePositionLeaf(value as Parameters<typeof naivePositionLeaf>[0]);
+function leafOf(kind: NaiveTree["leaf"], value: unknown, hash: Hash2): bigint {
+  if (kind === "vault") return naiveVaultLeaf(value as Parameters<typeof naiveVaultLeaf>[0], hash);
+  if (kind === "position") return naivePositionLeaf(value as Parameters<typeof naivePositionLeaf>[0], hash);
   return BigInt((value as { fulfilled_amount: string }).fulfilled_amount);
 }
 
-const EMPTY_LEAF: Record<NaiveTree["leaf"], () => bigint> = {
-  vault: () => naiveVaultLeaf({ stark_key: "0", token: "0", balance: "0" }),
-  position: () => naivePositionLeaf({ public_key: "0", collateral_balance: "0", assets: {} }),
+const EMPTY_LEAF: Record<NaiveTree["leaf"], (hash: Hash2) => bigint> = {
+  vault: (hash) => naiveVaultLeaf({ stark_key: "0", token: "0", balance: "0" }, hash),
+  position: (hash) => naivePositionLeaf({ public_key: "0", collateral_balance: "0", assets: {} }, hash),
   order: () => 0n,
 };
 
-function rootOf(t: NaiveTree, leaves: Map<bigint, bigint>): bigint {
+function rootOf(t: NaiveTree, leaves: Map<bigint, bigint>, hash: Hash2): bigint {
   return t.kind === "patricia"
-    ? naivePatriciaRoot(t.height, leaves)
-    : naiveMerkleRoot(t.height, leaves, EMPTY_LEAF[t.leaf]());
+    ? naivePatriciaRoot(t.height, leaves, hash)
+    : naiveMerkleRoot(t.height, leaves, EMPTY_LEAF[t.leaf](hash), hash);
 }
 
 /** Roots by tree name, as numbers. */
@@ -99,13 +103,17 @@ export class NaiveChain {
   readonly roots = new Map<number, NaiveRoots>();
   private readonly trees: NaiveTree[];
 
-  constructor(profile: NaiveProfile) {
+  /** `hash`: @scure/starknet's BigInt Pedersen unless a test's state is too large for it (fastH). */
+  constructor(
+    profile: NaiveProfile,
+    private readonly hash: Hash2 = H,
+  ) {
     this.trees = TREES[profile];
   }
 
   /** The empty state's roots (batch -1). */
   genesis(): NaiveRoots {
-    return Object.fromEntries(this.trees.map((t) => [t.name, rootOf(t, new Map())]));
+    return Object.fromEntries(this.trees.map((t) => [t.name, rootOf(t, new Map(), this.hash)]));
   }
 
   /**
@@ -122,9 +130,10 @@ export class NaiveChain {
       const leaves = new Map(prev.get(t.name) ?? []);
       const body = update[t.field] as Record<string, unknown> | undefined;
       if (body === undefined) continue;
-      for (const [id, value] of Object.entries(body)) leaves.set(BigInt(id), leafOf(t.leaf, value));
+      for (const [id, value] of Object.entries(body))
+        leaves.set(BigInt(id), leafOf(t.leaf, value, this.hash));
       state.set(t.name, leaves);
-      roots[t.name] = rootOf(t, leaves);
+      roots[t.name] = rootOf(t, leaves, this.hash);
     }
     this.states.set(batchId, state);
     this.roots.set(batchId, roots);
@@ -158,11 +167,12 @@ interface DevnetChainLike {
 export function naiveDevnetRoots(
   chain: DevnetChainLike,
   upTo = chain.lastBatchId(),
+  hash: Hash2 = H,
 ): {
   roots: Map<number, NaiveRoots>;
   wrongStated: Map<number, string[]>;
 } {
-  const naive = new NaiveChain(chain.profile.name as NaiveProfile);
+  const naive = new NaiveChain(chain.profile.name as NaiveProfile, hash);
   const wrongStated = new Map<number, string[]>();
   for (let id = 0; id <= upTo; id++) {
     const b = chain.batch(id)!;
@@ -187,8 +197,9 @@ export async function expectMemberRootsNaive(
   chain: DevnetChainLike,
   store: { getBatch(id: number): Promise<{ roots: Record<string, string> } | undefined> },
   ids: readonly number[],
+  hash: Hash2 = H,
 ): Promise<Map<number, NaiveRoots>> {
-  const naive = naiveDevnetRoots(chain, Math.max(...ids)).roots;
+  const naive = naiveDevnetRoots(chain, Math.max(...ids), hash).roots;
   for (const id of ids) {
     const rec = await store.getBatch(id);
     if (!rec) throw new Error(`batch ${id} is not recorded by the member`);

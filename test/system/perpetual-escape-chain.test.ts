@@ -13,6 +13,7 @@ import { dacdAsync } from "../helpers/dacd-cli.js";
 import { submitToDevnet } from "../helpers/devnet-submit.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { expectMemberRootsNaive } from "../helpers/naive-chain.js";
+import { fastH } from "../helpers/naive-trees.js";
 import { freePort } from "../helpers/free-port.js";
 
 /**
@@ -155,7 +156,7 @@ describe("a perpetual exchange frozen on the base chain", () => {
 
     // The frozen root the escapes are checked against is the devnet's, which is dacd's: held
     // against a naive replay of the devnet's chain (the member's record, and so the chain's).
-    const naive = await expectMemberRootsNaive(dn.chain, daemon.store, [frozen_batch_id]);
+    const naive = await expectMemberRootsNaive(dn.chain, daemon.store, [frozen_batch_id], fastH);
     const naiveRoot = BigInt(naive.get(frozen_batch_id)!.position!);
 
     const work = setup.dir;
