@@ -4,6 +4,7 @@ import type { Daemon } from "../../src/app.js";
 import { post } from "../../src/devnet/client.js";
 import { startDevnet, type Devnet } from "../../src/devnet/main.js";
 import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
+import { expectMemberRootsNaive, naiveDevnetRoots } from "../helpers/naive-chain.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 
 const KEYS = [
@@ -57,12 +58,15 @@ describe("devnet with traffic and dacd members over real HTTP", () => {
     "variant %s: every batch reaches its quorum of two members",
     async (variant) => {
       const dn = await devnet(variant);
-      await Promise.all([member(dn, KEYS[0]!), member(dn, KEYS[1]!)]);
+      const members = await Promise.all([member(dn, KEYS[0]!), member(dn, KEYS[1]!)]);
       for (let id = 0; id < 6; id++) {
         const q = await dn.waitForQuorum(id, 60_000);
         expect(q.reached).toBe(true);
         expect(new Set(q.signers)).toEqual(new Set([address(KEYS[0]!), address(KEYS[1]!)]));
       }
+      // What they signed, against a naive replay (the devnet's roots are dacd's): the first batches,
+      // BigInt Pedersen being slow for random 64-bit position ids.
+      for (const m of members) await expectMemberRootsNaive(dn.chain, m.store, [0, 1]);
     },
   );
 
@@ -107,6 +111,9 @@ describe("devnet with traffic and dacd members over real HTTP", () => {
     expect(await a.store.getBatch(bad)).toBeUndefined();
     expect(await b.store.getBatch(bad)).toBeUndefined();
     expect((await a.store.getCursor())?.skipped).toContain(bad);
+    // The injected root is wrong against a naive replay too, and what the members signed is right.
+    expect(naiveDevnetRoots(dn.chain, bad).wrongStated.get(bad)).toEqual(["vault"]);
+    await expectMemberRootsNaive(dn.chain, a.store, [bad - 1, bad + 1]);
   });
 
   it("after the operator rejects its head batch, members verify the next one from the earlier state", async () => {

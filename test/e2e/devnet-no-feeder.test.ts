@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startDaemon } from "../../src/app.js";
 import { get } from "../../src/devnet/client.js";
 import { startDevnet } from "../../src/devnet/main.js";
+import { expectMemberRootsNaive } from "../helpers/naive-chain.js";
 import { createLogger } from "../../src/logging.js";
 import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { memberSetup, waitFor } from "../helpers/daemon.js";
@@ -82,6 +83,8 @@ describe("a member without a feeder gateway against the devnet", () => {
     const q = await dn.waitForQuorum(0, 60_000);
     expect(q.signers).toEqual([ADDRESS]);
     await waitFor(() => daemon.member.state.nextBatchId === 1, 30_000, "cursor past batch 0");
+    // What it signed: the empty state's roots, against a naive computation (the devnet's are dacd's).
+    await expectMemberRootsNaive(dn.chain, daemon.store, [0]);
     const polled = await batchDataPolls(base);
     await waitFor(async () => (await batchDataPolls(base)) >= polled + 10, 60_000, "ten more polls");
     ready = await fetch(`${base}/readyz`);

@@ -4,6 +4,7 @@ import { approvalBody, get, post } from "../../src/devnet/client.js";
 import type { Batch } from "../../src/devnet/batcher.js";
 import { EthSigner } from "../../src/signer/eth-signer.js";
 import { parseStateUpdate } from "../../src/wire/parse-update.js";
+import { hex64, naiveDevnetRoots } from "../helpers/naive-chain.js";
 import { computeRoots, type TreeState } from "../../src/verifier/trees/update/compute-roots.js";
 import { MemoryNodeStore } from "../../src/storage/memory-store.js";
 import { WasmEngine } from "../../src/verifier/hash/wasm-engine.js";
@@ -331,6 +332,8 @@ describe("devnet variant P: state, feeder and availability", () => {
     const engine = new WasmEngine();
     const store = new MemoryNodeStore();
     let prev: TreeState | null = null;
+    const naive = naiveDevnetRoots(dn.chain, 1);
+    expect(naive.wrongStated.size).toBe(0);
     for (let id = 0; id <= 1; id++) {
       const r = await get(`${dn.urls.availability}/availability_gateway/get_batch_data?batch_id=${id}`);
       expect(r.contentType).toBe("application/json");
@@ -344,6 +347,9 @@ describe("devnet variant P: state, feeder and availability", () => {
         id,
       );
       store.putNodes(newNodes);
+      // Against a naive replay that shares no code with dacd (the devnet's stated roots are dacd's).
+      expect(toHex64(roots.position!)).toBe(hex64(naive.roots.get(id)!.position!));
+      expect(toHex64(roots.order!)).toBe(hex64(naive.roots.get(id)!.order!));
       expect(toHex64(roots.position!)).toBe(dn.chain.batch(id)!.stated.position);
       expect(toHex64(roots.order!)).toBe(dn.chain.batch(id)!.stated.order);
       const a = await post(

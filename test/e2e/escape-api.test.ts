@@ -267,6 +267,9 @@ describe("escape API", () => {
       .filter(Boolean)
       .map((l) => l.split(",")[0]!);
     const engine = createEngine("wasm");
+    const vectorRoots = new Map(
+      loadChain("spot-chain").expected.batches.map((b) => [b.batch_id, b.roots.vault!] as const),
+    );
     const signedAt = new Map<number, number>();
     const onAccepted = setInterval(() => {
       for (const p of gw.accepted) if (!signedAt.has(p.batch_id)) signedAt.set(p.batch_id, performance.now());
@@ -285,8 +288,10 @@ describe("escape API", () => {
           await r.arrayBuffer();
           continue;
         }
-        const verdict = await verifyProof(engine, (await r.json()) as Proof);
-        if (!verdict.valid) invalid++;
+        const proof = (await r.json()) as Proof & { batch_id: number; root: string };
+        const verdict = await verifyProof(engine, proof);
+        // Valid, and against the vectors' root of its batch, not only the root the daemon put in it.
+        if (!verdict.valid || proof.root !== vectorRoots.get(proof.batch_id)) invalid++;
       }
     };
     const release = async (b: number): Promise<void> => {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/app.js";
 import { startDevnet } from "../../src/devnet/main.js";
+import { expectMemberRootsNaive } from "../helpers/naive-chain.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
 import { readArchiveFiles } from "../helpers/reference-archive.js";
@@ -48,6 +49,8 @@ describe("dump --format reference through the running daemon", () => {
     expect(during.err).toBe("");
     expect(during.code).toBe(0);
     const record = (await daemon.store.getBatch(3))!;
+    // The member's roots, which the archive must carry, against a naive replay of the devnet's chain.
+    await expectMemberRootsNaive(dn.chain, daemon.store, [3]);
     expect(JSON.parse(during.out)).toMatchObject({
       out: live,
       batch_id: 3,

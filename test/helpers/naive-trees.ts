@@ -1,8 +1,9 @@
+import { createRequire } from "node:module";
 import { Point } from "@scure/starknet";
 
 /**
- * Naive full recomputations of tree roots from a complete leaf set, written from the definitions of
- * committee-algorithms §3 with bigints and @scure/starknet, sharing no code with src/verifier/trees.
+ * Naive full recomputations of tree roots from a complete leaf set, written from the definitions in
+ * docs/algorithms.md (Trees) with bigints and @scure/starknet, sharing no code with src/verifier/trees.
  * They serve as the reference the incremental, store-backed trees are checked against.
  */
 
@@ -46,7 +47,7 @@ let precomputed = false;
 /**
  * Pedersen of a pair in field elements: shift + x_low·P1 + x_high·P2 + y_low·P3 + y_high·P4, the
  * sum @scure/starknet's `pedersen` adds up bit by bit, as four scalar multiplications on its curve
- * with tables of the fixed bases (several times faster). test/unit/naive-trees.test.ts holds it to
+ * with tables of the fixed bases (several times faster). test/unit/naive-pedersen.test.ts holds it to
  * `pedersen` and the vectors.
  */
 export function pedersenPair(x: bigint, y: bigint): bigint {
@@ -62,24 +63,44 @@ export function pedersenPair(x: bigint, y: bigint): bigint {
     .toAffine().x;
 }
 
-/**
- * Pedersen of a pair, remembered: the tests recompute whole trees after every small change and for
- * several walks of the same leaves, so most pairs recur, and a pure function's remembered value is
- * the one it would compute again.
- */
-const seen = new Map<string, bigint>();
-function H(a: bigint, b: bigint): bigint {
-  const key = `${a.toString(36)}:${b.toString(36)}`;
-  let h = seen.get(key);
-  if (h === undefined) {
-    h = pedersenPair(a, b);
-    seen.set(key, h);
+// A chain of batches recomputed naively repeats most of its hashes from one root to the next: they
+// are remembered (a pure function's results), which keeps a recomputation per batch affordable.
+const memo = new Map<string, bigint>();
+const MEMO_LIMIT = 1_000_000;
+
+/** Pedersen of two field elements, on @scure/starknet's curve (pedersenPair), remembered. */
+export function memoH(a: bigint, b: bigint): bigint {
+  const key = `${a.toString(36)}.${b.toString(36)}`;
+  let out = memo.get(key);
+  if (out === undefined) {
+    out = pedersenPair(a, b);
+    if (memo.size >= MEMO_LIMIT) memo.clear();
+    memo.set(key, out);
   }
-  return h;
+  return out;
 }
 
+const require = createRequire(import.meta.url);
+const wasm = require("pedersen-fast") as { pedersen_from_hex(x: string, y: string): string };
+
+/**
+ * Pedersen with L2BEAT's pedersen-fast (Rust compiled to WebAssembly), called directly: for trees
+ * of thousands of leaves, too many for BigInt Pedersen within a test. Not dacd's code either; the
+ * Pedersen vectors pin it like every engine.
+ */
+export function fastH(a: bigint, b: bigint): bigint {
+  return BigInt(wasm.pedersen_from_hex("0x" + a.toString(16), "0x" + b.toString(16)));
+}
+
+export type Hash2 = (a: bigint, b: bigint) => bigint;
+
 /** Root of a Merkle tree of `height` holding `leaves` (index → leaf value), others `emptyLeaf`. */
-export function naiveMerkleRoot(height: number, leaves: Map<bigint, bigint>, emptyLeaf: bigint): bigint {
+export function naiveMerkleRoot(
+  height: number,
+  leaves: Map<bigint, bigint>,
+  emptyLeaf: bigint,
+  H: Hash2 = memoH,
+): bigint {
   const empty = [emptyLeaf];
   for (let k = 0; k < height; k++) empty.push(H(empty[k]!, empty[k]!));
   const rec = (h: number, prefix: bigint, ids: bigint[]): bigint => {
@@ -98,11 +119,10 @@ type Naive =
   | { kind: "node"; hash: bigint }
   | { kind: "edge"; bottom: bigint; path: bigint; length: number };
 
-const hashOf = (n: Naive): bigint =>
-  n.kind === "empty" ? 0n : n.kind === "node" ? n.hash : H(n.bottom, n.path) + BigInt(n.length);
-
 /** Root of a Patricia-Merkle tree of `height`; leaves of value 0 are empty. */
-export function naivePatriciaRoot(height: number, leaves: Map<bigint, bigint>): bigint {
+export function naivePatriciaRoot(height: number, leaves: Map<bigint, bigint>, H: Hash2 = memoH): bigint {
+  const hashOf = (n: Naive): bigint =>
+    n.kind === "empty" ? 0n : n.kind === "node" ? n.hash : H(n.bottom, n.path) + BigInt(n.length);
   const rec = (h: number, ids: bigint[]): Naive => {
     if (ids.length === 0) return { kind: "empty" };
     if (h === 0) return { kind: "node", hash: leaves.get(ids[0]!)! };

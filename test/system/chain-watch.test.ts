@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPublicClient, http } from "viem";
+import { createPublicClient, http, type Abi } from "viem";
 import type { Daemon } from "../../src/app.js";
 import { loadConfig } from "../../src/config/config.js";
 import { startEthNode, type EthNode } from "../../src/devnet/exchange/eth-node.js";
+import { DEVNET_EXCHANGE } from "../../src/devnet/exchange/artifact.js";
 import { DevnetExchange } from "../../src/devnet/exchange/exchange.js";
 import { rootHex } from "../../src/chain/root-update.js";
 import { EXCHANGE_ABI } from "../../src/chain/exchange-abi.js";
@@ -159,10 +160,29 @@ describe("following the base chain", () => {
     // The freeze, after the exchange committed batch 3 again: recorded with the contract's last
     // batch, which is not the member's newest, and the escape commands default to it.
     await exchange.commit(3, await rootsOf(daemon, 3));
+    // Held against the contract's isFrozen(), read with the compiled exchange's ABI: no freeze is
+    // recorded while it says false, and the one recorded is the batch its getLastBatchId() names.
+    const isFrozen = (): Promise<unknown> =>
+      createPublicClient({ transport: http(node.url) }).readContract({
+        address: exchange.address,
+        abi: DEVNET_EXCHANGE.abi as Abi,
+        functionName: "isFrozen",
+      });
+    expect(await isFrozen()).toBe(false);
+    expect(await daemon.store.onchain.frozenBatchId()).toBeUndefined();
+    expect(await metric(daemon, "dacd_onchain_frozen")).toBe(0);
     await exchange.freeze();
     await mine(CONFIRMATIONS);
     await waitFor(async () => (await metric(daemon, "dacd_onchain_frozen")) === 1, 10_000, "the freeze");
+    expect(await isFrozen()).toBe(true);
     expect(await daemon.store.onchain.frozenBatchId()).toBe(3);
+    expect(
+      await createPublicClient({ transport: http(node.url) }).readContract({
+        address: exchange.address,
+        abi: DEVNET_EXCHANGE.abi as Abi,
+        functionName: "getLastBatchId",
+      }),
+    ).toBe(3n);
     expect(await onchainId()).toBe(3);
     const chainVaultRoot = rootHex(
       await createPublicClient({ transport: http(node.url) }).readContract({

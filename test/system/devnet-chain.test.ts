@@ -1,7 +1,10 @@
 import { rm } from "node:fs/promises";
+import { createPublicClient, http, type Abi, type Address } from "viem";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
+import { DEVNET_EXCHANGE } from "../../src/devnet/exchange/artifact.js";
 import { startDevnet } from "../../src/devnet/main.js";
+import { expectMemberRootsNaive } from "../helpers/naive-chain.js";
 import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
@@ -62,6 +65,21 @@ describe("devnet on a base chain", () => {
       expect(onchain?.matches).toBe(true);
     }
     expect(await daemon.store.onchain.batch(2)).toMatchObject({ matches: true });
+    // The roots committed are the devnet's, which are dacd's: the member's against a naive replay
+    // (the first two batches; BigInt Pedersen is slow for random 64-bit position ids).
+    await expectMemberRootsNaive(dn.chain, daemon.store, [0, 1]);
+
+    // The freeze the member records is held against the contract's own views, read with viem and
+    // the compiled exchange's ABI: none while isFrozen() is false, then the batch it froze at.
+    const reader = createPublicClient({ transport: http(chain.rpcUrl) });
+    const view = (functionName: "isFrozen" | "getLastBatchId"): Promise<unknown> =>
+      reader.readContract({
+        address: chain.exchange.address as Address,
+        abi: DEVNET_EXCHANGE.abi as Abi,
+        functionName,
+      });
+    expect(await view("isFrozen")).toBe(false);
+    expect((await daemon.store.onchain.cursor())?.frozen).toBeUndefined();
 
     const frozen = await dacdAsync(["devnet", "freeze", "--availability-url", dn.urls.availability]);
     expect(frozen.code, frozen.err).toBe(0);
@@ -73,5 +91,7 @@ describe("devnet on a base chain", () => {
       10_000,
       "the freeze",
     );
+    expect(await view("isFrozen")).toBe(true);
+    expect(await view("getLastBatchId")).toBe(BigInt(frozen_batch_id));
   });
 });

@@ -16,6 +16,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import type { Daemon } from "../../src/app.js";
 import { startDevnet, type Devnet } from "../../src/devnet/main.js";
+import { expectMemberRootsNaive } from "../helpers/naive-chain.js";
 import {
   DEVNET_EXCHANGE,
   PERPETUAL_ESCAPE_VERIFIER,
@@ -300,6 +301,9 @@ describe("the devnet's chain carries an exit out", () => {
       "the freeze",
     );
     const frozen = (await j.daemon.store.onchain.frozenBatchId())!;
+    // The root the exchange froze with is the devnet's, which is dacd's: the member's record of
+    // it against a naive replay of the devnet's chain.
+    await expectMemberRootsNaive(j.devnet.chain, j.daemon.store, [frozen]);
 
     const proof = (await proofJson(j, ["vault", "5"])) as SpotEscape;
     expect(proof.batch_id).toBe(frozen);
@@ -438,6 +442,9 @@ describe("the devnet's chain carries an exit out", () => {
       20_000,
       "the frozen shared state",
     );
+    await expectMemberRootsNaive(j.devnet.chain, j.daemon.store, [
+      (await j.daemon.store.onchain.frozenBatchId())!,
+    ]);
 
     const proof = (await proofJson(j, ["position", "7"])) as PerpetualEscape;
     expect(proof.withdrawal_amount).toBe("777000");

@@ -2,7 +2,15 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { createPublicClient, http, parseAbi, type Abi, type Address, type Hex } from "viem";
+import {
+  createPublicClient,
+  encodeFunctionData,
+  http,
+  parseAbi,
+  type Abi,
+  type Address,
+  type Hex,
+} from "viem";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Daemon } from "../../src/app.js";
 import { DEVNET_EXCHANGE } from "../../src/devnet/exchange/artifact.js";
@@ -189,6 +197,17 @@ async function sendStep(page: Page, step: string): Promise<string> {
   return text;
 }
 
+/**
+ * The transaction a step's "Done: 0x…" names, as the chain holds it: its target and call data, to
+ * hold against a call encoded here from the exchange's ABI (not by the page's plan).
+ */
+async function sentTx(rpcUrl: string, text: string): Promise<{ to: string | undefined; input: Hex }> {
+  const hash = /^Done: (0x[0-9a-f]{64})/.exec(text)?.[1];
+  expect(hash, text).toBeDefined();
+  const tx = await createPublicClient({ transport: http(rpcUrl) }).getTransaction({ hash: hash as Hex });
+  return { to: tx.to?.toLowerCase(), input: tx.input };
+}
+
 async function shoot(pages: Page[], name: string): Promise<void> {
   for (const p of pages) {
     const size = p.viewportSize()!.width < 500 ? "phone" : "desktop";
@@ -263,7 +282,7 @@ describe.skipIf(!haveChromium)("leaving the devnet's frozen exchange from the es
       {
         from: USER,
         to: s.exchange,
-        data: (await import("viem")).encodeFunctionData({
+        data: encodeFunctionData({
           abi: EXCHANGE_ABI,
           functionName: "registerEthAddress",
           args: [USER, starkKey, SIG],
@@ -357,7 +376,12 @@ describe.skipIf(!haveChromium)("leaving the devnet's frozen exchange from the es
       args: [asset],
     })) as bigint;
     const before = await balance();
-    expect(await sendStep(page, "withdraw")).toMatch(/^Done: /);
+    const withdrawn = await sendStep(page, "withdraw");
+    expect(withdrawn).toMatch(/^Done: /);
+    expect(await sentTx(s.rpc, withdrawn)).toEqual({
+      to: s.exchange.toLowerCase(),
+      input: encodeFunctionData({ abi: EXCHANGE_ABI, functionName: "withdraw", args: [starkKey, asset] }),
+    });
     expect((await balance()) - before).toBe(quantum * 3400n);
     await recheck(pages);
     await stepStatus(page, "withdraw", "done");
@@ -403,7 +427,6 @@ describe.skipIf(!haveChromium)("leaving the devnet's frozen exchange from the es
       60_000,
       "the deposit on-chain",
     );
-    const { encodeFunctionData } = await import("viem");
     await rpc(s.rpc, "eth_sendTransaction", [
       {
         from: USER,
@@ -458,7 +481,12 @@ describe.skipIf(!haveChromium)("leaving the devnet's frozen exchange from the es
       args: [assetType],
     })) as bigint;
     const before = await balance();
-    expect(await sendStep(page, "withdraw")).toMatch(/^Done: /);
+    const withdrawn = await sendStep(page, "withdraw");
+    expect(withdrawn).toMatch(/^Done: /);
+    expect(await sentTx(s.rpc, withdrawn)).toEqual({
+      to: s.exchange.toLowerCase(),
+      input: encodeFunctionData({ abi: EXCHANGE_ABI, functionName: "withdraw", args: [starkKey, assetType] }),
+    });
     expect((await balance()) - before).toBe(quantum * amount);
     await recheck([page]);
     await shoot([page], "perpetual-3-withdrawn");

@@ -11,6 +11,7 @@ import { dacdAsync } from "../helpers/dacd-cli.js";
 import { waitFor } from "../helpers/daemon.js";
 import { submitToDevnet } from "../helpers/devnet-submit.js";
 import { exitDevnet } from "../helpers/exit-devnet.js";
+import { expectMemberRootsNaive } from "../helpers/naive-chain.js";
 
 /**
  * The exit journey from `dacd exit --json` alone, sent by viem on the devnet's chain: at each
@@ -161,6 +162,8 @@ describe("dacd exit --json carries an exit out on the devnet's chain", () => {
       "the freeze",
     );
 
+    // The frozen root is the devnet's, which is dacd's: the member's record against a naive replay.
+    await expectMemberRootsNaive(devnet.chain, daemon.store, [(await daemon.store.onchain.frozenBatchId())!]);
     p = await plan();
     expect(p).toMatchObject({
       at_frozen_batch: true,
@@ -247,6 +250,7 @@ describe("dacd exit --json carries an exit out on the devnet's chain", () => {
       "the frozen shared state",
     );
 
+    await expectMemberRootsNaive(devnet.chain, daemon.store, [(await daemon.store.onchain.frozenBatchId())!]);
     // Frozen, the shared state read by the member: the verifier's amount and every step's data.
     p = await plan();
     expect(p).toMatchObject({ at_frozen_batch: true, quantized_amount: "777000" });

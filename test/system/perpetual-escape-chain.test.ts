@@ -12,6 +12,8 @@ import { ethAddressFromPrivateKey } from "../../src/signer/eth-signer.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
 import { submitToDevnet } from "../helpers/devnet-submit.js";
 import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
+import { expectMemberRootsNaive } from "../helpers/naive-chain.js";
+import { fastH } from "../helpers/naive-trees.js";
 import { freePort } from "../helpers/free-port.js";
 
 /**
@@ -152,11 +154,17 @@ describe("a perpetual exchange frozen on the base chain", () => {
     expect(byAssets.get(0)?.position_id).toBe("7");
     expect(byAssets.has(3)).toBe(true);
 
+    // The frozen root the escapes are checked against is the devnet's, which is dacd's: held
+    // against a naive replay of the devnet's chain (the member's record, and so the chain's).
+    const naive = await expectMemberRootsNaive(dn.chain, daemon.store, [frozen_batch_id], fastH);
+    const naiveRoot = BigInt(naive.get(frozen_batch_id)!.position!);
+
     const work = setup.dir;
     const check = async (e: PerpetualEscape, how: string): Promise<void> => {
       expect(e.batch_id, how).toBe(frozen_batch_id);
       expect(e.shared_state, how).toEqual(shared.words);
       expect(e.shared_state![0], how).toBe(e.position_root);
+      expect(BigInt(e.position_root), how).toBe(naiveRoot);
       const amount = amountOf(e);
       expect(e.withdrawal_amount, how).toBe(amount.toString());
       expect(e.fact_hash, how).toBe(factOf(e, amount));
