@@ -1,7 +1,7 @@
 import { B63, B64 } from "./leaf-rules.js";
 
 /**
- * Profiles: which trees a member keeps for each kind of service (committee-algorithms §4).
+ * Profiles: which trees a member keeps for each kind of service (docs/algorithms.md, Profiles).
  * Tree names double as the keys of `roots` in replay output, batch records and dumps.
  */
 export const PROFILE_NAMES = ["perpetual", "spot", "spot-v4.0"] as const;

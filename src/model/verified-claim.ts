@@ -11,7 +11,7 @@ declare const madeByTheVerifier: unique symbol;
  */
 export interface VerifiedClaim {
   readonly batchId: number;
-  /** The claim hash (committee-algorithms §5.6), 32 bytes. */
+  /** The claim hash (docs/algorithms.md, From an update to a claim), 32 bytes. */
   readonly claim: Uint8Array;
   /** The same, 0x + 64 lower-case hex digits, as it is journaled, stored and posted. */
   readonly claimHash: string;

@@ -4,7 +4,7 @@ import type { Roots } from "../model/profile.js";
 import type { Profile } from "../model/profile.js";
 
 /**
- * The availability claim (committee-algorithms §5.6): keccak256 of Solidity's packed encoding of
+ * The availability claim (docs/algorithms.md, From an update to a claim): keccak256 of Solidity's packed encoding of
  * (bytes32 main_root, uint256 main_height, bytes32 order_root, uint256 order_height,
  * uint256 sequence_number). The rollup tree is not part of the claim.
  */

@@ -85,7 +85,7 @@ export function readPrevBatchId(update: unknown, batchId: number): number {
 
 /**
  * Parses the `update` of a `get_batch_data` answer into typed, range-checked leaves
- * (committee-algorithms §2). Throws DacdError BAD_INPUT naming the batch and the field.
+ * (docs/algorithms.md, Leaves). Throws DacdError BAD_INPUT naming the batch and the field.
  */
 export function parseStateUpdate(
   update: unknown,

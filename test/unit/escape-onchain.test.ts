@@ -15,7 +15,7 @@ import { chainStore, randomBig, type ChainStore } from "../helpers/chain-store.j
 import { removeTempDirs } from "../helpers/temp-dir.js";
 
 /**
- * The on-chain escape format against shared/spec/escape-onchain.md: the words are built here again
+ * The on-chain escape format against docs/escape-formats.md: the words are built here again
  * from the spec's row formula (the 512-bit number left << 260 | right << 8), the claim hash and
  * call data are recomputed with viem and with a hand-built buffer, the rows are chained to the
  * root with the project's Pedersen, and the checker accepts every proof made and refuses each one

@@ -1,6 +1,6 @@
 /**
  * Variant G state machine: vaults (validium and rollup, one table, split by the rollup rule) and
- * orders (fulfilled amounts). Balance checks and the range rules of committee-algorithms §2 hold
+ * orders (fulfilled amounts). Balance checks and the range rules of docs/algorithms.md, Leaves hold
  * after every transaction, or the transaction is not applied.
  */
 import { FIELD_PRIME, type LeafChanges, type TreeName, type VaultLeaf } from "../shared.js";

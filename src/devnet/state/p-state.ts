@@ -1,6 +1,6 @@
 /**
  * Variant P state machine: positions (collateral and synthetic assets with cached funding indices),
- * orders (fulfilled amounts) and the global funding indices. Range rules of committee-algorithms §2
+ * orders (fulfilled amounts) and the global funding indices. Range rules of docs/algorithms.md, Leaves
  * hold after every transaction, or the transaction is not applied.
  */
 import {

@@ -6,7 +6,7 @@ import type { LeafKind } from "../../../model/profile.js";
 import { assetWord, B63, collateralWord } from "../../../model/leaf-rules.js";
 
 /**
- * Leaf encodings of committee-algorithms §2: how a vault, position or order becomes the 32-byte
+ * Leaf encodings of docs/algorithms.md, Leaves: how a vault, position or order becomes the 32-byte
  * value at the bottom of its tree, and the compact record dacd stores so leaves can be read back
  * (inspection, dumps, proofs). Hashing is done for many leaves at once, one engine call per step.
  */

@@ -19,7 +19,7 @@ import type { NodeWrites, TreeUpdate } from "../../../storage/records/node-write
 import { PackedIds } from "../format/packed-ids.js";
 
 /**
- * Patricia-Merkle tree (committee-algorithms §3): empty subtrees are 0, a node with two non-empty
+ * Patricia-Merkle tree (docs/algorithms.md, Trees): empty subtrees are 0, a node with two non-empty
  * children is binary, a chain of single children collapses into an edge (bottom, path, length)
  * whose hash is H(bottom, path) + length.
  *
