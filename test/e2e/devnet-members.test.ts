@@ -22,15 +22,16 @@ afterEach(async () => {
 
 async function devnet(
   variant: "P" | "G",
-  opts: { traffic?: number; committee?: string[] } = {},
+  opts: { traffic?: number; committee?: string[]; cutByHand?: boolean } = {},
 ): Promise<Devnet> {
   const dn = await startDevnet({
     variant,
     committee: opts.committee ?? [address(KEYS[0]!), address(KEYS[1]!)],
     quorum: 2,
     traffic: opts.traffic ?? 40,
-    batchIntervalMs: 250,
-    batchSize: 20,
+    // Cut by hand: batches exist only when the test cuts them, so "the head batch" is a fixed id.
+    batchIntervalMs: opts.cutByHand ? 3_600_000 : 250,
+    batchSize: opts.cutByHand ? 1_000_000 : 20,
     seed: 7,
   });
   cleanups.push(() => dn.close());
@@ -81,25 +82,31 @@ describe("devnet with traffic and dacd members over real HTTP", () => {
   });
 
   it("never signs an injected wrong root, and follows the new prev_batch_id after a rejection", async () => {
-    const dn = await devnet("G", { traffic: 30 });
+    const dn = await devnet("G", { traffic: 30, cutByHand: true });
     const a = await member(dn, KEYS[0]!);
     const b = await member(dn, KEYS[1]!);
+    await dn.cutBatch(true);
+    await dn.cutBatch(true);
     await dn.waitForQuorum(1, 60_000);
     // The next batch states a wrong vault root: both members refuse it.
     const fault = await post(`${dn.urls.availability}/devnet/fault`, { type: "wrong_root", tree: "vault" });
     expect(fault.status).toBe(200);
     const bad = dn.chain.lastBatchId() + 1;
+    await dn.cutBatch(true);
     await dn.waitForBatch(bad, 30_000);
     await waitFor(
       () => a.member.state.failing?.code === "ROOT_MISMATCH" || a.member.state.nextBatchId > bad,
       30_000,
     );
-    // The operator rejects it; the next batch builds on the one before, and members move on.
+    // The operator rejects it (still the head: nothing is cut meanwhile); the next batch builds on
+    // the one before, and members move on.
     const reject = await post(`${dn.urls.availability}/devnet/fault`, {
       type: "reject_batch",
       batch_id: bad,
     });
     expect(reject.status).toBe(200);
+    await dn.cutBatch(true);
+    await dn.cutBatch(true);
     const next = await dn.waitForBatch(bad + 1, 30_000);
     expect(next.prevBatchId).toBe(bad - 1);
     const q = await dn.waitForQuorum(bad + 2, 60_000);
