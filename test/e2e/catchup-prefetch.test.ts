@@ -147,8 +147,10 @@ describe("catching up with fetches running ahead", () => {
   }, 90_000);
 
   it("a post refused while the next batch is verified on top of it: posts stay in order, one claim each", async () => {
-    // A verified batch is written and posted while the next one is verified (member.ts): batch 3
-    // is verified and stored while batch 2's post is refused, and posted only after batch 2's.
+    // A verified batch is written and posted while the next one is verified (member.ts): batch 4
+    // is verified and stored while batch 3's post is refused, and posted only after batch 3's.
+    // (Not batch 2: the operator dropped it, batch 3 builds on 1, so a refused post of batch 2 is
+    // final and the member moves past it; devnet-rejected-after-signing.test.ts.)
     const { gw, expected, setup } = await spotChainMember(cleanups);
     const n = expected.batches.length;
     const seen = record(gw);
@@ -156,9 +158,9 @@ describe("catching up with fetches running ahead", () => {
     let refusals = 0;
     gw.interceptor = async (req, res, url, body) => {
       const post = url.pathname.endsWith("/approve_new_roots");
-      if (post && (JSON.parse(body) as { batch_id: number }).batch_id === 2 && refusals < 2) {
+      if (post && (JSON.parse(body) as { batch_id: number }).batch_id === 3 && refusals < 2) {
         refusals++;
-        seen.push({ kind: "post", batchId: 2 });
+        seen.push({ kind: "post", batchId: 3 });
         res.writeHead(200, { "content-type": "application/str" }).end("not now");
         return true;
       }
@@ -170,15 +172,15 @@ describe("catching up with fetches running ahead", () => {
     await waitFor(() => daemon.member.state.nextBatchId === n, 60_000, "every batch accepted");
     await daemon.stop();
 
-    expect(seen.filter((s) => s.kind === "post").map((s) => s.batchId)).toEqual([0, 1, 2, 2, 2, 3, 4, 5]);
+    expect(seen.filter((s) => s.kind === "post").map((s) => s.batchId)).toEqual([0, 1, 2, 3, 3, 3, 4, 5]);
     expect(gw.acceptedIds()).toEqual(expected.batches.map((b) => b.batch_id));
     expect(gw.conflictingClaims()).toEqual([]);
     for (const p of gw.posts) expect(p.claim_hash).toBe(expected.batches[p.batch_id]!.claim_hash);
     const store = await LevelStore.open(setup.config.dataDir);
     try {
-      const [two, three] = [(await store.getBatch(2))!, (await store.getBatch(3))!];
-      expect(Date.parse(three.verified_at)).toBeLessThan(Date.parse(two.accepted_at!));
-      expect(Date.parse(three.accepted_at!)).toBeGreaterThanOrEqual(Date.parse(two.accepted_at!));
+      const [three, four] = [(await store.getBatch(3))!, (await store.getBatch(4))!];
+      expect(Date.parse(four.verified_at)).toBeLessThan(Date.parse(three.accepted_at!));
+      expect(Date.parse(four.accepted_at!)).toBeGreaterThanOrEqual(Date.parse(three.accepted_at!));
       expect((await store.getCursor())?.next_batch_id).toBe(n);
     } finally {
       await store.close();
