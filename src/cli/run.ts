@@ -1,5 +1,4 @@
 import { Option, type Command } from "commander";
-import { startDaemon } from "../app.js";
 import { loadConfig, LOG_LEVELS, type Config } from "../config/config.js";
 import { createLogger, type Logger, type LogFormat } from "../logging.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
@@ -44,6 +43,8 @@ export function registerRunCommand(program: Command): void {
     .action(async (opts: RunOptions) => {
       const loaded = loadConfigFor(opts.config);
       const config = opts.shadow ? { ...loaded, mode: "shadow" as const } : loaded;
+      // The daemon's modules are loaded only by the command that runs it.
+      const { startDaemon } = await import("../app.js");
       const levelFlag = opts.logLevel ?? (opts.debug ? "debug" : undefined);
       const log = createLogger({
         level: levelFlag ?? config.logLevel,
