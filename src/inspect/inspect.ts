@@ -10,7 +10,6 @@ import {
   keptTrees,
   makeProfile,
   type Profile,
-  type TreeName,
   type TreeSpec,
 } from "../model/profile.js";
 import { readLeaf } from "../verifier/trees/read/read-leaf.js";
