@@ -5,13 +5,7 @@ import type { OnchainBatch, OnchainCursor } from "../storage/onchain-record.js";
 import { hexToBytes32, toHex64 } from "../util/bytes.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { decodeLeafRecord, emptyLeaf } from "../verifier/trees/format/leaves.js";
-import {
-  isProfileName,
-  keptTrees,
-  makeProfile,
-  type Profile,
-  type TreeSpec,
-} from "../model/profile.js";
+import { isProfileName, keptTrees, makeProfile, type Profile, type TreeSpec } from "../model/profile.js";
 import { readLeaf } from "../verifier/trees/read/read-leaf.js";
 import { TREE_ALIASES } from "../model/tree-aliases.js";
 import { defaultBatchId, modeOfRecord, newestVerifiedBatch } from "./newest-verified.js";
