@@ -1,14 +1,7 @@
 import type { Command } from "commander";
-import { stringify } from "yaml";
 import type { Config } from "../config/config.js";
 import { DacdError } from "../errors.js";
-import { escapeJobs } from "../service/maintenance-jobs.js";
-import { discardMemberKey, loadMemberKey } from "../service/member-signer.js";
-import { checkExistingStore, runConfigChecks } from "../service/startup-checks.js";
 import { CONFIG_HELP, configPathOf, loadConfigFor } from "./config-path.js";
-import { describePlan } from "../config/memory-plan.js";
-import { keptTrees, makeProfile } from "../model/profile.js";
-import { memoryPlanFor } from "../service/memory-setup.js";
 
 interface CheckOptions {
   config?: string;
@@ -39,6 +32,24 @@ export function registerConfigCommand(program: Command): void {
     .option("--allow-insecure-key-file", "accept a key file readable by group or others, as `dacd run` would")
     .action(async (opts: CheckOptions) => {
       const cfg = loadConfigFor(opts.config);
+      // The service's modules are loaded only when the check runs, not for every dacd command.
+      const [
+        { stringify },
+        { escapeJobs },
+        { discardMemberKey, loadMemberKey },
+        { checkExistingStore, runConfigChecks },
+        { describePlan },
+        { keptTrees, makeProfile },
+        { memoryPlanFor },
+      ] = await Promise.all([
+        import("yaml"),
+        import("../service/maintenance-jobs.js"),
+        import("../service/member-signer.js"),
+        import("../service/startup-checks.js"),
+        import("../config/memory-plan.js"),
+        import("../model/profile.js"),
+        import("../service/memory-setup.js"),
+      ]);
       // Every start-up check of `dacd run` that needs no gateway, from the same list.
       await runConfigChecks(cfg, {
         createDataDir: false,

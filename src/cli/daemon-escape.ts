@@ -1,10 +1,9 @@
 import { createHash } from "node:crypto";
 import { askDaemon, streamFromDaemon } from "../control/client.js";
-import { framesToSink } from "../control/escape-routes.js";
 import { Frame, frameJson } from "../control/frames.js";
 import { DacdError } from "../errors.js";
 import type { CheckReport } from "../maintenance/integrity-check.js";
-import { directorySink, type DumpSink } from "../escape/dump.js";
+import type { DumpSink } from "../escape/dump.js";
 import type { Manifest } from "../escape/formats.js";
 import type { ReferenceDumpResult, ReferenceRows } from "../escape/reference-dump.js";
 import type { Proof } from "../escape/proof.js";
@@ -84,6 +83,10 @@ export async function dumpViaDaemon(
   batchId: number | undefined,
   progress?: (file: string, bytes: number) => void,
 ): Promise<Manifest | undefined> {
+  const [{ framesToSink }, { directorySink }] = await Promise.all([
+    import("../control/escape-routes.js"),
+    import("../escape/dump.js"),
+  ]);
   const dir = directorySink(outDir);
   await dir.begin();
   const seen = new Map<string, { bytes: number; sha256: string }>();
@@ -144,6 +147,7 @@ export async function dumpReferenceViaDaemon(
   if (batchId !== undefined) query.batch = String(batchId);
   // Loaded only here: every other command starts without the archive code.
   const { writeReferenceArchive } = await import("../escape/reference-dump.js");
+  const { framesToSink } = await import("../control/escape-routes.js");
   return writeReferenceArchive(
     out,
     async (file) => {

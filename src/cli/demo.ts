@@ -2,7 +2,6 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
-import type { Command } from "commander";
 import { startDaemon } from "../app.js";
 import { loadConfig } from "../config/config.js";
 import { startDevnet, type Devnet } from "../devnet/main.js";
@@ -14,35 +13,15 @@ import { demoNextSteps, freeLocalPort } from "./demo-next-steps.js";
 import { DacdError } from "../errors.js";
 import { handleSignals } from "./signals.js";
 
-interface DemoOptions {
+export interface DemoOptions {
   variant: string;
   dataDir: string;
   traffic: string;
   chain?: boolean;
 }
 
-/**
- * `dacd demo`: a local operator (the devnet, with traffic) and one dacd member against it over real
- * HTTP, so a newcomer sees batches verified and signed within seconds. The member's key, config and
- * store live in one folder (default ./.devnet-data) and are reused on the next start; the devnet's
- * chain is new each time, so the member's store is reset with it. With --chain, one user then walks
- * out of the exchange on that chain (demo-exit.ts).
- */
-export function registerDemoCommand(program: Command): void {
-  program
-    .command("demo")
-    .description("start a local operator with traffic and a dacd member verifying and signing its batches")
-    .option("--variant <P|G>", "P (perpetual) or G (spot)", "G")
-    .option("--data-dir <dir>", "folder for the member's key, config and store", ".devnet-data")
-    .option("--traffic <tx_per_s>", "transactions per second the traffic generator submits", "20")
-    .option(
-      "--chain",
-      "settle on a local Ethereum node, which the member follows (freeze it to rehearse exits)",
-    )
-    .action(runDemo);
-}
-
-async function runDemo(opts: DemoOptions): Promise<void> {
+/** `dacd demo` (demo-command.ts defines its options). */
+export async function runDemo(opts: DemoOptions): Promise<void> {
   const { variant, traffic } = demoSettings(opts);
   if (opts.chain === true) requireHardhat(); // before the folder and the key are made
   const dir = resolve(opts.dataDir);

@@ -1,6 +1,4 @@
 import type { Command } from "commander";
-import { askDaemon } from "../control/client.js";
-import { defaultBatchNote, showBatchOnchain, showLeaf, storeStatus } from "../inspect/inspect.js";
 import type { LevelStore } from "../storage/level-store.js";
 import { printJson, snakeKeys, wantsJson } from "./output.js";
 import { statusSummary } from "./status-summary.js";
@@ -13,9 +11,11 @@ import {
   storeOptions,
   type StoreOptions,
 } from "./store-options.js";
-import { commandEngine } from "./command-engine.js";
 
 type InspectOptions = StoreOptions & { json?: boolean };
+
+// The store's readers, the hash engines and the control client are loaded in the actions that use
+// them, so that defining these commands costs every other dacd command nothing.
 
 /**
  * Answers from the running daemon when there is one (it holds the LevelDB lock), otherwise from the
@@ -28,6 +28,7 @@ async function inspect(
   direct: (store: LevelStore) => Promise<unknown>,
 ): Promise<{ answer: unknown; fromDaemon: boolean }> {
   const { dir } = storeDirOf(opts);
+  const { askDaemon } = await import("../control/client.js");
   const answer = await askDaemon(dir, daemonPath, query);
   if (answer !== undefined) return { answer, fromDaemon: true };
   const store = await openStoreAt(dir, { readOnly: true });
@@ -40,6 +41,7 @@ async function inspect(
 
 /** The batch the exchange froze at, as the daemon or the store knows it (undefined before a freeze). */
 export async function frozenBatchOf(opts: StoreOptions): Promise<number | undefined> {
+  const { storeStatus } = await import("../inspect/inspect.js");
   const { answer } = await inspect(opts, "/status", {}, (store) => storeStatus(store));
   const onchain = (answer as { onchain?: { frozen_batch_id?: number | null } | null }).onchain;
   return onchain?.frozen_batch_id ?? undefined;
@@ -55,6 +57,7 @@ export function registerInspectCommands(program: Command): void {
       .option("--json", "JSON even on a terminal")
       .option("--no-json", "the summary even when not on a terminal"),
   ).action(async (opts: InspectOptions) => {
+    const { storeStatus } = await import("../inspect/inspect.js");
     const { answer, fromDaemon } = await inspect(opts, "/status", {}, (store) => storeStatus(store));
     if (wantsJson(opts.json)) printJson(answer);
     else process.stdout.write(statusSummary(snakeKeys(answer) as Record<string, unknown>, fromDaemon));
@@ -67,6 +70,7 @@ export function registerInspectCommands(program: Command): void {
       .description("the stored record of a batch, and its root update on the base chain (onchain) if read"),
   ).action(async (id: string, opts: InspectOptions) => {
     const batchId = parseBatchId(id);
+    const { showBatchOnchain } = await import("../inspect/inspect.js");
     printJson(
       (await inspect(opts, "/batch", { id: String(batchId) }, (store) => showBatchOnchain(store, batchId)))
         .answer,
@@ -83,6 +87,10 @@ export function registerInspectCommands(program: Command): void {
     const batchId = opts.batch !== undefined ? parseBatchId(opts.batch) : undefined;
     const query: Record<string, string> = { object, id };
     if (batchId !== undefined) query.batch = String(batchId);
+    const [{ defaultBatchNote, showLeaf }, { commandEngine }] = await Promise.all([
+      import("../inspect/inspect.js"),
+      import("./command-engine.js"),
+    ]);
     const { answer } = await inspect(opts, "/leaf", query, (store) =>
       showLeaf(store, commandEngine(), object, id, batchId),
     );

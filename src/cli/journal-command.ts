@@ -7,10 +7,6 @@ import type { Command } from "commander";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { DacdError } from "../errors.js";
-import { loadMemberKey, signerFor } from "../service/member-signer.js";
-import { readClaimsJournalEntries } from "../storage/claims-journal.js";
-import { repairClaimsJournal } from "../storage/claims-journal-repair.js";
-import { isLockError, LevelStore } from "../storage/level-store.js";
 import { loadConfigFor } from "./config-path.js";
 import { printJson } from "./output.js";
 import { storeDirOf, storeOptions, type StoreOptions } from "./store-options.js";
@@ -36,6 +32,8 @@ export function registerJournalCommand(program: Command): void {
     const path = opts.journal ?? configured;
     const memberKey = await memberKeyOf(opts, path);
     const release = await holdStoreIfPresent(dir);
+    // The journal's modules are loaded only when a repair runs, not for every dacd command.
+    const { repairClaimsJournal } = await import("../storage/claims-journal-repair.js");
     try {
       printJson(await repairClaimsJournal(path, opts.from, { memberKey }));
     } finally {
@@ -64,6 +62,10 @@ async function memberKeyOf(opts: RepairOptions, journal: string): Promise<string
       "--db names no member key: give --member-key ADDRESS (or --config, whose key is used) so that only this member's signatures are restored",
     );
   const config = loadConfigFor(opts.config);
+  const [{ readClaimsJournalEntries }, { loadMemberKey, signerFor }] = await Promise.all([
+    import("../storage/claims-journal.js"),
+    import("../service/member-signer.js"),
+  ]);
   const first = (await readClaimsJournalEntries(journal).catch(() => []))[0];
   const journalKind =
     first === undefined ? undefined : typeof first.signature === "string" ? "ethereum" : "starknet";
@@ -79,6 +81,7 @@ async function memberKeyOf(opts: RepairOptions, journal: string): Promise<string
 /** Takes the store's lock while the journal is replaced; refuses while a dacd process holds it. */
 async function holdStoreIfPresent(dir: string): Promise<() => Promise<void>> {
   if (!existsSync(join(dir, "LOCK"))) return async () => undefined;
+  const { isLockError, LevelStore } = await import("../storage/level-store.js");
   try {
     const store = await LevelStore.open(dir, {}, { existing: true });
     return () => store.close();

@@ -1,8 +1,6 @@
 import { Option, type Command } from "commander";
 import { DacdError } from "../errors.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
-import { keygenCommand } from "./keygen.js";
-import { keygenPkcs11 } from "./keygen-pkcs11.js";
 
 interface KeygenFlags {
   out?: string;
@@ -37,11 +35,14 @@ export function registerKeygenCommand(program: Command): void {
       if (opts.pkcs11) {
         if (opts.out !== undefined || opts.passwordFile !== undefined || opts.raw)
           throw new DacdError("USAGE", "keygen --pkcs11 takes --config, not --out, --password-file or --raw");
+        // The token's library and the key's curve are loaded only by the kind of keygen that uses them.
+        const { keygenPkcs11 } = await import("./keygen-pkcs11.js");
         await keygenPkcs11(loadConfigFor(opts.config), (line) => process.stdout.write(line + "\n"));
         return;
       }
       if (opts.out === undefined)
         throw new DacdError("USAGE", "keygen needs --out FILE (or --pkcs11 --config FILE)");
+      const { keygenCommand } = await import("./keygen.js");
       await keygenCommand({ out: opts.out, passwordFile: opts.passwordFile, raw: opts.raw, kdf: opts.kdf });
     });
 }

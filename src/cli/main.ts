@@ -6,7 +6,7 @@ import { asStoreError } from "../storage/store-errors.js";
 import { registerReplayCommand } from "./replay.js";
 import { registerKeygenCommand } from "./keygen-command.js";
 import { registerRunCommand } from "./run.js";
-import { registerDemoCommand } from "./demo.js";
+import { registerDemoCommand } from "./demo-command.js";
 import { registerDevnetCommand } from "../devnet/cli.js";
 import { registerInspectCommands } from "./inspect-commands.js";
 import { registerEscapeCommands } from "./escape-commands.js";

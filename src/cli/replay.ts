@@ -1,16 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { Option, type Command } from "commander";
 import { DacdError, isDacdError } from "../errors.js";
-import { createSigner } from "../signer/create-signer.js";
-import { loadPrivateKey } from "../signer/key-file.js";
 import { openStoreAt } from "./store-options.js";
-import { createEngine } from "../verifier/hash/select.js";
 import { isProfileName, makeProfile } from "../model/profile.js";
-import { createTopNodeCache } from "../verifier/trees/cache/node-cache.js";
-import { bindVerifyContext } from "../verifier/verify-batch.js";
-import { parseVerifySignAndStore } from "../poller/member/batch-stages.js";
-import { chooseTreeWalk } from "../verifier/trees/update/tree-walk.js";
-import { nativeNodeCacheAddon } from "../verifier/trees/native/native-node-cache.js";
 import { HASH_ENGINES } from "../model/engines.js";
 import { runtimeSettings } from "../config/runtime-settings.js";
 
@@ -62,6 +54,26 @@ async function replay(opts: ReplayOptions): Promise<number> {
   const profile = makeProfile(opts.profile);
   const validateRollup = profile.rollup ? opts.validateRollup : undefined;
   const settings = runtimeSettings();
+  // The verifier's modules are loaded only when a replay runs, not for every dacd command.
+  const [
+    { createSigner },
+    { loadPrivateKey },
+    { createEngine },
+    { createTopNodeCache },
+    { bindVerifyContext },
+    { parseVerifySignAndStore },
+    { chooseTreeWalk },
+    { nativeNodeCacheAddon },
+  ] = await Promise.all([
+    import("../signer/create-signer.js"),
+    import("../signer/key-file.js"),
+    import("../verifier/hash/select.js"),
+    import("../verifier/trees/cache/node-cache.js"),
+    import("../verifier/verify-batch.js"),
+    import("../poller/member/batch-stages.js"),
+    import("../verifier/trees/update/tree-walk.js"),
+    import("../verifier/trees/native/native-node-cache.js"),
+  ]);
   const key = await loadPrivateKey(opts.keyFile, {
     passwordPath: opts.passwordFile,
     credentialsDirectory: settings.credentialsDirectory,

@@ -1,7 +1,6 @@
 import { Option, type Command } from "commander";
-import { startDaemon } from "../app.js";
 import { loadConfig, LOG_LEVELS, type Config } from "../config/config.js";
-import { createLogger, type Logger, type LogFormat } from "../logging.js";
+import type { Logger, LogFormat } from "../logging.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
 import { handleSignals } from "./signals.js";
 import { runtimeSettings } from "../config/runtime-settings.js";
@@ -44,6 +43,11 @@ export function registerRunCommand(program: Command): void {
     .action(async (opts: RunOptions) => {
       const loaded = loadConfigFor(opts.config);
       const config = opts.shadow ? { ...loaded, mode: "shadow" as const } : loaded;
+      // The daemon's modules are loaded only by the command that runs it.
+      const [{ startDaemon }, { createLogger }] = await Promise.all([
+        import("../app.js"),
+        import("../logging.js"),
+      ]);
       const levelFlag = opts.logLevel ?? (opts.debug ? "debug" : undefined);
       const log = createLogger({
         level: levelFlag ?? config.logLevel,

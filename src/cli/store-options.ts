@@ -1,10 +1,10 @@
 import type { Command } from "commander";
 import { DacdError } from "../errors.js";
 import { inBatchRange, MAX_BATCH_NUMBER } from "../model/batch-range.js";
-import { TREE_ALIASES } from "../inspect/inspect.js";
+import { TREE_ALIASES } from "../model/tree-aliases.js";
 import { TREE_NAMES } from "../model/profile.js";
-import { LevelStore, type LevelTuning } from "../storage/level-store.js";
-import { claimsJournalPathOf } from "../storage/member-journal.js";
+import type { LevelStore, LevelTuning } from "../storage/level-store.js";
+import { claimsJournalPathOf } from "../storage/claims-journal-path.js";
 import { CONFIG_HELP, loadConfigFor } from "./config-path.js";
 
 /** What the commands that work on a store are told about where it is. */
@@ -33,11 +33,13 @@ export function storeDirOf(opts: StoreOptions): { dir: string; profile?: string;
  * Opens the store in `dir`: a command that only reads (`readOnly`) needs it to exist and never
  * creates one; the others create it if it is missing.
  */
-export function openStoreAt(
+export async function openStoreAt(
   dir: string,
   opts: LevelTuning & { readOnly?: boolean } = {},
 ): Promise<LevelStore> {
   const { readOnly, ...tuning } = opts;
+  // LevelDB's binding is loaded by the commands that open a store, not by every dacd command.
+  const { LevelStore } = await import("../storage/level-store.js");
   return readOnly ? LevelStore.openExisting(dir, tuning) : LevelStore.open(dir, tuning);
 }
 

@@ -1,10 +1,9 @@
 /** `dacd devnet`: runs the local operator until SIGINT/SIGTERM (docs/devnet.md). */
 import { InvalidArgumentError, type Command } from "commander";
-import { startDevnet, type DevnetOptions } from "./main.js";
+import type { DevnetOptions } from "./main.js";
 import { requireHardhat } from "./exchange/eth-node.js";
 import { isProfileName } from "../model/profile.js";
 import { DacdError } from "../errors.js";
-import { post } from "./client.js";
 
 interface CliOptions {
   variant?: string;
@@ -81,6 +80,7 @@ export function registerDevnetCommand(program: Command): void {
     .description("freeze the exchange contract of a devnet started with --chain")
     .requiredOption("--availability-url <url>", "the devnet's availability gateway (printed at its start)")
     .action(async (o: { availabilityUrl: string }) => {
+      const { post } = await import("./client.js");
       const url = `${o.availabilityUrl.replace(/\/+$/, "")}/devnet/freeze`;
       const answer = await post(url).catch((err: unknown) => {
         const cause = (err as { cause?: { message?: string } }).cause?.message ?? String(err);
@@ -137,6 +137,8 @@ export function registerDevnetCommand(program: Command): void {
     )
     .action(async (o: CliOptions) => {
       if (o.chain === true) requireHardhat();
+      // The devnet's modules are loaded only when it runs, not for every dacd command.
+      const { startDevnet } = await import("./main.js");
       const devnet = await startDevnet(toDevnetOptions(o));
       process.stdout.write(
         `gateway ${devnet.urls.gateway}\nfeeder ${devnet.urls.feeder}\navailability ${devnet.urls.availability}\n`,

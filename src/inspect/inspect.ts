@@ -5,15 +5,9 @@ import type { OnchainBatch, OnchainCursor } from "../storage/onchain-record.js";
 import { hexToBytes32, toHex64 } from "../util/bytes.js";
 import type { HashEngine } from "../verifier/hash/engine.js";
 import { decodeLeafRecord, emptyLeaf } from "../verifier/trees/format/leaves.js";
-import {
-  isProfileName,
-  keptTrees,
-  makeProfile,
-  type Profile,
-  type TreeName,
-  type TreeSpec,
-} from "../model/profile.js";
+import { isProfileName, keptTrees, makeProfile, type Profile, type TreeSpec } from "../model/profile.js";
 import { readLeaf } from "../verifier/trees/read/read-leaf.js";
+import { TREE_ALIASES } from "../model/tree-aliases.js";
 import { defaultBatchId, modeOfRecord, newestVerifiedBatch } from "./newest-verified.js";
 import type { Leaf, PositionLeaf, VaultLeaf } from "../model/state-update.js";
 
@@ -175,18 +169,7 @@ export async function showBatchOnchain(
   return { ...record, onchain: (await store.onchain.batch(batchId)) ?? null };
 }
 
-/** The leaf kinds a command names a tree by, singular or plural. */
-export const TREE_ALIASES: Readonly<Record<string, TreeName>> = {
-  vault: "vault",
-  vaults: "vault",
-  order: "order",
-  orders: "order",
-  position: "position",
-  positions: "position",
-  rollup_vault: "rollup_vault",
-  rollup_vaults: "rollup_vault",
-  "rollup-vault": "rollup_vault",
-};
+export { TREE_ALIASES };
 
 /** Resolves `<object> [--batch N]` to a tree spec and the batch record to read it at. */
 export async function resolveTree(

@@ -15,7 +15,7 @@
 import { constants, existsSync } from "node:fs";
 import { access, open, readFile, stat, type FileHandle } from "node:fs/promises";
 import type { Stats } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { crc32 } from "node:zlib";
 import { DacdError } from "../errors.js";
 import { inBatchRange } from "../model/batch-range.js";
@@ -32,10 +32,7 @@ export interface JournalEntry {
   readonly member_key?: string;
 }
 
-/** Default place of the journal: a directory beside data_dir, `<data_dir>-claims/claims.journal`. */
-export function defaultClaimsJournalPath(dataDir: string): string {
-  return join(dirname(dataDir), `${basename(dataDir)}-claims`, "claims.journal");
-}
+export { defaultClaimsJournalPath } from "./claims-journal-path.js";
 
 /** What the operator should do about a conflicting claim; said in the error and in the docs. */
 export const CONFLICT_ADVICE =

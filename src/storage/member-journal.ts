@@ -5,17 +5,11 @@
  */
 import { DacdError } from "../errors.js";
 import type { Logger } from "../logging.js";
-import {
-  ClaimsJournal,
-  CONFLICT_ADVICE,
-  defaultClaimsJournalPath,
-  type JournalEntry,
-} from "./claims-journal.js";
+import { ClaimsJournal, CONFLICT_ADVICE, type JournalEntry } from "./claims-journal.js";
 import type { LevelStore } from "./level-store.js";
+import { claimsJournalPathOf } from "./claims-journal-path.js";
 
-export function claimsJournalPathOf(config: { dataDir: string; claimsJournalPath?: string }): string {
-  return config.claimsJournalPath ?? defaultClaimsJournalPath(config.dataDir);
-}
+export { claimsJournalPathOf };
 
 export async function openMemberJournal(
   config: { dataDir: string; claimsJournalPath?: string },

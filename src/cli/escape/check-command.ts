@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { checkStore, type CheckReport } from "../../maintenance/integrity-check.js";
-import { compareWithJournal, type JournalComparison } from "../../service/journal-check.js";
+import type { CheckReport } from "../../maintenance/integrity-check.js";
+import type { JournalComparison } from "../../service/journal-check.js";
 import type { LevelStore } from "../../storage/level-store.js";
 import { asStoreError } from "../../storage/store-errors.js";
 import type { HashEngine } from "../../verifier/hash/engine.js";
@@ -70,6 +70,10 @@ async function checkOwnStore(
   request: CheckRequest,
   opts: StoreOptions,
 ): Promise<OwnStoreReport> {
+  const [{ checkStore }, { compareWithJournal }] = await Promise.all([
+    import("../../maintenance/integrity-check.js"),
+    import("../../service/journal-check.js"),
+  ]);
   const report = await checkStore(store, engine, request).catch((err: unknown) => {
     // A damaged store is the check's finding, not a crash.
     const damaged = asStoreError(err, store.dir);

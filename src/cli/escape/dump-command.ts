@@ -2,7 +2,6 @@ import { copyFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { DacdError } from "../../errors.js";
-import { DUMP_MAX_OPEN_FILES, dumpStore } from "../../escape/dump.js";
 import { dumpReferenceViaDaemon, dumpViaDaemon } from "../daemon-escape.js";
 import { printJson } from "../output.js";
 import { storeDirOf, storeOptions, type StoreOptions } from "../store-options.js";
@@ -57,6 +56,7 @@ async function dumpReference(
     progress(f, n, "bytes"),
   );
   const { dumpReference } = await import("../../escape/reference-dump.js");
+  const { DUMP_MAX_OPEN_FILES } = await import("../../escape/dump.js");
   const result =
     viaDaemon ??
     (await withStore(
@@ -85,6 +85,7 @@ async function dumpDacd(
   const viaDaemon = await dumpViaDaemon(storeDirOf(opts).dir, opts.out, batch, (file, bytes) =>
     bar.update(`dump ${file}: ${bytes} bytes, ${secondsSince(started)} s`),
   );
+  const { DUMP_MAX_OPEN_FILES, dumpStore } = await import("../../escape/dump.js");
   const manifest =
     viaDaemon ??
     (await withStore(

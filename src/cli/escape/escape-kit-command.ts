@@ -1,9 +1,7 @@
 import type { Command } from "commander";
 import { DacdError } from "../../errors.js";
-import { DUMP_MAX_OPEN_FILES } from "../../escape/dump.js";
 import type { PathSource } from "../../escape/kit/source.js";
 import type { HashEngine } from "../../verifier/hash/engine.js";
-import { commandEngine } from "../command-engine.js";
 import { loadConfigFor } from "../config-path.js";
 import { kitViaDaemon } from "../daemon-escape.js";
 import { printJson } from "../output.js";
@@ -94,6 +92,10 @@ async function buildEscapeKit(opts: KitCliOptions): Promise<void> {
   }
   // Refused before any walk: an --out that is a symbolic link, a file or a non-empty directory.
   await checkKitOut(opts.out);
+  const [{ DUMP_MAX_OPEN_FILES }, { commandEngine }] = await Promise.all([
+    import("../../escape/dump.js"),
+    import("../command-engine.js"),
+  ]);
   // Beside a running daemon this process builds the kit from the paths the daemon walks.
   let engine: HashEngine | undefined;
   try {

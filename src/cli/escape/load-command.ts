@@ -1,9 +1,6 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { DacdError } from "../../errors.js";
-import { loadDump } from "../../escape/load.js";
-import { BULK_LOAD_WRITE_BUFFER } from "../../storage/bulk-writer.js";
-import { ClaimsJournal, readClaimsJournalEntries } from "../../storage/claims-journal.js";
 import { printJson } from "../output.js";
 import { storeDirOf, storeOptions, type StoreOptions } from "../store-options.js";
 import { progressLine } from "./progress-line.js";
@@ -74,6 +71,10 @@ function checkLoadSource(opts: LoadCliOptions): void {
 async function loadDacdDump(opts: LoadCliOptions, fromDir: string): Promise<Record<string, unknown>> {
   const bar = progressLine();
   const started = Date.now();
+  const [{ loadDump }, { BULK_LOAD_WRITE_BUFFER }] = await Promise.all([
+    import("../../escape/load.js"),
+    import("../../storage/bulk-writer.js"),
+  ]);
   const result = await withStore(
     opts,
     { threads: "auto" },
@@ -94,6 +95,7 @@ async function loadDacdDump(opts: LoadCliOptions, fromDir: string): Promise<Reco
 
 /** Adds the claims of the journal at `from` (if any) to the journal at `to`; refuses conflicting ones. */
 async function mergeJournal(from: string, to: string): Promise<number> {
+  const { ClaimsJournal, readClaimsJournalEntries } = await import("../../storage/claims-journal.js");
   const source = await readClaimsJournalEntries(from);
   if (source.length === 0) return 0;
   const journal = await ClaimsJournal.open(to);

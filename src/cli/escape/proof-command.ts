@@ -1,9 +1,6 @@
 import type { Command } from "commander";
 import { DacdError } from "../../errors.js";
-import { makeProof } from "../../escape/proof.js";
-import { commandEngine } from "../command-engine.js";
 import { proofViaDaemon } from "../daemon-escape.js";
-import { defaultBatchNote } from "../../inspect/inspect.js";
 import { frozenBatchOf } from "../inspect-commands.js";
 import { printJson } from "../output.js";
 import {
@@ -69,6 +66,7 @@ export function registerProofCommand(program: Command): void {
     printJson(answer);
     if (batch === undefined) {
       const at = (answer as { batch_id?: number }).batch_id;
+      const { defaultBatchNote } = await import("../../inspect/inspect.js");
       const note = at === undefined ? undefined : defaultBatchNote("proof", at, await frozenBatchOf(opts));
       if (note) process.stderr.write(`dacd: ${note}\n`);
     }
@@ -81,6 +79,7 @@ async function dacdProof(
   id: string,
   batch: number | undefined,
 ): Promise<unknown> {
+  const { makeProof } = await import("../../escape/proof.js");
   return (
     (await proofViaDaemon(storeDirOf(opts).dir, object, id, batch)) ??
     (await withStore(opts, {}, (store, engine) => makeProof(store, engine, object, id, batch), {
@@ -118,6 +117,7 @@ async function kitProof(
   const { join } = await import("node:path");
   const { openKit, KitRefused } = await import("../../escape/kit/v2/reader.js");
   const { pedersen } = await import("../../escape/onchain/path.js");
+  const { commandEngine } = await import("../command-engine.js");
   const engine = commandEngine();
   try {
     const kit = await openKit(async (path) => new Uint8Array(await readFile(join(dir, path))), {

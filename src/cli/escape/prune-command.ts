@@ -1,6 +1,5 @@
 import type { Command } from "commander";
 import { DacdError } from "../../errors.js";
-import { pruneStore } from "../../maintenance/prune.js";
 import { EXIT } from "../exit-codes.js";
 import { idSummary, printJson } from "../output.js";
 import { storeOptions, type StoreOptions } from "../store-options.js";
@@ -20,6 +19,7 @@ export function registerPruneCommand(program: Command): void {
   ).action(async (opts: PruneCliOptions) => {
     const keepBatches = parseKeepBatches(opts.keepBatches);
     const checkpoints = batchList(opts.checkpoint);
+    const { pruneStore } = await import("../../maintenance/prune.js");
     const report = await withStore(opts, {}, (store, engine) =>
       pruneStore(store, { keepBatches, checkpoints, engine, compact: true }),
     );

@@ -1,9 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { DacdError } from "../../errors.js";
-import { isOnchainFormat, verifyOnchainProof } from "../../escape/onchain/check.js";
-import { verifyProof, type Proof } from "../../escape/proof.js";
-import { commandEngine } from "../command-engine.js";
+import type { Proof } from "../../escape/proof.js";
 import { EXIT } from "../exit-codes.js";
 import { printJson } from "../output.js";
 
@@ -17,6 +15,13 @@ export function registerVerifyProofCommand(program: Command): void {
     .option("--root <hex>", "the root the proof must be for (e.g. from the base chain)")
     .action(async (file: string, opts: { root?: string }) => {
       const proof = await readProof(file);
+      const [{ isOnchainFormat, verifyOnchainProof }, { verifyProof }, { commandEngine }] = await Promise.all(
+        [
+          import("../../escape/onchain/check.js"),
+          import("../../escape/proof.js"),
+          import("../command-engine.js"),
+        ],
+      );
       const engine = commandEngine();
       try {
         const verdict = isOnchainFormat(proof)

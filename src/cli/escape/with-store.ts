@@ -1,7 +1,6 @@
 import type { LevelStore, LevelTuning } from "../../storage/level-store.js";
 import type { HashEngine } from "../../verifier/hash/engine.js";
 import type { CreateEngineOptions } from "../../verifier/hash/select.js";
-import { commandEngine } from "../command-engine.js";
 import { openStoreAt, storeDirOf, type StoreOptions } from "../store-options.js";
 
 /** How a command opens the store: LevelDB tuning, and whether it only reads. */
@@ -18,6 +17,8 @@ export async function withStore<T>(
   opening: StoreOpening = {},
 ): Promise<T> {
   const { dir, profile } = storeDirOf(opts);
+  // The hash engines are loaded by the commands that hash, not by every dacd command.
+  const { commandEngine } = await import("../command-engine.js");
   const engine = commandEngine({ ...engineOpts });
   let store: LevelStore;
   try {
