@@ -191,11 +191,11 @@ function besideTable(runs: readonly EscapeKitRun[]): string[] {
   const b0 = with_[0]!.beside!;
   return [
     `\nBeside a signing member (dacd run on the same store, the kit through its control socket; a batch of ${b0.vaults_a_batch} vaults announced every ${b0.batch_every_s} s; peak RSS target ≤ 1024 MiB)`,
-    "| ids | vaults | kit s | daemon RSS before MiB | daemon peak RSS MiB (during the build) | batches announced / signed during the build | longest without a signature s | longest announcement → signature s |",
-    "|---|---|---|---|---|---|---|---|",
+    "| ids | vaults | kit s | daemon RSS before MiB | daemon peak RSS MiB (during the build) | of it anonymous, peak MiB | batches announced / signed during the build | longest without a signature s | longest announcement → signature s |",
+    "|---|---|---|---|---|---|---|---|---|",
     ...with_.map((x) => {
       const b = x.beside!;
-      return `| ${x.layout} | ${x.vaults.toLocaleString("en")} | ${x.kit_s.toFixed(1)} | ${b.daemon_rss_before_mib} | ${b.daemon_peak_rss_mib} | ${b.announced_during_build} / ${b.signed_during_build}${b.ran_out ? " (the gateway ran out of batches: --kit-beside-batches)" : ""} | ${b.longest_gap_s.toFixed(1)} | ${b.longest_wait_s.toFixed(1)} |`;
+      return `| ${x.layout} | ${x.vaults.toLocaleString("en")} | ${x.kit_s.toFixed(1)} | ${b.daemon_rss_before_mib} | ${b.daemon_peak_rss_mib} | ${b.daemon_peak_anon_mib} | ${b.announced_during_build} / ${b.signed_during_build}${b.ran_out ? " (the gateway ran out of batches: --kit-beside-batches)" : ""} | ${b.longest_gap_s.toFixed(1)} | ${b.longest_wait_s.toFixed(1)} |`;
     }),
     "(the main table's peak RSS is the kit command's own process; here the daemon's)",
   ];

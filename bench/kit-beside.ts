@@ -37,6 +37,8 @@ export interface BesideFigures {
   /** The daemon's RSS before the build, and its peak during the build. */
   readonly daemon_rss_before_mib: number;
   readonly daemon_peak_rss_mib: number;
+  /** The largest anonymous part of its RSS sampled during the build (no mapped tables, no code). */
+  readonly daemon_peak_anon_mib: number;
   /** The gateway had no batch left to announce before the build ended (the figures cover less). */
   readonly ran_out: boolean;
 }
@@ -113,13 +115,16 @@ async function prepareBatches(
   }
 }
 
-/** VmRSS and VmHWM of a process, MiB (undefined once it is gone). */
-async function rssOf(pid: number): Promise<{ rss: number; hwm: number } | undefined> {
+/**
+ * VmRSS, VmHWM and RssAnon of a process, MiB (undefined once it is gone). RssAnon leaves out the
+ * file-backed pages (LevelDB's memory-mapped tables, code), which the kernel can drop under pressure.
+ */
+async function rssOf(pid: number): Promise<{ rss: number; hwm: number; anon: number } | undefined> {
   const text = await readFile(`/proc/${pid}/status`, "utf8").catch(() => undefined);
   if (!text) return undefined;
   const kib = (name: string): number =>
     Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? 0);
-  return { rss: kib("VmRSS") / 1024, hwm: kib("VmHWM") / 1024 };
+  return { rss: kib("VmRSS") / 1024, hwm: kib("VmHWM") / 1024, anon: kib("RssAnon") / 1024 };
 }
 
 function startGateway(
@@ -236,9 +241,11 @@ export async function besideMember<T>(
     // Resets the process's VmHWM to its current RSS (proc(5), clear_refs "5").
     await writeFile(`/proc/${daemonPid}/clear_refs`, "5").catch(() => undefined);
     let peak = before.rss;
+    let peakAnon = before.anon;
     const sampler = setInterval(() => {
       void rssOf(daemonPid).then((r) => {
         if (r) peak = Math.max(peak, r.rss);
+        if (r) peakAnon = Math.max(peakAnon, r.anon);
       });
     }, 50);
     const buildStart = now();
@@ -286,6 +293,7 @@ export async function besideMember<T>(
         longest_wait_s: wait / 1000,
         daemon_rss_before_mib: Math.round(before.rss),
         daemon_peak_rss_mib: Math.round(peak),
+        daemon_peak_anon_mib: Math.round(peakAnon),
         ran_out: ranOutAt !== undefined && ranOutAt < buildEnd,
       },
     };
