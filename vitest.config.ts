@@ -6,9 +6,9 @@ import { configDefaults, defineConfig } from "vitest/config";
 // - system: root, tmpfs, Chromium, nginx, SoftHSM2, a local chain (Hardhat), promtool, large
 //   hostile bodies, fuzz and crash tests; needs the build and the tools (DACD_REQUIRE_TOOLS=1
 //   makes a missing tool fail rather than skip).
-// e2e and system files run two at a time: each takes its ports from free-port.ts and its files from
-// temporary directories of its own, and most of their time is spent waiting on child processes,
-// sockets and a chain. The system files below run alone instead ("system-serial"): they mount a
+// e2e files run three at a time and system files two: each takes its ports from free-port.ts and
+// its files from temporary directories of its own, and most of their time is spent waiting on
+// child processes, sockets and a chain. The system files below run alone instead ("system-serial"): they mount a
 // tmpfs, kill processes at random moments, hold hundreds of megabytes, or assert a bound on time
 // or memory that a neighbour's load would blur.
 const SYSTEM_SERIAL = [
@@ -46,7 +46,7 @@ export default defineConfig({
         test: {
           name: "e2e",
           sequence: { groupOrder: 1 },
-          maxWorkers: 2,
+          maxWorkers: 3,
           include: ["test/e2e/**/*.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
