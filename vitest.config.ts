@@ -16,7 +16,6 @@ const SYSTEM_SERIAL = [
   "crash",
   "disk-full",
   "fuzz-daemon",
-  "hostile-operator",
   "level-full-disk",
   "level-sync-beside",
   "reference-import-bomb",
