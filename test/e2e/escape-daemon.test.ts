@@ -2,12 +2,10 @@ import { cp, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Daemon } from "../../src/app.js";
 import { CONTROL_SOCKET } from "../../src/control/socket-path.js";
 import { dacdAsync } from "../helpers/dacd-cli.js";
-import { memberSetup, startQuietDaemon, waitFor } from "../helpers/daemon.js";
-import { VectorGateway } from "../helpers/vector-gateway.js";
-import { loadChain, type ChainName } from "../helpers/vectors.js";
+import { waitFor } from "../helpers/daemon.js";
+import { startVectorMember } from "../helpers/signing-member.js";
 
 /**
  * `dacd proof`, `dacd dump` and `dacd check --deep` while `dacd run` holds the store: they go
@@ -19,32 +17,6 @@ const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function signingMember(chain: ChainName, available: number) {
-  const { responses, expected } = loadChain(chain);
-  const gw = await new VectorGateway(
-    responses,
-    expected,
-    expected.profile === "perpetual" ? "P" : "G",
-  ).start();
-  cleanups.push(() => gw.close());
-  gw.available = available;
-  const setup = await memberSetup({
-    profile: expected.profile,
-    privateKey: expected.private_key,
-    gatewayUrl: gw.url,
-    feeder: true,
-  });
-  cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
-  const daemon: Daemon = await startQuietDaemon(setup.config);
-  let stopped = false;
-  const stop = async (): Promise<void> => {
-    if (!stopped) await daemon.stop();
-    stopped = true;
-  };
-  cleanups.push(stop);
-  return { gw, expected, daemon, stop, ...setup };
-}
 
 /** Every file of a dump directory; the manifest without its creation time. */
 async function readDump(dir: string): Promise<Record<string, string>> {
@@ -76,7 +48,7 @@ describe.each([
   ["perpetual-chain", "position", "positions.jsonl"],
 ] as const)("escape commands through the running daemon (%s)", (chain, tree, file) => {
   it("proof, dump and check --deep answer through the socket and equal a stopped copy's", async () => {
-    const m = await signingMember(chain, 3);
+    const m = await startVectorMember(chain, { available: 3 }, cleanups);
     // The gateway counts a signature before the daemon stores its acceptance: wait for the cursor.
     await waitFor(() => m.daemon.member.state.nextBatchId === 3, 60_000, "three batches signed");
     const cfg = ["--config", m.configPath];

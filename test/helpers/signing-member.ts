@@ -5,12 +5,16 @@ import { VectorGateway } from "./vector-gateway.js";
 import { loadChain, type ChainName } from "./vectors.js";
 
 /**
- * A member that has verified and signed every batch of a vector chain, its daemon running
- * (`extra`: more configuration lines, such as the escape API's port). `stop` may be called early (to
- * copy the stopped store) and again by `cleanups`, which also closes the gateway and removes the
- * store.
+ * A member's daemon running on a vector chain's gateway, which serves the first `available`
+ * batches (default: all). `extra`: more configuration lines, such as the escape API's port. `stop`
+ * may be called early (to copy the stopped store) and again by `cleanups`, which also closes the
+ * gateway and removes the store.
  */
-export async function signingMember(chain: ChainName, extra: string, cleanups: (() => Promise<unknown>)[]) {
+export async function startVectorMember(
+  chain: ChainName,
+  opts: { extra?: string; available?: number },
+  cleanups: (() => Promise<unknown>)[],
+) {
   const { responses, expected } = loadChain(chain);
   const gw = await new VectorGateway(
     responses,
@@ -18,13 +22,13 @@ export async function signingMember(chain: ChainName, extra: string, cleanups: (
     expected.profile === "perpetual" ? "P" : "G",
   ).start();
   cleanups.push(() => gw.close());
-  gw.available = expected.batches.length;
+  gw.available = opts.available ?? expected.batches.length;
   const setup = await memberSetup({
     profile: expected.profile,
     privateKey: expected.private_key,
     gatewayUrl: gw.url,
     feeder: true,
-    extra,
+    extra: opts.extra,
   });
   cleanups.push(() => rm(setup.dir, { recursive: true, force: true }));
   const daemon: Daemon = await startQuietDaemon(setup.config);
@@ -34,10 +38,16 @@ export async function signingMember(chain: ChainName, extra: string, cleanups: (
     stopped = true;
   };
   cleanups.push(stop);
+  return { gw, expected, daemon, stop, ...setup };
+}
+
+/** A member that has verified and signed every batch of a vector chain, its daemon running (startVectorMember). */
+export async function signingMember(chain: ChainName, extra: string, cleanups: (() => Promise<unknown>)[]) {
+  const m = await startVectorMember(chain, { extra }, cleanups);
   await waitFor(
-    () => daemon.member.state.nextBatchId === expected.batches.length,
+    () => m.daemon.member.state.nextBatchId === m.expected.batches.length,
     120_000,
     "every batch signed",
   );
-  return { expected, daemon, stop, api: daemon.escapeApi?.url ?? "", ...setup };
+  return { ...m, api: m.daemon.escapeApi?.url ?? "" };
 }
