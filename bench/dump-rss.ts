@@ -13,7 +13,8 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DUMP_MAX_OPEN_FILES, dumpStore } from "../src/escape/dump.js";
+import { dumpStore } from "../src/escape/dump.js";
+import { wholeWalkTuning } from "../src/storage/walk-opening.js";
 import type { Manifest } from "../src/escape/formats.js";
 import { makeVaultDump } from "./vault-dump.js";
 import { loadDump } from "../src/escape/load.js";
@@ -49,7 +50,7 @@ async function child(mode: string, a: string, b: string): Promise<void> {
   const engine = createEngine("auto", mode === "load" ? { threads: "auto" } : {});
   const store = await LevelStore.open(
     mode === "load" ? a : b,
-    mode === "load" ? { writeBufferSize: BULK_LOAD_WRITE_BUFFER } : { maxOpenFiles: DUMP_MAX_OPEN_FILES },
+    mode === "load" ? { writeBufferSize: BULK_LOAD_WRITE_BUFFER } : await wholeWalkTuning(b),
   );
   try {
     if (mode === "load") await loadDump(store, engine, { fromDir: b });

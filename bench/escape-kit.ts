@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { besideMember, type BesideFigures } from "./kit-beside.js";
@@ -102,23 +102,38 @@ export async function runEscapeKitBench(opts: {
   format: 1 | 2;
   layouts: readonly KitLayout[];
   beside?: BesideOptions;
+  /**
+   * Where loaded stores are kept between runs (`--kit-store DIR`): DIR/LAYOUT-VAULTS/db is reused
+   * when a run left it there, else made and left there (a 10M store takes most of an hour to make).
+   */
+  keepStores?: string;
   log: (s: string) => void;
 }): Promise<EscapeKitBench> {
+  if (opts.keepStores && opts.beside)
+    throw new Error("--kit-store is for a stopped store: a member beside the kit adds batches to it");
   const runs: EscapeKitRun[] = [];
   const loadBefore = os.loadavg();
   for (const layout of opts.layouts) {
     const dir = await mkdtemp(join(tmpdir(), "dacd-kit-bench-"));
+    const kept = opts.keepStores ? join(opts.keepStores, `${layout}-${opts.vaults}`) : undefined;
+    const db = kept ? join(kept, "db") : join(dir, "db");
     try {
-      await mkdir(join(dir, "dump"));
-      opts.log(`escape-kit bench: generating a dump of ${opts.vaults} vaults, ids ${layout}`);
-      await makeVaultDump(join(dir, "dump"), opts.vaults, { spread: layout === "spread" });
-      opts.log("escape-kit bench: loading it (dacd load)");
-      await dacd(["load", "--from", join(dir, "dump"), "--db", join(dir, "db")], false);
-      await rm(join(dir, "dump"), { recursive: true });
+      if (kept && existsSync(join(kept, "loaded"))) opts.log(`escape-kit bench: reusing the store in ${kept}`);
+      else {
+        const made = kept ?? dir;
+        await rm(made, { recursive: true, force: true });
+        await mkdir(join(made, "dump"), { recursive: true });
+        opts.log(`escape-kit bench: generating a dump of ${opts.vaults} vaults, ids ${layout}`);
+        await makeVaultDump(join(made, "dump"), opts.vaults, { spread: layout === "spread" });
+        opts.log("escape-kit bench: loading it (dacd load)");
+        await dacd(["load", "--from", join(made, "dump"), "--db", db], false);
+        await rm(join(made, "dump"), { recursive: true });
+        if (kept) await writeFile(join(kept, "loaded"), "");
+      }
       opts.log(`escape-kit bench: dacd escape-kit --format ${opts.format} (timed)`);
       const out = join(dir, "kit");
       const build = (): Promise<Timed> =>
-        dacd(["escape-kit", "--format", String(opts.format), "--db", join(dir, "db"), "--out", out], true);
+        dacd(["escape-kit", "--format", String(opts.format), "--db", db, "--out", out], true);
       let t: Timed;
       let beside: BesideFigures | undefined;
       if (opts.beside) {
@@ -126,7 +141,7 @@ export async function runEscapeKitBench(opts: {
         const expectedS = Math.max(30, (opts.vaults / 1e6) * 120);
         ({ result: t, beside } = await besideMember(
           BIN,
-          join(dir, "db"),
+          db,
           dir,
           {
             vaults: opts.vaults,

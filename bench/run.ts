@@ -64,7 +64,8 @@ keepInitialOldSpaceToMainThread();
  * `dacd run` signing on the same store, fed a batch of `--kit-batch-vaults N` (1000) vaults every
  * `--kit-batch-every-s S` (2) by a local gateway (`--kit-beside-batches N` prepared; default enough
  * for twice the target time): also the daemon's peak RSS during the build, the batches it signed,
- * the longest time without a signature (bench/kit-beside.ts).
+ * the longest time without a signature (bench/kit-beside.ts). `--kit-store DIR` keeps each loaded
+ * store under DIR and reuses it on the next run (stopped stores only).
  * `--only escape-page` (after `npm run build`; Chromium at /usr/bin/chromium): the escape page's time
  * from a stark key to call data, CPU throttled 4×, on `--page-kit DIR` or on a kit built here of
  * `--kit-vaults N` vaults (default 1,000,000), ids `--page-layout spread|sequential` (default
@@ -271,6 +272,7 @@ if (onlyArg === "escape-kit") {
             arg("--kit-beside-batches") === undefined ? undefined : Number(arg("--kit-beside-batches")),
         }
       : undefined,
+    keepStores: arg("--kit-store"),
     log,
   });
   clearInterval(sampler);

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createEngine } from "../src/verifier/hash/select.js";
 import { WasmEngine } from "../src/verifier/hash/wasm-engine.js";
-import { directorySize } from "../src/service/metrics.js";
+import { directorySize } from "../src/storage/store-size.js";
 import { setMappedTables } from "../src/storage/level-binding.js";
 import type { LevelTuning } from "../src/storage/level-store.js";
 import { readLoadedState, writeLoadedState } from "./loaded-state.js";

@@ -34,9 +34,9 @@ const NODE_CACHE_SHARE = 0.4;
 const MAX_LEVELS = 24;
 
 /** LevelDB's table files are cut at 2 MiB; a mapped one's touched pages stay resident up to that. */
-const TABLE_BYTES = 2 * MIB;
+export const TABLE_BYTES = 2 * MIB;
 /** An open table's index block and handle in LevelDB's table cache. */
-const OPEN_TABLE_BYTES = 32 * 1024;
+export const OPEN_TABLE_BYTES = 32 * 1024;
 /** Store bytes per leaf: the leaf's record, its tree nodes and their share of LevelDB's overhead. */
 const STORE_BYTES_PER_LEAF = 400;
 const MIN_OPEN_FILES = 1000;

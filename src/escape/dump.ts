@@ -22,13 +22,6 @@ import {
 } from "./formats.js";
 import { walkLeaves } from "../verifier/trees/read/walk-leaves.js";
 
-/**
- * Table files a dump keeps open: the walk reads every table once, and each open table is
- * memory-mapped, so few keep its RSS bounded: 427 MiB peak for 1M vaults (bench/dump-rss.ts),
- * ~600 MiB with LevelDB's default.
- */
-export const DUMP_MAX_OPEN_FILES = 20;
-
 export interface DumpOptions {
   /** Where the files go: a directory (created; must be empty)… */
   readonly outDir?: string;

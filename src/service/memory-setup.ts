@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import type { Config } from "../config/config.js";
 import { cgroupMemoryLimit, type CgroupPaths, systemCgroupPaths } from "../config/memory-limit.js";
 import { memoryBudget, planMemory, type MemoryPlan } from "../config/memory-plan.js";
-import { directorySize } from "./metrics.js";
+import { directorySize } from "../storage/store-size.js";
 
 /**
  * The memory plan `dacd run` starts with (and `dacd config check` prints): the budget from the

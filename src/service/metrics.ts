@@ -36,7 +36,6 @@ export { JOB_OUTCOMES } from "./metrics/job-metrics.js";
 export { DAEMON_ENDPOINTS, GATEWAY_OUTCOMES } from "./metrics/gateway-metrics.js";
 export { ONCHAIN_RPC_FAILURES } from "./metrics/onchain-metrics.js";
 export { INFO_LABELS } from "./metrics/identity-metrics.js";
-export { directorySize } from "./metrics/disk-metrics.js";
 export type { MetricsState, OnchainMetricsState } from "./metrics/member-state.js";
 
 export interface MetricsOptions {

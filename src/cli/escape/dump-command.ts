@@ -56,7 +56,7 @@ async function dumpReference(
     progress(f, n, "bytes"),
   );
   const { dumpReference } = await import("../../escape/reference-dump.js");
-  const { DUMP_MAX_OPEN_FILES } = await import("../../escape/dump.js");
+  const { wholeWalkTuning } = await import("../../storage/walk-opening.js");
   const result =
     viaDaemon ??
     (await withStore(
@@ -69,7 +69,7 @@ async function dumpReference(
           subtrees,
           progress: (tree, n) => progress(tree, n, "leaves"),
         }),
-      { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+      { ...(await wholeWalkTuning(storeDirOf(opts).dir)), readOnly: true },
     ));
   bar.done();
   return result;
@@ -85,7 +85,10 @@ async function dumpDacd(
   const viaDaemon = await dumpViaDaemon(storeDirOf(opts).dir, opts.out, batch, (file, bytes) =>
     bar.update(`dump ${file}: ${bytes} bytes, ${secondsSince(started)} s`),
   );
-  const { DUMP_MAX_OPEN_FILES, dumpStore } = await import("../../escape/dump.js");
+  const [{ dumpStore }, { wholeWalkTuning }] = await Promise.all([
+    import("../../escape/dump.js"),
+    import("../../storage/walk-opening.js"),
+  ]);
   const manifest =
     viaDaemon ??
     (await withStore(
@@ -97,8 +100,7 @@ async function dumpDacd(
           batchId: batch,
           progress: (tree, n) => bar.update(`dump ${tree}: ${n} leaves, ${secondsSince(started)} s`),
         }),
-      // The walk reads every table file once; few open (memory-mapped) files keep RSS bounded.
-      { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+      { ...(await wholeWalkTuning(storeDirOf(opts).dir)), readOnly: true },
     ));
   bar.done();
   // The dump carries the member's claims journal, for a store rebuilt from it (`dacd load`).

@@ -92,8 +92,8 @@ async function buildEscapeKit(opts: KitCliOptions): Promise<void> {
   }
   // Refused before any walk: an --out that is a symbolic link, a file or a non-empty directory.
   await checkKitOut(opts.out);
-  const [{ DUMP_MAX_OPEN_FILES }, { commandEngine }] = await Promise.all([
-    import("../../escape/dump.js"),
+  const [{ wholeWalkTuning }, { commandEngine }] = await Promise.all([
+    import("../../storage/walk-opening.js"),
     import("../command-engine.js"),
   ]);
   // Beside a running daemon this process builds the kit from the paths the daemon walks.
@@ -108,7 +108,7 @@ async function buildEscapeKit(opts: KitCliOptions): Promise<void> {
         opts,
         {},
         async (store, storeEngine) => build(storeEngine, await storePaths(store, storeEngine, batch)),
-        { maxOpenFiles: DUMP_MAX_OPEN_FILES, readOnly: true },
+        { ...(await wholeWalkTuning(storeDirOf(opts).dir)), readOnly: true },
       ));
     bar.done();
     printJson({ ...summary, out: opts.out, duration_ms: Date.now() - started });

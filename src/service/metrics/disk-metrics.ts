@@ -1,6 +1,6 @@
 /** The store's size and its file system's space, read at scrape time at most every refresh period. */
-import { readdir, stat, statfs } from "node:fs/promises";
-import { join } from "node:path";
+import { statfs } from "node:fs/promises";
+import { directorySize } from "../../storage/store-size.js";
 import { scrapedGauge, type Registers } from "./family.js";
 
 const DEFAULT_REFRESH_MS = 30_000;
@@ -74,17 +74,3 @@ export function diskMetrics(
 }
 
 export type DiskMetrics = ReturnType<typeof diskMetrics>;
-
-/**
- * Bytes allocated to the regular files directly in `dir` (like `du -s` of a flat directory; a
- * LevelDB store is flat). Subdirectories (a backup_dir placed inside data_dir) are not counted.
- */
-export async function directorySize(dir: string): Promise<number> {
-  let total = 0;
-  for (const e of await readdir(dir, { withFileTypes: true })) {
-    if (!e.isFile()) continue;
-    const st = await stat(join(dir, e.name)).catch(() => undefined);
-    if (st) total += st.blocks > 0 ? st.blocks * 512 : st.size;
-  }
-  return total;
-}
