@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import { besideMember, type BesideFigures } from "./kit-beside.js";
@@ -43,6 +43,8 @@ export interface BesideOptions {
   readonly vaultsABatch: number;
   /** Batches to prepare; default: enough for twice the targets' time (60 s a million vaults). */
   readonly batches?: number;
+  /** The daemon's memory_budget_mib: the target's 1 GiB by default, what an operator holding it sets. */
+  readonly budgetMib: number;
 }
 
 export interface EscapeKitBench {
@@ -104,19 +106,19 @@ export async function runEscapeKitBench(opts: {
   beside?: BesideOptions;
   /**
    * Where loaded stores are kept between runs (`--kit-store DIR`): DIR/LAYOUT-VAULTS/db is reused
-   * when a run left it there, else made and left there (a 10M store takes most of an hour to make).
+   * when a run left it there, else made and left there (a 10M store takes about ten minutes to
+   * make). A member beside the kit signs into a copy of it.
    */
   keepStores?: string;
   log: (s: string) => void;
 }): Promise<EscapeKitBench> {
-  if (opts.keepStores && opts.beside)
-    throw new Error("--kit-store is for a stopped store: a member beside the kit adds batches to it");
   const runs: EscapeKitRun[] = [];
   const loadBefore = os.loadavg();
   for (const layout of opts.layouts) {
     const dir = await mkdtemp(join(tmpdir(), "dacd-kit-bench-"));
     const kept = opts.keepStores ? join(opts.keepStores, `${layout}-${opts.vaults}`) : undefined;
-    const db = kept ? join(kept, "db") : join(dir, "db");
+    const keptDb = kept ? join(kept, "db") : join(dir, "db");
+    const db = kept && opts.beside ? join(dir, "db") : keptDb;
     try {
       if (kept && existsSync(join(kept, "loaded"))) opts.log(`escape-kit bench: reusing the store in ${kept}`);
       else {
@@ -126,10 +128,11 @@ export async function runEscapeKitBench(opts: {
         opts.log(`escape-kit bench: generating a dump of ${opts.vaults} vaults, ids ${layout}`);
         await makeVaultDump(join(made, "dump"), opts.vaults, { spread: layout === "spread" });
         opts.log("escape-kit bench: loading it (dacd load)");
-        await dacd(["load", "--from", join(made, "dump"), "--db", db], false);
+        await dacd(["load", "--from", join(made, "dump"), "--db", keptDb], false);
         await rm(join(made, "dump"), { recursive: true });
         if (kept) await writeFile(join(kept, "loaded"), "");
       }
+      if (db !== keptDb) await cp(keptDb, db, { recursive: true });
       opts.log(`escape-kit bench: dacd escape-kit --format ${opts.format} (timed)`);
       const out = join(dir, "kit");
       const build = (): Promise<Timed> =>
@@ -148,6 +151,7 @@ export async function runEscapeKitBench(opts: {
             spread: layout === "spread",
             batchEveryS: b.batchEveryS,
             vaultsABatch: b.vaultsABatch,
+            budgetMib: b.budgetMib,
             batches: b.batches ?? Math.ceil(expectedS / b.batchEveryS) + 2,
             log: opts.log,
           },
@@ -205,7 +209,7 @@ function besideTable(runs: readonly EscapeKitRun[]): string[] {
   if (with_.length === 0) return [];
   const b0 = with_[0]!.beside!;
   return [
-    `\nBeside a signing member (dacd run on the same store, the kit through its control socket; a batch of ${b0.vaults_a_batch} vaults announced every ${b0.batch_every_s} s; peak RSS target ≤ 1024 MiB)`,
+    `\nBeside a signing member (dacd run on the same store, the kit through its control socket; a batch of ${b0.vaults_a_batch} vaults announced every ${b0.batch_every_s} s; the daemon's memory_budget_mib ${b0.budget_mib}; peak RSS target ≤ 1024 MiB)`,
     "| ids | vaults | kit s | daemon RSS before MiB | daemon peak RSS MiB (during the build) | of it anonymous, peak MiB | batches announced / signed during the build | longest without a signature s | longest announcement → signature s |",
     "|---|---|---|---|---|---|---|---|---|",
     ...with_.map((x) => {

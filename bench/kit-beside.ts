@@ -27,6 +27,8 @@ export interface BesideFigures {
   /** Seconds between two batches announced by the gateway. */
   readonly batch_every_s: number;
   readonly vaults_a_batch: number;
+  /** The daemon's memory_budget_mib. */
+  readonly budget_mib: number;
   readonly batches_prepared: number;
   readonly signed_during_build: number;
   readonly announced_during_build: number;
@@ -160,6 +162,8 @@ export async function besideMember<T>(
     vaultsABatch: number;
     /** Batches prepared: enough for the build's expected length. */
     batches: number;
+    /** The daemon's `memory_budget_mib`: what it plans its node cache and LevelDB's share from. */
+    budgetMib: number;
     log: (s: string) => void;
   },
   build: () => Promise<T>,
@@ -199,6 +203,7 @@ export async function besideMember<T>(
         `data_dir: ${db}`,
         "polling_interval_s: 0.1",
         "http_request_timeout_s: 60",
+        `memory_budget_mib: ${opts.budgetMib}`,
       ].join("\n") + "\n",
     );
     const logFile = createWriteStream(join(work, "daemon.log"));
@@ -285,6 +290,7 @@ export async function besideMember<T>(
       result: result!,
       beside: {
         batch_every_s: opts.batchEveryS,
+        budget_mib: opts.budgetMib,
         vaults_a_batch: opts.vaultsABatch,
         batches_prepared: opts.batches,
         signed_during_build: signs.length,

@@ -63,9 +63,10 @@ keepInitialOldSpaceToMainThread();
  * (bench/escape-kit.ts). `--kit-beside-member`: each kit built through the control socket of a
  * `dacd run` signing on the same store, fed a batch of `--kit-batch-vaults N` (1000) vaults every
  * `--kit-batch-every-s S` (2) by a local gateway (`--kit-beside-batches N` prepared; default enough
- * for twice the target time): also the daemon's peak RSS during the build, the batches it signed,
+ * for twice the target time; the daemon's memory_budget_mib `--kit-daemon-budget-mib N`, default
+ * 1024): also the daemon's peak RSS during the build, the batches it signed,
  * the longest time without a signature (bench/kit-beside.ts). `--kit-store DIR` keeps each loaded
- * store under DIR and reuses it on the next run (stopped stores only).
+ * store under DIR and reuses it on the next run (a member beside the kit signs into a copy).
  * `--only escape-page` (after `npm run build`; Chromium at /usr/bin/chromium): the escape page's time
  * from a stark key to call data, CPU throttled 4×, on `--page-kit DIR` or on a kit built here of
  * `--kit-vaults N` vaults (default 1,000,000), ids `--page-layout spread|sequential` (default
@@ -268,6 +269,7 @@ if (onlyArg === "escape-kit") {
       ? {
           batchEveryS: Number(arg("--kit-batch-every-s") ?? 2),
           vaultsABatch: Number(arg("--kit-batch-vaults") ?? 1000),
+          budgetMib: Number(arg("--kit-daemon-budget-mib") ?? 1024),
           batches:
             arg("--kit-beside-batches") === undefined ? undefined : Number(arg("--kit-beside-batches")),
         }
