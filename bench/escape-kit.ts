@@ -120,7 +120,8 @@ export async function runEscapeKitBench(opts: {
     const keptDb = kept ? join(kept, "db") : join(dir, "db");
     const db = kept && opts.beside ? join(dir, "db") : keptDb;
     try {
-      if (kept && existsSync(join(kept, "loaded"))) opts.log(`escape-kit bench: reusing the store in ${kept}`);
+      if (kept && existsSync(join(kept, "loaded")))
+        opts.log(`escape-kit bench: reusing the store in ${kept}`);
       else {
         const made = kept ?? dir;
         await rm(made, { recursive: true, force: true });

@@ -19,7 +19,10 @@ const OTHER_FILES = 100;
  */
 export async function wholeWalkTuning(dir: string): Promise<LevelTuning> {
   setMappedTables(0);
-  const bytes = await directorySize(dir).catch(() => 0);
-  const tables = Math.ceil(bytes / TABLE_BYTES);
-  return { maxOpenFiles: Math.min(WALK_MAX_OPEN_FILES, tables + OTHER_FILES) };
+  return { maxOpenFiles: walkOpenFiles(await directorySize(dir).catch(() => 0)) };
+}
+
+/** LevelDB's `max_open_files` for a walk of a store of `storeBytes`: a file for every table. */
+export function walkOpenFiles(storeBytes: number): number {
+  return Math.min(WALK_MAX_OPEN_FILES, Math.ceil(storeBytes / TABLE_BYTES) + OTHER_FILES);
 }

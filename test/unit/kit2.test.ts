@@ -262,19 +262,45 @@ describe("escape kit format 2", () => {
 });
 
 describe("the key index", () => {
+  it("holds a key's several ids in id order, across the pairs' chunks", async () => {
+    const { writeIndex } = await import("../../src/escape/kit/v2/build.js");
+    const { idsInIndex } = await import("../../src/escape/kit/v2/key-index.js");
+    const { IndexPairs } = await import("../../src/escape/kit/v2/index-pairs.js");
+    const { mkdir } = await import("node:fs/promises");
+    // Three keys, ids given out in a shuffled order; 70,000 pairs span two chunks of 65,536.
+    const keys = [7n, 0x123n << 200n, (1n << 250n) + 0xabcn];
+    const pairs = new IndexPairs();
+    const idsOf = new Map<bigint, bigint[]>(keys.map((k) => [k, []]));
+    for (let i = 0; i < 70_000; i++) {
+      const key = keys[i % 3]!;
+      const id = BigInt((i * 7919) % 70_001);
+      pairs.add(key, id);
+      idsOf.get(key)!.push(id);
+    }
+    const dir = await tempDir("dacd-kit2-index-");
+    await mkdir(join(dir, "keys"));
+    const index = await writeIndex(dir, pairs);
+    expect(index.suffix_digits).toBe(1);
+    for (const key of keys) {
+      const key64 = key.toString(16).padStart(64, "0");
+      const suffix = key64.slice(63);
+      const file = new Uint8Array(await readFile(join(dir, "keys", `${suffix}.bin`)));
+      expect(idsInIndex(file, key64, suffix, "index")).toEqual(
+        idsOf.get(key)!.sort((a, b) => (a < b ? -1 : 1)),
+      );
+    }
+  });
+
   it("splits by the keys' last hex digits, so keys far below 2^256 spread over the files", async () => {
     const { writeIndex } = await import("../../src/escape/kit/v2/build.js");
     const { idsInIndex } = await import("../../src/escape/kit/v2/key-index.js");
     const { mkdir } = await import("node:fs/promises");
-    const { bigintToBytes32 } = await import("../../src/util/bytes.js");
+    const { IndexPairs } = await import("../../src/escape/kit/v2/index-pairs.js");
     const n = 100_000;
     // Keys below 2^84, as a generator of sequential keys gives them: their first digits are all 0.
     const keyOf = (i: number): bigint => (BigInt(i + 1) * 0x9e3779b97f4a7c15n) & ((1n << 250n) - 1n);
-    const pairs = new Uint8Array(n * 40);
-    for (let i = 0; i < n; i++) {
-      pairs.set(bigintToBytes32(keyOf(i)), i * 40);
-      pairs.set(bigintToBytes32(BigInt(n - i)).subarray(24), i * 40 + 32);
-    }
+    const pairs = new IndexPairs();
+    for (let i = 0; i < n; i++) pairs.add(keyOf(i), BigInt(n - i));
     const dir = await tempDir("dacd-kit2-index-");
     await mkdir(join(dir, "keys"));
     const index = await writeIndex(dir, pairs);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { openFileLimit, tableFilesWithinLimit } from "../../src/storage/open-files.js";
+import { walkOpenFiles } from "../../src/storage/walk-opening.js";
 
 // The layout of /proc/self/limits (Linux), trimmed.
 const limits = (soft: string, hard: string): string =>
@@ -34,5 +35,15 @@ describe("open-file limit", () => {
     // A small limit keeps half of it; never below LevelDB's own floor of 74.
     expect(tableFilesWithinLimit(5000, 1024)).toBe(512);
     expect(tableFilesWithinLimit(5000, 100)).toBe(74);
+  });
+});
+
+describe("a whole-store walk's open files", () => {
+  it("keeps a file for every table of 2 MiB, and others, up to 8,192", () => {
+    expect(walkOpenFiles(0)).toBe(100);
+    // A store of 10M vaults spread over the tree: 3.7 GiB, 1,895 tables' worth.
+    expect(walkOpenFiles(3.7 * 2 ** 30)).toBe(1895 + 100);
+    expect(walkOpenFiles(2 * 2 ** 20 + 1)).toBe(102);
+    expect(walkOpenFiles(100 * 2 ** 30)).toBe(8192);
   });
 });

@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { gzip as gzipCb } from "node:zlib";
 import { DacdError } from "../../../errors.js";
 import type { PositionLeaf, VaultLeaf } from "../../../model/state-update.js";
-import { bytesEqual, writeBigint32 } from "../../../util/bytes.js";
+import { bytesEqual } from "../../../util/bytes.js";
 import { readAhead } from "../../../util/read-ahead.js";
 import type { HashEngine } from "../../../verifier/hash/engine.js";
 import { decodeLeafRecord } from "../../../verifier/trees/format/leaves.js";
@@ -29,6 +29,7 @@ import {
   type Kit2Shard,
   type LeafKind,
 } from "./format.js";
+import { IndexPairs } from "./index-pairs.js";
 import { encodeIndex, INDEX_ENTRY_BYTES } from "./key-index.js";
 import { shardLeafProof, type LeafProofContext } from "./leaf-proof.js";
 import { decodeShard, encodeShard, type ShardLeafIn, type Sibling } from "./shard.js";
@@ -113,9 +114,7 @@ export async function buildKit2(
     const checkEvery = opts.checkEvery ?? 0;
     const shards: Kit2Shard[] = [];
     const inFlight = new Set<Promise<void>>();
-    let index = new Uint8Array(1 << 20);
-    let indexView = new DataView(index.buffer);
-    let entries = 0;
+    const keyPairs = new IndexPairs();
     let done = 0;
     // The current leaf's siblings on every level, null for an empty subtree.
     const path: Sibling[] = new Array<Sibling>(h).fill(null);
@@ -189,22 +188,14 @@ export async function buildKit2(
         const siblings = open.leaves.length === 0 ? [] : path.slice(0, changed);
         open.leaves.push({ id: leaf.index, ...(vault ? { vault } : { position: position! }), siblings });
         open.bytes += size;
-        if ((entries + 1) * INDEX_ENTRY_BYTES > index.length) {
-          const grown = new Uint8Array(index.length * 2);
-          grown.set(index);
-          index = grown;
-          indexView = new DataView(index.buffer);
-        }
-        writeBigint32(vault ? vault.key : position!.publicKey, index, entries * INDEX_ENTRY_BYTES);
-        indexView.setBigUint64(entries * INDEX_ENTRY_BYTES + 32, leaf.index);
-        entries++;
+        keyPairs.add(vault ? vault.key : position!.publicKey, leaf.index);
         done++;
       }
       opts.progress?.(done);
     }
     await close();
     await Promise.all(inFlight);
-    const indexFiles = await writeIndex(tmp, index.subarray(0, entries * INDEX_ENTRY_BYTES));
+    const indexFiles = await writeIndex(tmp, keyPairs);
     for (const name of PAGE_FILE_NAMES) await writeFile(join(tmp, name), pageFile(name).body);
     const shared = head.shared_state;
     const manifest: Kit2Manifest = {
@@ -225,7 +216,7 @@ export async function buildKit2(
       shard_max_bytes: SHARD_MAX_BYTES,
       shard_path: SHARD_PATH,
       shards,
-      index: { path: INDEX_PATH, entries, ...indexFiles },
+      index: { path: INDEX_PATH, entries: keyPairs.count, ...indexFiles },
       shared_state: shared
         ? {
             words: shared.words,
@@ -272,15 +263,14 @@ export function manifestText(m: Kit2Manifest): string {
  */
 export async function writeIndex(
   tmp: string,
-  pairs: Uint8Array,
+  pairs: IndexPairs,
 ): Promise<{ suffix_digits: number; files: Record<string, string> }> {
-  const n = pairs.length / INDEX_ENTRY_BYTES;
+  const n = pairs.count;
   let digits = 0;
   while (digits < INDEX_MAX_DIGITS && n / 16 ** digits > INDEX_FILE_ENTRIES) digits++;
   const buckets = 1 << (4 * INDEX_MAX_DIGITS);
   // The key's low 12 bits: the low nibble of its byte 30, and byte 31.
-  const bucketOf = (i: number): number =>
-    ((pairs[i * INDEX_ENTRY_BYTES + 30]! & 0x0f) << 8) | pairs[i * INDEX_ENTRY_BYTES + 31]!;
+  const bucketOf = (i: number): number => ((pairs.byte(i, 30) & 0x0f) << 8) | pairs.byte(i, 31);
   const starts = new Uint32Array(buckets + 1);
   for (let i = 0; i < n; i++) starts[bucketOf(i) + 1]!++;
   for (let b = 0; b < buckets; b++) starts[b + 1]! += starts[b]!;
@@ -289,17 +279,15 @@ export async function writeIndex(
   for (let i = 0; i < n; i++) order[at[bucketOf(i)]!++] = i;
   const files: Record<string, string> = {};
   const fileCount = 16 ** digits;
-  const entry = (i: number): Buffer =>
-    Buffer.from(pairs.buffer, pairs.byteOffset + i * INDEX_ENTRY_BYTES, INDEX_ENTRY_BYTES);
   for (let f = 0; f < fileCount; f++) {
     // The buckets whose last `digits` hex digits are f's.
     const ids: number[] = [];
     for (let b = f; b < buckets; b += fileCount)
       for (let k = starts[b]!; k < starts[b + 1]!; k++) ids.push(order[k]!);
     if (ids.length === 0) continue;
-    ids.sort((a, b) => Buffer.compare(entry(a), entry(b)));
+    ids.sort((a, b) => pairs.compare(a, b));
     const body = new Uint8Array(ids.length * INDEX_ENTRY_BYTES);
-    ids.forEach((i, k) => body.set(entry(i), k * INDEX_ENTRY_BYTES));
+    ids.forEach((i, k) => body.set(pairs.entry(i), k * INDEX_ENTRY_BYTES));
     const suffix = digits === 0 ? "" : f.toString(16).padStart(digits, "0");
     const file = encodeIndex(body);
     await writeFile(join(tmp, indexPath(suffix)), file);
