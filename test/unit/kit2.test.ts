@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -262,48 +263,76 @@ describe("escape kit format 2", () => {
 });
 
 describe("the key index", () => {
-  it("holds a key's several ids in id order, across the pairs' chunks", async () => {
-    const { writeIndex } = await import("../../src/escape/kit/v2/build.js");
-    const { idsInIndex } = await import("../../src/escape/kit/v2/key-index.js");
-    const { IndexPairs } = await import("../../src/escape/kit/v2/index-pairs.js");
-    const { mkdir } = await import("node:fs/promises");
-    // Three keys, ids given out in a shuffled order; 70,000 pairs span two chunks of 65,536.
-    const keys = [7n, 0x123n << 200n, (1n << 250n) + 0xabcn];
-    const pairs = new IndexPairs();
-    const idsOf = new Map<bigint, bigint[]>(keys.map((k) => [k, []]));
-    for (let i = 0; i < 70_000; i++) {
-      const key = keys[i % 3]!;
-      const id = BigInt((i * 7919) % 70_001);
-      pairs.add(key, id);
-      idsOf.get(key)!.push(id);
-    }
-    const dir = await tempDir("dacd-kit2-index-");
-    await mkdir(join(dir, "keys"));
-    const index = await writeIndex(dir, pairs);
-    expect(index.suffix_digits).toBe(1);
-    for (const key of keys) {
-      const key64 = key.toString(16).padStart(64, "0");
-      const suffix = key64.slice(63);
-      const file = new Uint8Array(await readFile(join(dir, "keys", `${suffix}.bin`)));
-      expect(idsInIndex(file, key64, suffix, "index")).toEqual(
-        idsOf.get(key)!.sort((a, b) => (a < b ? -1 : 1)),
+  it.each([
+    [1_000_000, 0],
+    [2000, 1],
+    [100, 2],
+    [10, 3],
+  ])(
+    "files of about %i pairs: split by %i hex digits, every pair in its file, in order",
+    async (fileEntries, digits) => {
+      const { idsInIndex } = await import("../../src/escape/kit/v2/key-index.js");
+      const { KeyIndexWriter } = await import("../../src/escape/kit/v2/index-writer.js");
+      const { mkdir, readdir } = await import("node:fs/promises");
+      // 5,000 keys of 4 ids each, added in an order neither of keys nor of ids.
+      const rand = prng(fileEntries);
+      const keyOf = (k: number): bigint =>
+        (BigInt(k + 1) * 0x9e3779b97f4a7c15n * 0xfedcban) & ((1n << 251n) - 1n);
+      const dir = await tempDir("dacd-kit2-index-");
+      await mkdir(join(dir, "keys"));
+      const writer = await KeyIndexWriter.open(join(dir, "spill"), fileEntries);
+      const idsOf = new Map<bigint, bigint[]>();
+      for (let i = 0; i < 20_000; i++) {
+        const key = keyOf(Math.floor(rand() * 5000));
+        const id = BigInt(i * 104729 + 3) % 2n ** 31n;
+        writer.add(key, id);
+        idsOf.set(key, [...(idsOf.get(key) ?? []), id]);
+      }
+      const index = await writer.write(dir);
+      expect(index.suffix_digits).toBe(digits);
+      const names = (await readdir(join(dir, "keys"))).sort();
+      expect(names).toEqual(
+        Object.keys(index.files)
+          .map((s) => `${s === "" ? "all" : s}.bin`)
+          .sort(),
       );
-    }
-  });
+      // Every file read whole, as the reader checks it (its order and suffixes), into key → ids.
+      const found = new Map<bigint, bigint[]>();
+      for (const name of names) {
+        const file = new Uint8Array(await readFile(join(dir, "keys", name)));
+        const suffix = name === "all.bin" ? "" : name.slice(0, -4);
+        // 4 bytes of magic, the count (LEB128, at most 3 bytes here), then 40 bytes a pair.
+        const body = file.subarray(file.length - Math.floor((file.length - 4) / 40) * 40);
+        for (let at = 0; at < body.length; at += 40) {
+          const key = BigInt("0x" + Buffer.from(body.subarray(at, at + 32)).toString("hex"));
+          const id = BigInt("0x" + Buffer.from(body.subarray(at + 32, at + 40)).toString("hex"));
+          found.set(key, [...(found.get(key) ?? []), id]);
+        }
+        const first = BigInt("0x" + Buffer.from(body.subarray(0, 32)).toString("hex"));
+        const key64 = first.toString(16).padStart(64, "0");
+        expect(idsInIndex(file, key64, suffix, name)).toEqual(
+          [...idsOf.get(first)!].sort((a, b) => (a < b ? -1 : 1)),
+        );
+      }
+      expect(found.size).toBe(idsOf.size);
+      for (const [key, ids] of idsOf)
+        expect(found.get(key)).toEqual([...ids].sort((a, b) => (a < b ? -1 : 1)));
+    },
+  );
 
   it("splits by the keys' last hex digits, so keys far below 2^256 spread over the files", async () => {
-    const { writeIndex } = await import("../../src/escape/kit/v2/build.js");
     const { idsInIndex } = await import("../../src/escape/kit/v2/key-index.js");
+    const { KeyIndexWriter } = await import("../../src/escape/kit/v2/index-writer.js");
     const { mkdir } = await import("node:fs/promises");
-    const { IndexPairs } = await import("../../src/escape/kit/v2/index-pairs.js");
     const n = 100_000;
     // Keys below 2^84, as a generator of sequential keys gives them: their first digits are all 0.
     const keyOf = (i: number): bigint => (BigInt(i + 1) * 0x9e3779b97f4a7c15n) & ((1n << 250n) - 1n);
-    const pairs = new IndexPairs();
-    for (let i = 0; i < n; i++) pairs.add(keyOf(i), BigInt(n - i));
     const dir = await tempDir("dacd-kit2-index-");
     await mkdir(join(dir, "keys"));
-    const index = await writeIndex(dir, pairs);
+    const pairs = await KeyIndexWriter.open(join(dir, "spill"));
+    for (let i = 0; i < n; i++) pairs.add(keyOf(i), BigInt(n - i));
+    const index = await pairs.write(dir);
+    expect(existsSync(join(dir, "spill"))).toBe(false);
     expect(index.suffix_digits).toBe(1);
     expect(Object.keys(index.files).sort()).toEqual([..."0123456789abcdef"]);
     for (const i of [0, 1, 4242, n - 1]) {

@@ -16,10 +16,7 @@ import { openKitDir, placeKit } from "../kit-dir.js";
 import type { PathSource } from "../source.js";
 import { bitLength } from "./bytes.js";
 import {
-  INDEX_FILE_ENTRIES,
-  INDEX_MAX_DIGITS,
   INDEX_PATH,
-  indexPath,
   KIT2_FORMAT,
   SHARD_LEAVES,
   SHARD_MAX_BYTES,
@@ -29,8 +26,7 @@ import {
   type Kit2Shard,
   type LeafKind,
 } from "./format.js";
-import { IndexPairs } from "./index-pairs.js";
-import { encodeIndex, INDEX_ENTRY_BYTES } from "./key-index.js";
+import { KeyIndexWriter } from "./index-writer.js";
 import { shardLeafProof, type LeafProofContext } from "./leaf-proof.js";
 import { decodeShard, encodeShard, type ShardLeafIn, type Sibling } from "./shard.js";
 
@@ -96,6 +92,7 @@ export async function buildKit2(
   if (!/^0[0-9a-f]{63}$/.test(head.root))
     throw new DacdError("STORE", `the ${spec.name} root ${head.root} is not a field element`);
   const tmp = await openKitDir(opts.out);
+  let keyIndex: KeyIndexWriter | undefined;
   try {
     await mkdir(join(tmp, "shards"));
     await mkdir(join(tmp, "keys"));
@@ -114,7 +111,8 @@ export async function buildKit2(
     const checkEvery = opts.checkEvery ?? 0;
     const shards: Kit2Shard[] = [];
     const inFlight = new Set<Promise<void>>();
-    const keyPairs = new IndexPairs();
+    const keys = await KeyIndexWriter.open(join(tmp, "keys-spill"));
+    keyIndex = keys;
     let done = 0;
     // The current leaf's siblings on every level, null for an empty subtree.
     const path: Sibling[] = new Array<Sibling>(h).fill(null);
@@ -188,14 +186,14 @@ export async function buildKit2(
         const siblings = open.leaves.length === 0 ? [] : path.slice(0, changed);
         open.leaves.push({ id: leaf.index, ...(vault ? { vault } : { position: position! }), siblings });
         open.bytes += size;
-        keyPairs.add(vault ? vault.key : position!.publicKey, leaf.index);
+        keys.add(vault ? vault.key : position!.publicKey, leaf.index);
         done++;
       }
       opts.progress?.(done);
     }
     await close();
     await Promise.all(inFlight);
-    const indexFiles = await writeIndex(tmp, keyPairs);
+    const indexFiles = await keys.write(tmp);
     for (const name of PAGE_FILE_NAMES) await writeFile(join(tmp, name), pageFile(name).body);
     const shared = head.shared_state;
     const manifest: Kit2Manifest = {
@@ -216,7 +214,7 @@ export async function buildKit2(
       shard_max_bytes: SHARD_MAX_BYTES,
       shard_path: SHARD_PATH,
       shards,
-      index: { path: INDEX_PATH, entries: keyPairs.count, ...indexFiles },
+      index: { path: INDEX_PATH, entries: keys.count, ...indexFiles },
       shared_state: shared
         ? {
             words: shared.words,
@@ -237,6 +235,7 @@ export async function buildKit2(
     await placeKit(tmp, opts.out);
     return manifest;
   } catch (err) {
+    await keyIndex?.discard();
     await rm(tmp, { recursive: true, force: true });
     throw err;
   }
@@ -254,44 +253,4 @@ export function manifestText(m: Kit2Manifest): string {
   const shards =
     m.shards.length === 0 ? "[]" : `[\n${m.shards.map((s) => "    " + JSON.stringify(s)).join(",\n")}\n  ]`;
   return text.replace(SHARDS, shards).replace(FILES, JSON.stringify(m.index.files)) + "\n";
-}
-
-/**
- * The index files: the pairs bucketed by their key's last three hex digits (a counting sort), then
- * written under as many of those digits as keep a file near INDEX_FILE_ENTRIES, each file's pairs
- * sorted.
- */
-export async function writeIndex(
-  tmp: string,
-  pairs: IndexPairs,
-): Promise<{ suffix_digits: number; files: Record<string, string> }> {
-  const n = pairs.count;
-  let digits = 0;
-  while (digits < INDEX_MAX_DIGITS && n / 16 ** digits > INDEX_FILE_ENTRIES) digits++;
-  const buckets = 1 << (4 * INDEX_MAX_DIGITS);
-  // The key's low 12 bits: the low nibble of its byte 30, and byte 31.
-  const bucketOf = (i: number): number => ((pairs.byte(i, 30) & 0x0f) << 8) | pairs.byte(i, 31);
-  const starts = new Uint32Array(buckets + 1);
-  for (let i = 0; i < n; i++) starts[bucketOf(i) + 1]!++;
-  for (let b = 0; b < buckets; b++) starts[b + 1]! += starts[b]!;
-  const order = new Uint32Array(n);
-  const at = starts.slice(0, buckets);
-  for (let i = 0; i < n; i++) order[at[bucketOf(i)]!++] = i;
-  const files: Record<string, string> = {};
-  const fileCount = 16 ** digits;
-  for (let f = 0; f < fileCount; f++) {
-    // The buckets whose last `digits` hex digits are f's.
-    const ids: number[] = [];
-    for (let b = f; b < buckets; b += fileCount)
-      for (let k = starts[b]!; k < starts[b + 1]!; k++) ids.push(order[k]!);
-    if (ids.length === 0) continue;
-    ids.sort((a, b) => pairs.compare(a, b));
-    const body = new Uint8Array(ids.length * INDEX_ENTRY_BYTES);
-    ids.forEach((i, k) => body.set(pairs.entry(i), k * INDEX_ENTRY_BYTES));
-    const suffix = digits === 0 ? "" : f.toString(16).padStart(digits, "0");
-    const file = encodeIndex(body);
-    await writeFile(join(tmp, indexPath(suffix)), file);
-    files[suffix] = createHash("sha256").update(file).digest("hex");
-  }
-  return { suffix_digits: digits, files };
 }
