@@ -56,7 +56,6 @@ async function dumpReference(
     progress(f, n, "bytes"),
   );
   const { dumpReference } = await import("../../escape/reference-dump.js");
-  const { wholeWalkTuning } = await import("../../storage/walk-opening.js");
   const result =
     viaDaemon ??
     (await withStore(
@@ -69,7 +68,7 @@ async function dumpReference(
           subtrees,
           progress: (tree, n) => progress(tree, n, "leaves"),
         }),
-      { ...(await wholeWalkTuning(storeDirOf(opts).dir)), readOnly: true },
+      { wholeWalk: true, readOnly: true },
     ));
   bar.done();
   return result;
@@ -85,10 +84,7 @@ async function dumpDacd(
   const viaDaemon = await dumpViaDaemon(storeDirOf(opts).dir, opts.out, batch, (file, bytes) =>
     bar.update(`dump ${file}: ${bytes} bytes, ${secondsSince(started)} s`),
   );
-  const [{ dumpStore }, { wholeWalkTuning }] = await Promise.all([
-    import("../../escape/dump.js"),
-    import("../../storage/walk-opening.js"),
-  ]);
+  const { dumpStore } = await import("../../escape/dump.js");
   const manifest =
     viaDaemon ??
     (await withStore(
@@ -100,7 +96,7 @@ async function dumpDacd(
           batchId: batch,
           progress: (tree, n) => bar.update(`dump ${tree}: ${n} leaves, ${secondsSince(started)} s`),
         }),
-      { ...(await wholeWalkTuning(storeDirOf(opts).dir)), readOnly: true },
+      { wholeWalk: true, readOnly: true },
     ));
   bar.done();
   // The dump carries the member's claims journal, for a store rebuilt from it (`dacd load`).

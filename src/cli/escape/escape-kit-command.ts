@@ -92,10 +92,7 @@ async function buildEscapeKit(opts: KitCliOptions): Promise<void> {
   }
   // Refused before any walk: an --out that is a symbolic link, a file or a non-empty directory.
   await checkKitOut(opts.out);
-  const [{ wholeWalkTuning }, { commandEngine }] = await Promise.all([
-    import("../../storage/walk-opening.js"),
-    import("../command-engine.js"),
-  ]);
+  const { commandEngine } = await import("../command-engine.js");
   // Beside a running daemon this process builds the kit from the paths the daemon walks.
   let engine: HashEngine | undefined;
   try {
@@ -108,7 +105,7 @@ async function buildEscapeKit(opts: KitCliOptions): Promise<void> {
         opts,
         {},
         async (store, storeEngine) => build(storeEngine, await storePaths(store, storeEngine, batch)),
-        { ...(await wholeWalkTuning(storeDirOf(opts).dir)), readOnly: true },
+        { wholeWalk: true, readOnly: true },
       ));
     bar.done();
     printJson({ ...summary, out: opts.out, duration_ms: Date.now() - started });

@@ -3,8 +3,11 @@ import type { HashEngine } from "../../verifier/hash/engine.js";
 import type { CreateEngineOptions } from "../../verifier/hash/select.js";
 import { openStoreAt, storeDirOf, type StoreOptions } from "../store-options.js";
 
-/** How a command opens the store: LevelDB tuning, and whether it only reads. */
-export type StoreOpening = LevelTuning & { readOnly?: boolean };
+/**
+ * How a command opens the store: LevelDB tuning, whether it only reads, and whether it walks whole
+ * trees (dump, escape kit: LevelDB tuned for that, storage/walk-opening.ts).
+ */
+export type StoreOpening = LevelTuning & { readOnly?: boolean; wholeWalk?: boolean };
 
 /**
  * Runs `fn` on the store of --db or --config and a hash engine, closing both afterwards (the
@@ -20,9 +23,13 @@ export async function withStore<T>(
   // The hash engines are loaded by the commands that hash, not by every dacd command.
   const { commandEngine } = await import("../command-engine.js");
   const engine = commandEngine({ ...engineOpts });
+  const { wholeWalk, ...tuning } = opening;
   let store: LevelStore;
   try {
-    store = await openStoreAt(dir, opening);
+    const walkTuning = wholeWalk
+      ? await (await import("../../storage/walk-opening.js")).wholeWalkTuning(dir)
+      : {};
+    store = await openStoreAt(dir, { ...tuning, ...walkTuning });
   } catch (err) {
     await engine.close?.();
     throw err;

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { writeBigint32 } from "../../../util/bytes.js";
+import { concatBytes, writeBigint32 } from "../../../util/bytes.js";
 import { INDEX_FILE_ENTRIES, INDEX_MAX_DIGITS, indexPath } from "./format.js";
 import { encodeIndex, INDEX_ENTRY_BYTES } from "./key-index.js";
 
@@ -77,13 +77,13 @@ export class KeyIndexWriter {
     let digits = 0;
     while (digits < INDEX_MAX_DIGITS && this.count / 16 ** digits > this.fileEntries) digits++;
     for (let b = 0; b < SPILL_FILES; b++) this.spill(b);
-    const opened = new Set(this.fds.flatMap((fd, b) => (fd === undefined ? [] : [b])));
+    const spilled = this.fds.map((fd) => fd !== undefined);
     this.closeSpills();
     const read = (b: number): Uint8Array =>
-      opened.has(b) ? new Uint8Array(readFileSync(join(this.spillDir, String(b)))) : new Uint8Array(0);
+      spilled[b] ? new Uint8Array(readFileSync(join(this.spillDir, String(b)))) : new Uint8Array(0);
     const hashes = new Map<number, string>();
-    const emit = async (f: number, parts: Uint8Array[]): Promise<void> => {
-      const body = sortedPairs(parts);
+    const emit = async (f: number, pairs: Uint8Array): Promise<void> => {
+      const body = sortedPairs(pairs);
       if (body.length === 0) return;
       const file = encodeIndex(body);
       await writeFile(join(dir, indexPath(suffixOf(f, digits))), file);
@@ -95,7 +95,7 @@ export class KeyIndexWriter {
       for (let f = 0; f < files; f++) {
         const parts: Uint8Array[] = [];
         for (let b = f; b < SPILL_FILES; b += files) parts.push(read(b));
-        await emit(f, parts);
+        await emit(f, concatBytes(...parts));
       }
     } else {
       // Spill file b holds the files whose last two digits are b's, told apart by the third.
@@ -111,7 +111,7 @@ export class KeyIndexWriter {
           byThird[t]!.set(pairs.subarray(at, at + INDEX_ENTRY_BYTES), fill[t]!);
           fill[t]! += INDEX_ENTRY_BYTES;
         }
-        for (let third = 0; third < 16; third++) await emit((third << 8) | b, [byThird[third]!]);
+        for (let third = 0; third < 16; third++) await emit((third << 8) | b, byThird[third]!);
       }
     }
     await rm(this.spillDir, { recursive: true, force: true });
@@ -131,32 +131,17 @@ function suffixOf(f: number, digits: number): string {
   return digits === 0 ? "" : f.toString(16).padStart(digits, "0");
 }
 
-/** The pairs of `parts` (each whole pairs, or one pair), in one buffer sorted by key then id. */
-function sortedPairs(parts: readonly Uint8Array[]): Uint8Array {
-  let bytes = 0;
-  for (const p of parts) bytes += p.length;
-  const all = new Uint8Array(bytes);
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.length;
-  }
-  const n = bytes / INDEX_ENTRY_BYTES;
-  const order = Array.from({ length: n }, (_, i) => i);
+/** `pairs` sorted by key then id (their bytes), into a new buffer. */
+function sortedPairs(pairs: Uint8Array): Uint8Array {
+  const order = Array.from({ length: pairs.length / INDEX_ENTRY_BYTES }, (_, i) => i * INDEX_ENTRY_BYTES);
   order.sort((a, b) => {
-    for (
-      let i = a * INDEX_ENTRY_BYTES, j = b * INDEX_ENTRY_BYTES, end = i + INDEX_ENTRY_BYTES;
-      i < end;
-      i++, j++
-    ) {
-      const d = all[i]! - all[j]!;
+    for (let i = a, j = b, end = a + INDEX_ENTRY_BYTES; i < end; i++, j++) {
+      const d = pairs[i]! - pairs[j]!;
       if (d !== 0) return d;
     }
     return 0;
   });
-  const sorted = new Uint8Array(bytes);
-  order.forEach((i, k) =>
-    sorted.set(all.subarray(i * INDEX_ENTRY_BYTES, (i + 1) * INDEX_ENTRY_BYTES), k * INDEX_ENTRY_BYTES),
-  );
+  const sorted = new Uint8Array(pairs.length);
+  order.forEach((at, k) => sorted.set(pairs.subarray(at, at + INDEX_ENTRY_BYTES), k * INDEX_ENTRY_BYTES));
   return sorted;
 }
